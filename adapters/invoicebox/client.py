@@ -1,0 +1,475 @@
+"""Invoicebox API v3 client on httpx: typed errors, Decimal money, retries only where safe."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+import simplejson
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from adapters.invoicebox.money import to_kopecks, to_roubles
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+RETRYABLE_STATUSES = frozenset({408, 425, 429, 503})
+MAX_RETRY_AFTER_SECONDS = 60
+
+ErrorKind = Literal[
+    "unauthorized", "forbidden", "rejected", "not_found", "rate_limited", "unavailable",
+    "unknown_outcome", "bad_response",
+]
+
+# Russian wording of the documented 422 codes (reference §5), relayed by assistants.
+UPSTREAM_MESSAGES: dict[str, str] = {
+    "wrong_expiration_date": "Инвойсбокс не принял срок оплаты (expirationDate)",
+    "wrong_currency": "Инвойсбокс не принял валюту",
+    "language_not_found": "Инвойсбокс не знает такой язык страницы оплаты",
+    "wrong_basket_item_total_amount": "Инвойсбокс: сумма позиции не равна цене, умноженной на количество",
+    "wrong_basket_item_total_vat_amount": "Инвойсбокс: НДС позиции не сходится со ставкой",
+    "wrong_basket_item_amount_wo_vat": "Инвойсбокс: цена без НДС не сходится с ценой и НДС",
+    "wrong_total_amount": "Инвойсбокс: сумма заказа не равна сумме позиций",
+    "wrong_total_vat_amount": "Инвойсбокс: НДС заказа не равен сумме НДС позиций",
+    "wrong_order_status": "Инвойсбокс: действие недоступно в текущем статусе счёта",
+    "merchant_order_id_duplicate": "Инвойсбокс: счёт с таким номером магазина уже есть",
+    "unauthorized": "Инвойсбокс не принял токен контура",
+    "forbidden": "Инвойсбокс запретил это действие для магазина контура",
+    "not_found": "Инвойсбокс не нашёл запрошенный объект",
+}
+
+
+class InvoiceboxError(Exception):
+    """An upstream failure, classified so the core can say whether a retry can help."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        code: str = "",
+        http_status: int | None = None,
+        request_id: str = "",
+        fields: list[dict[str, Any]] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.code = code
+        self.http_status = http_status
+        self.request_id = request_id
+        self.fields = fields or []
+        self.retry_after = retry_after
+
+
+class _Upstream(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class UpstreamCustomer(_Upstream):
+    type: str | None = None
+    name: str | None = None
+    vat_number: str | None = Field(None, alias="vatNumber")
+
+
+class UpstreamOrder(_Upstream):
+    id: str
+    merchant_order_id: str = Field("", alias="merchantOrderId")
+    status: str
+    amount: Decimal
+    vat_amount: Decimal | None = Field(None, alias="vatAmount")
+    currency_id: str = Field("", alias="currencyId")
+    description: str | None = None
+    created_at: str | None = Field(None, alias="createdAt")
+    expiration_date: str | None = Field(None, alias="expirationDate")
+    paid_at: str | None = Field(None, alias="paidAt")
+    payment_url: str | None = Field(None, alias="paymentUrl")
+    customer: UpstreamCustomer | None = None
+
+
+@dataclass(frozen=True)
+class Order:
+    """An order as the project sees it: money in kopecks."""
+
+    id: str
+    merchant_order_id: str
+    status: str
+    amount: int
+    vat_amount: int | None
+    currency: str
+    description: str | None
+    created_at: str | None
+    expiration_date: str | None
+    paid_at: str | None
+    payment_url: str | None
+    customer_name: str | None
+    customer_vat_number: str | None
+
+    @classmethod
+    def parse(cls, raw: Any) -> Order:
+        upstream = UpstreamOrder.model_validate(raw)
+        return cls(
+            id=upstream.id,
+            merchant_order_id=upstream.merchant_order_id,
+            status=upstream.status,
+            amount=to_kopecks(upstream.amount),
+            vat_amount=None if upstream.vat_amount is None else to_kopecks(upstream.vat_amount),
+            currency=upstream.currency_id,
+            description=upstream.description,
+            created_at=upstream.created_at,
+            expiration_date=upstream.expiration_date,
+            paid_at=upstream.paid_at,
+            payment_url=upstream.payment_url,
+            customer_name=upstream.customer.name if upstream.customer else None,
+            customer_vat_number=upstream.customer.vat_number if upstream.customer else None,
+        )
+
+
+@dataclass(frozen=True)
+class OrderPage:
+    orders: list[Order]
+    total_count: int
+    page: int
+    page_size: int
+
+
+@dataclass(frozen=True)
+class BasketLine:
+    sku: str
+    name: str
+    measure: str
+    measure_code: str
+    quantity: Decimal
+    amount: int
+    amount_wo_vat: int
+    total_amount: int
+    total_vat_amount: int
+    vat_code: str
+    type: str
+    payment_type: str
+
+    def as_api(self) -> dict[str, Any]:
+        return {
+            "sku": self.sku, "name": self.name, "measure": self.measure,
+            "measureCode": self.measure_code, "quantity": self.quantity,
+            "amount": to_roubles(self.amount), "amountWoVat": to_roubles(self.amount_wo_vat),
+            "totalAmount": to_roubles(self.total_amount),
+            "totalVatAmount": to_roubles(self.total_vat_amount),
+            "vatCode": self.vat_code, "type": self.type, "paymentType": self.payment_type,
+        }
+
+
+@dataclass(frozen=True)
+class Customer:
+    type: str
+    name: str | None = None
+    vat_number: str | None = None
+    tax_registration_reason_code: str | None = None
+    registration_address: str | None = None
+    email: str | None = None
+    phone: str | None = None
+
+    def as_api(self) -> dict[str, Any]:
+        pairs = {
+            "type": self.type, "name": self.name, "vatNumber": self.vat_number,
+            "taxRegistrationReasonCode": self.tax_registration_reason_code,
+            "registrationAddress": self.registration_address, "email": self.email,
+            "phone": self.phone,
+        }
+        return {k: v for k, v in pairs.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class NewOrder:
+    merchant_order_id: str
+    description: str
+    amount: int
+    vat_amount: int
+    currency_id: str
+    language_id: str
+    expiration_date: datetime
+    basket: list[BasketLine]
+    customer: Customer
+    urls: dict[str, str] = field(default_factory=dict)
+
+    def as_api(self, merchant_id: str) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "merchantId": merchant_id,
+            "merchantOrderId": self.merchant_order_id,
+            "description": self.description,
+            "amount": to_roubles(self.amount),
+            "vatAmount": to_roubles(self.vat_amount),
+            "currencyId": self.currency_id,
+            "languageId": self.language_id,
+            "expirationDate": atom(self.expiration_date),
+            "basketItems": [line.as_api() for line in self.basket],
+            "customer": self.customer.as_api(),
+        }
+        api_names = {"success_url": "successUrl", "fail_url": "failUrl",
+                      "return_url": "returnUrl", "notification_url": "notificationUrl"}
+        body.update({api_names[k]: v for k, v in self.urls.items()})
+        return body
+
+
+def atom(moment: datetime) -> str:
+    """The API's date format: ISO 8601 to the second with the offset (PHP DATE_ATOM)."""
+    return moment.isoformat(timespec="seconds")
+
+
+class InvoiceboxClient:
+    """One merchant's view of the API. Cheap to build; make one per gateway call."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        token: str,
+        merchant_id: str,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float | None = None,
+        read_attempts: int | None = None,
+        backoff_seconds: float | None = None,
+    ) -> None:
+        self.merchant_id = merchant_id
+        self.read_attempts = read_attempts or settings.INVOICEBOX_READ_ATTEMPTS
+        self.backoff_seconds = (
+            settings.INVOICEBOX_BACKOFF_SECONDS if backoff_seconds is None else backoff_seconds
+        )
+        self.last_request_id = ""
+        self.last_status: int | None = None
+        self._token = token
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/v3",
+            transport=transport,
+            timeout=timeout or settings.INVOICEBOX_TIMEOUT_SECONDS,
+            follow_redirects=False,
+            headers={
+                "Accept": "application/json",
+                "User-Agent": settings.INVOICEBOX_USER_AGENT,
+            },
+        )
+
+    def __enter__(self) -> InvoiceboxClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- endpoints -------------------------------------------------------------------------
+
+    def check_auth(self) -> str:
+        data, _ = self._request("GET", "/security/api/auth/auth")
+        user_id = (data or {}).get("userId") if isinstance(data, dict) else None
+        if not user_id:  # no token also answers 200 with userId null (reference §1)
+            raise InvoiceboxError("unauthorized", UPSTREAM_MESSAGES["unauthorized"],
+                                  code="unauthorized", request_id=self.last_request_id)
+        return str(user_id)
+
+    def get_order(self, order_id: str) -> Order | None:
+        # The documented way to read one order is the filter by id (reference §2).
+        page = self.find_orders(order_id=order_id, page_size=1)
+        return page.orders[0] if page.orders else None
+
+    def find_orders(
+        self,
+        *,
+        order_id: str | None = None,
+        merchant_order_id: str | None = None,
+        statuses: list[str] | tuple[str, ...] = (),
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+        page: int = 1,
+        page_size: int = 20,
+    ) -> OrderPage:
+        params: list[tuple[str, str]] = [
+            ("_page", str(page)), ("_pageSize", str(page_size)), ("_order[createdAt]", "desc"),
+        ]
+        if order_id:
+            params.append(("id", order_id))
+        if merchant_order_id:
+            params.append(("merchantOrderId", merchant_order_id))
+        params.extend(("status[]", status) for status in statuses)
+        if created_from:
+            params.append(("createdAt[_ge]", atom(created_from)))
+        if created_to:
+            params.append(("createdAt[_le]", atom(created_to)))
+        data, envelope = self._request("GET", "/filter/api/order/order", params=params)
+        if not isinstance(data, list):
+            raise self._bad_response("список счетов пришёл не массивом")
+        orders = [self._parse_order(row) for row in data]
+        meta = envelope.get("metaData") or {}
+        return OrderPage(
+            orders=orders,
+            total_count=int(meta.get("totalCount", len(orders))),
+            page=int(meta.get("page", page)),
+            page_size=int(meta.get("pageSize", page_size)),
+        )
+
+    def create_order(self, order: NewOrder) -> Order:
+        data, _ = self._request(
+            "POST", "/billing/api/order/order", body=order.as_api(self.merchant_id), write=True
+        )
+        return self._parse_order(data, write=True)
+
+    def cancel_order(self, order_id: str) -> Order:
+        data, _ = self._request("DELETE", f"/billing/api/order/order/{order_id}", write=True)
+        return self._parse_order(data, write=True)
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _parse_order(self, raw: Any, *, write: bool = False) -> Order:
+        try:
+            return Order.parse(raw)
+        except (ValidationError, ValueError) as error:
+            logger.warning("unexpected order shape from Invoicebox (request %s): %s",
+                           self.last_request_id, str(error)[:500])
+            raise self._bad_response("ответ Инвойсбокс не похож на счёт", write=write) from None
+
+    def _bad_response(self, detail: str, *, write: bool = False) -> InvoiceboxError:
+        kind: ErrorKind = "unknown_outcome" if write else "bad_response"
+        return InvoiceboxError(kind, f"Инвойсбокс ответил непонятно: {detail}",
+                               http_status=self.last_status, request_id=self.last_request_id)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: list[tuple[str, str]] | None = None,
+        body: dict[str, Any] | None = None,
+        write: bool = False,
+    ) -> tuple[Any, dict[str, Any]]:
+        # Writes get one attempt: a retry could create a second order (recovery is by lookup).
+        attempts = 1 if write else self.read_attempts
+        headers = {"Authorization": f"Bearer {self._token}"}
+        content = None
+        if body is not None:
+            content = simplejson.dumps(body, use_decimal=True, ensure_ascii=False).encode()
+            headers["Content-Type"] = "application/json"
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._http.request(
+                    method, path, params=params, content=content, headers=headers
+                )
+            except httpx.TimeoutException:
+                error = self._transport_failure(write, "Инвойсбокс не ответил вовремя")
+            except httpx.HTTPError as exc:
+                error = self._transport_failure(
+                    write, f"нет связи с Инвойсбокс ({type(exc).__name__})"
+                )
+            else:
+                self.last_status = response.status_code
+                self.last_request_id = response.headers.get("x-request-id", "")
+                if response.status_code < 300:
+                    return self._decode(response, write)
+                error = self._http_error(response, write)
+            if attempt == attempts or not self._retryable(error):
+                raise error
+            time.sleep(self._delay(attempt, error))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _transport_failure(self, write: bool, message: str) -> InvoiceboxError:
+        self.last_status = None
+        kind: ErrorKind = "unknown_outcome" if write else "unavailable"
+        return InvoiceboxError(kind, message)
+
+    def _retryable(self, error: InvoiceboxError) -> bool:
+        if error.kind == "unavailable":
+            return error.retry_after is None or error.retry_after <= MAX_RETRY_AFTER_SECONDS
+        return error.kind == "rate_limited" and (error.retry_after or 0) <= MAX_RETRY_AFTER_SECONDS
+
+    def _delay(self, attempt: int, error: InvoiceboxError) -> float:
+        if error.retry_after is not None:
+            return error.retry_after
+        return self.backoff_seconds * 2 ** (attempt - 1)
+
+    def _decode(self, response: httpx.Response, write: bool) -> tuple[Any, dict[str, Any]]:
+        if len(response.content) > MAX_BODY_BYTES:
+            raise self._bad_response("ответ больше 4 МБ", write=write)
+        try:
+            envelope = json.loads(response.content, parse_float=Decimal)
+        except ValueError:
+            logger.warning("non-JSON success body from Invoicebox (request %s): %r",
+                           self.last_request_id, response.content[:300])
+            raise self._bad_response("тело ответа не JSON", write=write) from None
+        if not isinstance(envelope, dict) or "data" not in envelope:
+            raise self._bad_response("нет поля data", write=write)
+        return envelope["data"], envelope
+
+    def _http_error(self, response: httpx.Response, write: bool) -> InvoiceboxError:
+        status = response.status_code
+        code, message, fields = "", "", []
+        try:
+            payload = json.loads(response.content, parse_float=Decimal)
+            err = payload.get("error") if isinstance(payload, dict) else None
+            if isinstance(err, dict):
+                code = str(err.get("code") or "")
+                message = str(err.get("message") or "")
+                fields = [f for f in err.get("fields") or [] if isinstance(f, dict)]
+        except ValueError:
+            pass
+        retry_after = _retry_after(response)
+        common = {"code": code, "http_status": status, "request_id": self.last_request_id,
+                  "fields": fields, "retry_after": retry_after}
+        text = UPSTREAM_MESSAGES.get(code) or (
+            f"Инвойсбокс отказал: HTTP {status}" + (f", код {code}" if code else "")
+        )
+        if status < 400:  # a redirect: the base URL is wrong, never follow it with a token
+            return self._bad_response(f"перенаправление HTTP {status}", write=write)
+        if status == 401:
+            return InvoiceboxError("unauthorized", UPSTREAM_MESSAGES["unauthorized"], **common)
+        if status == 403:
+            return InvoiceboxError("forbidden", UPSTREAM_MESSAGES["forbidden"], **common)
+        if status == 404:
+            return InvoiceboxError("not_found", text, **common)
+        if status == 429:
+            return InvoiceboxError("rate_limited", "Инвойсбокс ограничил частоту запросов", **common)
+        if status in RETRYABLE_STATUSES:
+            return InvoiceboxError("unavailable", f"Инвойсбокс временно недоступен (HTTP {status})",
+                                   **common)
+        if status >= 500:
+            kind: ErrorKind = "unknown_outcome" if write else "unavailable"
+            return InvoiceboxError(kind, f"сбой на стороне Инвойсбокс (HTTP {status})", **common)
+        logger.info("Invoicebox refused (HTTP %s, code %s, request %s): %s",
+                    status, code, self.last_request_id, message[:200])
+        return InvoiceboxError("rejected", text, **common)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
+
+
+def is_local_sandbox(base_url: str) -> bool:
+    """True for this project's own sandbox, reached in-process instead of over the network."""
+    parts = urlsplit(base_url)
+    own_host = urlsplit(settings.GATEWAY_SITE_URL).hostname
+    local_hosts = {"127.0.0.1", "localhost", "::1", "testserver", own_host}
+    mount = urlsplit(settings.INVOICEBOX_SANDBOX_BASE_URL).path.rstrip("/")
+    return parts.hostname in local_hosts and parts.path.rstrip("/").startswith(mount)
+
+
+def make_client(*, base_url: str, token: str, merchant_id: str) -> InvoiceboxClient:
+    transport = None
+    if settings.INVOICEBOX_SANDBOX_IN_PROCESS and is_local_sandbox(base_url):
+        from adapters.invoicebox.sandbox import InProcessTransport
+
+        transport = InProcessTransport()
+    return InvoiceboxClient(
+        base_url=base_url, token=token, merchant_id=merchant_id, transport=transport
+    )

@@ -1,0 +1,112 @@
+"""Storage of the bundled Invoicebox sandbox: accounts (tokens), orders and fault switches."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db import models
+
+
+class SandboxAccount(models.Model):
+    """One API token of the sandbox and the merchant (shop) it may act for."""
+
+    # Only the sha256 of the token is kept; the token itself is a secret of the contour.
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    merchant_id = models.UUIDField(db_index=True)
+    user_id = models.UUIDField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "sandbox account"
+
+    def __str__(self) -> str:
+        return f"{self.merchant_id} ({self.token_sha256[:8]}…)"
+
+
+class SandboxFaults(models.Model):
+    """Fault switches of one account, in the database so that every worker process sees them."""
+
+    account = models.OneToOneField(
+        SandboxAccount, on_delete=models.CASCADE, primary_key=True, related_name="faults"
+    )
+    latency_ms = models.PositiveIntegerField(default=0)
+    # A probability, not money: a float is the right type here.
+    error_rate = models.FloatField(default=0.0)
+    fail_next = models.PositiveIntegerField(default=0)
+    drop_response_after_create = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "sandbox faults"
+        verbose_name_plural = "sandbox faults"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(error_rate__gte=0.0) & models.Q(error_rate__lte=1.0),
+                name="invoicebox_sandbox_faults_error_rate_0_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"faults of {self.account_id}"
+
+    @property
+    def is_idle(self) -> bool:
+        return (
+            self.latency_ms == 0
+            and self.error_rate == 0.0
+            and self.fail_next == 0
+            and not self.drop_response_after_create
+        )
+
+
+class SandboxOrder(models.Model):
+    """An order (счёт) created in the sandbox; the accepted request is kept verbatim as JSON."""
+
+    class Status(models.TextChoices):
+        CREATED = "created"
+        COMPLETED = "completed"
+        CANCELED = "canceled"
+        EXPIRED = "expired"
+        HOLD = "hold"
+        DRAFT = "draft"
+
+    CANCELABLE = frozenset({Status.CREATED, Status.HOLD, Status.DRAFT})
+
+    # A sequence for a stable tie-break when two orders share a createdAt second.
+    seq = models.BigAutoField(primary_key=True)
+    order_id = models.UUIDField(unique=True)
+    order_container_id = models.UUIDField(db_index=True)
+    merchant_id = models.UUIDField()
+    merchant_order_id = models.CharField(max_length=256)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CREATED)
+    amount = models.DecimalField(max_digits=14, decimal_places=2)
+    vat_amount = models.DecimalField(max_digits=14, decimal_places=2)
+    currency_id = models.CharField(max_length=3)
+    # All timestamps are whole seconds: the API shows them in ATOM format without fractions,
+    # so a filter built from a value the client has seen must match the stored one.
+    created_at = models.DateTimeField()
+    expiration_date = models.DateTimeField()
+    paid_at = models.DateTimeField(null=True, blank=True)
+    canceled_at = models.DateTimeField(null=True, blank=True)
+    # The accepted CreateOrderRequest (known fields only) as JSON text with exact decimals.
+    request_json = models.TextField()
+
+    class Meta:
+        verbose_name = "sandbox order"
+        constraints = [
+            # The race-safe guarantee behind merchant_order_id_duplicate.
+            models.UniqueConstraint(
+                fields=["merchant_id", "merchant_order_id"],
+                name="invoicebox_sandbox_order_merchant_order_id_uniq",
+            ),
+        ]
+        indexes = [models.Index(fields=["merchant_id", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.merchant_order_id} ({self.order_id})"
+
+    def effective_status(self, now: dt.datetime) -> str:
+        """The status as the API reports it: an unpaid order past its expiry reads `expired`."""
+        if self.status == self.Status.CREATED and self.expiration_date <= now:
+            return self.Status.EXPIRED
+        return self.status

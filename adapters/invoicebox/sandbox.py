@@ -1,0 +1,1281 @@
+"""The bundled fake of the Invoicebox API v3: one dispatch function, a Django view, an httpx transport.
+
+Paths, envelope and error bodies follow /work/shared/reference/invoicebox-api.md. Where the
+reference is silent the choice is ours and is marked "[sandbox]" in a comment. Money is
+Decimal end to end (JSON parsed with parse_float=Decimal, written with simplejson
+use_decimal=True); a float never touches an amount.
+
+Import rule: this module never imports the client, tools, audit or adapters.rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+import logging
+import operator
+import os
+import re
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from typing import Any
+from urllib.parse import parse_qsl
+
+import httpx
+import simplejson
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
+from django.db import IntegrityError, OperationalError, transaction
+from django.db.models import F, OrderBy, Q
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.views.decorators.csrf import csrf_exempt
+
+from adapters.invoicebox.models import SandboxAccount, SandboxFaults, SandboxOrder
+
+logger = logging.getLogger(__name__)
+
+MOUNT_PATH = "/sandbox/invoicebox"
+# Published in the Invoicebox docs (docs/api/auth.md) for everyone's use: not a secret.
+DEMO_TOKEN = "b37c4c689295904ed21eee5d9a48d42e"  # noqa: S105
+DEMO_MERCHANT_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+
+DEFAULT_PAGE_SIZE = 30
+MAX_PAGE_SIZE = 100  # [sandbox] the real maximum is unknown; larger requests are clamped.
+MAX_PAGE = 1_000_000
+MAX_LATENCY_MS = 60_000
+MAX_FAIL_NEXT = 1_000_000
+MAX_JSON_DEPTH = 32
+
+CURRENCIES = frozenset({"RUB", "CNY", "UZS", "EUR", "GBP", "USD"})
+LANGUAGES = frozenset({"ru", "en"})
+PAYMENT_TYPES = frozenset({"full_prepayment", "prepayment", "advance", "full_payment"})
+ITEM_TYPES = frozenset({"service", "commodity"})
+CUSTOMER_TYPES = frozenset({"private", "legal"})
+# For the checks VAT is always the part included in totalAmount, also for *_ADDED codes.
+VAT_RATES: dict[str, Decimal] = {
+    "VATNONE": Decimal(0),
+    "RUS_VAT0": Decimal(0),
+    **{f"RUS_VAT{rate}": Decimal(rate) for rate in (5, 7, 10, 20, 22)},
+    **{f"RUS_VAT{rate}_ADDED": Decimal(rate) for rate in (5, 7, 10, 20, 22)},
+}
+
+CENT = Decimal("0.01")
+MONEY_LIMIT = Decimal("1e12")  # fits DecimalField(max_digits=14, decimal_places=2)
+QUANTITY_LIMIT = Decimal("1e9")
+
+_JSON = "application/json"
+# What a reverse proxy answers when the upstream never replied: deliberately not JSON.
+_PROXY_TIMEOUT_PAGE = (
+    b"<html>\r\n<head><title>504 Gateway Time-out</title></head>\r\n<body>\r\n"
+    b"<center><h1>504 Gateway Time-out</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    b"</body>\r\n</html>\r\n"
+)
+
+
+# --------------------------------------------------------------------------- responses
+
+
+@dataclass(frozen=True)
+class SandboxResponse:
+    """What the sandbox answers; both the Django view and the httpx transport render it."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    # The request was handled (side effects happened) but the client must never see a reply:
+    # the lost-response fault, or a latency longer than the client's read timeout.
+    dropped: bool = False
+
+    def json(self) -> Any:
+        return simplejson.loads(self.body, use_decimal=True)
+
+
+class _ApiError(Exception):
+    """An error answer in the real API's shape: {"error": {"message", "code", "fields"?}}."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        fields: list[dict[str, str]] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.fields = fields
+        self.headers = dict(headers or {})
+
+
+def _field_error(name: str, code: str = "wrong_value", message: str = "") -> dict[str, str]:
+    return {"name": name, "code": code, "message": message}
+
+
+def _calculation_error(code: str, name: str) -> _ApiError:
+    return _ApiError(422, code, "Calculation Error", [_field_error(name)])
+
+
+def _dumps(payload: Any) -> bytes:
+    # ensure_ascii like PHP's json_encode; it also keeps lone surrogates encodable.
+    return simplejson.dumps(
+        payload, use_decimal=True, ensure_ascii=True, separators=(",", ":")
+    ).encode("ascii")
+
+
+def _json_response(
+    status: int, payload: Any, request_id: str, headers: Mapping[str, str] | None = None
+) -> SandboxResponse:
+    return SandboxResponse(
+        status=status,
+        headers={"Content-Type": _JSON, "X-Request-Id": request_id, **(headers or {})},
+        body=_dumps(payload),
+    )
+
+
+def _error_response(error: _ApiError, request_id: str) -> SandboxResponse:
+    body: dict[str, Any] = {"message": error.message, "code": error.code}
+    if error.fields is not None:
+        body["fields"] = error.fields
+    return _json_response(error.status, {"error": body}, request_id, error.headers)
+
+
+def _new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+# --------------------------------------------------------------------------- accounts
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _user_id_for(digest: str) -> uuid.UUID:
+    # Stable per token, so the demo token always reports the same userId.
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"invoicebox-sandbox:user:{digest}")
+
+
+def _configured_tokens() -> dict[str, str]:
+    """The demo token plus settings.INVOICEBOX_SANDBOX_TOKENS (optional).
+
+    The setting is either a mapping token -> merchant id or a list of "token:merchant_id".
+    """
+    tokens = {DEMO_TOKEN: DEMO_MERCHANT_ID}
+    extra: Any = getattr(settings, "INVOICEBOX_SANDBOX_TOKENS", None) or {}
+    if isinstance(extra, Mapping):
+        pairs = [(str(token), str(merchant)) for token, merchant in extra.items()]
+    else:
+        # rpartition: l3 tokens ("29078-API:<hex>") contain a colon, a UUID never does.
+        pairs = [
+            (token, merchant) for token, _, merchant in (str(e).rpartition(":") for e in extra)
+        ]
+    for token, merchant in pairs:
+        token, merchant = token.strip(), merchant.strip()
+        try:
+            uuid.UUID(merchant)
+        except ValueError:
+            raise ImproperlyConfigured(
+                "INVOICEBOX_SANDBOX_TOKENS: every token needs a merchant UUID"
+            ) from None
+        tokens[token] = merchant
+    return tokens
+
+
+def _account_for_token(token: str) -> SandboxAccount | None:
+    digest = _digest(token)
+    account = SandboxAccount.objects.filter(token_sha256=digest).first()
+    if account is not None:
+        return account
+    merchant = _configured_tokens().get(token)
+    if merchant is None:
+        return None
+    account, _ = SandboxAccount.objects.get_or_create(
+        token_sha256=digest,
+        defaults={"merchant_id": uuid.UUID(merchant), "user_id": _user_id_for(digest)},
+    )
+    return account
+
+
+def register_account(token: str, merchant_id: str) -> None:
+    """Let `token` act for `merchant_id` in the sandbox; only the token's sha256 is stored."""
+    if not isinstance(token, str) or not token.strip():
+        raise ValueError("a sandbox token must be a non-empty string")
+    merchant = uuid.UUID(str(merchant_id))
+    if token == DEMO_TOKEN and merchant != uuid.UUID(DEMO_MERCHANT_ID):
+        raise ValueError("the demo token belongs to the demo merchant")
+    digest = _digest(token)
+    with transaction.atomic():
+        SandboxAccount.objects.update_or_create(
+            token_sha256=digest,
+            defaults={"merchant_id": merchant},
+            create_defaults={"merchant_id": merchant, "user_id": _user_id_for(digest)},
+        )
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def _fault_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    latency = values["latency_ms"]
+    if (
+        isinstance(latency, bool)
+        or not isinstance(latency, int)
+        or not 0 <= latency <= MAX_LATENCY_MS
+    ):
+        problems.append(("latency_ms", f"an integer from 0 to {MAX_LATENCY_MS}"))
+    rate = values["error_rate"]
+    if isinstance(rate, bool) or not isinstance(rate, int | float | Decimal) or not 0 <= rate <= 1:
+        problems.append(("error_rate", "a number from 0 to 1"))
+    fail_next = values["fail_next"]
+    if (
+        isinstance(fail_next, bool)
+        or not isinstance(fail_next, int)
+        or not 0 <= fail_next <= MAX_FAIL_NEXT
+    ):
+        problems.append(("fail_next", f"an integer from 0 to {MAX_FAIL_NEXT}"))
+    if not isinstance(values["drop_response_after_create"], bool):
+        problems.append(("drop_response_after_create", "a boolean"))
+    return problems
+
+
+def _store_faults(account: SandboxAccount, values: Mapping[str, Any]) -> SandboxFaults:
+    with transaction.atomic():
+        faults, _ = SandboxFaults.objects.update_or_create(
+            account=account,
+            defaults={
+                "latency_ms": values["latency_ms"],
+                "error_rate": float(values["error_rate"]),
+                "fail_next": values["fail_next"],
+                "drop_response_after_create": values["drop_response_after_create"],
+            },
+        )
+    return faults
+
+
+def set_faults(
+    token: str,
+    *,
+    latency_ms: int = 0,
+    error_rate: float = 0.0,
+    fail_next: int = 0,
+    drop_response_after_create: bool = False,
+) -> None:
+    """Replace the fault switches of the account behind `token` (ValueError if unknown)."""
+    account = _account_for_token(token)
+    if account is None:
+        raise ValueError("unknown sandbox token")
+    values = {
+        "latency_ms": latency_ms,
+        "error_rate": error_rate,
+        "fail_next": fail_next,
+        "drop_response_after_create": drop_response_after_create,
+    }
+    problems = _fault_problems(values)
+    if problems:
+        raise ValueError("; ".join(f"{name}: {hint}" for name, hint in problems))
+    _store_faults(account, values)
+
+
+def clear_faults(token: str) -> None:
+    """Switch every fault of the account behind `token` off (a no-op for an unknown token)."""
+    account = _account_for_token(token)
+    if account is not None:
+        SandboxFaults.objects.filter(account=account).delete()
+
+
+def _faults_payload(faults: SandboxFaults | None) -> dict[str, Any]:
+    return {
+        "latency_ms": faults.latency_ms if faults else 0,
+        "error_rate": faults.error_rate if faults else 0.0,
+        "fail_next": faults.fail_next if faults else 0,
+        "drop_response_after_create": faults.drop_response_after_create if faults else False,
+    }
+
+
+def _take_fail_next(account: SandboxAccount) -> bool:
+    # One conditional UPDATE: concurrent workers never consume the same failure twice.
+    updated = SandboxFaults.objects.filter(pk=account.pk, fail_next__gt=0).update(
+        fail_next=F("fail_next") - 1
+    )
+    return updated == 1
+
+
+def _apply_faults(
+    faults: SandboxFaults, account: SandboxAccount, timeout: float | None
+) -> tuple[_ApiError | None, bool]:
+    """Sleep the latency; return (the injected 5xx or None, whether the client timed out)."""
+    timed_out = False
+    if faults.latency_ms:
+        delay = faults.latency_ms / 1000
+        if timeout is not None and delay > timeout:
+            # The in-process transport has no socket timeout of its own: emulate the client
+            # giving up. The request is still handled, as a slow real server would.
+            time.sleep(timeout)
+            timed_out = True
+        else:
+            time.sleep(delay)
+    if faults.fail_next and _take_fail_next(account):
+        return _ApiError(503, "service_unavailable", "Service Unavailable"), timed_out
+    # error_rate 1.0 always fails and 0.0 never does, which keeps tests deterministic.
+    if faults.error_rate and secrets.randbelow(1_000_000) < faults.error_rate * 1_000_000:
+        return _ApiError(500, "internal_error", "Internal Server Error"), timed_out
+    return None, timed_out
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _uuid7() -> uuid.UUID:
+    """A time-ordered UUID (version 7), like the ids the real API hands out."""
+    millis = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (millis & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 68) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return uuid.UUID(int=value)
+
+
+def _atom(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+
+
+def _parse_datetime(value: Any) -> dt.datetime | None:
+    """ISO 8601 / ATOM to an aware UTC datetime; a value without offset is taken as UTC."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=dt.UTC)
+        return parsed.astimezone(dt.UTC)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _round2(value: Decimal) -> Decimal:
+    return value.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def _money_out(value: Any) -> Any:
+    """At most two decimals, no trailing zeros, never an exponent: 371.88, 103.3, 100."""
+    if not isinstance(value, Decimal):
+        return value
+    cents = value.quantize(CENT)
+    if cents == cents.to_integral_value():
+        return int(cents)
+    return cents.normalize()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | Decimal) and not isinstance(value, bool)
+
+
+def _bad_text(value: str) -> bool:
+    """NUL or a lone surrogate: no database column would store it intact."""
+    if "\x00" in value:
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@dataclass(frozen=True)
+class _Spec:
+    kind: str
+    required: bool = False
+    max_len: int | None = None
+    choices: frozenset[str] | None = None
+
+
+_URL = _Spec("string", max_len=1000)
+_ORDER_SPEC: dict[str, _Spec] = {
+    "merchantId": _Spec("uuid", required=True),
+    "merchantOrderId": _Spec("string", required=True, max_len=256),
+    "merchantOrderIdVisible": _Spec("string", max_len=256),
+    "description": _Spec("string", required=True, max_len=1000),
+    "amount": _Spec("money", required=True),
+    "vatAmount": _Spec("money", required=True),
+    "currencyId": _Spec("string", required=True),  # the value: wrong_currency
+    "languageId": _Spec("string"),  # the value: language_not_found
+    "expirationDate": _Spec("any"),  # missing or bad: wrong_expiration_date
+    "basketItems": _Spec("items", required=True),
+    # Required in the docs' table although the SDK allows null: we side with the docs.
+    "customer": _Spec("customer", required=True),
+    "metaData": _Spec("object"),
+    "notificationUrl": _URL,
+    "successUrl": _URL,
+    "failUrl": _URL,
+    "returnUrl": _URL,
+    "invoiceSetting": _Spec("object"),
+    # [sandbox] roundPolicy / disableValidate are echoed but never relax the checks.
+    "orderSetting": _Spec("object"),
+    "parentId": _Spec("uuid"),
+    "orderContainerId": _Spec("uuid"),
+    "shopId": _Spec("string_or_int"),
+    "userAccountId": _Spec("string", max_len=36),
+    "processable": _Spec("bool"),
+}
+_CUSTOMER_SPEC: dict[str, _Spec] = {
+    "type": _Spec("string", choices=CUSTOMER_TYPES),
+    "name": _Spec("string", max_len=500),
+    "phone": _Spec("string", max_len=100),
+    "email": _Spec("string", max_len=100),
+    "vatNumber": _Spec("string", max_len=20),
+    "taxRegistrationReasonCode": _Spec("string", max_len=9),
+    "registrationAddress": _Spec("string", max_len=1000),
+    "countryId": _Spec("string", max_len=3),
+}
+_ITEM_SPEC: dict[str, _Spec] = {
+    "sku": _Spec("string", required=True, max_len=500),
+    "name": _Spec("string", required=True, max_len=500),
+    "measure": _Spec("string", required=True, max_len=10),
+    "measureCode": _Spec("string", required=True, max_len=4),
+    "quantity": _Spec("quantity", required=True),
+    "amount": _Spec("money", required=True),
+    "amountWoVat": _Spec("money", required=True),
+    "totalAmount": _Spec("money", required=True),
+    "totalVatAmount": _Spec("money", required=True),
+    "vatCode": _Spec("string", required=True),  # the value: wrong_vat_code
+    "type": _Spec("item_type", required=True),
+    "paymentType": _Spec("string", required=True, choices=PAYMENT_TYPES),
+    "groupName": _Spec("string", max_len=500),
+    "originCountry": _Spec("string", max_len=100),
+    "originCountryCode": _Spec("string", max_len=3),
+    "grossWeight": _Spec("number"),
+    "netWeight": _Spec("number"),
+    "excise": _Spec("money"),
+    "serviceDate": _Spec("string", max_len=10),
+    "categoryType": _Spec("any"),
+    "category": _Spec("any"),
+    "metaData": _Spec("object"),
+}
+_ORDER_MONEY = ("amount", "vatAmount")
+_ITEM_MONEY = ("amount", "amountWoVat", "totalAmount", "totalVatAmount", "excise")
+_UUID_TEXT = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+@dataclass
+class _Problems:
+    items: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, name: str, code: str, message: str) -> None:
+        self.items.append(_field_error(name, code, message))
+
+
+def _clean_fields(
+    data: Mapping[str, Any], specs: Mapping[str, _Spec], prefix: str, problems: _Problems
+) -> dict[str, Any]:
+    """Check the known fields, keep their cleaned values; unknown fields are dropped."""
+    out: dict[str, Any] = {}
+    for key, spec in specs.items():
+        name = f"{prefix}{key}"
+        if key not in data or data[key] is None:
+            if spec.required:
+                problems.add(name, "required", "This value should not be blank.")
+            elif key in data:
+                out[key] = None
+            continue
+        ok, value = _clean_value(data[key], spec, name, problems)
+        if ok:
+            out[key] = value
+    return out
+
+
+def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tuple[bool, Any]:
+    def wrong(code: str, message: str) -> tuple[bool, Any]:
+        problems.add(name, code, message)
+        return False, None
+
+    kind = spec.kind
+    if kind == "any":
+        return True, value
+    if kind in ("string", "uuid"):
+        if not isinstance(value, str):
+            return wrong("wrong_type", "This value should be of type string.")
+        if _bad_text(value):
+            return wrong("wrong_value", "This value contains characters that are not allowed.")
+        if spec.required and not value.strip():
+            return wrong("required", "This value should not be blank.")
+        if kind == "uuid" and not _UUID_TEXT.fullmatch(value):
+            return wrong("wrong_value", "This is not a valid UUID.")
+        if spec.max_len is not None and len(value) > spec.max_len:
+            return wrong("too_long", f"This value is too long (at most {spec.max_len}).")
+        if spec.choices is not None and value not in spec.choices:
+            return wrong("wrong_value", f"One of: {', '.join(sorted(spec.choices))}.")
+        return True, value
+    if kind in ("money", "quantity", "number"):
+        if not _is_number(value):
+            return wrong("wrong_type", "This value should be a number.")
+        number = Decimal(value)
+        limit = QUANTITY_LIMIT if kind == "quantity" else MONEY_LIMIT
+        # copy_abs() is exact: abs() would round and can overflow on 1e999999999.
+        if not number.is_finite() or number.copy_abs() >= limit:
+            return wrong("wrong_value", "This value is out of range.")
+        if kind == "quantity" and number <= 0:
+            return wrong("wrong_value", "This value should be positive.")
+        if kind == "money":
+            if number < 0:
+                return wrong("wrong_value", "This value should not be negative.")
+            # [sandbox] 12.340 is accepted (it is 12.34); 12.345 is not.
+            if number != number.quantize(CENT):
+                return wrong("wrong_value", "At most 2 decimal places.")
+            return True, number.quantize(CENT)
+        return True, value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            return wrong("wrong_type", "This value should be of type bool.")
+        return True, value
+    if kind == "object":
+        if not isinstance(value, dict):
+            return wrong("wrong_type", "This value should be of type object.")
+        return True, value
+    if kind == "string_or_int":
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            return wrong("wrong_type", "This value should be a string or an integer.")
+        if isinstance(value, str) and _bad_text(value):
+            return wrong("wrong_value", "This value contains characters that are not allowed.")
+        return True, value
+    if kind == "item_type":
+        # "service", "commodity" or a 54-FZ tag-1212 code 1..33 (number or digit string).
+        if isinstance(value, bool):
+            return wrong("wrong_type", "This value should be a string or an integer.")
+        if isinstance(value, int) and 1 <= value <= 33:
+            return True, value
+        if isinstance(value, str) and (
+            value in ITEM_TYPES or (value.isdecimal() and len(value) <= 2 and 1 <= int(value) <= 33)
+        ):
+            return True, value
+        return wrong("wrong_value", "service, commodity or a code from 1 to 33.")
+    if kind == "customer":
+        if not isinstance(value, dict):
+            return wrong("wrong_type", "This value should be of type object.")
+        return True, _clean_fields(value, _CUSTOMER_SPEC, f"{name}.", problems)
+    if kind == "items":
+        if not isinstance(value, list):
+            return wrong("wrong_type", "This value should be of type array.")
+        if not value:
+            return wrong("required", "At least one basket item is required.")
+        items = []
+        for index, item in enumerate(value):
+            item_name = f"{name}[{index}]"
+            if not isinstance(item, dict):
+                problems.add(item_name, "wrong_type", "This value should be of type object.")
+                continue
+            items.append(_clean_fields(item, _ITEM_SPEC, f"{item_name}.", problems))
+        return True, items
+    raise AssertionError(f"unknown spec kind {kind}")
+
+
+def _validate_order(data: Mapping[str, Any]) -> dict[str, Any]:
+    problems = _Problems()
+    order = _clean_fields(data, _ORDER_SPEC, "", problems)
+    if problems.items:
+        # [sandbox] "validation_error" and the fields[].code values are not documented; the
+        # body shape is the real one (tests/mock/wrong-amount-response.json of the SDK).
+        raise _ApiError(422, "validation_error", "Validation Error", problems.items)
+    return order
+
+
+def _check_order_rules(order: Mapping[str, Any], now: dt.datetime) -> dt.datetime:
+    """The documented 422 checks in a fixed order; returns the parsed expirationDate."""
+    if order["currencyId"] not in CURRENCIES:
+        raise _ApiError(422, "wrong_currency", "Currency not found", [_field_error("currencyId")])
+    language = order.get("languageId")
+    if language is not None and language not in LANGUAGES:
+        raise _ApiError(
+            422, "language_not_found", "Language not found", [_field_error("languageId")]
+        )
+    expiration = _parse_datetime(order.get("expirationDate"))
+    if expiration is None or expiration <= now:
+        raise _ApiError(
+            422,
+            "wrong_expiration_date",
+            "Wrong expiration date",
+            [_field_error("expirationDate")],
+        )
+    items = order["basketItems"]
+    for index, item in enumerate(items):
+        if item["vatCode"] not in VAT_RATES:
+            # [sandbox] the real code for an unknown vatCode is undocumented.
+            raise _ApiError(
+                422,
+                "wrong_vat_code",
+                "Wrong VAT code",
+                [_field_error(f"basketItems[{index}].vatCode")],
+            )
+    with localcontext(prec=60):
+        for index, item in enumerate(items):
+            _check_item_arithmetic(item, f"basketItems[{index}]")
+        if order["amount"] != sum((item["totalAmount"] for item in items), Decimal(0)):
+            raise _calculation_error("wrong_total_amount", "amount")
+        if order["vatAmount"] != sum((item["totalVatAmount"] for item in items), Decimal(0)):
+            raise _calculation_error("wrong_total_vat_amount", "vatAmount")
+    return expiration
+
+
+def _check_item_arithmetic(item: Mapping[str, Any], name: str) -> None:
+    quantity = Decimal(item["quantity"])
+    rate = VAT_RATES[item["vatCode"]]
+    total = item["totalAmount"]
+    if total != _round2(item["amount"] * quantity):
+        raise _calculation_error("wrong_basket_item_total_amount", f"{name}.totalAmount")
+    expected_vat = _round2(total * rate / (100 + rate))
+    if abs(item["totalVatAmount"] - expected_vat) > CENT:
+        raise _calculation_error("wrong_basket_item_total_vat_amount", f"{name}.totalVatAmount")
+    # [sandbox] tolerance: amountWoVat is a rounded unit price, so each unit may carry up to
+    # half a kopeck of rounding, plus the line VAT's own rounding: allow 1 kopeck per unit,
+    # and at least 1 kopeck for fractional quantities.
+    drift = abs(item["amountWoVat"] * quantity + item["totalVatAmount"] - total)
+    if drift > CENT * max(Decimal(1), quantity):
+        raise _calculation_error("wrong_basket_item_amount_wo_vat", f"{name}.amountWoVat")
+
+
+# --------------------------------------------------------------------------- orders
+
+
+def _payment_url(container_id: uuid.UUID) -> str:
+    # The real one is https://pay.invoicebox.ru/order/<orderContainerId>; ours stays local.
+    return f"{settings.INVOICEBOX_SANDBOX_BASE_URL}/pay/{container_id}"
+
+
+def _order_payload(order: SandboxOrder, now: dt.datetime) -> dict[str, Any]:
+    """OrderResponse: the accepted request fields plus what the server adds."""
+    request = simplejson.loads(order.request_json, use_decimal=True)
+    payload: dict[str, Any] = {
+        "id": str(order.order_id),
+        "orderContainerId": str(order.order_container_id),
+    }
+    payload.update((k, v) for k, v in request.items() if k != "orderContainerId")
+    for key in _ORDER_MONEY:
+        payload[key] = _money_out(payload.get(key))
+    for item in payload.get("basketItems", []):
+        for key in _ITEM_MONEY:
+            if key in item:
+                item[key] = _money_out(item[key])
+    processable = request.get("processable")
+    payload.update(
+        {
+            "expirationDate": _atom(order.expiration_date),
+            "status": order.effective_status(now),
+            "subtype": "order",
+            "processingStatus": "",
+            "createdAt": _atom(order.created_at),
+            "fileIds": [],
+            "paymentUrl": _payment_url(order.order_container_id),
+            "processable": True if processable is None else processable,
+        }
+    )
+    if order.paid_at is not None:
+        payload["paidAt"] = _atom(order.paid_at)
+    return payload
+
+
+def pay_order(order_id: str | uuid.UUID) -> dict[str, Any]:
+    """Mark a sandbox order paid (`completed`, paidAt now); returns the order as the API shows it.
+
+    LookupError if there is no such order, ValueError if it is not payable.
+    """
+    try:
+        oid = uuid.UUID(str(order_id))
+    except ValueError:
+        raise LookupError(f"no sandbox order {order_id}") from None
+    now = timezone.now()
+    with transaction.atomic():
+        order = SandboxOrder.objects.select_for_update().filter(order_id=oid).first()
+        if order is None:
+            raise LookupError(f"no sandbox order {order_id}")
+        status = order.effective_status(now)
+        if status not in (SandboxOrder.Status.CREATED, SandboxOrder.Status.HOLD):
+            raise ValueError(f"sandbox order {oid} is {status}; only an unpaid order can be paid")
+        order.status = SandboxOrder.Status.COMPLETED
+        order.paid_at = now.replace(microsecond=0)
+        order.save(update_fields=["status", "paid_at"])
+    # Seam: the payment notification (OrderNotification to notificationUrl, signed) is sent
+    # by a later issue from here, after commit. Nothing is faked in the meantime.
+    return _order_payload(order, now)
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+@dataclass
+class _Call:
+    method: str
+    path: str
+    params: dict[str, str]
+    query: list[tuple[str, str]]
+    headers: dict[str, str]
+    body: bytes
+    request_id: str
+    now: dt.datetime
+    account: SandboxAccount | None = None
+    faults: SandboxFaults | None = None
+
+    @property
+    def merchant_id(self) -> uuid.UUID:
+        assert self.account is not None
+        return self.account.merchant_id
+
+    def ok(self, payload: Any, status: int = 200) -> SandboxResponse:
+        return _json_response(status, payload, self.request_id)
+
+
+def _json_depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            break
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node)
+    return deepest
+
+
+def _read_json_object(call: _Call) -> dict[str, Any]:
+    media_type = call.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != _JSON:
+        # [sandbox] the docs make Content-Type: application/json mandatory; 415 is our reading.
+        raise _ApiError(415, "unsupported_media_type", "Content-Type must be application/json")
+    try:
+        data = simplejson.loads(call.body.decode("utf-8"), parse_float=Decimal)
+    except (ValueError, RecursionError):
+        raise _ApiError(400, "bad_request", "The request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise _ApiError(400, "bad_request", "The request body must be a JSON object")
+    if _json_depth(data) > MAX_JSON_DEPTH:
+        raise _ApiError(400, "bad_request", "The request body is nested too deeply")
+    return data
+
+
+def _auth_check(call: _Call) -> SandboxResponse:
+    user_id = str(call.account.user_id) if call.account is not None else None
+    return call.ok(
+        {"data": {"userId": user_id, "profile": None, "accessToken": None}, "extendedData": []}
+    )
+
+
+def _create_order(call: _Call) -> SandboxResponse:
+    order = _validate_order(_read_json_object(call))
+    if uuid.UUID(order["merchantId"]) != call.merchant_id:
+        raise _ApiError(403, "forbidden", "Forbidden")
+    expiration = _check_order_rules(order, call.now)
+    container = order.get("orderContainerId")
+    row = SandboxOrder(
+        order_id=_uuid7(),
+        order_container_id=uuid.UUID(container) if container else _uuid7(),
+        merchant_id=call.merchant_id,
+        merchant_order_id=order["merchantOrderId"],
+        status=SandboxOrder.Status.CREATED,
+        amount=order["amount"],
+        vat_amount=order["vatAmount"],
+        currency_id=order["currencyId"],
+        created_at=call.now.replace(microsecond=0),
+        expiration_date=expiration.replace(microsecond=0),
+        request_json=_dumps(order).decode("ascii"),
+    )
+    try:
+        with transaction.atomic():
+            row.save(force_insert=True)
+    except IntegrityError:
+        # The unique (merchant, merchantOrderId) constraint: correct under concurrent creates.
+        raise _ApiError(
+            422,
+            "merchant_order_id_duplicate",
+            "Duplicate merchant order id",
+            [_field_error("merchantOrderId")],
+        ) from None
+    response = call.ok({"data": _order_payload(row, call.now), "extendedData": []})
+    if call.faults is not None and call.faults.drop_response_after_create:
+        return replace(response, dropped=True)
+    return response
+
+
+def _order_or_404(call: _Call, *, for_update: bool = False) -> SandboxOrder:
+    not_found = _ApiError(404, "not_found", "Not Found")
+    try:
+        oid = uuid.UUID(call.params["order_id"])
+    except ValueError:
+        raise not_found from None
+    rows = SandboxOrder.objects.filter(order_id=oid, merchant_id=call.merchant_id)
+    if for_update:
+        rows = rows.select_for_update()
+    order = rows.first()
+    if order is None:
+        raise not_found
+    return order
+
+
+def _get_order(call: _Call) -> SandboxResponse:
+    order = _order_or_404(call)
+    return call.ok({"data": _order_payload(order, call.now), "extendedData": []})
+
+
+def _cancel_order(call: _Call) -> SandboxResponse:
+    with transaction.atomic():
+        order = _order_or_404(call, for_update=True)
+        if order.effective_status(call.now) not in SandboxOrder.CANCELABLE:
+            raise _ApiError(
+                422, "wrong_order_status", "Wrong order status", [_field_error("status")]
+            )
+        order.status = SandboxOrder.Status.CANCELED
+        order.canceled_at = call.now.replace(microsecond=0)
+        order.save(update_fields=["status", "canceled_at"])
+    return call.ok({"data": _order_payload(order, call.now), "extendedData": []})
+
+
+# ---- list filters (docs/api/filters.md)
+
+_QueryValue = str | list[str] | dict[str, str]
+_QUERY_KEY = re.compile(r"([^\[\]]+)(?:\[([^\[\]]*)\])?")
+_COMPARISONS = {
+    "_eq": "exact",
+    "_ne": "exact",
+    "_gt": "gt",
+    "_ge": "gte",
+    "_lt": "lt",
+    "_le": "lte",
+}
+_FILTERS: dict[str, tuple[str, str, frozenset[str]]] = {
+    "id": ("order_id", "uuid", frozenset({"_eq", "_ne"})),
+    "status": ("status", "status", frozenset({"_eq", "_ne"})),
+    "merchantOrderId": ("merchant_order_id", "string", frozenset({"_eq", "_ne", "_start"})),
+    "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
+    "expirationDate": ("expiration_date", "datetime", frozenset(_COMPARISONS)),
+    "paidAt": ("paid_at", "datetime", frozenset(_COMPARISONS)),
+}
+_SORTS = {
+    "createdAt": "created_at",
+    "expirationDate": "expiration_date",
+    "paidAt": "paid_at",
+    "id": "order_id",
+    "merchantOrderId": "merchant_order_id",
+}
+
+
+def _php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
+    """Read a query string the way PHP does: `a=1&a=2` keeps the last value, `a[]=` builds a
+    list, `a[op]=` a map. The real API is PHP, so a client that repeats `status=` without
+    brackets gets only the last status there, and here too."""
+    out: dict[str, _QueryValue] = {}
+    for key, value in pairs:
+        match = _QUERY_KEY.fullmatch(key)
+        if match is None:
+            continue
+        name, sub = match.group(1), match.group(2)
+        current = out.get(name)
+        if sub is None:
+            out[name] = value
+        elif sub == "":
+            out[name] = [*current, value] if isinstance(current, list) else [value]
+        else:
+            mapping = current if isinstance(current, dict) else {}
+            mapping[sub] = value
+            out[name] = mapping
+    return out
+
+
+def _bad_query(name: str, message: str) -> _ApiError:
+    # [sandbox] the real code for a malformed filter is undocumented; the catalog only says 422.
+    return _ApiError(
+        422, "validation_error", "Validation Error", [_field_error(name, "wrong_value", message)]
+    )
+
+
+def _status_q(value: str, now: dt.datetime) -> Q:
+    # Expiry is computed on read, so the stored `created` splits into created and expired.
+    if value == SandboxOrder.Status.EXPIRED:
+        return Q(status=value) | Q(status=SandboxOrder.Status.CREATED, expiration_date__lte=now)
+    if value == SandboxOrder.Status.CREATED:
+        return Q(status=value, expiration_date__gt=now)
+    return Q(status=value)
+
+
+def _filter_q(name: str, op: str, raw: str, now: dt.datetime) -> Q:
+    column, kind, _ = _FILTERS[name]
+    label = name if op == "_eq" else f"{name}[{op}]"
+    if _bad_text(raw):
+        raise _bad_query(label, "This value contains characters that are not allowed.")
+    value: Any = raw
+    if kind == "status":
+        condition = _status_q(raw, now)
+    else:
+        if kind == "uuid":
+            try:
+                value = uuid.UUID(raw)
+            except ValueError:
+                raise _bad_query(label, "This is not a valid UUID.") from None
+        elif kind == "datetime":
+            value = _parse_datetime(raw)
+            if value is None:
+                raise _bad_query(label, "This is not a valid date (ISO 8601 expected).")
+        lookup = "startswith" if op == "_start" else _COMPARISONS[op]
+        condition = Q(**{f"{column}__{lookup}": value})
+    return ~condition if op == "_ne" else condition
+
+
+def _filters(params: Mapping[str, _QueryValue], now: dt.datetime) -> Q:
+    # [sandbox] unknown parameters are ignored, as a lenient PHP filter would.
+    condition = Q()
+    for name, (_, _, ops) in _FILTERS.items():
+        raw = params.get(name)
+        if raw is None:
+            continue
+        if isinstance(raw, str):
+            condition &= _filter_q(name, "_eq", raw, now)
+        elif isinstance(raw, list):
+            condition &= functools.reduce(
+                operator.or_, (_filter_q(name, "_eq", v, now) for v in raw)
+            )
+        else:
+            for op, value in raw.items():
+                if op not in ops:
+                    raise _bad_query(f"{name}[{op}]", "Unknown filter operator.")
+                condition &= _filter_q(name, op, value, now)
+    return condition
+
+
+def _ordering(raw: _QueryValue | None) -> list[OrderBy | str]:
+    # [sandbox] the default order (newest first) is our choice.
+    if raw is None:
+        return [F("created_at").desc(), "-seq"]
+    if not isinstance(raw, dict) or not raw:
+        raise _bad_query("_order", "Use _order[field]=asc|desc.")
+    ordering: list[OrderBy | str] = []
+    for name, direction in raw.items():
+        column, way = _SORTS.get(name), direction.lower()
+        if column is None or way not in ("asc", "desc"):
+            raise _bad_query(f"_order[{name}]", "Use _order[field]=asc|desc.")
+        ordering.append(
+            F(column).desc(nulls_last=True) if way == "desc" else F(column).asc(nulls_last=True)
+        )
+    first_way = next(iter(raw.values())).lower()
+    ordering.append("-seq" if first_way == "desc" else "seq")
+    return ordering
+
+
+def _int_param(
+    params: Mapping[str, _QueryValue], names: tuple[str, str], default: int, high: int | None
+) -> int:
+    # The docs say page/pageSize, Invoicebox's own test app says _page/_pageSize: accept both,
+    # the underscore form winning when a client sends the two.
+    for name in names:
+        raw = params.get(name)
+        if raw is None:
+            continue
+        if not isinstance(raw, str) or not re.fullmatch(r"[0-9]{1,9}", raw) or int(raw) < 1:
+            raise _bad_query(name, "A positive integer is expected.")
+        value = int(raw)
+        if high is not None and value > high:
+            raise _bad_query(name, f"At most {high}.")
+        return value
+    return default
+
+
+def _list_orders(call: _Call) -> SandboxResponse:
+    params = _php_query(call.query)
+    page = _int_param(params, ("_page", "page"), 1, MAX_PAGE)
+    page_size = min(
+        _int_param(params, ("_pageSize", "pageSize"), DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE
+    )
+    rows = SandboxOrder.objects.filter(merchant_id=call.merchant_id).filter(
+        _filters(params, call.now)
+    )
+    ordering = _ordering(params.get("_order"))
+    total = rows.count()
+    start = (page - 1) * page_size
+    orders = list(rows.order_by(*ordering)[start : start + page_size])
+    return call.ok(
+        {
+            "data": [_order_payload(order, call.now) for order in orders],
+            "extendedData": [],
+            "metaData": {"totalCount": total, "pageSize": page_size, "page": page},
+        }
+    )
+
+
+# ---- sandbox-only endpoints (they do not exist on the real API)
+
+
+def _get_faults(call: _Call) -> SandboxResponse:
+    return call.ok({"data": _faults_payload(call.faults), "extendedData": []})
+
+
+def _put_faults(call: _Call) -> SandboxResponse:
+    """PUT /v3/_sandbox/faults: sandbox only, so a live multi-process server can be configured."""
+    assert call.account is not None
+    data = _read_json_object(call)
+    # PUT replaces: a field left out is switched off.
+    values: dict[str, Any] = {**_faults_payload(None), **data}
+    problems = [(name, "unknown field") for name in data if name not in _faults_payload(None)]
+    if not problems:
+        problems = _fault_problems(values)
+    if problems:
+        raise _ApiError(
+            422,
+            "validation_error",
+            "Validation Error",
+            [_field_error(name, "wrong_value", hint) for name, hint in problems],
+        )
+    faults = _store_faults(call.account, values)
+    return call.ok({"data": _faults_payload(faults), "extendedData": []})
+
+
+def _delete_faults(call: _Call) -> SandboxResponse:
+    SandboxFaults.objects.filter(account=call.account).delete()
+    return call.ok({"data": _faults_payload(None), "extendedData": []})
+
+
+def _payment_page(call: _Call) -> SandboxResponse:
+    """The payer's page behind paymentUrl: sandbox only, it explains how to 'pay'."""
+    try:
+        container = uuid.UUID(call.params["container_id"])
+    except ValueError:
+        raise _ApiError(404, "not_found", "Not Found") from None
+    orders = list(SandboxOrder.objects.filter(order_container_id=container).order_by("seq"))
+    if not orders:
+        raise _ApiError(404, "not_found", "Not Found")
+    rows = format_html_join(
+        "",
+        "<li>{} — {} {} — {} (<code>python manage.py sandbox_pay {}</code>)</li>",
+        (
+            (o.merchant_order_id, o.amount, o.currency_id, o.effective_status(call.now), o.order_id)
+            for o in orders
+        ),
+    )
+    page = format_html(
+        "<!doctype html><html><head><meta charset='utf-8'><title>Песочница Инвойсбокс</title>"
+        "</head><body><h1>Песочница Инвойсбокс: оплата счёта</h1><p>Настоящих денег здесь нет."
+        "</p><ul>{}</ul></body></html>",
+        rows,
+    )
+    return SandboxResponse(
+        status=200,
+        headers={"Content-Type": "text/html; charset=utf-8", "X-Request-Id": call.request_id},
+        body=str(page).encode("utf-8"),
+    )
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+@dataclass(frozen=True)
+class _Route:
+    pattern: re.Pattern[str]
+    methods: Mapping[str, Callable[[_Call], SandboxResponse]]
+    api: bool = True  # needs a User-Agent and a Bearer token
+    anonymous: bool = False  # answers without a token (the auth-check quirk)
+    faults: bool = True  # the account's fault switches apply
+
+
+_ROUTES: tuple[_Route, ...] = (
+    _Route(re.compile(r"/v3/security/api/auth/auth"), {"GET": _auth_check}, anonymous=True),
+    _Route(re.compile(r"/v3/billing/api/order/order"), {"POST": _create_order}),
+    _Route(
+        re.compile(r"/v3/billing/api/order/order/(?P<order_id>[^/]+)"),
+        {"GET": _get_order, "DELETE": _cancel_order},
+    ),
+    _Route(re.compile(r"/v3/filter/api/order/order"), {"GET": _list_orders}),
+    _Route(
+        re.compile(r"/v3/_sandbox/faults"),
+        {"GET": _get_faults, "PUT": _put_faults, "DELETE": _delete_faults},
+        faults=False,
+    ),
+    _Route(re.compile(r"/pay/(?P<container_id>[^/]+)"), {"GET": _payment_page}, api=False),
+)
+
+
+def _authenticate(headers: Mapping[str, str], anonymous: bool) -> SandboxAccount | None:
+    unauthorized = _ApiError(401, "unauthorized", "Unauthorized")
+    value = headers.get("authorization")
+    if value is None:
+        if anonymous:
+            return None  # faithful quirk: the auth check without a token answers userId null
+        raise unauthorized
+    scheme, _, token = value.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise unauthorized
+    account = _account_for_token(token.strip())
+    if account is None:
+        raise unauthorized
+    return account
+
+
+def _dispatch(
+    method: str,
+    path: str,
+    query: list[tuple[str, str]],
+    headers: dict[str, str],
+    body: bytes,
+    timeout: float | None,
+    request_id: str,
+) -> SandboxResponse:
+    for route in _ROUTES:
+        match = route.pattern.fullmatch(path)
+        if match is not None:
+            break
+    else:
+        raise _ApiError(404, "not_found", "Not Found")
+    handler = route.methods.get(method)
+    if handler is None:
+        raise _ApiError(
+            405,
+            "method_not_allowed",
+            "Method Not Allowed",
+            headers={"Allow": ", ".join(route.methods)},
+        )
+    call = _Call(method, path, match.groupdict(), query, headers, body, request_id, timezone.now())
+    if not route.api:
+        return handler(call)
+    if not headers.get("user-agent", "").strip():
+        # The docs make User-Agent mandatory; the 400 and its body are our reading.
+        raise _ApiError(400, "bad_request", "The User-Agent header is required")
+    call.account = _authenticate(headers, route.anonymous)
+    timed_out = False
+    if call.account is not None:
+        call.faults = SandboxFaults.objects.filter(account=call.account).first()
+        if route.faults and call.faults is not None and not call.faults.is_idle:
+            failure, timed_out = _apply_faults(call.faults, call.account, timeout)
+            if failure is not None:
+                # An injected 5xx means the request never reached the application: no effect.
+                return replace(_error_response(failure, request_id), dropped=timed_out)
+            call.now = timezone.now()
+    response = handler(call)
+    return replace(response, dropped=True) if timed_out else response
+
+
+def handle(
+    method: str,
+    path: str,
+    query: list[tuple[str, str]],
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    timeout: float | None = None,
+) -> SandboxResponse:
+    """Answer one request; `path` is relative to the mount (it starts with /v3/ or /pay/).
+
+    `timeout` is the client's read timeout (in-process transport only): a latency fault longer
+    than it ends with `dropped=True`, as a socket timeout would.
+    """
+    request_id = _new_request_id()
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    try:
+        return _dispatch(method.upper(), path, list(query), lowered, body, timeout, request_id)
+    except _ApiError as error:
+        return _error_response(error, request_id)
+    except OperationalError:
+        logger.exception("sandbox: database unavailable on %s %s", method, path)
+        return _error_response(
+            _ApiError(503, "service_unavailable", "Service Unavailable"), request_id
+        )
+    except Exception:
+        # Never a 500 from the sandbox itself: a client under test must not mistake our bug
+        # for an Invoicebox outage. The log line makes the bug visible (tests look for it).
+        logger.exception("sandbox: unhandled error on %s %s", method, path)
+        return _error_response(_ApiError(400, "bad_request", "Bad Request"), request_id)
+
+
+# --------------------------------------------------------------------------- adapters
+
+
+def _split_query(raw: str) -> list[tuple[str, str]] | None:
+    try:
+        return parse_qsl(raw, keep_blank_values=True, max_num_fields=1000)
+    except ValueError:
+        return None
+
+
+@csrf_exempt
+def sandbox_view(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Django view for everything under the mount: HttpRequest -> handle() -> HttpResponse."""
+    query = _split_query(request.META.get("QUERY_STRING", ""))
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        result = _error_response(
+            _ApiError(413, "request_entity_too_large", "Request Entity Too Large"),
+            _new_request_id(),
+        )
+    else:
+        if query is None:
+            result = _error_response(
+                _ApiError(400, "bad_request", "Too many query parameters"), _new_request_id()
+            )
+        else:
+            result = handle(request.method or "GET", f"/{rest}", query, request.headers, body)
+    if result.dropped:
+        return HttpResponse(
+            _PROXY_TIMEOUT_PAGE,
+            status=504,
+            content_type="text/html",
+            headers={"X-Request-Id": result.headers.get("X-Request-Id", _new_request_id())},
+        )
+    response = HttpResponse(result.body, status=result.status)
+    for name, value in result.headers.items():
+        response[name] = value
+    return response
+
+
+class InProcessTransport(httpx.BaseTransport):
+    """An httpx transport that answers sandbox URLs by calling handle() in this thread.
+
+    A sync Django view under ASGI runs on one thread; calling our own sandbox over the network
+    from inside such a view would wait forever for that thread. Django's handler stack is also
+    skipped on purpose: its request_finished signal would close the caller's DB connection.
+    """
+
+    def __init__(self, mount: str = MOUNT_PATH) -> None:
+        self.mount = "/" + mount.strip("/")
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path != self.mount and not path.startswith(f"{self.mount}/"):
+            result = _error_response(_ApiError(404, "not_found", "Not Found"), _new_request_id())
+        else:
+            query = _split_query(request.url.query.decode("ascii", "replace"))
+            if query is None:
+                result = _error_response(
+                    _ApiError(400, "bad_request", "Too many query parameters"), _new_request_id()
+                )
+            else:
+                timeout = (request.extensions.get("timeout") or {}).get("read")
+                result = handle(
+                    request.method,
+                    path[len(self.mount) :] or "/",
+                    query,
+                    request.headers,
+                    request.read(),
+                    timeout=timeout,
+                )
+        if result.dropped:
+            raise httpx.ReadTimeout(
+                "sandbox: the response was lost (fault switch)", request=request
+            )
+        return httpx.Response(
+            result.status,
+            headers=list(result.headers.items()),
+            content=result.body,
+            request=request,
+        )

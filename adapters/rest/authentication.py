@@ -1,0 +1,51 @@
+"""Contour API keys as DRF authentication: `Authorization: Bearer <key>`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from tools.models import ApiKey, Contour
+
+
+@dataclass(frozen=True)
+class ContourPrincipal:
+    """The assistant behind a key; DRF's `request.user` for /api/v1."""
+
+    contour: Contour
+    key: ApiKey
+
+    is_authenticated = True
+
+    @property
+    def actor(self) -> str:
+        return f"key:{self.key.prefix}"
+
+
+class ContourKeyAuthentication(BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[ContourPrincipal, ApiKey] | None:
+        header = get_authorization_header(request).decode("latin-1").split()
+        if not header:
+            return None
+        if header[0].lower() != self.keyword.lower() or len(header) != 2:
+            raise AuthenticationFailed("нужен заголовок Authorization: Bearer <ключ контура>")
+        key = ApiKey.authenticate(header[1])
+        if key is None:
+            raise AuthenticationFailed("ключ API не найден или отозван")
+        return ContourPrincipal(contour=key.contour, key=key), key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="invoicebox-gateway"'
+
+
+class HasContourKey(BasePermission):
+    message = "нужен ключ API контура: Authorization: Bearer <ключ>"
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        return isinstance(request.user, ContourPrincipal)

@@ -1,0 +1,41 @@
+"""DRF errors rendered as the gateway's envelope, journaled like every other refusal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from tools import gateway
+from tools.errors import Outcome
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    request = context.get("request")
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        message = str(exc.detail) if isinstance(exc, exceptions.AuthenticationFailed) else (
+            "нужен ключ API контура: Authorization: Bearer <ключ>")
+        outcome = gateway.reject(None, "unauthenticated", message, channel="rest",
+                                 actor="anonymous", tool=_path(request))
+        response = Response(outcome.as_dict(), status=status.HTTP_401_UNAUTHORIZED)
+        response["WWW-Authenticate"] = 'Bearer realm="invoicebox-gateway"'
+        return response
+    if isinstance(exc, exceptions.ParseError):
+        principal = getattr(request, "user", None) if request is not None else None
+        contour = getattr(principal, "contour", None)
+        actor = getattr(principal, "actor", "anonymous")
+        outcome = gateway.reject(contour, "invalid_json",
+                                 "тело запроса не разобрано как JSON: " + str(exc.detail)[:200],
+                                 channel="rest", actor=actor)
+        return Response(outcome.as_dict(), status=outcome.http_status)
+    if isinstance(exc, exceptions.APIException):
+        code = {405: "method_not_allowed", 404: "not_found", 415: "unsupported_media_type",
+                406: "not_acceptable"}.get(exc.status_code, "invalid_request")
+        body = Outcome(status="rejected", code=code, message=str(exc.detail)).as_dict()
+        return Response(body, status=exc.status_code)
+    return None
+
+
+def _path(request: Any) -> str:
+    return getattr(request, "path", "")[:64] if request is not None else ""

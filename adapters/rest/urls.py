@@ -1,0 +1,11 @@
+"""REST routes for assistants (API.md)."""
+
+from django.urls import path
+
+from adapters.rest.views import CallView, ConfirmationView, ToolsView
+
+urlpatterns = [
+    path("tools", ToolsView.as_view(), name="tools"),
+    path("call", CallView.as_view(), name="call"),
+    path("confirmations/<uuid:confirmation_id>", ConfirmationView.as_view(), name="confirmation"),
+]

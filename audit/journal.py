@@ -1,0 +1,229 @@
+"""The one journal writer, record(), and the hash-chain check, verify_chain()."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+
+from audit.models import ZERO_HASH, Channel, JournalEntry, JournalHead, Phase, Status
+from audit.redaction import redact, scrub
+
+HEAD_PK = 1
+VERIFY_CHUNK = 2000
+
+_CHANNELS = frozenset(Channel.values)
+_PHASES = frozenset(Phase.values)
+_STATUSES = frozenset(Status.values)
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """What verify found: how many entries it checked and the first broken id, if any."""
+
+    checked: int
+    broken_id: int | None
+
+
+def _clean_text(text: str) -> str:
+    # PostgreSQL refuses NUL in text and lone surrogates in UTF-8; the journal must not fail.
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _json_value(value: Any) -> Any:
+    """Plain JSON data: what the JSONField stores and reads back on every backend."""
+    if isinstance(value, str):
+        return _clean_text(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {_clean_text(str(k)): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_json_value(v) for v in value]
+    try:
+        encoded = DjangoJSONEncoder().default(value)
+    except TypeError:
+        encoded = str(value)
+    return _json_value(encoded)
+
+
+def _hash_form(value: Any) -> Any:
+    # PostgreSQL jsonb reads 1e16 back as the integer 10000000000000000, so an integral float
+    # is hashed as the integer it equals; that keeps the hash stable across backends.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _hash_form(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hash_form(v) for v in value]
+    return value
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _utc_iso(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def canonical(entry: JournalEntry) -> str:
+    """The entry's content fields as canonical JSON, reproducible from a stored row."""
+    content = {
+        "id": entry.id,
+        "at": _utc_iso(entry.at),
+        "contour": entry.contour,
+        "channel": entry.channel,
+        "actor": entry.actor,
+        "tool": entry.tool,
+        "phase": entry.phase,
+        "arguments": _hash_form(entry.arguments),
+        "status": entry.status,
+        "code": entry.code,
+        "message": entry.message,
+        "confirmation_id": entry.confirmation_id,
+        "operation_key": entry.operation_key,
+        "upstream_request_id": entry.upstream_request_id,
+        "upstream_status": entry.upstream_status,
+        "duration_ms": entry.duration_ms,
+    }
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def entry_hash(prev_hash: str, entry: JournalEntry) -> str:
+    """sha256 over the previous hash followed by the entry's canonical form."""
+    return hashlib.sha256((prev_hash + canonical(entry)).encode("utf-8")).hexdigest()
+
+
+def _fit(field: str, value: str) -> str:
+    limit = JournalEntry._meta.get_field(field).max_length
+    value = _clean_text(value)
+    return value[:limit] if limit else value
+
+
+def _locked_head() -> JournalHead:
+    head = JournalHead.objects.select_for_update().filter(pk=HEAD_PK).first()
+    if head is not None:
+        return head
+    # No head yet (fresh or flushed table): start it from the last entry, if any. A concurrent
+    # first writer makes get_or_create fall back to reading (and locking) the winner's row.
+    last = JournalEntry.objects.order_by("-id").values("id", "hash").first()
+    defaults = {"last_id": last["id"], "last_hash": last["hash"]} if last else {}
+    head, _ = JournalHead.objects.select_for_update().get_or_create(pk=HEAD_PK, defaults=defaults)
+    return head
+
+
+def record(
+    *,
+    contour: str,
+    channel: str,
+    actor: str,
+    tool: str,
+    phase: str,
+    arguments: Mapping[str, Any] | None,
+    status: str,
+    code: str,
+    message: str,
+    confirmation_id: str = "",
+    operation_key: str = "",
+    upstream_request_id: str = "",
+    upstream_status: int | None = None,
+    duration_ms: int = 0,
+    secrets: Iterable[str] = (),
+) -> JournalEntry:
+    """Append one entry: redact, lock the head, chain the hash, save, advance the head.
+
+    Runs in its own atomic block (a savepoint when nested), so the head lock is held until the
+    outermost transaction ends and concurrent writers append one after another.
+    """
+    if channel not in _CHANNELS:
+        raise ValueError(f"unknown journal channel {channel!r}")
+    if phase not in _PHASES:
+        raise ValueError(f"unknown journal phase {phase!r}")
+    if status not in _STATUSES:
+        raise ValueError(f"unknown journal status {status!r}")
+    secrets = tuple(secrets)
+    safe_arguments = redact(_json_value(dict(arguments or {})), secrets)
+    entry = JournalEntry(
+        contour=_fit("contour", contour),
+        channel=channel,
+        actor=_fit("actor", scrub(actor, secrets)),
+        tool=_fit("tool", tool),
+        phase=phase,
+        arguments=safe_arguments,
+        status=status,
+        code=_fit("code", code),
+        message=_clean_text(scrub(message, secrets)),
+        confirmation_id=_fit("confirmation_id", confirmation_id),
+        operation_key=_fit("operation_key", scrub(operation_key, secrets)),
+        upstream_request_id=_fit("upstream_request_id", upstream_request_id),
+        upstream_status=upstream_status,
+        duration_ms=max(0, int(duration_ms)),
+    )
+    with transaction.atomic():
+        head = _locked_head()
+        # The id comes from the locked head, not the sequence, because it is part of the hash.
+        entry.id = head.last_id + 1
+        entry.at = _now()
+        entry.prev_hash = head.last_hash
+        entry.hash = entry_hash(entry.prev_hash, entry)
+        entry.save()
+        head.last_id = entry.id
+        head.last_hash = entry.hash
+        head.save(update_fields=["last_id", "last_hash"])
+    return entry
+
+
+def check_chain() -> ChainReport:
+    """Walk the journal in id order and report the first entry whose link does not hold.
+
+    An entry is broken when its hash does not match its content, its prev_hash is not the
+    previous entry's hash, or its id does not follow the previous one (ids are handed out
+    without gaps, so a gap means a deleted row). Entries appended after the head is read are
+    left for the next run; a head pointing past the last entry means the tail was cut, and the
+    first missing id is reported.
+    """
+    head = JournalHead.objects.filter(pk=HEAD_PK).first()
+    entries = JournalEntry.objects.order_by("id")
+    if head is not None:
+        entries = entries.filter(id__lte=head.last_id)
+    expected_prev = ZERO_HASH
+    expected_id: int | None = None
+    checked = 0
+    for entry in entries.iterator(chunk_size=VERIFY_CHUNK):
+        if (
+            (expected_id is not None and entry.id != expected_id)
+            or entry.prev_hash != expected_prev
+            or entry.hash != entry_hash(entry.prev_hash, entry)
+        ):
+            return ChainReport(checked=checked, broken_id=entry.id)
+        checked += 1
+        expected_prev = entry.hash
+        expected_id = entry.id + 1
+    if head is not None and head.last_id > 0:
+        last_seen = (expected_id or 1) - 1
+        if last_seen < head.last_id:
+            return ChainReport(checked=checked, broken_id=last_seen + 1)
+        if expected_prev != head.last_hash:
+            return ChainReport(checked=checked - 1, broken_id=last_seen)
+    return ChainReport(checked=checked, broken_id=None)
+
+
+def verify_chain() -> int | None:
+    """Return the id of the first broken entry, or None when the whole chain holds."""
+    return check_chain().broken_id

@@ -1,0 +1,77 @@
+"""manage.py export_journal: stream the journal to stdout as CSV or JSON Lines."""
+
+from __future__ import annotations
+
+import os
+import sys
+from argparse import ArgumentParser
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from audit.export import entries, iter_csv, iter_jsonl
+
+# Lines are grouped into writes of about this many characters: one write per line is slow,
+# the whole export at once is unbounded.
+WRITE_BATCH_CHARS = 64 * 1024
+
+
+def _parse_moment(option: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise CommandError(
+            f"{option}: {value!r} is not an ISO 8601 date or date-time "
+            "(e.g. 2025-01-31 or 2025-01-31T12:00:00+03:00)"
+        ) from None
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment)
+    return moment
+
+
+def _batched(lines: Iterator[str]) -> Iterator[str]:
+    batch: list[str] = []
+    size = 0
+    for line in lines:
+        batch.append(line)
+        size += len(line)
+        if size >= WRITE_BATCH_CHARS:
+            yield "".join(batch)
+            batch, size = [], 0
+    if batch:
+        yield "".join(batch)
+
+
+class Command(BaseCommand):
+    help = (
+        "Write journal entries to stdout as CSV or JSON Lines. --since is inclusive, --until "
+        "exclusive; a date or date-time without an offset is in the TIME_ZONE setting."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--format", choices=("csv", "jsonl"), required=True)
+        parser.add_argument("--since", help="ISO 8601 date or date-time, inclusive")
+        parser.add_argument("--until", help="ISO 8601 date or date-time, exclusive")
+        parser.add_argument("--contour", help="contour slug; all contours when omitted")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        since = _parse_moment("--since", options["since"])
+        until = _parse_moment("--until", options["until"])
+        if since is not None and until is not None and since >= until:
+            raise CommandError("--since must be earlier than --until")
+        qs = entries(since, until, options["contour"])
+        lines = iter_csv(qs) if options["format"] == "csv" else iter_jsonl(qs)
+        try:
+            for chunk in _batched(lines):
+                self.stdout.write(chunk, ending="")
+            self.stdout.flush()
+        except BrokenPipeError:
+            # The reader (e.g. `| head`) went away: stop quietly, as shell tools do.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(1)

@@ -1,0 +1,133 @@
+"""The journal tables: append-only, hash-chained entries and the head that serializes writers."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from django.db import models
+
+ZERO_HASH = "0" * 64
+
+
+class AppendOnlyError(RuntimeError):
+    """Raised on any attempt to change or remove a journal entry through the ORM."""
+
+
+def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
+    raise AppendOnlyError("журнал только дополняется: записи нельзя менять или удалять")
+
+
+class JournalQuerySet(models.QuerySet["JournalEntry"]):
+    """Refuses bulk changes; the only way in is audit.journal.record()."""
+
+    def update(self, **kwargs: Any) -> NoReturn:
+        _refuse()
+
+    def delete(self) -> NoReturn:
+        _refuse()
+
+    def bulk_update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse()
+
+
+class Channel(models.TextChoices):
+    REST = "rest", "REST API"
+    MCP_HTTP = "mcp-http", "MCP (HTTP)"
+    MCP_STDIO = "mcp-stdio", "MCP (stdio)"
+    GIGACHAT = "gigachat", "GigaChat"
+    YANDEXGPT = "yandexgpt", "YandexGPT"
+    OPENAI = "openai", "OpenAI"
+    TEXT = "text", "текстовые теги"
+    UI = "ui", "интерфейс оператора"
+    ADMIN = "admin", "админка"
+    CELERY = "celery", "Celery"
+    WEBHOOK = "webhook", "вебхук"
+
+
+class Phase(models.TextChoices):
+    CALL = "call", "вызов (отклонён до фазы)"
+    READ = "read", "чтение"
+    PREPARE = "prepare", "подготовка"
+    EXECUTE = "execute", "исполнение"
+    APPROVE = "approve", "одобрение"
+    REJECT = "reject", "отклонение"
+    NOTIFY = "notify", "уведомление"
+
+
+class Status(models.TextChoices):
+    OK = "ok", "успешно"
+    CONFIRMATION_REQUIRED = "confirmation_required", "нужно подтверждение"
+    AWAITING_APPROVAL = "awaiting_approval", "ждёт одобрения"
+    REJECTED = "rejected", "отклонено"
+    ERROR = "error", "ошибка"
+
+
+class JournalEntry(models.Model):
+    """One call outcome. Written only by audit.journal.record(); never changed afterwards.
+
+    The Python guards below (save() of an existing row, delete(), the queryset's
+    update()/delete()) only stop honest mistakes. The real protection is the read-only admin,
+    a database role without UPDATE/DELETE on this table in production, and the hash chain that
+    `manage.py verify_journal` checks.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    at = models.DateTimeField("время")
+    # A slug rather than a foreign key: the audit app depends on nothing else in the project,
+    # and an entry must outlive the contour it names.
+    contour = models.SlugField("контур", max_length=64, blank=True, db_index=False)
+    channel = models.CharField("канал", max_length=16, choices=Channel.choices)
+    actor = models.CharField("кто", max_length=150, blank=True)
+    tool = models.CharField("инструмент", max_length=100, blank=True)
+    phase = models.CharField("фаза", max_length=16, choices=Phase.choices)
+    arguments = models.JSONField("аргументы (без секретов)", default=dict, blank=True)
+    status = models.CharField("итог", max_length=32, choices=Status.choices)
+    code = models.CharField("код", max_length=64, blank=True)
+    message = models.TextField("сообщение", blank=True)
+    confirmation_id = models.CharField("подтверждение", max_length=64, blank=True)
+    operation_key = models.CharField("ключ операции", max_length=128, blank=True)
+    upstream_request_id = models.CharField("запрос API", max_length=128, blank=True)
+    upstream_status = models.PositiveSmallIntegerField("HTTP-статус API", null=True, blank=True)
+    duration_ms = models.PositiveIntegerField("длительность, мс", default=0)
+    prev_hash = models.CharField("предыдущий хеш", max_length=64)
+    hash = models.CharField("хеш", max_length=64, unique=True)
+
+    objects = JournalQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "запись журнала"
+        verbose_name_plural = "журнал"
+        indexes = [
+            models.Index(fields=["contour", "at"], name="audit_entry_contour_at"),
+            models.Index(fields=["at"], name="audit_entry_at"),
+            models.Index(fields=["tool"], name="audit_entry_tool"),
+            models.Index(fields=["status"], name="audit_entry_status"),
+            models.Index(fields=["channel"], name="audit_entry_channel"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.id} {self.tool or '-'} {self.phase} {self.status}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding or kwargs.get("force_update") or kwargs.get("update_fields"):
+            _refuse()
+        kwargs["force_insert"] = True
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse()
+
+
+class JournalHead(models.Model):
+    """The single row (pk=1) naming the last entry; locking it serializes appends."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    last_id = models.BigIntegerField(default=0)
+    last_hash = models.CharField(max_length=64, default=ZERO_HASH)
+
+    class Meta:
+        verbose_name = "вершина журнала"
+        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="audit_head_single")]
+
+    def __str__(self) -> str:
+        return f"head #{self.last_id}"

@@ -1,0 +1,124 @@
+"""Redaction for the journal: secrets become ***, personal data is masked (tool catalog §4.8)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MASK = "***"
+
+# Matched against the key with "_" and "-" removed, so apiKey, api_key and X-Api-Key all hit.
+_SECRET_KEY_PARTS = ("token", "secret", "password", "apikey", "authorization")
+
+_PII_KEYS = frozenset(
+    {
+        "email",
+        "phone",
+        "registration_address",
+        "address",
+        "vat_number",
+        "inn",
+        "tax_registration_reason_code",
+        "kpp",
+        "name",
+        "description",
+    }
+)
+# customer_email, legal_address, contact_phone: the same data under a qualified name.
+_PII_SUFFIXES = ("_email", "_phone", "_address")
+
+_BASKET_KEY = "basket_items"
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# A phone or an INN written with separators is still a digit string.
+_DIGIT_SEPARATORS = re.compile(r"[\s+\-().]")
+
+
+def _snake(key: str) -> str:
+    return _CAMEL_BOUNDARY.sub("_", key).replace("-", "_").lower()
+
+
+def _is_secret_key(key: str) -> bool:
+    squashed = key.lower().replace("_", "").replace("-", "")
+    return any(part in squashed for part in _SECRET_KEY_PARTS)
+
+
+def _is_pii_key(snake_key: str) -> bool:
+    return snake_key in _PII_KEYS or snake_key.endswith(_PII_SUFFIXES)
+
+
+def _clean_secrets(secrets: Iterable[str]) -> tuple[str, ...]:
+    # Longest first, so a secret that contains a shorter one is replaced whole.
+    return tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of each non-empty secret in text with ***."""
+    return _scrub(text, _clean_secrets(secrets))
+
+
+def mask_pii(value: str) -> str:
+    """Mask one personal value: digit strings keep their last 4, others their first 2."""
+    if not value:
+        return value
+    digits = _DIGIT_SEPARATORS.sub("", value)
+    if digits.isdigit():
+        return MASK + digits[-4:] if len(digits) > 4 else MASK
+    return value[:2] + MASK if len(value) > 2 else MASK
+
+
+def _mask_leaves(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return mask_pii(_scrub(value, secrets))
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return mask_pii(str(value))
+    if isinstance(value, Mapping):
+        return {_scrub(str(k), secrets): _mask_leaves(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_mask_leaves(v, secrets) for v in value]
+    return mask_pii(_scrub(str(value), secrets))
+
+
+def _redact(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return _scrub(value, secrets)
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            name = str(key)
+            out_key = _scrub(name, secrets) if isinstance(key, str) else key
+            snake_key = _snake(name)
+            if _is_secret_key(name):
+                out[out_key] = MASK
+            elif snake_key == _BASKET_KEY and isinstance(item, list | tuple):
+                out[out_key] = f"позиций: {len(item)}"
+            elif _is_pii_key(snake_key):
+                out[out_key] = _mask_leaves(item, secrets)
+            else:
+                out[out_key] = _redact(item, secrets)
+        return out
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_redact(v, secrets) for v in value]
+    # Numbers, booleans, None, dates, decimals, UUIDs: immutable and kept for the auditors.
+    return value
+
+
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """Return a redacted deep copy of value, fit for the journal.
+
+    Keys naming a credential (token, secret, password, api_key, authorization) get ***; every
+    string containing one of `secrets` has it replaced by ***; personal fields are masked;
+    a basket becomes "позиций: N". Amounts, currencies, codes, ids and dates stay as they are.
+    Tuples and sets come back as lists (the journal stores JSON).
+    """
+    return _redact(value, _clean_secrets(secrets))

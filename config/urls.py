@@ -1,0 +1,13 @@
+"""Top-level routes: admin, REST for assistants, OpenAPI, the Invoicebox sandbox."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("adapters.rest.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("sandbox/invoicebox/", include("adapters.invoicebox.urls")),
+]

@@ -1,0 +1,65 @@
+"""The model and the admin refuse to change or remove journal entries."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from audit.models import AppendOnlyError, JournalEntry
+
+pytestmark = pytest.mark.django_db
+
+
+def test_saving_an_existing_entry_is_refused(write):
+    entry = write(message="original")
+    entry.message = "rewritten"
+
+    with pytest.raises(AppendOnlyError):
+        entry.save()
+
+    assert JournalEntry.objects.get(pk=entry.id).message == "original"
+
+
+def test_deleting_an_entry_is_refused(write):
+    entry = write()
+
+    with pytest.raises(AppendOnlyError):
+        entry.delete()
+
+    assert JournalEntry.objects.filter(pk=entry.id).exists()
+
+
+@pytest.mark.parametrize("operation", ["update", "delete", "bulk_update"])
+def test_queryset_bulk_changes_are_refused(write, operation):
+    entry = write(status="ok")
+    qs = JournalEntry.objects.filter(pk=entry.id)
+    calls = {
+        "update": lambda: qs.update(status="error"),
+        "delete": lambda: qs.delete(),
+        "bulk_update": lambda: JournalEntry.objects.bulk_update([entry], ["status"]),
+    }
+
+    with pytest.raises(AppendOnlyError):
+        calls[operation]()
+
+    assert JournalEntry.objects.get(pk=entry.id).status == "ok"
+
+
+def test_admin_lists_entries_but_offers_no_changes(admin_client, write):
+    entry = write(code="limit_reached", operation_key="op-123")
+
+    listing = admin_client.get(reverse("admin:audit_journalentry_changelist"), {"q": "op-123"})
+    add = admin_client.get(reverse("admin:audit_journalentry_add"))
+    change = admin_client.post(
+        reverse("admin:audit_journalentry_change", args=[entry.id]), {"code": "ok"}
+    )
+    delete = admin_client.post(
+        reverse("admin:audit_journalentry_delete", args=[entry.id]), {"post": "yes"}
+    )
+
+    assert listing.status_code == 200
+    assert b"limit_reached" in listing.content
+    assert add.status_code == 403
+    assert change.status_code == 403
+    assert delete.status_code == 403
+    assert JournalEntry.objects.get(pk=entry.id).code == "limit_reached"

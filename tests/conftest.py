@@ -1,0 +1,108 @@
+"""Shared fixtures: contours on the bundled sandbox, keys, and an assistant speaking REST."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from tools.contours import DEMO_TOKEN, create_contour, issue_key
+from tools.models import Contour
+
+SANDBOX = "/sandbox/invoicebox/v3"
+
+VALID_ORDER: dict[str, Any] = {
+    "description": "Бронирование номера, 3 ночи",
+    "customer": {
+        "type": "legal",
+        "name": "ООО «Ромашка»",
+        "vat_number": "7710044140",
+        "tax_registration_reason_code": "770201001",
+        "registration_address": "Санкт-Петербург, Невский пр. 147",
+        "email": "buh@romashka.example",
+    },
+    "basket_items": [
+        {
+            "sku": "ROOM-STD",
+            "name": "Бронирование номера",
+            "measure": "шт.",
+            "quantity": 3,
+            "amount": "12200",
+            "total_amount": "36600",
+            "total_vat_amount": "6600",
+            "vat_code": "RUS_VAT22",
+            "type": "service",
+        }
+    ],
+    "amount": "36600",
+    "vat_amount": "6600",
+    "currency_id": "RUB",
+}
+
+
+def order_args(**changes: Any) -> dict[str, Any]:
+    args = copy.deepcopy(VALID_ORDER)
+    args["expiration_date"] = (timezone.now() + timedelta(days=3)).replace(microsecond=0).isoformat()
+    args.update(changes)
+    return args
+
+
+@dataclass
+class Assistant:
+    """An assistant holding one contour key and speaking the REST wire contract."""
+
+    http: Client
+    key: str
+    contour: Contour
+
+    def call(self, name: str, arguments: Any) -> tuple[int, dict[str, Any]]:
+        return self.post("/api/v1/call", {"name": name, "arguments": arguments})
+
+    def post(self, path: str, body: Any) -> tuple[int, dict[str, Any]]:
+        response = self.http.post(path, data=json.dumps(body, ensure_ascii=False),
+                                  content_type="application/json",
+                                  HTTP_AUTHORIZATION=f"Bearer {self.key}")
+        return response.status_code, response.json()
+
+    def get(self, path: str) -> tuple[int, Any]:
+        response = self.http.get(path, HTTP_AUTHORIZATION=f"Bearer {self.key}")
+        return response.status_code, response.json()
+
+
+@pytest.fixture(autouse=True)
+def _fast_retries(settings: Any) -> None:
+    settings.INVOICEBOX_BACKOFF_SECONDS = 0
+
+
+@pytest.fixture
+def contour(db: None) -> Contour:
+    return create_contour("acme", mode="sandbox", name="Acme", toolsets=["read", "write"])
+
+
+@pytest.fixture
+def read_only_contour(db: None) -> Contour:
+    return create_contour("viewer", mode="sandbox", name="Viewer")
+
+
+@pytest.fixture
+def assistant(contour: Contour) -> Assistant:
+    return Assistant(http=Client(), key=issue_key(contour), contour=contour)
+
+
+@pytest.fixture
+def reader(read_only_contour: Contour) -> Assistant:
+    return Assistant(http=Client(), key=issue_key(read_only_contour), contour=read_only_contour)
+
+
+def sandbox_orders(http: Client, **filters: str) -> list[dict[str, Any]]:
+    """What the sandbox holds for the demo merchant, read over its own HTTP API."""
+    response = http.get(f"{SANDBOX}/filter/api/order/order", data={"_pageSize": "100", **filters},
+                        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}", HTTP_USER_AGENT="tests/1.0")
+    assert response.status_code == 200, response.content
+    return response.json()["data"]

@@ -1,0 +1,438 @@
+"""Orders (счета): get_order, find_orders, create_order."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from pydantic import Field
+
+from adapters.invoicebox.client import BasketLine, Customer, NewOrder, Order
+from tools.checks import (
+    check_basket,
+    check_customer,
+    check_future,
+    check_url,
+    default_amount_wo_vat,
+    quantity_decimal,
+    quantity_text,
+    resolve_unit,
+)
+from tools.errors import Problem, ToolError
+from tools.params import (
+    Currency,
+    CustomerType,
+    Inn,
+    ItemType,
+    Kopecks,
+    Kpp,
+    Language,
+    OrderStatus,
+    PaymentType,
+    ResponseFormat,
+    StrictModel,
+    Timestamp,
+    VatCode,
+    format_rub,
+    vat_rate,
+)
+from tools.spec import CallContext, Summary, ToolSpec
+
+if TYPE_CHECKING:
+    from tools.models import Contour
+
+
+# -- results ----------------------------------------------------------------------------------
+
+def money(kopecks: int | None, currency: str) -> dict[str, str | None]:
+    if kopecks is None:
+        return {"value": None, "human": None}
+    return {"value": str(kopecks), "human": format_rub(kopecks, currency)}
+
+
+def order_row(order: Order, response_format: str) -> dict[str, Any]:
+    amount = money(order.amount, order.currency)
+    row: dict[str, Any] = {
+        "order_id": order.id,
+        "merchant_order_id": order.merchant_order_id,
+        "status": order.status,
+        "amount": amount["value"],
+        "amount_human": amount["human"],
+        "currency": order.currency,
+        "created_at": order.created_at,
+    }
+    if response_format == "detailed":
+        vat = money(order.vat_amount, order.currency)
+        row.update({
+            "vat_amount": vat["value"],
+            "vat_amount_human": vat["human"],
+            "description": order.description,
+            "expiration_date": order.expiration_date,
+            "paid_at": order.paid_at,
+            "payment_url": order.payment_url,
+            "customer": {"name": order.customer_name, "vat_number": order.customer_vat_number},
+        })
+    return row
+
+
+# -- get_order --------------------------------------------------------------------------------
+
+class GetOrderParams(StrictModel):
+    order_id: UUID | None = Field(
+        None, description="Идентификатор счёта в Инвойсбокс (UUID). Главнее номера, если заданы оба."
+    )
+    merchant_order_id: str | None = Field(
+        None, min_length=1, max_length=256, description="Номер счёта в магазине (merchantOrderId)."
+    )
+    response_format: ResponseFormat = Field(
+        "concise", description="concise — основные поля; detailed — ещё НДС, описание, срок, "
+        "ссылка на оплату и покупатель."
+    )
+
+
+def check_get_order(params: GetOrderParams, contour: Contour) -> list[Problem]:
+    if params.order_id is None and params.merchant_order_id is None:
+        return [Problem("order_id", "нужен order_id или merchant_order_id")]
+    return []
+
+
+def get_order(ctx: CallContext, params: GetOrderParams) -> dict[str, Any]:
+    if params.order_id is not None:
+        order = ctx.client.get_order(str(params.order_id))
+        if order is None:
+            raise ToolError("not_found", f"счёт {params.order_id} не найден",
+                            hint="проверьте идентификатор или найдите счёт через find_orders")
+        return order_row(order, params.response_format)
+    number = params.merchant_order_id or ""
+    page = ctx.client.find_orders(merchant_order_id=number, page_size=5)
+    if not page.orders:
+        raise ToolError("not_found", f"счёт с номером {number} не найден")
+    if len(page.orders) > 1:
+        raise ToolError(
+            "precondition_failed", f"по номеру {number} нашлось {page.total_count} счетов",
+            hint="повторите запрос с order_id одного из кандидатов",
+            data={"candidates": [order_row(o, "concise") for o in page.orders]},
+        )
+    return order_row(page.orders[0], params.response_format)
+
+
+# -- find_orders ------------------------------------------------------------------------------
+
+class FindOrdersParams(StrictModel):
+    merchant_order_id: str | None = Field(
+        None, min_length=1, max_length=256, description="Номер счёта в магазине."
+    )
+    status: list[OrderStatus] | None = Field(
+        None, max_length=6, description="Статусы: created — не оплачен, completed — оплачен, "
+        "hold, canceled, expired, draft."
+    )
+    created_from: Timestamp | None = Field(
+        None, description="Создан не раньше (ISO 8601 с часовым поясом)."
+    )
+    created_to: Timestamp | None = Field(
+        None, description="Создан не позже (ISO 8601 с часовым поясом)."
+    )
+    page: int = Field(1, ge=1, le=1000, description="Страница, с 1.")
+    page_size: int = Field(20, ge=1, le=50, description="Счетов на странице, до 50.")
+    response_format: ResponseFormat = Field("concise", description="concise или detailed.")
+
+
+def check_find_orders(params: FindOrdersParams, contour: Contour) -> list[Problem]:
+    if params.created_from and params.created_to and params.created_from > params.created_to:
+        return [Problem("created_from", "created_from позже created_to: пустой интервал")]
+    return []
+
+
+def find_orders(ctx: CallContext, params: FindOrdersParams) -> dict[str, Any]:
+    page = ctx.client.find_orders(
+        merchant_order_id=params.merchant_order_id,
+        statuses=params.status or (),
+        created_from=params.created_from,
+        created_to=params.created_to,
+        page=params.page,
+        page_size=params.page_size,
+    )
+    shown = (params.page - 1) * params.page_size + len(page.orders)
+    truncated = shown < page.total_count
+    result: dict[str, Any] = {
+        "orders": [order_row(o, params.response_format) for o in page.orders],
+        "page": params.page,
+        "page_size": params.page_size,
+        "total_count": page.total_count,
+        "truncated": truncated,
+    }
+    if truncated:
+        result["note"] = (f"показано {len(page.orders)} из {page.total_count}: уточните фильтр "
+                          "или запросите следующую страницу")
+    return result
+
+
+# -- create_order -----------------------------------------------------------------------------
+
+class CustomerParams(StrictModel):
+    type: CustomerType = Field(
+        "legal", description="legal — организация или ИП, private — физлицо."
+    )
+    name: str | None = Field(None, min_length=1, max_length=500, description="Название или ФИО.")
+    vat_number: Inn | None = Field(None, description="ИНН: 10 цифр у организации, 12 у ИП и физлица.")
+    tax_registration_reason_code: Kpp | None = Field(
+        None, description="КПП, 9 знаков; только у организации с 10-значным ИНН."
+    )
+    registration_address: str | None = Field(
+        None, min_length=1, max_length=1000, description="Юридический адрес."
+    )
+    email: str | None = Field(
+        None, max_length=100, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", description="Почта для чека."
+    )
+    phone: str | None = Field(
+        None, pattern=r"^\d{10,15}$", description="Телефон цифрами, 10–15 цифр, например 79001112233."
+    )
+
+
+class BasketItemParams(StrictModel):
+    sku: str = Field(min_length=1, max_length=36, description="Артикул позиции.")
+    name: str = Field(
+        min_length=1, max_length=300,
+        description="Название для чека: конкретное, не «Заказ №123».",
+    )
+    type: ItemType = Field("commodity", description="commodity — товар, service — услуга.")
+    measure: str | None = Field(
+        None, min_length=1, max_length=10,
+        description="Единица измерения словом (шт., кг, ч...). Достаточно её или measure_code.",
+    )
+    measure_code: str | None = Field(
+        None, pattern=r"^\d{3}$", description="Код единицы по ОКЕИ (796 — шт., 166 — кг, 356 — ч)."
+    )
+    quantity: float = Field(gt=0, le=1_000_000, description="Количество, больше нуля.")
+    amount: Kopecks = Field(description="Цена за единицу с НДС, копейки строкой.")
+    amount_wo_vat: Kopecks | None = Field(
+        None, description="Цена за единицу без НДС, копейки строкой; по умолчанию вычисляется."
+    )
+    total_amount: Kopecks = Field(description="Сумма позиции с НДС (цена × количество), копейки.")
+    total_vat_amount: Kopecks = Field(description="НДС всей позиции, копейки строкой.")
+    vat_code: VatCode = Field(description="Ставка НДС: RUS_VAT22, RUS_VAT20, ..., RUS_VAT0, VATNONE.")
+    payment_type: PaymentType = Field("full_payment", description="Признак способа расчёта.")
+
+
+class CreateOrderParams(StrictModel):
+    description: str = Field(min_length=1, max_length=1000, description="Назначение счёта.")
+    customer: CustomerParams = Field(description="Покупатель.")
+    basket_items: list[BasketItemParams] = Field(
+        min_length=1, max_length=100, description="Позиции счёта, от 1 до 100."
+    )
+    amount: Kopecks = Field(description="Сумма счёта с НДС — сумма позиций, копейки строкой.")
+    vat_amount: Kopecks = Field(description="НДС счёта — сумма НДС позиций, копейки строкой.")
+    currency_id: Currency = Field(description="Валюта: RUB, USD, EUR, GBP, CNY. Не подставляется.")
+    language_id: Language = Field("ru", description="Язык страницы оплаты.")
+    expiration_date: Timestamp = Field(
+        description="Оплатить до: ISO 8601 с часовым поясом, в будущем."
+    )
+    success_url: str | None = Field(None, max_length=1000, description="Куда вернуть после оплаты.")
+    fail_url: str | None = Field(None, max_length=1000, description="Куда вернуть при неудаче.")
+    return_url: str | None = Field(None, max_length=1000, description="Кнопка «вернуться в магазин».")
+    notification_url: str | None = Field(
+        None, max_length=1000, description="Адрес уведомлений об оплате."
+    )
+    confirmation_token: str | None = Field(
+        None, max_length=200,
+        description="Токен из первого вызова. Без него счёт не выставляется, а готовится сводка.",
+    )
+    confirm_amount: Kopecks | None = Field(
+        None, description="Для совместимости: сумма счёта, повторённая для подтверждения."
+    )
+
+
+URL_FIELDS = ("success_url", "fail_url", "return_url", "notification_url")
+
+
+def check_create_order(params: CreateOrderParams, contour: Contour) -> list[Problem]:
+    problems = check_basket(params.basket_items, params.amount, params.vat_amount,
+                            params.currency_id)
+    customer_problems, _ = check_customer(params.customer)
+    problems += customer_problems
+    problems += check_future(params.expiration_date, "expiration_date")
+    for name in URL_FIELDS:
+        value = getattr(params, name)
+        if value is not None:
+            problems += check_url(value, name, allow_loopback_http=contour.mode == "sandbox")
+    if params.confirm_amount is not None and params.confirm_amount != params.amount:
+        problems.append(Problem("confirm_amount", f"confirm_amount {params.confirm_amount} не "
+                                                  f"равен сумме счёта {params.amount}"))
+    return problems
+
+
+def summarize_create_order(params: CreateOrderParams) -> Summary:
+    currency = params.currency_id
+    customer = params.customer
+    who = customer.name or "покупатель без названия"
+    ids = ", ".join(part for part in (
+        f"ИНН {customer.vat_number}" if customer.vat_number else "",
+        f"КПП {customer.tax_registration_reason_code}" if customer.tax_registration_reason_code
+        else "",
+    ) if part)
+    lines = []
+    for index, item in enumerate(params.basket_items, start=1):
+        unit = resolve_unit(item)
+        unit_name = unit.measure if not isinstance(unit, str) else ""
+        lines.append(
+            f"{index}) {item.name} — {quantity_text(item.quantity)} {unit_name} × "
+            f"{format_rub(int(item.amount), currency)} = {format_rub(int(item.total_amount), currency)}"
+            f", НДС {_vat_label(item.vat_code)} {format_rub(int(item.total_vat_amount), currency)}"
+        )
+    _, warnings = check_customer(customer)
+    text = (
+        f"Выставить счёт на {format_rub(int(params.amount), currency)} "
+        f"(НДС {format_rub(int(params.vat_amount), currency)}) для {who}"
+        + (f" ({ids})" if ids else "") + f": «{params.description}». "
+        f"Позиции: {'; '.join(lines)}. "
+        f"Оплатить до {_moment(params.expiration_date)}."
+    )
+    data = {
+        "customer": {"type": customer.type, "name": customer.name, "inn": customer.vat_number,
+                     "kpp": customer.tax_registration_reason_code},
+        "amount": params.amount,
+        "amount_human": format_rub(int(params.amount), currency),
+        "vat_amount": params.vat_amount,
+        "vat_amount_human": format_rub(int(params.vat_amount), currency),
+        "currency": currency,
+        "description": params.description,
+        "expiration_date": params.expiration_date.isoformat(),
+        "positions": len(params.basket_items),
+    }
+    return Summary(text=text, data=data, warnings=warnings)
+
+
+def _moment(value: datetime) -> str:
+    offset = value.strftime("%z")
+    return f"{value:%d.%m.%Y %H:%M} (UTC{offset[:3]}:{offset[3:]})"
+
+
+def _vat_label(code: str) -> str:
+    if code == "VATNONE":
+        return "без НДС"
+    rate = vat_rate(code)
+    return f"{rate}%" + (" сверху" if code.endswith("_ADDED") else "")
+
+
+def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrder:
+    basket = []
+    for item in params.basket_items:
+        unit = resolve_unit(item)
+        assert not isinstance(unit, str), "units are checked before execution"
+        basket.append(BasketLine(
+            sku=item.sku, name=item.name, measure=unit.measure, measure_code=unit.measure_code,
+            quantity=quantity_decimal(item.quantity), amount=int(item.amount),
+            amount_wo_vat=int(item.amount_wo_vat) if item.amount_wo_vat is not None
+            else default_amount_wo_vat(item),
+            total_amount=int(item.total_amount), total_vat_amount=int(item.total_vat_amount),
+            vat_code=item.vat_code, type=item.type, payment_type=item.payment_type,
+        ))
+    c = params.customer
+    return NewOrder(
+        merchant_order_id=merchant_order_id,
+        description=params.description,
+        amount=int(params.amount),
+        vat_amount=int(params.vat_amount),
+        currency_id=params.currency_id,
+        language_id=params.language_id,
+        expiration_date=params.expiration_date,
+        basket=basket,
+        customer=Customer(
+            type=c.type, name=c.name, vat_number=c.vat_number,
+            tax_registration_reason_code=c.tax_registration_reason_code,
+            registration_address=c.registration_address, email=c.email, phone=c.phone,
+        ),
+        urls={name: getattr(params, name) for name in URL_FIELDS if getattr(params, name)},
+    )
+
+
+def created_result(order: Order, warnings: list[str]) -> dict[str, Any]:
+    return {
+        "order_id": order.id,
+        "merchant_order_id": order.merchant_order_id,
+        "status": order.status,
+        "payment_url": order.payment_url,
+        "amount": str(order.amount),
+        "amount_human": format_rub(order.amount, order.currency),
+        "currency": order.currency,
+        "warnings": warnings,
+    }
+
+
+def create_order(ctx: CallContext, params: CreateOrderParams) -> dict[str, Any]:
+    order = ctx.client.create_order(build_new_order(params, ctx.merchant_order_id))
+    return created_result(order, check_customer(params.customer)[1])
+
+
+def recover_create_order(ctx: CallContext, params: CreateOrderParams) -> dict[str, Any] | None:
+    """After a lost response: the order exists upstream iff its merchantOrderId is found."""
+    page = ctx.client.find_orders(merchant_order_id=ctx.merchant_order_id, page_size=5)
+    if not page.orders:
+        return None
+    return created_result(page.orders[0], check_customer(params.customer)[1])
+
+
+GET_ORDER = ToolSpec(
+    name="get_order",
+    title="Счёт по идентификатору",
+    kind="read",
+    toolset="read",
+    params=GetOrderParams,
+    handler=get_order,
+    check=check_get_order,
+    description_ru=(
+        "Показывает один счёт Инвойсбокс по идентификатору order_id (UUID) или по номеру "
+        "магазина merchant_order_id. Если заданы оба, используется order_id. concise возвращает "
+        "order_id, merchant_order_id, status, amount, amount_human, currency, created_at; "
+        "detailed добавляет vat_amount, description, expiration_date, paid_at, payment_url и "
+        "customer (name, vat_number). Суммы — копейки строкой. Ничего не меняет."
+    ),
+    summary_ru="Счёт по order_id или merchant_order_id: статус, сумма в копейках, дата. Только чтение.",
+)
+
+FIND_ORDERS = ToolSpec(
+    name="find_orders",
+    title="Срез по счетам",
+    kind="read",
+    toolset="read",
+    params=FindOrdersParams,
+    handler=find_orders,
+    check=check_find_orders,
+    description_ru=(
+        "Ищет счета магазина по номеру merchant_order_id, статусам (created — не оплачен, "
+        "completed — оплачен, hold, canceled, expired, draft) и дате создания created_from/"
+        "created_to, новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
+        "page, page_size, total_count и truncated — признак, что показаны не все. В кратком "
+        "виде данных покупателя нет. Ничего не меняет."
+    ),
+    summary_ru="Список счетов по номеру, статусам и датам, постранично. Только чтение.",
+)
+
+CREATE_ORDER = ToolSpec(
+    name="create_order",
+    title="Выставить счёт",
+    kind="write",
+    toolset="write",
+    params=CreateOrderParams,
+    handler=create_order,
+    check=check_create_order,
+    summarize=summarize_create_order,
+    recover=recover_create_order,
+    idempotent=True,
+    description_ru=(
+        "Выставляет покупателю счёт на оплату в Инвойсбокс. Работает в два шага: первый вызов "
+        "ничего не создаёт, а проверяет данные и возвращает сводку и одноразовый "
+        "confirmation_token; счёт выставляется только вторым вызовом с теми же параметрами и этим "
+        "токеном, после согласия человека. Суммы — копейки строкой (\"12200\" — это 122,00 ₽). "
+        "amount каждой позиции — цена за единицу с НДС, total_amount — цена × количество, "
+        "total_vat_amount — НДС позиции по ставке vat_code; amount счёта — сумма позиций, "
+        "vat_amount — сумма их НДС. Единица: measure или measure_code (ОКЕИ). Валюта и срок "
+        "оплаты (expiration_date в будущем, с часовым поясом) обязательны. Возвращает order_id, "
+        "merchant_order_id, status, payment_url — ссылку на оплату, amount и warnings."
+    ),
+    summary_ru=(
+        "Выставить счёт: два шага, первый вызов даёт сводку и confirmation_token, второй с "
+        "токеном выставляет. Суммы — копейки строкой; позиции должны сходиться с суммой."
+    ),
+)

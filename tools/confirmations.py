@@ -1,0 +1,114 @@
+"""Two-phase writes: one-time confirmation tokens bound to contour, tool and arguments."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from tools.errors import ToolError
+from tools.models import ConfirmationStatus, Contour, PendingConfirmation, sha256_hex
+from tools.spec import Summary, ToolSpec
+
+OPEN_STATUSES = (ConfirmationStatus.PENDING, ConfirmationStatus.APPROVED)
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def arguments_hash(tool: str, canonical: dict[str, Any]) -> str:
+    return sha256_hex(canonical_json({"tool": tool, "arguments": canonical}))
+
+
+def token_for(confirmation: PendingConfirmation) -> str:
+    """Derived from the id with the server secret, so only its hash needs storing and an
+    identical repeat of the first call can be handed the same token again."""
+    mac = hmac.new(settings.SECRET_KEY.encode(), f"confirmation:{confirmation.id}".encode(),
+                   hashlib.sha256).digest()
+    return "ibc_" + base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def prepare(
+    contour: Contour, spec: ToolSpec, canonical: dict[str, Any], summary: Summary, actor: str
+) -> tuple[PendingConfirmation, str]:
+    """Find the open confirmation of this very write, or create one."""
+    digest = arguments_hash(spec.name, canonical)
+    now = timezone.now()
+    existing = (
+        PendingConfirmation.objects.filter(
+            contour=contour, tool=spec.name, args_hash=digest, status__in=OPEN_STATUSES,
+            expires_at__gt=now,
+            created_at__gte=now - timedelta(seconds=contour.dedup_window_seconds),
+        ).order_by("created_at").first()
+    )
+    if existing is not None:
+        return existing, token_for(existing)
+    confirmation = PendingConfirmation(
+        contour=contour, tool=spec.name, arguments=canonical, args_hash=digest,
+        summary=summary.text, summary_data={**summary.data, "warnings": summary.warnings},
+        created_by=actor, expires_at=now + contour.confirmation_ttl,
+    )
+    token = token_for(confirmation)
+    confirmation.token_hash = sha256_hex(token)
+    confirmation.save()
+    return confirmation, token
+
+
+def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: str
+            ) -> PendingConfirmation:
+    """The confirmation a token names, checked in order: owner, arguments, freshness.
+
+    A used token with the same arguments is returned as is (the caller replays its result).
+    """
+    confirmation = (
+        PendingConfirmation.objects.filter(token_hash=sha256_hex(token), contour=contour).first()
+    )
+    if confirmation is None:
+        raise ToolError(
+            "confirmation_invalid", "токен подтверждения не найден для этого контура",
+            hint="вызовите инструмент без confirmation_token, чтобы получить новый",
+        )
+    same = confirmation.tool == spec.name and confirmation.args_hash == arguments_hash(
+        spec.name, canonical
+    )
+    if confirmation.status == ConfirmationStatus.EXECUTED:
+        if same:
+            return confirmation
+        raise ToolError("confirmation_used", "этот токен уже использован для другой операции",
+                        hint="для новой операции вызовите инструмент без токена")
+    if not same:
+        raise ToolError(
+            "confirmation_mismatch",
+            "параметры изменились после подтверждения: токен выдан на другую операцию",
+            hint="вызовите инструмент без токена с новыми параметрами и подтвердите заново",
+        )
+    if confirmation.status == ConfirmationStatus.REJECTED:
+        reason = f": {confirmation.decision_reason}" if confirmation.decision_reason else ""
+        raise ToolError("approval_rejected", f"оператор отклонил операцию{reason}")
+    if confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired():
+        if confirmation.status != ConfirmationStatus.EXPIRED:
+            PendingConfirmation.objects.filter(
+                pk=confirmation.pk, status__in=OPEN_STATUSES
+            ).update(status=ConfirmationStatus.EXPIRED)
+        raise ToolError(
+            "confirmation_expired",
+            f"срок подтверждения истёк {timezone.localtime(confirmation.expires_at):%d.%m.%Y %H:%M}",
+            hint="вызовите инструмент без токена, чтобы получить новую сводку и токен",
+        )
+    return confirmation
+
+
+def envelope(confirmation: PendingConfirmation, token: str) -> dict[str, Any]:
+    return {
+        "id": str(confirmation.id),
+        "token": token,
+        "expires_at": confirmation.expires_at.isoformat(),
+        "summary": confirmation.summary,
+    }

@@ -1,0 +1,78 @@
+"""Creating contours and their keys: the service behind the management commands and the admin."""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.db import transaction
+
+from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
+
+# The public demo shop of Invoicebox (reference/invoicebox-api.md §1): shared, no real money.
+DEMO_TOKEN = "b37c4c689295904ed21eee5d9a48d42e"  # noqa: S105 - published by Invoicebox
+DEMO_MERCHANT_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+
+
+class ContourSetupError(ValueError):
+    """A contour can't be created as asked; the message says why."""
+
+
+def default_base_url(mode: str) -> str:
+    if mode == InvoiceboxMode.SANDBOX:
+        return settings.INVOICEBOX_SANDBOX_BASE_URL
+    return settings.INVOICEBOX_PRODUCTION_BASE_URL
+
+
+def parse_toolsets(raw: str) -> list[str]:
+    toolsets = [part.strip() for part in raw.split(",") if part.strip()]
+    unknown = sorted(set(toolsets) - set(Toolset.values))
+    if unknown:
+        raise ContourSetupError(
+            f"unknown toolsets {', '.join(unknown)}; known: {', '.join(Toolset.values)}"
+        )
+    if Toolset.READ not in toolsets:
+        toolsets.insert(0, Toolset.READ)
+    return list(dict.fromkeys(toolsets))
+
+
+@transaction.atomic
+def create_contour(
+    slug: str,
+    *,
+    mode: str,
+    name: str = "",
+    toolsets: list[str] | None = None,
+    base_url: str = "",
+    token: str = "",
+    merchant_id: str = "",
+) -> Contour:
+    if mode not in InvoiceboxMode.values:
+        raise ContourSetupError(f"mode must be one of {', '.join(InvoiceboxMode.values)}")
+    if Contour.objects.filter(slug=slug).exists():
+        raise ContourSetupError(f"contour {slug!r} already exists")
+    if mode == InvoiceboxMode.PRODUCTION and not (token and merchant_id):
+        raise ContourSetupError("production needs --token-file and --merchant-id")
+    if merchant_id and not UUID_RE.match(merchant_id):
+        raise ContourSetupError("--merchant-id must be a UUID")
+    own_token = bool(token)
+    contour = Contour.objects.create(
+        slug=slug,
+        name=name or slug,
+        mode=mode,
+        base_url=(base_url or default_base_url(mode)).rstrip("/"),
+        api_token=token or DEMO_TOKEN,
+        merchant_id=merchant_id or DEMO_MERCHANT_ID,
+        toolsets=toolsets or [Toolset.READ],
+    )
+    if mode == InvoiceboxMode.SANDBOX and own_token:
+        from adapters.invoicebox.sandbox import register_account
+
+        register_account(contour.api_token, contour.merchant_id)
+    return contour
+
+
+def issue_key(contour: Contour, label: str = "") -> str:
+    _, raw = ApiKey.issue(contour, label=label)
+    return raw

@@ -1,0 +1,115 @@
+"""One error family for every refusal: a stable code, a Russian message, a hint, field problems."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One failing field: its path (``basket_items[0].total_amount``) and what is wrong."""
+
+    field: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"field": self.field, "message": self.message}
+
+
+# status of the envelope and the REST HTTP status for each stable code (API.md).
+CODE_STATUS: dict[str, tuple[str, int]] = {
+    "unauthenticated": ("rejected", 401),
+    "unknown_tool": ("rejected", 404),
+    "forbidden": ("rejected", 403),
+    "invalid_arguments": ("rejected", 400),
+    "invalid_json": ("rejected", 400),
+    "arguments_not_object": ("rejected", 400),
+    "confirmation_invalid": ("rejected", 409),
+    "confirmation_expired": ("rejected", 409),
+    "confirmation_used": ("rejected", 409),
+    "confirmation_mismatch": ("rejected", 409),
+    "approval_rejected": ("rejected", 409),
+    "duplicate_call": ("rejected", 409),
+    "not_found": ("rejected", 422),
+    "precondition_failed": ("rejected", 422),
+    "upstream_rejected": ("rejected", 422),
+    "ceiling_exceeded": ("rejected", 429),
+    "rate_limited": ("rejected", 429),
+    "upstream_unavailable": ("error", 502),
+    "outcome_unknown": ("error", 504),
+}
+
+
+class ToolError(Exception):
+    """A refusal an assistant can relay: never a 500, always a stable ``code``."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        hint: str = "",
+        problems: list[Problem] | None = None,
+        data: dict[str, Any] | None = None,
+        upstream_request_id: str = "",
+        upstream_status: int | None = None,
+    ) -> None:
+        if code not in CODE_STATUS:
+            raise ValueError(f"unregistered error code {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.problems = problems or []
+        self.data = data or {}
+        self.upstream_request_id = upstream_request_id
+        self.upstream_status = upstream_status
+
+    @property
+    def status(self) -> str:
+        return CODE_STATUS[self.code][0]
+
+    @property
+    def http_status(self) -> int:
+        return CODE_STATUS[self.code][1]
+
+
+@dataclass
+class Outcome:
+    """The envelope of API.md: what the core returns and every adapter renders."""
+
+    status: str
+    code: str
+    message: str
+    hint: str = ""
+    problems: list[Problem] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    confirmation: dict[str, Any] | None = None
+    replayed: bool = False
+    journal_id: int | None = None
+    http_status: int = 200
+
+    @classmethod
+    def from_error(cls, error: ToolError) -> Outcome:
+        return cls(
+            status=error.status,
+            code=error.code,
+            message=error.message,
+            hint=error.hint,
+            problems=list(error.problems),
+            data=dict(error.data),
+            http_status=error.http_status,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"status": self.status, "code": self.code, "message": self.message}
+        if self.hint:
+            body["hint"] = self.hint
+        body["problems"] = [p.as_dict() for p in self.problems]
+        body["data"] = self.data
+        if self.confirmation is not None:
+            body["confirmation"] = self.confirmation
+        body["replayed"] = self.replayed
+        body["journal_id"] = self.journal_id
+        return body

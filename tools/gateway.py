@@ -1,0 +1,312 @@
+"""The one entry point: every adapter calls call(); checks, confirmations and journal live here."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from pydantic import BaseModel
+
+from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
+from audit import journal
+from tools import catalog, confirmations
+from tools.errors import Outcome, ToolError
+from tools.models import (
+    ConfirmationStatus,
+    Contour,
+    Operation,
+    OperationState,
+    PendingConfirmation,
+)
+from tools.spec import CONTROL_FIELDS, CallContext, ToolSpec
+from tools.validation import validate
+
+logger = logging.getLogger(__name__)
+
+# An execution still "in flight" after this long has lost its worker: recover it by lookup.
+STALE_IN_FLIGHT = timedelta(seconds=60)
+
+UPSTREAM_CODES = {
+    "unauthorized": "upstream_rejected",
+    "forbidden": "upstream_rejected",
+    "rejected": "upstream_rejected",
+    "not_found": "not_found",
+    "rate_limited": "rate_limited",
+    "unavailable": "upstream_unavailable",
+    "bad_response": "upstream_unavailable",
+    "unknown_outcome": "outcome_unknown",
+}
+
+
+@dataclass
+class _Trace:
+    """What the journal needs to know about one call, filled in along the pipeline."""
+
+    contour: Contour | None
+    channel: str
+    actor: str
+    tool: str
+    arguments: Any
+    phase: str = "call"
+    confirmation_id: str = ""
+    operation_key: str = ""
+    upstream_request_id: str = ""
+    upstream_status: int | None = None
+    started: float = field(default_factory=time.monotonic)
+
+
+def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: str) -> Outcome:
+    """Run one tool call through the whole pipeline and journal its outcome."""
+    trace = _Trace(contour=contour, channel=channel, actor=actor,
+                   tool=name if isinstance(name, str) else "", arguments=arguments)
+    try:
+        outcome = _pipeline(trace, name, arguments)
+    except ToolError as error:
+        outcome = Outcome.from_error(error)
+        trace.upstream_request_id = trace.upstream_request_id or error.upstream_request_id
+        trace.upstream_status = trace.upstream_status or error.upstream_status
+    except Exception:  # a bug of ours: still journaled, still an envelope, never a stack trace
+        logger.exception("unexpected failure in tool %s", trace.tool)
+        outcome = Outcome(status="error", code="internal_error",
+                          message="внутренняя ошибка шлюза; операция не выполнена или не "
+                                  "подтверждена — проверьте журнал", http_status=500)
+    return _journal(trace, outcome)
+
+
+def reject(contour: Contour | None, code: str, message: str, *, channel: str, actor: str,
+           tool: str = "", arguments: Any = None, hint: str = "") -> Outcome:
+    """Journal a call an adapter could not even parse (bad JSON, no key) and answer it."""
+    trace = _Trace(contour=contour, channel=channel, actor=actor, tool=tool, arguments=arguments)
+    return _journal(trace, Outcome.from_error(ToolError(code, message, hint=hint)))
+
+
+def visible_tools(contour: Contour) -> list[ToolSpec]:
+    return [spec for spec in catalog.CATALOG if contour.has_toolset(spec.toolset)]
+
+
+# -- the pipeline ----------------------------------------------------------------------------
+
+def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
+    contour = trace.contour
+    assert contour is not None
+    spec = catalog.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise ToolError("unknown_tool", f"инструмента {str(name)[:64]!r} нет; есть: "
+                        + ", ".join(catalog.names()),
+                        data={"known_tools": catalog.names()})
+    if not isinstance(arguments, dict):
+        raise ToolError("arguments_not_object",
+                        f"arguments должен быть JSON-объектом, а пришёл {_json_kind(arguments)}",
+                        hint='передайте аргументы объектом: {"order_id": "..."}')
+    token = arguments.get("confirmation_token") if spec.writes else None
+    trace.phase = "read" if not spec.writes else ("execute" if token else "prepare")
+    if not contour.has_toolset(spec.toolset):
+        raise ToolError("forbidden", _forbidden_message(spec, contour),
+                        hint="включить набор может только владелец контура в админке")
+    params = validate(spec.params, arguments)
+    problems = spec.check(params, contour) if spec.check else []
+    if problems:
+        raise ToolError("invalid_arguments", "параметры не приняты: " + "; ".join(
+            f"{p.field} — {p.message}" for p in problems[:3]),
+            hint="исправьте перечисленные поля; значения не угадываются", problems=problems)
+    if not spec.writes:
+        return _read(trace, spec, params)
+    canonical = spec.canonical_arguments(params)
+    if not token:
+        return _prepare(trace, spec, params, canonical)
+    return _execute(trace, spec, params, canonical, token)
+
+
+def _read(trace: _Trace, spec: ToolSpec, params: BaseModel) -> Outcome:
+    with _client(trace.contour) as client:
+        data = _upstream(trace, client, lambda: spec.handler(CallContext(trace.contour, client),
+                                                            params))
+        return Outcome(status="ok", code="ok", message=f"{spec.title}: готово",
+                       data=_with_context(trace, data))
+
+
+def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any]
+             ) -> Outcome:
+    assert spec.summarize is not None
+    summary = spec.summarize(params)
+    confirmation, token = confirmations.prepare(trace.contour, spec, canonical, summary,
+                                                trace.actor)
+    trace.confirmation_id = str(confirmation.id)
+    return Outcome(
+        status="confirmation_required", code="confirmation_required",
+        message=f"нужно подтверждение: {summary.text}",
+        hint=("перескажите сводку человеку; если он согласен, повторите вызов с теми же "
+              "параметрами и confirmation_token"),
+        data={"summary": summary.data, "warnings": summary.warnings},
+        confirmation=confirmations.envelope(confirmation, token),
+    )
+
+
+def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any],
+             token: str) -> Outcome:
+    contour = trace.contour
+    confirmation = confirmations.resolve(contour, spec, canonical, token)
+    trace.confirmation_id = str(confirmation.id)
+    operation, replay = _claim(contour, spec, confirmation)
+    trace.operation_key = operation.key
+    if replay is not None:
+        return _done(trace, spec, replay, replayed=True)
+    ctx_kwargs = {"merchant_order_id": operation.merchant_order_id,
+                  "operation_key": operation.key}
+    with _client(contour) as client:
+        ctx = CallContext(contour, client, **ctx_kwargs)
+        try:
+            data = None
+            if operation.attempts > 1 and spec.recover is not None:
+                data = _upstream(trace, client, lambda: spec.recover(ctx, params))
+                if data is not None:
+                    data = {**data, "recovered": True}
+            if data is None:
+                data = _upstream(trace, client, lambda: spec.handler(ctx, params))
+        except ToolError as error:
+            state = (OperationState.UNKNOWN if error.code == "outcome_unknown"
+                     else OperationState.FAILED)
+            _finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
+            raise
+    data = _with_context(trace, data)
+    _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
+    return _done(trace, spec, data, replayed=False)
+
+
+def _claim(contour: Contour, spec: ToolSpec, confirmation: PendingConfirmation
+           ) -> tuple[Operation, dict[str, Any] | None]:
+    """Take the right to execute under a row lock; a finished operation is replayed instead.
+
+    The transaction is short on purpose: it commits before the upstream call, so the
+    in-flight record survives a crash and no lock is held across the network.
+    """
+    with transaction.atomic():
+        locked = PendingConfirmation.objects.select_for_update().get(pk=confirmation.pk)
+        key = hashlib.sha256(f"operation:{locked.id}".encode()).hexdigest()[:32]
+        operation, created = Operation.objects.select_for_update().get_or_create(
+            confirmation=locked,
+            defaults={
+                "key": key, "contour": contour, "tool": spec.name,
+                "merchant_order_id": f"gw-{timezone.now():%Y%m%d}-{key[:12]}",
+            },
+        )
+        if not created:
+            if operation.state == OperationState.DONE:
+                return operation, operation.result or locked.result or {}
+            stale = timezone.now() - operation.started_at > STALE_IN_FLIGHT
+            if operation.state == OperationState.IN_FLIGHT and not stale:
+                raise ToolError("duplicate_call", "такая же операция уже выполняется",
+                                hint="подождите несколько секунд и повторите тот же вызов")
+        operation.state = OperationState.IN_FLIGHT
+        operation.attempts += 1
+        operation.started_at = timezone.now()
+        operation.save(update_fields=["state", "attempts", "started_at"])
+        return operation, None
+
+
+def _finish(operation: Operation, confirmation: PendingConfirmation, state: str,
+            result: dict[str, Any] | None, error_code: str, request_id: str) -> None:
+    with transaction.atomic():
+        now = timezone.now()
+        Operation.objects.filter(pk=operation.pk).update(
+            state=state, result=result, error_code=error_code, upstream_request_id=request_id,
+            finished_at=now,
+        )
+        if state == OperationState.DONE:
+            PendingConfirmation.objects.filter(pk=confirmation.pk).update(
+                status=ConfirmationStatus.EXECUTED, executed_at=now, result=result
+            )
+
+
+def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool) -> Outcome:
+    message = f"{spec.title}: выполнено"
+    if replayed:
+        message += " ранее; повтор не создал новой операции"
+    return Outcome(status="ok", code="ok", message=message, data=data, replayed=replayed)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+def _client(contour: Contour) -> InvoiceboxClient:
+    return make_client(base_url=contour.base_url, token=contour.api_token,
+                       merchant_id=contour.merchant_id)
+
+
+def _upstream(trace: _Trace, client: InvoiceboxClient, action: Any) -> Any:
+    try:
+        return action()
+    except InvoiceboxError as error:
+        raise ToolError(
+            UPSTREAM_CODES[error.kind], error.message,
+            hint=_upstream_hint(error),
+            data={"upstream_code": error.code} if error.code else {},
+            upstream_request_id=error.request_id,
+            upstream_status=error.http_status,
+        ) from None
+    finally:
+        trace.upstream_request_id = client.last_request_id
+        trace.upstream_status = client.last_status
+
+
+def _upstream_hint(error: InvoiceboxError) -> str:
+    if error.kind == "unknown_outcome":
+        return ("не создавайте операцию заново: повторите тот же вызов с тем же токеном — шлюз "
+                "сначала проверит, не выполнена ли она")
+    if error.kind in ("unavailable", "rate_limited", "bad_response"):
+        return "повторите позже"
+    if error.kind == "unauthorized":
+        return "владельцу контура нужно проверить токен Инвойсбокс"
+    return ""
+
+
+def _with_context(trace: _Trace, data: dict[str, Any]) -> dict[str, Any]:
+    contour = trace.contour
+    return {**data, "environment": contour.mode, "scope_context": f"магазин {contour.merchant_id}",
+            "request_id": trace.upstream_request_id}
+
+
+def _forbidden_message(spec: ToolSpec, contour: Contour) -> str:
+    if spec.toolset == "write":
+        return (f"инструмент {spec.name} изменяет данные, а контур «{contour.slug}» только "
+                "читает: запись не включена владельцем")
+    return f"набор «{spec.toolset}» не включён для контура «{contour.slug}»"
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "массив", str: "строка", int: "число", float: "число", bool: "логическое",
+             type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
+    arguments = trace.arguments if isinstance(trace.arguments, dict) else {
+        "_raw": str(trace.arguments)[:200]}
+    secrets = [trace.contour.api_token] if trace.contour is not None else []
+    entry = journal.record(
+        contour=trace.contour.slug if trace.contour is not None else "",
+        channel=trace.channel,
+        actor=trace.actor,
+        tool=trace.tool[:64],
+        phase=trace.phase,
+        arguments=arguments,
+        status=outcome.status,
+        code=outcome.code,
+        message=outcome.message,
+        confirmation_id=trace.confirmation_id,
+        operation_key=trace.operation_key,
+        upstream_request_id=trace.upstream_request_id,
+        upstream_status=trace.upstream_status,
+        duration_ms=int((time.monotonic() - trace.started) * 1000),
+        secrets=secrets,
+    )
+    outcome.journal_id = entry.id
+    return outcome
+
+
+__all__ = ["CONTROL_FIELDS", "call", "reject", "visible_tools"]

@@ -1,0 +1,55 @@
+"""manage.py create_contour <slug> --mode sandbox|demo|production [...]"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tools.contours import ContourSetupError, create_contour, parse_toolsets
+from tools.models import InvoiceboxMode
+
+
+class Command(BaseCommand):
+    help = "Create a contour (an assistant's perimeter). The API token is read from a file or stdin."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("--mode", required=True, choices=InvoiceboxMode.values)
+        parser.add_argument("--name", default="")
+        parser.add_argument("--toolsets", default="read",
+                            help="comma-separated: read, write, refund (read is always on)")
+        parser.add_argument("--base-url", default="")
+        parser.add_argument("--token-file", default="",
+                            help="file holding the Invoicebox API token, '-' for stdin; "
+                                 "never pass the token itself on the command line")
+        parser.add_argument("--merchant-id", default="")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        token = self._read_token(options["token_file"])
+        try:
+            contour = create_contour(
+                options["slug"], mode=options["mode"], name=options["name"],
+                toolsets=parse_toolsets(options["toolsets"]), base_url=options["base_url"],
+                token=token, merchant_id=options["merchant_id"],
+            )
+        except ContourSetupError as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(
+            f"contour {contour.slug}: mode {contour.mode}, toolsets {','.join(contour.toolsets)}, "
+            f"base URL {contour.base_url}, token {contour.masked_token}"
+        )
+
+    def _read_token(self, source: str) -> str:
+        if not source:
+            return ""
+        try:
+            raw = sys.stdin.read() if source == "-" else Path(source).read_text()
+        except OSError as error:
+            raise CommandError(f"cannot read the token file: {error.strerror}") from None
+        token = raw.strip()
+        if not token:
+            raise CommandError("the token file is empty")
+        return token

@@ -1,0 +1,75 @@
+"""manage.py seed_demo: the demo contour on the sandbox, one API key and an admin (idempotent)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+from tools.contours import create_contour, issue_key
+from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
+
+SLUG = "demo"
+
+
+class Command(BaseCommand):
+    help = "Create the demo contour, its API key and an admin user; reprint them on later runs."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--state-dir", default=str(Path(settings.BASE_DIR) / "var"),
+                            help="where the demo key and admin password are kept (git-ignored)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        state = Path(options["state_dir"])
+        state.mkdir(parents=True, exist_ok=True)
+        contour = Contour.objects.filter(slug=SLUG).first() or create_contour(
+            SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
+            toolsets=[Toolset.READ, Toolset.WRITE],
+        )
+        key = self._demo_key(contour, state / "demo-api-key")
+        username, password = self._admin(state / "demo-admin")
+        base = settings.GATEWAY_SITE_URL
+        self.stdout.write(
+            "\n".join([
+                "",
+                f"Demo contour '{contour.slug}' on the sandbox ({contour.base_url}),"
+                f" toolsets: {','.join(contour.toolsets)}",
+                f"API key:  {key}",
+                f"Admin:    {base}/admin/  login {username} / password {password}",
+                f"Try:      curl -H 'Authorization: Bearer {key}' {base}/api/v1/tools",
+                "",
+            ])
+        )
+
+    def _demo_key(self, contour: Contour, path: Path) -> str:
+        # Only the hash is in the database, so the demo keeps its plain key in a local file.
+        if path.exists():
+            saved = path.read_text().strip()
+            found = ApiKey.authenticate(saved)
+            if found is not None and found.contour_id == contour.id:
+                return saved
+        raw = issue_key(contour, label="demo")
+        _write_private(path, raw)
+        return raw
+
+    def _admin(self, path: Path) -> tuple[str, str]:
+        user_model = get_user_model()
+        username = "admin"
+        if path.exists() and user_model.objects.filter(username=username).exists():
+            return username, path.read_text().strip()
+        password = secrets.token_urlsafe(12)
+        user, _ = user_model.objects.get_or_create(username=username)
+        user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        _write_private(path, password)
+        return username, password
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.write_text(text + "\n")
+    path.chmod(0o600)

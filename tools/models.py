@@ -1,0 +1,218 @@
+"""Contours, their API keys, pending confirmations and idempotent operations."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Toolset(models.TextChoices):
+    READ = "read", "чтение"
+    WRITE = "write", "запись"
+    REFUND = "refund", "возвраты"
+
+
+class InvoiceboxMode(models.TextChoices):
+    SANDBOX = "sandbox", "песочница (встроенная)"
+    DEMO = "demo", "демо-магазин Инвойсбокс"
+    PRODUCTION = "production", "рабочий магазин"
+
+
+def _default_toolsets() -> list[str]:
+    return [Toolset.READ]
+
+
+def _default_confirmation_ttl() -> int:
+    return settings.GATEWAY_CONFIRMATION_TTL_SECONDS
+
+
+def _default_dedup_window() -> int:
+    return settings.GATEWAY_DEDUP_WINDOW_SECONDS
+
+
+class Contour(models.Model):
+    """One assistant's perimeter: its Invoicebox credentials, toolsets and confirmation policy."""
+
+    slug = models.SlugField("код", max_length=64, unique=True)
+    name = models.CharField("название", max_length=200)
+    mode = models.CharField(
+        "режим Инвойсбокс", max_length=16, choices=InvoiceboxMode.choices,
+        default=InvoiceboxMode.SANDBOX,
+    )
+    base_url = models.URLField("адрес API", max_length=500)
+    # Never rendered back in full: see masked_token and the admin form (write-only).
+    api_token = models.CharField("токен API", max_length=200)
+    merchant_id = models.CharField("идентификатор магазина (merchantId)", max_length=36)
+    toolsets = models.JSONField("включённые наборы инструментов", default=_default_toolsets)
+    confirmation_ttl_seconds = models.PositiveIntegerField(
+        "срок жизни подтверждения, с", default=_default_confirmation_ttl
+    )
+    dedup_window_seconds = models.PositiveIntegerField(
+        "окно защиты от дублей, с", default=_default_dedup_window
+    )
+    created_at = models.DateTimeField("создан", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "контур"
+        verbose_name_plural = "контуры"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug})"
+
+    def has_toolset(self, toolset: str) -> bool:
+        return toolset in self.toolsets
+
+    @property
+    def writes_enabled(self) -> bool:
+        return self.has_toolset(Toolset.WRITE)
+
+    @property
+    def masked_token(self) -> str:
+        return mask_secret(self.api_token)
+
+    @property
+    def confirmation_ttl(self) -> timedelta:
+        return timedelta(seconds=self.confirmation_ttl_seconds)
+
+
+def mask_secret(value: str) -> str:
+    """Show just enough of a secret to recognise it: the last four characters."""
+    if not value:
+        return ""
+    return "***" + value[-4:] if len(value) > 8 else "***"
+
+
+def sha256_hex(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
+    def active(self) -> ApiKeyQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(models.Model):
+    """A contour's Bearer key; only its hash and a visible prefix are stored."""
+
+    PREFIX_LENGTH = 12
+
+    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="api_keys")
+    label = models.CharField("метка", max_length=200, blank=True)
+    prefix = models.CharField("префикс", max_length=PREFIX_LENGTH, db_index=True)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField("создан", auto_now_add=True)
+    revoked_at = models.DateTimeField("отозван", null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "ключ API"
+        verbose_name_plural = "ключи API"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.contour.slug})"
+
+    @classmethod
+    def issue(cls, contour: Contour, label: str = "") -> tuple[ApiKey, str]:
+        """Create a key and return it with the full secret, which is never stored."""
+        raw = "ibg_" + secrets.token_urlsafe(32)
+        key = cls.objects.create(
+            contour=contour, label=label, prefix=raw[: cls.PREFIX_LENGTH], key_hash=sha256_hex(raw)
+        )
+        return key, raw
+
+    @classmethod
+    def authenticate(cls, raw: str) -> ApiKey | None:
+        if not raw:
+            return None
+        return (
+            cls.objects.active().select_related("contour").filter(key_hash=sha256_hex(raw)).first()
+        )
+
+    def revoke(self) -> None:
+        self.revoked_at = timezone.now()
+        self.save(update_fields=["revoked_at"])
+
+
+class ConfirmationStatus(models.TextChoices):
+    PENDING = "pending", "ожидает"
+    APPROVED = "approved", "одобрено"
+    REJECTED = "rejected", "отклонено"
+    EXECUTED = "executed", "исполнено"
+    EXPIRED = "expired", "истекло"
+
+
+class PendingConfirmation(models.Model):
+    """The first phase of a write: what will be done, bound to one contour, tool and arguments."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="confirmations")
+    tool = models.CharField(max_length=64)
+    arguments = models.JSONField("канонические аргументы")
+    args_hash = models.CharField(max_length=64)
+    summary = models.TextField("сводка")
+    summary_data = models.JSONField(default=dict)
+    token_hash = models.CharField(max_length=64, unique=True)
+    status = models.CharField(
+        max_length=16, choices=ConfirmationStatus.choices, default=ConfirmationStatus.PENDING
+    )
+    created_by = models.CharField("подготовил", max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=200, blank=True)
+    decision_reason = models.TextField(blank=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "подтверждение"
+        verbose_name_plural = "подтверждения"
+        indexes = [models.Index(fields=["contour", "tool", "args_hash", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.id} ({self.status})"
+
+    def is_expired(self, now: timezone.datetime | None = None) -> bool:
+        return (now or timezone.now()) >= self.expires_at
+
+
+class OperationState(models.TextChoices):
+    IN_FLIGHT = "in_flight", "выполняется"
+    DONE = "done", "выполнена"
+    FAILED = "failed", "не выполнена"
+    UNKNOWN = "unknown", "результат неизвестен"
+
+
+class Operation(models.Model):
+    """Idempotency record: one upstream write per key, guaranteed by the unique constraint."""
+
+    key = models.CharField(max_length=64, unique=True)
+    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="operations")
+    tool = models.CharField(max_length=64)
+    confirmation = models.OneToOneField(
+        PendingConfirmation, on_delete=models.PROTECT, related_name="operation"
+    )
+    merchant_order_id = models.CharField(max_length=64, unique=True)
+    state = models.CharField(
+        max_length=16, choices=OperationState.choices, default=OperationState.IN_FLIGHT
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    result = models.JSONField(null=True, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    upstream_request_id = models.CharField(max_length=100, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "операция"
+        verbose_name_plural = "операции"
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.key} ({self.state})"

@@ -1,0 +1,142 @@
+"""Shared argument types of the catalog: kopeck strings, INN, currencies, VAT codes, units."""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+KOPECKS_MESSAGE = "сумма в копейках целым числом строкой: 12200 — это 122,00 ₽"
+
+
+class StrictModel(BaseModel):
+    """Arguments from an assistant: unknown fields refused, no coercion of types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=False)
+
+
+def _kopecks_before(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise PydanticCustomError(
+            "kopecks", KOPECKS_MESSAGE + "; пришло не строкой: {value}",
+            {"value": repr(value)[:40]},
+        )
+    return value
+
+
+def _kopecks_after(value: str) -> str:
+    if not re.fullmatch(r"\d{1,12}", value):
+        raise PydanticCustomError(
+            "kopecks", KOPECKS_MESSAGE + "; пришло {value}", {"value": repr(value)[:40]}
+        )
+    return value
+
+
+Kopecks = Annotated[
+    str,
+    BeforeValidator(_kopecks_before),
+    AfterValidator(_kopecks_after),
+    Field(pattern=r"^\d{1,12}$", examples=["12200"]),
+]
+
+
+def inn_checksum_ok(inn: str) -> bool:
+    """The checksum of a Russian taxpayer number (10 digits: legal entity, 12: person or ИП)."""
+    digits = [int(c) for c in inn]
+
+    def control(weights: tuple[int, ...]) -> int:
+        return sum(w * d for w, d in zip(weights, digits, strict=False)) % 11 % 10
+
+    if len(digits) == 10:
+        return control((2, 4, 10, 3, 5, 9, 4, 6, 8)) == digits[9]
+    if len(digits) == 12:
+        return (
+            control((7, 2, 4, 10, 3, 5, 9, 4, 6, 8)) == digits[10]
+            and control((3, 7, 2, 4, 10, 3, 5, 9, 4, 6, 8)) == digits[11]
+        )
+    return False
+
+
+def _inn(value: str) -> str:
+    if not re.fullmatch(r"\d{10}|\d{12}", value):
+        raise PydanticCustomError(
+            "inn_format", "ИНН — 10 цифр (организация) или 12 цифр (ИП, физлицо); пришло {value}",
+            {"value": repr(value)[:40]},
+        )
+    if not inn_checksum_ok(value):
+        raise PydanticCustomError(
+            "inn_checksum", "контрольная сумма ИНН {value} не сходится: проверьте цифры",
+            {"value": value},
+        )
+    return value
+
+
+Inn = Annotated[str, AfterValidator(_inn), Field(pattern=r"^(\d{10}|\d{12})$")]
+
+
+def _kpp(value: str) -> str:
+    if not re.fullmatch(r"\d{4}[0-9A-Z]{2}\d{3}", value):
+        raise PydanticCustomError(
+            "kpp_format", "КПП — 9 знаков (например 770201001); пришло {value}",
+            {"value": repr(value)[:40]},
+        )
+    return value
+
+
+Kpp = Annotated[str, AfterValidator(_kpp), Field(pattern=r"^\d{4}[0-9A-Z]{2}\d{3}$")]
+
+Currency = Literal["RUB", "USD", "EUR", "GBP", "CNY"]
+Language = Literal["ru", "en"]
+CustomerType = Literal["legal", "private"]
+ResponseFormat = Literal["concise", "detailed"]
+OrderStatus = Literal["created", "completed", "hold", "canceled", "expired", "draft"]
+PaymentType = Literal["full_prepayment", "prepayment", "advance", "full_payment"]
+ItemType = Literal["commodity", "service"]
+VatCode = Literal[
+    "VATNONE", "RUS_VAT0",
+    "RUS_VAT5", "RUS_VAT7", "RUS_VAT10", "RUS_VAT20", "RUS_VAT22",
+    "RUS_VAT5_ADDED", "RUS_VAT7_ADDED", "RUS_VAT10_ADDED", "RUS_VAT20_ADDED", "RUS_VAT22_ADDED",
+]
+Timestamp = AwareDatetime
+
+
+def vat_rate(code: str) -> int:
+    """Percent of a VAT code; VATNONE and RUS_VAT0 carry none."""
+    match = re.fullmatch(r"RUS_VAT(\d+)(_ADDED)?", code)
+    return int(match.group(1)) if match else 0
+
+
+# OKEI units: code -> the measure name sent upstream (reference §4 and the catalog's table).
+OKEI_UNITS: dict[str, str] = {
+    "796": "шт.", "003": "мм", "004": "см", "006": "м", "008": "км", "055": "м2",
+    "112": "л", "113": "м3", "163": "г", "166": "кг", "168": "т", "356": "ч",
+    "359": "сут", "362": "мес", "366": "год", "778": "упак", "839": "компл",
+    "715": "пар", "704": "набор", "625": "лист",
+}
+
+
+def normalise_measure(name: str) -> str:
+    return name.strip().lower().rstrip(".")
+
+
+MEASURE_CODES: dict[str, str] = {normalise_measure(n): c for c, n in OKEI_UNITS.items()}
+MeasureCode = Literal[
+    "796", "003", "004", "006", "008", "055", "112", "113", "163", "166", "168", "356",
+    "359", "362", "366", "778", "839", "715", "704", "625",
+]
+
+
+def round_kopecks(value: Decimal) -> int:
+    return int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def format_rub(kopecks: int, currency: str = "RUB") -> str:
+    """12200 -> '122,00 ₽' (thin grouping with a non-breaking space, as Russian texts do)."""
+    roubles, rest = divmod(abs(kopecks), 100)
+    grouped = f"{roubles:,}".replace(",", "\u00a0")
+    sign = "-" if kopecks < 0 else ""
+    symbol = {"RUB": "₽", "USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥"}.get(currency, currency)
+    return f"{sign}{grouped},{rest:02d} {symbol}"

@@ -1,0 +1,71 @@
+"""ToolSpec: each tool described once; every adapter derives its own form from it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from tools.errors import Problem
+
+if TYPE_CHECKING:
+    from adapters.invoicebox.client import InvoiceboxClient
+    from tools.models import Contour
+
+Kind = Literal["read", "write", "money"]
+
+# Fields of write tools that steer the pipeline and are not part of what is being done.
+CONTROL_FIELDS = frozenset({"confirmation_token", "confirm_amount"})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a human confirms: a Russian text plus the same facts as data."""
+
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CallContext:
+    """What a handler may use: the contour, its upstream client, the minted ids of this call."""
+
+    contour: Contour
+    client: InvoiceboxClient
+    merchant_order_id: str = ""
+    operation_key: str = ""
+
+
+Handler = Callable[[CallContext, Any], dict[str, Any]]
+Checker = Callable[[Any, "Contour"], list[Problem]]
+Summarizer = Callable[[Any], Summary]
+Recoverer = Callable[[CallContext, Any], "dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    kind: Kind
+    toolset: Literal["read", "write", "refund"]
+    params: type[BaseModel]
+    handler: Handler
+    description_ru: str
+    summary_ru: str
+    check: Checker | None = None
+    summarize: Summarizer | None = None
+    # After an unknown outcome: find the effect upstream (result) or prove it absent (None).
+    recover: Recoverer | None = None
+    destructive: bool = False
+    idempotent: bool = True
+
+    @property
+    def writes(self) -> bool:
+        return self.kind in ("write", "money")
+
+    def canonical_arguments(self, params: BaseModel) -> dict[str, Any]:
+        """Defaults applied, control fields dropped, JSON-ready: what a token is bound to."""
+        return params.model_dump(mode="json", exclude=set(CONTROL_FIELDS), exclude_none=True)

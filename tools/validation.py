@@ -1,0 +1,131 @@
+"""Validate assistant arguments with the tool's pydantic model; explain every failure in Russian."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from tools.errors import Problem, ToolError
+
+M = TypeVar("M", bound=BaseModel)
+
+_KIND_RU = {
+    "str": "строка", "int": "целое число", "float": "дробное число", "bool": "логическое",
+    "list": "массив", "dict": "объект", "NoneType": "null",
+}
+
+_TEMPLATES: dict[str, str] = {
+    "missing": "обязательное поле не передано",
+    "string_type": "ожидается строка",
+    "int_type": "ожидается целое число",
+    "int_from_float": "ожидается целое число без дробной части",
+    "float_type": "ожидается число",
+    "bool_type": "ожидается true или false",
+    "list_type": "ожидается массив",
+    "model_type": "ожидается объект",
+    "dict_type": "ожидается объект",
+    "model_attributes_type": "ожидается объект",
+    "literal_error": "ожидается одно из: {expected}",
+    "enum": "ожидается одно из: {expected}",
+    "string_too_short": "строка должна быть не короче {min_length} симв.",
+    "string_too_long": "строка должна быть не длиннее {max_length} симв.",
+    "too_short": "нужно не меньше {min_length} элементов",
+    "too_long": "допускается не больше {max_length} элементов",
+    "greater_than": "значение должно быть больше {gt}",
+    "greater_than_equal": "значение должно быть не меньше {ge}",
+    "less_than": "значение должно быть меньше {lt}",
+    "less_than_equal": "значение должно быть не больше {le}",
+    "string_pattern_mismatch": "значение не соответствует формату {pattern}",
+    "timezone_aware": "нужны дата и время с часовым поясом, например 2026-09-01T00:00:00+03:00",
+    "datetime_type": "ожидаются дата и время ISO 8601 с часовым поясом",
+    "datetime_parsing": "ожидаются дата и время ISO 8601 с часовым поясом",
+    "datetime_from_date_parsing": "ожидаются дата и время ISO 8601 с часовым поясом",
+    "date_type": "ожидается дата в виде ГГГГ-ММ-ДД",
+    "date_parsing": "ожидается дата в виде ГГГГ-ММ-ДД",
+    "date_from_datetime_parsing": "ожидается дата в виде ГГГГ-ММ-ДД",
+    "uuid_type": "ожидается UUID, например 017f038f-c78b-736d-dc00-8bce30bd0f9f",
+    "uuid_parsing": "ожидается UUID, например 017f038f-c78b-736d-dc00-8bce30bd0f9f",
+    "finite_number": "ожидается конечное число",
+}
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """('basket_items', 0, 'total_amount') -> 'basket_items[0].total_amount'."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "arguments"
+
+
+def _describe_input(value: Any) -> str:
+    kind = _KIND_RU.get(type(value).__name__, type(value).__name__)
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"пришло ({kind}) {shown}"
+
+
+def _allowed_fields(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """Field names of the (nested) model where an unknown field appeared."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = current.model_fields.get(part) if isinstance(current, type) else None
+        if field is None:
+            return []
+        current = _model_of(field.annotation)
+        if current is None:
+            return []
+    return list(current.model_fields) if isinstance(current, type) else []
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def problems_from(error: ValidationError, model: type[BaseModel]) -> list[Problem]:
+    problems: list[Problem] = []
+    for item in error.errors(include_url=False):
+        kind = item["type"]
+        loc = tuple(item["loc"])
+        ctx = item.get("ctx") or {}
+        if kind == "extra_forbidden":
+            allowed = _allowed_fields(model, loc)
+            message = "такого поля нет" + (f"; допустимы: {', '.join(allowed)}" if allowed else "")
+        elif kind in _TEMPLATES:
+            values = {k: str(v).replace("' or '", "', '") for k, v in ctx.items()}
+            message = _TEMPLATES[kind].format(**values)
+            if kind != "missing":
+                message += "; " + _describe_input(item.get("input"))
+        else:
+            # Our own PydanticCustomError messages are already Russian and complete.
+            message = item["msg"]
+        problems.append(Problem(field=field_path(loc), message=message))
+    return problems
+
+
+def validate(model: type[M], arguments: dict[str, Any]) -> M:
+    """Arguments arrived as JSON, so they are validated as JSON: strict, nothing coerced."""
+    try:
+        return model.model_validate_json(json.dumps(arguments, ensure_ascii=False), strict=True)
+    except ValidationError as error:
+        raise ToolError(
+            "invalid_arguments",
+            "параметры не приняты: " + "; ".join(
+                f"{p.field} — {p.message}" for p in problems_from(error, model)[:3]
+            ),
+            hint="исправьте перечисленные поля и повторите вызов; значения не угадываются",
+            problems=problems_from(error, model),
+        ) from None
