@@ -159,3 +159,5 @@ if PRODUCTION:
 # Reads are retried on 408/425/429/503 and network errors; writes never (see client.py).
 INVOICEBOX_READ_ATTEMPTS = env.int("INVOICEBOX_READ_ATTEMPTS", default=3)
 INVOICEBOX_BACKOFF_SECONDS = env.float("INVOICEBOX_BACKOFF_SECONDS", default=1.0)
+# Extra sandbox accounts as "token:merchant-uuid" (the demo token always works).
+INVOICEBOX_SANDBOX_TOKENS = env.list("INVOICEBOX_SANDBOX_TOKENS", default=[])

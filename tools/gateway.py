@@ -168,7 +168,7 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                 if data is not None:
                     data = {**data, "recovered": True}
             if data is None:
-                data = _upstream(trace, client, lambda: spec.handler(ctx, params))
+                data = _send(trace, client, spec, ctx, params)
         except ToolError as error:
             state = (OperationState.UNKNOWN if error.code == "outcome_unknown"
                      else OperationState.FAILED)
@@ -177,6 +177,20 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     data = _with_context(trace, data)
     _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
     return _done(trace, spec, data, replayed=False)
+
+
+def _send(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
+          params: BaseModel) -> dict[str, Any]:
+    try:
+        return _upstream(trace, client, lambda: spec.handler(ctx, params))
+    except ToolError as error:
+        # Our minted id already exists upstream: an earlier attempt did land. Find it.
+        if error.data.get("upstream_code") != "merchant_order_id_duplicate" or not spec.recover:
+            raise
+        found = _upstream(trace, client, lambda: spec.recover(ctx, params))
+        if found is None:
+            raise
+        return {**found, "recovered": True}
 
 
 def _claim(contour: Contour, spec: ToolSpec, confirmation: PendingConfirmation

@@ -1,0 +1,109 @@
+"""The demo as a newcomer runs it: uvicorn serving the ASGI app, the seeded key, real HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import VALID_ORDER
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    state = tmp_path_factory.mktemp("live")
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}", "PORT": str(port)}
+    manage(env, "migrate", "--noinput")
+    seeded = manage(env, "seed_demo", "--state-dir", str(state))
+    key = re.search(r"API key:\s+(\S+)", seeded).group(1)
+    # One worker: the sandbox call from inside a sync view must not need a second thread.
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+         "--port", str(port), "--workers", "1"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                httpx.get(f"{base}/api/schema/", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield {"base": base, "key": key, "env": env, "state": state}
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def call(live: dict[str, Any], name: str, arguments: dict[str, Any]) -> httpx.Response:
+    return httpx.post(f"{live['base']}/api/v1/call", json={"name": name, "arguments": arguments},
+                      headers={"Authorization": f"Bearer {live['key']}"}, timeout=15)
+
+
+def test_demo_key_lists_tools(live: dict[str, Any]):
+    response = httpx.get(f"{live['base']}/api/v1/tools",
+                         headers={"Authorization": f"Bearer {live['key']}"}, timeout=5)
+
+    assert response.status_code == 200
+    assert [t["name"] for t in response.json()["tools"]] == [
+        "get_order", "find_orders", "create_order"]
+
+
+def test_issue_and_read_an_order_through_two_calls(live: dict[str, Any]):
+    args = {**VALID_ORDER,
+            "expiration_date": (datetime.now(UTC) + timedelta(days=2)).isoformat()}
+
+    first = call(live, "create_order", args).json()
+    second = call(live, "create_order",
+                  {**args, "confirmation_token": first["confirmation"]["token"]})
+    read = call(live, "get_order", {"order_id": second.json()["data"]["order_id"]})
+
+    assert first["status"] == "confirmation_required"
+    assert second.status_code == 200, second.text
+    assert read.status_code == 200
+    assert read.json()["data"]["amount"] == "36600"
+
+
+def test_seed_is_idempotent_and_journal_verifies(live: dict[str, Any]):
+    again = manage(live["env"], "seed_demo", "--state-dir", str(live["state"]))
+
+    assert live["key"] in again
+    assert manage(live["env"], "verify_journal").startswith("ok")
+    exported = manage(live["env"], "export_journal", "--format", "jsonl")
+    assert '"create_order"' in exported
+    assert "b37c4c689295904ed21eee5d9a48d42e" not in exported
+
+
+def test_sandbox_is_served_at_its_path(live: dict[str, Any]):
+    response = httpx.get(f"{live['base']}/sandbox/invoicebox/v3/security/api/auth/auth",
+                         headers={"Authorization": "Bearer wrong", "User-Agent": "t/1"},
+                         timeout=5)
+
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"
