@@ -54,6 +54,8 @@ def create_contour(
         raise ContourSetupError(f"contour {slug!r} already exists")
     if mode == InvoiceboxMode.PRODUCTION and not (token and merchant_id):
         raise ContourSetupError("production needs --token-file and --merchant-id")
+    if merchant_id and not token:
+        raise ContourSetupError("--merchant-id needs the token of that merchant (--token-file)")
     if merchant_id and not UUID_RE.match(merchant_id):
         raise ContourSetupError("--merchant-id must be a UUID")
     own_token = bool(token)

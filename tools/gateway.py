@@ -79,6 +79,37 @@ def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: st
     return _journal(trace, outcome)
 
 
+@dataclass(frozen=True)
+class BatchItem:
+    """One call of a reply: its outcome, or the index of the identical call that answered it."""
+
+    outcome: Outcome
+    duplicate_of: int | None = None
+
+
+def call_batch(contour: Contour, calls: list[tuple[Any, Any]], *, channel: str, actor: str
+               ) -> list[BatchItem]:
+    """Calls of one model reply. Identical ones (same name, same arguments as canonical JSON)
+    run once: two equal blocks must never become two invoices. Every call gets an answer."""
+    first_seen: dict[str, int] = {}
+    items: list[BatchItem] = []
+    for index, (name, arguments) in enumerate(calls):
+        key = confirmations.canonical_json({"name": name, "arguments": arguments})
+        if key in first_seen:
+            original = first_seen[key]
+            # Journaled too: every call lands in the journal, also the one not executed.
+            reject(contour, "duplicate_call",
+                   f"такой же вызов №{original + 1} в этом ответе уже обработан; повтор пропущен",
+                   channel=channel, actor=actor, tool=name if isinstance(name, str) else "",
+                   arguments=arguments)
+            items.append(BatchItem(outcome=items[original].outcome, duplicate_of=original))
+            continue
+        first_seen[key] = index
+        items.append(BatchItem(outcome=call(contour, name, arguments, channel=channel,
+                                            actor=actor)))
+    return items
+
+
 def reject(contour: Contour | None, code: str, message: str, *, channel: str, actor: str,
            tool: str = "", arguments: Any = None, hint: str = "") -> Outcome:
     """Journal a call an adapter could not even parse (bad JSON, no key) and answer it."""
@@ -323,4 +354,4 @@ def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
     return outcome
 
 
-__all__ = ["CONTROL_FIELDS", "call", "reject", "visible_tools"]
+__all__ = ["CONTROL_FIELDS", "BatchItem", "call", "call_batch", "reject", "visible_tools"]

@@ -8,13 +8,13 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
 import simplejson
 from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from adapters.invoicebox.money import to_kopecks, to_roubles
 
@@ -75,6 +75,16 @@ class _Upstream(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+def _json_number(value: Any) -> Any:
+    # Money from the API is a JSON number (parsed as Decimal or int); a string is a wrong shape.
+    if isinstance(value, bool) or not isinstance(value, Decimal | int):
+        raise ValueError(f"money must be a JSON number, got {type(value).__name__}")
+    return value
+
+
+Money = Annotated[Decimal, BeforeValidator(_json_number)]
+
+
 class UpstreamCustomer(_Upstream):
     type: str | None = None
     name: str | None = None
@@ -85,8 +95,8 @@ class UpstreamOrder(_Upstream):
     id: str
     merchant_order_id: str = Field("", alias="merchantOrderId")
     status: str
-    amount: Decimal
-    vat_amount: Decimal | None = Field(None, alias="vatAmount")
+    amount: Money
+    vat_amount: Money | None = Field(None, alias="vatAmount")
     currency_id: str = Field("", alias="currencyId")
     description: str | None = None
     created_at: str | None = Field(None, alias="createdAt")
@@ -222,6 +232,8 @@ class NewOrder:
 
 def atom(moment: datetime) -> str:
     """The API's date format: ISO 8601 to the second with the offset (PHP DATE_ATOM)."""
+    if moment.tzinfo is None:
+        raise ValueError("a naive datetime has no offset to send")
     return moment.isoformat(timespec="seconds")
 
 

@@ -9,6 +9,8 @@ _HUNDRED = Decimal(100)
 
 def to_roubles(kopecks: int) -> Decimal:
     """12200 -> Decimal('122.00'); exact, no float ever involved."""
+    if isinstance(kopecks, bool) or not isinstance(kopecks, int):
+        raise TypeError(f"kopecks must be an int, got {type(kopecks).__name__}")
     return (Decimal(kopecks) / _HUNDRED).quantize(Decimal("0.01"))
 
 

@@ -1,4 +1,8 @@
-"""Tool definitions per client format; `neutral` is the catalog as this gateway sees it."""
+"""Tool definitions per client format; `neutral` is the catalog as this gateway sees it.
+
+Each adapter package (functions, text, mcp) declares its own exporters in its FORMATS dict;
+this module only gathers them, so formats never depend on REST and REST never on their shapes.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tools.spec import ToolSpec
+
+Exporter = Callable[[list[ToolSpec]], dict[str, Any]]
 
 
 def neutral(specs: list[ToolSpec]) -> dict[str, Any]:
@@ -29,8 +35,11 @@ def neutral(specs: list[ToolSpec]) -> dict[str, Any]:
     }
 
 
-FORMATS: dict[str, Callable[[list[ToolSpec]], dict[str, Any]]] = {"neutral": neutral}
+def all_formats() -> dict[str, Exporter]:
+    from adapters import functions, mcp, text
+
+    return {"neutral": neutral, **functions.FORMATS, **text.FORMATS, **mcp.FORMATS}
 
 
 def export_tools(fmt: str, specs: list[ToolSpec]) -> dict[str, Any]:
-    return FORMATS[fmt](specs)
+    return all_formats()[fmt](specs)

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from adapters.rest.authentication import ContourKeyAuthentication, ContourPrincipal, HasContourKey
-from adapters.rest.formats import FORMATS, export_tools
+from adapters.rest.formats import all_formats, export_tools
 from tools import gateway
 from tools.models import PendingConfirmation
 
@@ -54,16 +54,18 @@ class ContourView(APIView):
 class ToolsView(ContourView):
     @extend_schema(
         summary="Инструменты контура в формате платформы",
-        parameters=[OpenApiParameter("format", str, enum=sorted(FORMATS), default="neutral")],
+        parameters=[OpenApiParameter("format", str, default="neutral",
+                                     description="neutral, openai, gigachat, hermes, mcp, ...")],
         responses={200: serializers.DictField()},
     )
     def get(self, request: Request) -> Response:
         principal = self.principal(request)
         fmt = request.query_params.get("format", "neutral")
-        if fmt not in FORMATS:
+        formats = all_formats()
+        if fmt not in formats:
             outcome = gateway.reject(
                 principal.contour, "invalid_arguments",
-                f"формат {fmt[:40]!r} не поддерживается; есть: {', '.join(sorted(FORMATS))}",
+                f"формат {fmt[:40]!r} не поддерживается; есть: {', '.join(sorted(formats))}",
                 channel=CHANNEL, actor=principal.actor, tool="tools/list",
             )
             return Response(outcome.as_dict(), status=outcome.http_status)

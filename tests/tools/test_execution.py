@@ -106,3 +106,23 @@ def test_duplicate_merchant_order_id_upstream_is_recovered_as_the_same_order(
     assert status == 200, body
     assert body["data"]["recovered"] is True
     assert len(sandbox_orders(assistant.http)) == 1
+
+
+def test_identical_calls_of_one_reply_run_once_and_all_are_answered(assistant: Assistant):
+    from tools import gateway
+
+    args = order_args()
+    _, first = assistant.call("create_order", args)
+    confirmed = {**args, "confirmation_token": first["confirmation"]["token"]}
+
+    items = gateway.call_batch(
+        assistant.contour,
+        [("create_order", confirmed), ("find_orders", {}), ("create_order", dict(confirmed))],
+        channel="openai", actor="test",
+    )
+
+    assert [item.duplicate_of for item in items] == [None, None, 0]
+    assert items[2].outcome is items[0].outcome
+    assert items[0].outcome.code == "ok"
+    assert len(sandbox_orders(assistant.http)) == 1
+    assert JournalEntry.objects.filter(code="duplicate_call", channel="openai").count() == 1

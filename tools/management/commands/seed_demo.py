@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -71,5 +72,8 @@ class Command(BaseCommand):
 
 
 def _write_private(path: Path, text: str) -> None:
-    path.write_text(text + "\n")
-    path.chmod(0o600)
+    path.unlink(missing_ok=True)
+    # Created 0600 from the start: the secret is never readable by others, not even briefly.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text + "\n")

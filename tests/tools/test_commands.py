@@ -1,0 +1,237 @@
+"""The management commands: create_contour, create_api_key and seed_demo."""
+
+from __future__ import annotations
+
+import io
+import re
+import stat
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test import Client
+
+from adapters.invoicebox.client import InvoiceboxError, make_client
+from tools.contours import DEMO_MERCHANT_ID, DEMO_TOKEN
+from tools.models import ApiKey, Contour
+
+pytestmark = pytest.mark.django_db
+
+OWN_TOKEN = "9f86d081884c7d659a2feaa0c55ad015"
+OWN_MERCHANT = "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
+
+
+def run(*args: str, **options: Any) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out, **options)
+    return out.getvalue()
+
+
+# --------------------------------------------------------------------------- create_contour
+
+
+def test_sandbox_contour_defaults_to_demo_shop_and_read_only() -> None:
+    # when
+    output = run("create_contour", "acme", "--mode", "sandbox")
+
+    # then
+    contour = Contour.objects.get(slug="acme")
+    assert contour.mode == "sandbox"
+    assert contour.name == "acme"
+    assert contour.api_token == DEMO_TOKEN
+    assert contour.merchant_id == DEMO_MERCHANT_ID
+    assert contour.base_url == settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/")
+    assert contour.toolsets == ["read"]
+    assert DEMO_TOKEN not in output
+    assert output.strip() == (
+        f"contour acme: mode sandbox, toolsets read, "
+        f"base URL {contour.base_url}, token ***{DEMO_TOKEN[-4:]}"
+    )
+
+
+def test_toolsets_option_enables_writes() -> None:
+    # when
+    output = run("create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
+
+    # then
+    assert Contour.objects.get(slug="acme").toolsets == ["read", "write"]
+    assert "toolsets read,write" in output
+
+
+def test_unknown_toolset_is_refused_and_nothing_created() -> None:
+    # when
+    with pytest.raises(CommandError, match="unknown toolsets admin"):
+        run("create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,admin")
+
+    # then
+    assert not Contour.objects.exists()
+
+
+def test_existing_slug_is_refused_and_the_contour_kept() -> None:
+    # given
+    run("create_contour", "acme", "--mode", "sandbox")
+
+    # when
+    with pytest.raises(CommandError, match="already exists"):
+        run("create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
+
+    # then
+    assert list(Contour.objects.values_list("slug", "toolsets")) == [("acme", ["read"])]
+
+
+def test_production_without_a_token_is_refused() -> None:
+    # when
+    with pytest.raises(CommandError, match="production needs"):
+        run("create_contour", "shop", "--mode", "production", "--merchant-id", OWN_MERCHANT)
+
+    # then
+    assert not Contour.objects.exists()
+
+
+def test_token_file_is_stored_but_only_its_masked_form_is_shown(tmp_path: Path) -> None:
+    # given
+    token_file = tmp_path / "token"
+    token_file.write_text(f"  {OWN_TOKEN}\n")
+
+    # when
+    output = run("create_contour", "shop", "--mode", "production", "--token-file",
+                 str(token_file), "--merchant-id", OWN_MERCHANT)
+
+    # then
+    contour = Contour.objects.get(slug="shop")
+    assert contour.api_token == OWN_TOKEN
+    assert contour.merchant_id == OWN_MERCHANT
+    assert contour.base_url == settings.INVOICEBOX_PRODUCTION_BASE_URL.rstrip("/")
+    assert OWN_TOKEN not in output
+    assert OWN_TOKEN[:-4] not in output
+    assert f"token ***{OWN_TOKEN[-4:]}" in output
+
+
+def test_token_can_come_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given
+    monkeypatch.setattr(sys, "stdin", io.StringIO(OWN_TOKEN + "\n"))
+
+    # when
+    output = run("create_contour", "shop", "--mode", "production", "--token-file", "-",
+                 "--merchant-id", OWN_MERCHANT)
+
+    # then
+    assert Contour.objects.get(slug="shop").api_token == OWN_TOKEN
+    assert OWN_TOKEN not in output
+
+
+def test_empty_token_file_is_refused(tmp_path: Path) -> None:
+    # given
+    token_file = tmp_path / "token"
+    token_file.write_text(" \n")
+
+    # when
+    with pytest.raises(CommandError, match="empty"):
+        run("create_contour", "shop", "--mode", "production", "--token-file", str(token_file),
+            "--merchant-id", OWN_MERCHANT)
+
+    # then
+    assert not Contour.objects.exists()
+
+
+def test_missing_token_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="cannot read the token file"):
+        run("create_contour", "shop", "--mode", "sandbox", "--token-file",
+            str(tmp_path / "absent"))
+    assert not Contour.objects.exists()
+
+
+def test_sandbox_contour_with_its_own_token_can_call_the_sandbox(tmp_path: Path) -> None:
+    # given
+    token_file = tmp_path / "token"
+    token_file.write_text(OWN_TOKEN)
+    with make_client(base_url=settings.INVOICEBOX_SANDBOX_BASE_URL, token=OWN_TOKEN,
+                     merchant_id=OWN_MERCHANT) as before, pytest.raises(InvoiceboxError) as refused:
+        before.check_auth()
+    assert refused.value.kind == "unauthorized"
+
+    # when
+    run("create_contour", "own", "--mode", "sandbox", "--token-file", str(token_file),
+        "--merchant-id", OWN_MERCHANT)
+
+    # then
+    contour = Contour.objects.get(slug="own")
+    with make_client(base_url=contour.base_url, token=contour.api_token,
+                     merchant_id=contour.merchant_id) as client:
+        assert uuid.UUID(client.check_auth())
+        assert client.find_orders().orders == []
+
+
+# --------------------------------------------------------------------------- create_api_key
+
+
+def test_create_api_key_prints_only_a_working_key_that_is_not_stored() -> None:
+    # given
+    run("create_contour", "acme", "--mode", "sandbox")
+
+    # when
+    output = run("create_api_key", "acme", "--label", "claude")
+
+    # then
+    lines = output.splitlines()
+    assert len(lines) == 1
+    key = lines[0]
+    assert re.fullmatch(r"ibg_[A-Za-z0-9_-]{40,}", key)
+    found = ApiKey.authenticate(key)
+    assert found is not None
+    assert (found.contour.slug, found.label) == ("acme", "claude")
+    assert found.key_hash != key
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM {ApiKey._meta.db_table}")  # noqa: S608 - our own table
+        rows = cursor.fetchall()
+    assert len(rows) == 1
+    assert not [cell for cell in rows[0] if key in str(cell)]
+
+
+def test_create_api_key_for_an_unknown_contour_is_refused() -> None:
+    with pytest.raises(CommandError, match="does not exist"):
+        run("create_api_key", "nobody")
+    assert not ApiKey.objects.exists()
+
+
+# --------------------------------------------------------------------------- seed_demo
+
+
+def _printed(output: str, label: str) -> str:
+    match = re.search(rf"^{label}\s+(\S+)", output, re.M)
+    assert match, output
+    return match.group(1)
+
+
+def test_seed_demo_twice_keeps_one_contour_one_key_and_one_admin(tmp_path: Path) -> None:
+    # when
+    first = run("seed_demo", "--state-dir", str(tmp_path))
+    second = run("seed_demo", "--state-dir", str(tmp_path))
+
+    # then
+    contour = Contour.objects.get()
+    assert (contour.slug, contour.mode, contour.toolsets) == ("demo", "sandbox", ["read", "write"])
+    assert contour.base_url == settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/")
+    key = _printed(first, "API key:")
+    assert key == _printed(second, "API key:")
+    found = ApiKey.authenticate(key)
+    assert found is not None and found.contour_id == contour.id
+    assert ApiKey.objects.count() == 1
+    key_file = tmp_path / "demo-api-key"
+    assert key_file.read_text().strip() == key
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "demo-admin").stat().st_mode) == 0o600
+
+    admins = get_user_model().objects.filter(is_superuser=True)
+    assert list(admins.values_list("username", "is_staff")) == [("admin", True)]
+    password = re.search(r"login admin / password (\S+)", second)
+    assert password, second
+    assert password.group(1) in first
+    assert Client().login(username="admin", password=password.group(1))
+    assert not Client().login(username="admin", password=password.group(1) + "x")
