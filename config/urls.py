@@ -1,11 +1,15 @@
 """Top-level routes: admin, REST for assistants, OpenAPI, the Invoicebox sandbox."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("approvals/", include("tools.urls")),
+    path("accounts/login/", auth_views.LoginView.as_view(template_name="admin/login.html"),
+         name="login"),
     path("api/v1/", include("adapters.rest.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

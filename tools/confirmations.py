@@ -35,25 +35,48 @@ def token_for(confirmation: PendingConfirmation) -> str:
     return "ibc_" + base64.urlsafe_b64encode(mac).decode().rstrip("=")
 
 
+def recent_execution(contour: Contour, spec: ToolSpec, canonical: dict[str, Any]
+                     ) -> PendingConfirmation | None:
+    """The same write already executed inside the contour's dedup window, if any."""
+    since = timezone.now() - timedelta(seconds=contour.dedup_window_seconds)
+    return (
+        PendingConfirmation.objects.filter(
+            contour=contour, tool=spec.name, args_hash=arguments_hash(spec.name, canonical),
+            status=ConfirmationStatus.EXECUTED, executed_at__gte=since,
+        ).order_by("-executed_at").first()
+    )
+
+
 def prepare(
-    contour: Contour, spec: ToolSpec, canonical: dict[str, Any], summary: Summary, actor: str
+    contour: Contour,
+    spec: ToolSpec,
+    canonical: dict[str, Any],
+    summary: Summary,
+    actor: str,
+    *,
+    approval_reason: str = "",
+    reuse_open: bool = True,
 ) -> tuple[PendingConfirmation, str]:
-    """Find the open confirmation of this very write, or create one."""
+    """Find the open confirmation of this very write (inside the dedup window), or create one."""
     digest = arguments_hash(spec.name, canonical)
     now = timezone.now()
-    existing = (
-        PendingConfirmation.objects.filter(
-            contour=contour, tool=spec.name, args_hash=digest, status__in=OPEN_STATUSES,
-            expires_at__gt=now,
-            created_at__gte=now - timedelta(seconds=contour.dedup_window_seconds),
-        ).order_by("created_at").first()
-    )
+    existing = None
+    if reuse_open:
+        existing = (
+            PendingConfirmation.objects.filter(
+                contour=contour, tool=spec.name, args_hash=digest, status__in=OPEN_STATUSES,
+                expires_at__gt=now,
+                created_at__gte=now - timedelta(seconds=contour.dedup_window_seconds),
+            ).order_by("created_at").first()
+        )
     if existing is not None:
         return existing, token_for(existing)
     confirmation = PendingConfirmation(
         contour=contour, tool=spec.name, arguments=canonical, args_hash=digest,
         summary=summary.text, summary_data={**summary.data, "warnings": summary.warnings},
         created_by=actor, expires_at=now + contour.confirmation_ttl,
+        requires_approval=bool(approval_reason), approval_reason=approval_reason[:200],
+        amount=summary.amount, currency=summary.currency or "",
     )
     token = token_for(confirmation)
     confirmation.token_hash = sha256_hex(token)
@@ -105,10 +128,14 @@ def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: 
     return confirmation
 
 
-def envelope(confirmation: PendingConfirmation, token: str) -> dict[str, Any]:
-    return {
+def envelope(confirmation: PendingConfirmation, token: str, approval_url: str = ""
+             ) -> dict[str, Any]:
+    body = {
         "id": str(confirmation.id),
         "token": token,
         "expires_at": confirmation.expires_at.isoformat(),
         "summary": confirmation.summary,
     }
+    if approval_url:
+        body["approval_url"] = approval_url
+    return body

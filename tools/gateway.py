@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
 from audit import journal
-from tools import catalog, confirmations
+from tools import approvals, catalog, ceilings, confirmations
 from tools.errors import Outcome, ToolError
 from tools.models import (
     ConfirmationStatus,
@@ -164,18 +164,43 @@ def _read(trace: _Trace, spec: ToolSpec, params: BaseModel) -> Outcome:
 
 def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any]
              ) -> Outcome:
-    assert spec.summarize is not None
-    summary = spec.summarize(params)
-    confirmation, token = confirmations.prepare(trace.contour, spec, canonical, summary,
-                                                trace.actor)
+    contour = trace.contour
+    allow_duplicate = bool(getattr(params, "allow_duplicate", False))
+    if not allow_duplicate:
+        earlier = confirmations.recent_execution(contour, spec, canonical)
+        if earlier is not None:
+            trace.confirmation_id = str(earlier.id)
+            when = timezone.localtime(earlier.executed_at)
+            return Outcome(
+                status="ok", code="ok", replayed=True, data=earlier.result or {},
+                message=(f"{spec.title}: такая же операция уже выполнена {when:%d.%m.%Y %H:%M}; "
+                         "повторная не создана, вот её результат"),
+                hint="если нужна ещё одна такая же, вызовите с allow_duplicate: true",
+            )
+    assert spec.summarize is not None  # every write tool declares its summary
+    with _client(contour) as client:
+        summary = _upstream(trace, client,
+                            lambda: spec.summarize(CallContext(contour, client), params))
+    ceilings.check(contour, ceilings.Request(summary.amount, summary.currency))
+    reason = approvals.requirement(spec, contour, summary.amount, summary.currency)
+    confirmation, token = confirmations.prepare(
+        contour, spec, canonical, summary, trace.actor, approval_reason=reason,
+        reuse_open=not allow_duplicate,
+    )
     trace.confirmation_id = str(confirmation.id)
+    url = approvals.approval_url(confirmation) if approvals.needs_human(spec, confirmation) else ""
+    hint = ("перескажите сводку человеку; если он согласен, повторите вызов с теми же "
+            "параметрами и confirmation_token")
+    if url:
+        hint = (f"{confirmation.approval_reason or 'нужно одобрение оператора'}; операцию "
+                f"одобряют по ссылке {url}, затем повторите вызов с теми же параметрами и "
+                "confirmation_token")
     return Outcome(
         status="confirmation_required", code="confirmation_required",
-        message=f"нужно подтверждение: {summary.text}",
-        hint=("перескажите сводку человеку; если он согласен, повторите вызов с теми же "
-              "параметрами и confirmation_token"),
-        data={"summary": summary.data, "warnings": summary.warnings},
-        confirmation=confirmations.envelope(confirmation, token),
+        message=f"нужно подтверждение: {summary.text}", hint=hint,
+        data={"summary": summary.data, "warnings": summary.warnings,
+              "requires_approval": bool(url)},
+        confirmation=confirmations.envelope(confirmation, token, url),
     )
 
 
@@ -184,6 +209,18 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     contour = trace.contour
     confirmation = confirmations.resolve(contour, spec, canonical, token)
     trace.confirmation_id = str(confirmation.id)
+    if (confirmation.status != ConfirmationStatus.EXECUTED
+            and approvals.needs_human(spec, confirmation)
+            and confirmation.status != ConfirmationStatus.APPROVED):
+        url = approvals.approval_url(confirmation)
+        return Outcome(
+            status="awaiting_approval", code="awaiting_approval",
+            message=f"ждёт решения оператора: {confirmation.approval_reason or spec.title}",
+            hint=f"операцию одобряют по ссылке {url}; затем повторите этот же вызов",
+            confirmation={"id": str(confirmation.id), "approval_url": url,
+                          "expires_at": confirmation.expires_at.isoformat(),
+                          "summary": confirmation.summary},
+        )
     operation, replay = _claim(contour, spec, confirmation)
     trace.operation_key = operation.key
     if replay is not None:
@@ -232,13 +269,21 @@ def _claim(contour: Contour, spec: ToolSpec, confirmation: PendingConfirmation
     in-flight record survives a crash and no lock is held across the network.
     """
     with transaction.atomic():
+        # Lock order: contour, then confirmation. The contour row serialises every execution
+        # of the contour, so two concurrent writes can never pass a ceiling together.
+        Contour.objects.select_for_update().filter(pk=contour.pk).first()
         locked = PendingConfirmation.objects.select_for_update().get(pk=confirmation.pk)
         key = hashlib.sha256(f"operation:{locked.id}".encode()).hexdigest()[:32]
+        existing = Operation.objects.select_for_update().filter(confirmation=locked).first()
+        if existing is None or existing.state == OperationState.FAILED:
+            ceilings.check(contour, ceilings.Request(locked.amount, locked.currency or None),
+                           exclude_operation=existing.pk if existing else None)
         operation, created = Operation.objects.select_for_update().get_or_create(
             confirmation=locked,
             defaults={
                 "key": key, "contour": contour, "tool": spec.name,
                 "merchant_order_id": f"gw-{timezone.now():%Y%m%d}-{key[:12]}",
+                "amount": locked.amount, "currency": locked.currency,
             },
         )
         if not created:

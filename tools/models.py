@@ -36,6 +36,10 @@ def _default_dedup_window() -> int:
     return settings.GATEWAY_DEDUP_WINDOW_SECONDS
 
 
+def _default_approval_thresholds() -> dict[str, int]:
+    return {"RUB": settings.GATEWAY_APPROVAL_THRESHOLD_RUB}
+
+
 class Contour(models.Model):
     """One assistant's perimeter: its Invoicebox credentials, toolsets and confirmation policy."""
 
@@ -56,6 +60,16 @@ class Contour(models.Model):
     dedup_window_seconds = models.PositiveIntegerField(
         "окно защиты от дублей, с", default=_default_dedup_window
     )
+    # Kopecks per currency; a write above it waits for an operator. A currency missing here
+    # always needs one: an unknown scale is no reason to skip the human.
+    approval_thresholds = models.JSONField(
+        "порог одобрения оператором, копейки по валютам", default=_default_approval_thresholds
+    )
+    approval_for_all_writes = models.BooleanField(
+        "все записи только после одобрения оператором", default=False
+    )
+    time_zone = models.CharField("часовой пояс суточных потолков", max_length=64,
+                                 default="Europe/Moscow")
     created_at = models.DateTimeField("создан", auto_now_add=True)
 
     class Meta:
@@ -79,6 +93,40 @@ class Contour(models.Model):
     @property
     def confirmation_ttl(self) -> timedelta:
         return timedelta(seconds=self.confirmation_ttl_seconds)
+
+    def approval_threshold(self, currency: str) -> int | None:
+        value = (self.approval_thresholds or {}).get(currency)
+        return int(value) if value is not None else None
+
+
+class CeilingKind(models.TextChoices):
+    PER_ORDER = "per_order", "максимум одной операции (сумма)"
+    PER_DAY = "per_day", "сумма за сутки"
+    PER_HOUR = "per_hour", "число записей за час"
+
+
+class Ceiling(models.Model):
+    """An owner's limit on what a contour's assistant may do; checked twice, the second time
+    under the contour's row lock, in the transaction that records the operation."""
+
+    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="ceilings")
+    kind = models.CharField("вид", max_length=16, choices=CeilingKind.choices)
+    currency = models.CharField(
+        "валюта", max_length=3, blank=True, help_text="для сумм; у числа записей пусто"
+    )
+    limit = models.BigIntegerField("предел (копейки или штуки)")
+
+    class Meta:
+        verbose_name = "потолок"
+        verbose_name_plural = "потолки"
+        constraints = [
+            models.UniqueConstraint(fields=["contour", "kind", "currency"],
+                                    name="one_ceiling_per_kind_and_currency"),
+            models.CheckConstraint(condition=models.Q(limit__gte=0), name="ceiling_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.currency} {self.limit}"
 
 
 def mask_secret(value: str) -> str:
@@ -170,6 +218,10 @@ class PendingConfirmation(models.Model):
     decision_reason = models.TextField(blank=True)
     executed_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
+    requires_approval = models.BooleanField("нужно одобрение оператора", default=False)
+    approval_reason = models.CharField(max_length=200, blank=True)
+    amount = models.BigIntegerField("сумма, копейки", null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
 
     class Meta:
         verbose_name = "подтверждение"
@@ -200,6 +252,9 @@ class Operation(models.Model):
         PendingConfirmation, on_delete=models.PROTECT, related_name="operation"
     )
     merchant_order_id = models.CharField(max_length=64, unique=True)
+    # What the operation weighs against the ceilings (copied from its confirmation).
+    amount = models.BigIntegerField(null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
     state = models.CharField(
         max_length=16, choices=OperationState.choices, default=OperationState.IN_FLIGHT
     )
@@ -207,12 +262,14 @@ class Operation(models.Model):
     result = models.JSONField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
     upstream_request_id = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "операция"
         verbose_name_plural = "операции"
+        indexes = [models.Index(fields=["contour", "created_at"])]
 
     def __str__(self) -> str:
         return f"{self.tool} {self.key} ({self.state})"

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 Kind = Literal["read", "write", "money"]
 
 # Fields of write tools that steer the pipeline and are not part of what is being done.
-CONTROL_FIELDS = frozenset({"confirmation_token", "confirm_amount"})
+CONTROL_FIELDS = frozenset({"confirmation_token", "confirm_amount", "allow_duplicate"})
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ class Summary:
     text: str
     data: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # What the write weighs against ceilings and the approval threshold (None: no amount).
+    amount: int | None = None
+    currency: str | None = None
 
 
 @dataclass
@@ -41,7 +44,7 @@ class CallContext:
 
 Handler = Callable[[CallContext, Any], dict[str, Any]]
 Checker = Callable[[Any, "Contour"], list[Problem]]
-Summarizer = Callable[[Any], Summary]
+Summarizer = Callable[[CallContext, Any], Summary]
 Recoverer = Callable[[CallContext, Any], "dict[str, Any] | None"]
 
 

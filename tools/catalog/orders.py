@@ -241,6 +241,10 @@ class CreateOrderParams(StrictModel):
     confirm_amount: Kopecks | None = Field(
         None, description="Для совместимости: сумма счёта, повторённая для подтверждения."
     )
+    allow_duplicate: bool = Field(
+        False, description="true — осознанно выставить второй такой же счёт (по умолчанию "
+        "повтор в окне защиты от дублей возвращает уже выставленный)."
+    )
 
 
 URL_FIELDS = ("success_url", "fail_url", "return_url", "notification_url")
@@ -262,7 +266,7 @@ def check_create_order(params: CreateOrderParams, contour: Contour) -> list[Prob
     return problems
 
 
-def summarize_create_order(params: CreateOrderParams) -> Summary:
+def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summary:
     currency = params.currency_id
     customer = params.customer
     who = customer.name or "покупатель без названия"
@@ -300,7 +304,8 @@ def summarize_create_order(params: CreateOrderParams) -> Summary:
         "expiration_date": params.expiration_date.isoformat(),
         "positions": len(params.basket_items),
     }
-    return Summary(text=text, data=data, warnings=warnings)
+    return Summary(text=text, data=data, warnings=warnings, amount=int(params.amount),
+                   currency=currency)
 
 
 def _moment(value: datetime) -> str:

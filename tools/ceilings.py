@@ -1,0 +1,83 @@
+"""Owners' ceilings: per-operation amount, daily total per currency, hourly count of writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.db.models import Sum
+from django.utils import timezone
+
+from tools.errors import ToolError
+from tools.models import Ceiling, CeilingKind, Contour, Operation, OperationState
+from tools.params import format_rub
+
+# Operations that count: done ones, and those that may have happened (in flight, unknown).
+COUNTED_STATES = (OperationState.IN_FLIGHT, OperationState.DONE, OperationState.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one write weighs: its amount in kopecks (None for writes without one)."""
+
+    amount: int | None
+    currency: str | None
+
+
+def day_start(contour: Contour, now: datetime) -> datetime:
+    """Daily ceilings roll over at midnight in the contour's time zone, not UTC."""
+    local = now.astimezone(ZoneInfo(contour.time_zone))
+    return local.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def check(contour: Contour, request: Request, *, exclude_operation: int | None = None) -> None:
+    """Refuse with what is used and what is left; called at prepare and, under the contour's
+    row lock, again at execution (the caller holds the lock)."""
+    ceilings = list(Ceiling.objects.filter(contour=contour))
+    if not ceilings:
+        return
+    now = timezone.now()
+    counted = Operation.objects.filter(contour=contour, state__in=COUNTED_STATES)
+    if exclude_operation is not None:
+        counted = counted.exclude(pk=exclude_operation)
+    for ceiling in ceilings:
+        if ceiling.kind == CeilingKind.PER_HOUR:
+            used = counted.filter(created_at__gte=now - timedelta(hours=1)).count()
+            if used + 1 > ceiling.limit:
+                raise ToolError(
+                    "ceiling_exceeded",
+                    f"часовой потолок записей исчерпан: {used} из {ceiling.limit} за последний "
+                    f"час, остаток {max(ceiling.limit - used, 0)}",
+                    hint="подождите или попросите владельца контура поднять потолок",
+                    data={"ceiling": "per_hour", "limit": ceiling.limit, "used": used,
+                          "remaining": max(ceiling.limit - used, 0)},
+                )
+            continue
+        if request.amount is None or ceiling.currency != request.currency:
+            continue
+        currency = request.currency or ""
+        if ceiling.kind == CeilingKind.PER_ORDER and request.amount > ceiling.limit:
+            raise ToolError(
+                "ceiling_exceeded",
+                f"потолок одной операции {format_rub(ceiling.limit, currency)}: запрошено "
+                f"{format_rub(request.amount, currency)}, это больше на "
+                f"{format_rub(request.amount - ceiling.limit, currency)}",
+                hint="уменьшите сумму или попросите владельца контура поднять потолок",
+                data={"ceiling": "per_order", "currency": currency, "limit": str(ceiling.limit),
+                      "used": str(request.amount), "remaining": str(ceiling.limit)},
+            )
+        if ceiling.kind == CeilingKind.PER_DAY:
+            used = counted.filter(currency=currency, created_at__gte=day_start(contour, now)
+                                  ).aggregate(total=Sum("amount"))["total"] or 0
+            if used + request.amount > ceiling.limit:
+                left = max(ceiling.limit - used, 0)
+                raise ToolError(
+                    "ceiling_exceeded",
+                    f"суточный потолок {format_rub(ceiling.limit, currency)}: уже использовано "
+                    f"{format_rub(used, currency)}, остаток {format_rub(left, currency)}, "
+                    f"запрошено {format_rub(request.amount, currency)}",
+                    hint="операция не выполнена; потолок обнулится в полночь по времени контура",
+                    data={"ceiling": "per_day", "currency": currency, "limit": str(ceiling.limit),
+                          "used": str(used), "remaining": str(left)},
+                )
