@@ -19,9 +19,15 @@ class ContourForm(forms.ModelForm):
         help_text="хранится, но не показывается; оставьте пустым, чтобы не менять",
     )
 
+    base_url = forms.URLField(label="адрес API", max_length=500, assume_scheme="https")
+
     class Meta:
         model = Contour
-        fields = "__all__"
+        fields = (
+            "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
+            "confirmation_ttl_seconds", "dedup_window_seconds", "approval_thresholds",
+            "approval_for_all_writes", "time_zone",
+        )
 
     def clean_api_token(self) -> str:
         token = self.cleaned_data.get("api_token", "")
