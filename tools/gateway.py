@@ -225,10 +225,9 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     trace.operation_key = operation.key
     if replay is not None:
         return _done(trace, spec, replay, replayed=True)
-    ctx_kwargs = {"merchant_order_id": operation.merchant_order_id,
-                  "operation_key": operation.key}
     with _client(contour) as client:
-        ctx = CallContext(contour, client, **ctx_kwargs)
+        ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
+                          operation_key=operation.key, operation_started=operation.created_at)
         try:
             data = None
             if operation.attempts > 1 and spec.recover is not None:

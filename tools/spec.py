@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -40,6 +41,8 @@ class CallContext:
     client: InvoiceboxClient
     merchant_order_id: str = ""
     operation_key: str = ""
+    # When the operation was first claimed: recovery looks for effects created after it.
+    operation_started: datetime | None = None
 
 
 Handler = Callable[[CallContext, Any], dict[str, Any]]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -23,6 +24,11 @@ logger = logging.getLogger(__name__)
 MAX_BODY_BYTES = 4 * 1024 * 1024
 RETRYABLE_STATUSES = frozenset({408, 425, 429, 503})
 MAX_RETRY_AFTER_SECONDS = 60
+# Refund lists are read whole; the cap only stops a server whose paging never ends.
+REFUND_PAGE_SIZE = 100
+MAX_REFUND_PAGES = 50
+
+T = TypeVar("T")
 
 ErrorKind = Literal[
     "unauthorized", "forbidden", "rejected", "not_found", "rate_limited", "unavailable",
@@ -41,6 +47,12 @@ UPSTREAM_MESSAGES: dict[str, str] = {
     "wrong_total_vat_amount": "Инвойсбокс: НДС заказа не равен сумме НДС позиций",
     "wrong_order_status": "Инвойсбокс: действие недоступно в текущем статусе счёта",
     "merchant_order_id_duplicate": "Инвойсбокс: счёт с таким номером магазина уже есть",
+    # Not in the docs' list; the bundled sandbox answers them (and so, plausibly, the API).
+    "wrong_vat_code": "Инвойсбокс не принял ставку НДС (vatCode)",
+    "wrong_shipment_amount": "Инвойсбокс: отгрузка выходит за остаток суммы заказа",
+    "wrong_refund_amount": (
+        "Инвойсбокс: возврат больше доступного к возврату по позиции, или такой позиции нет в счёте"
+    ),
     "unauthorized": "Инвойсбокс не принял токен контура",
     "forbidden": "Инвойсбокс запретил это действие для магазина контура",
     "not_found": "Инвойсбокс не нашёл запрошенный объект",
@@ -83,6 +95,22 @@ def _json_number(value: Any) -> Any:
 
 
 Money = Annotated[Decimal, BeforeValidator(_json_number)]
+# A quantity is a JSON number too (3 or 1.5), kept as the exact Decimal that was parsed.
+Quantity = Annotated[Decimal, BeforeValidator(_json_number)]
+
+
+def _as_text(value: Any) -> Any:
+    # Ids, OGRNs, zip codes and tag-1212 item types may come as JSON integers: keep text.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_as_text)]
+
+
+def _kopecks_or_none(value: Decimal | None) -> int | None:
+    return None if value is None else to_kopecks(value)
 
 
 class UpstreamCustomer(_Upstream):
@@ -230,6 +258,249 @@ class NewOrder:
         return body
 
 
+class UpstreamCompany(_Upstream):
+    id: Text | None = None
+    vat_number: Text | None = Field(None, alias="vatNumber")
+    tax_registration_reason_code: Text | None = Field(None, alias="taxRegistrationReasonCode")
+    name: str | None = None
+    name_full: str | None = Field(None, alias="nameFull")
+    registration_number: Text | None = Field(None, alias="registrationNumber")
+    registration_date: str | None = Field(None, alias="registrationDate")
+    registration_address: str | None = Field(None, alias="registrationAddress")
+    post_address: str | None = Field(None, alias="postAddress")
+    post_address_zip: Text | None = Field(None, alias="postAddressZip")
+
+
+@dataclass(frozen=True)
+class Company:
+    """A counterparty from the Invoicebox directory (by INN); an ИП has no KPP."""
+
+    id: str | None
+    inn: str | None
+    kpp: str | None
+    name: str | None
+    name_full: str | None
+    registration_number: str | None
+    registration_date: str | None
+    registration_address: str | None
+    post_address: str | None
+    post_address_zip: str | None
+
+    @classmethod
+    def parse(cls, raw: Any) -> Company:
+        up = UpstreamCompany.model_validate(raw)
+        return cls(
+            id=up.id, inn=up.vat_number, kpp=up.tax_registration_reason_code or None,
+            name=up.name, name_full=up.name_full, registration_number=up.registration_number,
+            registration_date=up.registration_date, registration_address=up.registration_address,
+            post_address=up.post_address, post_address_zip=up.post_address_zip,
+        )
+
+
+class UpstreamShipmentItem(_Upstream):
+    sku: Text
+    name: str
+    quantity: Quantity
+    total_amount: Money = Field(alias="totalAmount")
+    total_vat_amount: Money = Field(alias="totalVatAmount")
+
+
+class UpstreamShipment(_Upstream):
+    id: Text
+    order_id: Text = Field(alias="orderId")
+    # The docs show only {id, merchantId, …}: status, final and the sums are read when sent.
+    status: str = ""
+    final: bool = False
+    amount: Money | None = None
+    vat_amount: Money | None = Field(None, alias="vatAmount")
+    document_number: Text | None = Field(None, alias="documentNumber")
+    document_date: str | None = Field(None, alias="documentDate")
+    created_at: str | None = Field(None, alias="createdAt")
+    basket_items: list[UpstreamShipmentItem] = Field(default_factory=list, alias="basketItems")
+
+
+@dataclass(frozen=True)
+class ShipmentItem:
+    sku: str
+    name: str
+    quantity: Decimal
+    total_amount: int
+    total_vat_amount: int
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """A shipment (отгрузка) of an order: money in kopecks; the id is the API's integer as text."""
+
+    id: str
+    order_id: str
+    status: str
+    final: bool
+    amount: int
+    vat_amount: int | None
+    document_number: str | None
+    document_date: str | None
+    created_at: str | None
+    items: list[ShipmentItem]
+
+    @classmethod
+    def parse(cls, raw: Any) -> Shipment:
+        up = UpstreamShipment.model_validate(raw)
+        items = [
+            ShipmentItem(sku=i.sku, name=i.name, quantity=i.quantity,
+                         total_amount=to_kopecks(i.total_amount),
+                         total_vat_amount=to_kopecks(i.total_vat_amount))
+            for i in up.basket_items
+        ]
+        # Without a sent amount the shipment is worth its lines (that is how the API sums it).
+        amount = to_kopecks(up.amount) if up.amount is not None else sum(
+            i.total_amount for i in items)
+        return cls(
+            id=up.id, order_id=up.order_id, status=up.status, final=up.final, amount=amount,
+            vat_amount=_kopecks_or_none(up.vat_amount), document_number=up.document_number,
+            document_date=up.document_date, created_at=up.created_at, items=items,
+        )
+
+
+@dataclass(frozen=True)
+class ShipmentPage:
+    shipments: list[Shipment]
+    total_count: int
+    page: int
+    page_size: int
+
+
+@dataclass(frozen=True)
+class NewShipment:
+    order_id: str
+    basket: list[BasketLine]
+    final: bool = False
+    document_number: str | None = None
+    document_date: date | None = None
+
+    def as_api(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "orderId": self.order_id,
+            "basketItems": [line.as_api() for line in self.basket],
+            "final": self.final,
+        }
+        if self.document_number is not None:
+            body["documentNumber"] = self.document_number
+        if self.document_date is not None:
+            # [G] the docs do not show the format; a calendar date goes as Y-m-d.
+            body["documentDate"] = self.document_date.isoformat()
+        return body
+
+
+class UpstreamRefundableItem(_Upstream):
+    sku: Text
+    name: str
+    measure: str
+    measure_code: Text = Field(alias="measureCode")
+    quantity: Quantity
+    amount: Money
+    amount_wo_vat: Money = Field(alias="amountWoVat")
+    total_amount: Money = Field(alias="totalAmount")
+    total_vat_amount: Money = Field(alias="totalVatAmount")
+    vat_code: str = Field(alias="vatCode")
+    type: Text
+    payment_type: str = Field(alias="paymentType")
+    # Only the MCP server names these (reference §3, open question 10).
+    available_amount: Money | None = Field(None, alias="availableAmount")
+    available_vat_amount: Money | None = Field(None, alias="availableVatAmount")
+
+
+@dataclass(frozen=True)
+class RefundableItem:
+    """An item of a paid order and what of it can still be refunded (kopecks)."""
+
+    sku: str
+    name: str
+    measure: str
+    measure_code: str
+    quantity: Decimal
+    amount: int
+    amount_wo_vat: int
+    total_amount: int
+    total_vat_amount: int
+    vat_code: str
+    type: str
+    payment_type: str
+    available_amount: int
+    available_vat_amount: int | None
+
+    @classmethod
+    def parse(cls, raw: Any) -> RefundableItem:
+        up = UpstreamRefundableItem.model_validate(raw)
+        total = to_kopecks(up.total_amount)
+        return cls(
+            sku=up.sku, name=up.name, measure=up.measure, measure_code=up.measure_code,
+            quantity=up.quantity, amount=to_kopecks(up.amount),
+            amount_wo_vat=to_kopecks(up.amount_wo_vat), total_amount=total,
+            total_vat_amount=to_kopecks(up.total_vat_amount), vat_code=up.vat_code,
+            type=up.type, payment_type=up.payment_type,
+            # The docs say plain BasketItems: without the field, the whole line is available.
+            available_amount=total if up.available_amount is None else to_kopecks(
+                up.available_amount),
+            available_vat_amount=_kopecks_or_none(up.available_vat_amount),
+        )
+
+
+class UpstreamRefund(_Upstream):
+    id: Text
+    parent_id: Text = Field(alias="parentId")
+    merchant_order_id: str = Field("", alias="merchantOrderId")
+    status: str
+    amount: Money
+    vat_amount: Money | None = Field(None, alias="vatAmount")
+    currency_id: str = Field("", alias="currencyId")
+    created_at: str | None = Field(None, alias="createdAt")
+
+
+@dataclass(frozen=True)
+class Refund:
+    """A refund (возврат) of a paid order: money in kopecks."""
+
+    id: str
+    parent_id: str
+    merchant_order_id: str
+    status: str
+    amount: int
+    vat_amount: int | None
+    currency: str
+    created_at: str | None
+
+    @classmethod
+    def parse(cls, raw: Any) -> Refund:
+        up = UpstreamRefund.model_validate(raw)
+        return cls(
+            id=up.id, parent_id=up.parent_id, merchant_order_id=up.merchant_order_id,
+            status=up.status, amount=to_kopecks(up.amount),
+            vat_amount=_kopecks_or_none(up.vat_amount), currency=up.currency_id,
+            created_at=up.created_at,
+        )
+
+
+@dataclass(frozen=True)
+class NewRefund:
+    parent_id: str
+    merchant_order_id: str
+    description: str
+    amount: int
+    vat_amount: int
+    basket: list[BasketLine]
+
+    def as_api(self) -> dict[str, Any]:
+        return {
+            "parentId": self.parent_id,
+            "merchantOrderId": self.merchant_order_id,
+            "description": self.description,
+            "amount": to_roubles(self.amount),
+            "vatAmount": to_roubles(self.vat_amount),
+            "basketItems": [line.as_api() for line in self.basket],
+        }
+
+
 def atom(moment: datetime) -> str:
     """The API's date format: ISO 8601 to the second with the offset (PHP DATE_ATOM)."""
     if moment.tzinfo is None:
@@ -339,15 +610,95 @@ class InvoiceboxClient:
         data, _ = self._request("DELETE", f"/billing/api/order/order/{order_id}", write=True)
         return self._parse_order(data, write=True)
 
+    def lookup_company(self, inn: str) -> list[Company]:
+        """The directory's rows for an INN; an unknown INN is an empty list, not an error."""
+        data, _ = self._request("GET", "/filter/api/counterparty-detail",
+                                params=[("vatNumber", inn)])
+        rows = self._rows(data, "реквизиты пришли не массивом")
+        return [self._parse(Company.parse, row, "реквизиты компании") for row in rows]
+
+    def find_shipments(
+        self, *, order_id: str | None = None, page: int = 1, page_size: int = 50
+    ) -> ShipmentPage:
+        # Oldest first: shipments made while paging land on a later page, none is skipped.
+        params: list[tuple[str, str]] = [
+            ("_page", str(page)), ("_pageSize", str(page_size)), ("_order[createdAt]", "asc"),
+        ]
+        if order_id:
+            params.append(("orderId", order_id))
+        data, envelope = self._request("GET", "/filter/api/order/shipment", params=params)
+        rows = self._rows(data, "список отгрузок пришёл не массивом")
+        shipments = [self._parse(Shipment.parse, row, "отгрузку") for row in rows]
+        total, page, page_size = self._meta(envelope, len(shipments), page, page_size)
+        return ShipmentPage(shipments=shipments, total_count=total, page=page,
+                            page_size=page_size)
+
+    def create_shipment(self, shipment: NewShipment) -> Shipment:
+        data, _ = self._request("POST", "/billing/api/order/shipment", body=shipment.as_api(),
+                                write=True)
+        return self._parse(Shipment.parse, data, "отгрузку", write=True)
+
+    def refundable_items(self, order_id: str) -> list[RefundableItem]:
+        data, _ = self._request("GET", f"/billing/api/order/order/{order_id}/refund-basket-item")
+        rows = self._rows(data, "позиции к возврату пришли не массивом")
+        return [self._parse(RefundableItem.parse, row, "позицию к возврату") for row in rows]
+
+    def create_refund(self, refund: NewRefund) -> Refund:
+        data, _ = self._request("POST", "/billing/api/order/refund-order", body=refund.as_api(),
+                                write=True)
+        return self._parse(Refund.parse, data, "возврат", write=True)
+
+    def find_refunds(
+        self, *, parent_id: str | None = None, merchant_order_id: str | None = None
+    ) -> list[Refund]:
+        """Every refund matching the filters, oldest first (all pages are read)."""
+        filters: list[tuple[str, str]] = []
+        if parent_id:
+            filters.append(("parentId", parent_id))
+        if merchant_order_id:
+            filters.append(("merchantOrderId", merchant_order_id))
+        refunds: list[Refund] = []
+        for page in range(1, MAX_REFUND_PAGES + 1):
+            params = [("_page", str(page)), ("_pageSize", str(REFUND_PAGE_SIZE)),
+                      ("_order[createdAt]", "asc"), *filters]
+            data, envelope = self._request("GET", "/filter/api/order/refund-order",
+                                           params=params)
+            rows = self._rows(data, "список возвратов пришёл не массивом")
+            refunds.extend(self._parse(Refund.parse, row, "возврат") for row in rows)
+            total, _, _ = self._meta(envelope, len(refunds), page, REFUND_PAGE_SIZE)
+            if not rows or len(refunds) >= total:
+                break
+        return refunds
+
     # -- transport -------------------------------------------------------------------------
 
     def _parse_order(self, raw: Any, *, write: bool = False) -> Order:
+        return self._parse(Order.parse, raw, "счёт", write=write)
+
+    def _parse(self, parse: Callable[[Any], T], raw: Any, what: str, *, write: bool = False) -> T:
         try:
-            return Order.parse(raw)
+            return parse(raw)
         except (ValidationError, ValueError) as error:
-            logger.warning("unexpected order shape from Invoicebox (request %s): %s",
-                           self.last_request_id, str(error)[:500])
-            raise self._bad_response("ответ Инвойсбокс не похож на счёт", write=write) from None
+            logger.warning("unexpected %s shape from Invoicebox (request %s): %s",
+                           what, self.last_request_id, str(error)[:500])
+            raise self._bad_response(f"ответ Инвойсбокс не похож на {what}",
+                                     write=write) from None
+
+    def _rows(self, data: Any, detail: str) -> list[Any]:
+        if not isinstance(data, list):
+            raise self._bad_response(detail)
+        return data
+
+    def _meta(
+        self, envelope: dict[str, Any], count: int, page: int, page_size: int
+    ) -> tuple[int, int, int]:
+        """(totalCount, page, pageSize) from metaData; what was asked for when it is absent."""
+        meta = envelope.get("metaData") or {}
+        try:
+            return (int(meta.get("totalCount", count)), int(meta.get("page", page)),
+                    int(meta.get("pageSize", page_size)))
+        except (AttributeError, TypeError, ValueError):
+            raise self._bad_response("metaData списка не прочитать") from None
 
     def _bad_response(self, detail: str, *, write: bool = False) -> InvoiceboxError:
         kind: ErrorKind = "unknown_outcome" if write else "bad_response"

@@ -1,4 +1,4 @@
-"""Storage of the bundled Invoicebox sandbox: accounts (tokens), orders and fault switches."""
+"""Storage of the bundled Invoicebox sandbox: accounts, orders, shipments, refunds, faults."""
 
 from __future__ import annotations
 
@@ -110,3 +110,89 @@ class SandboxOrder(models.Model):
         if self.status == self.Status.CREATED and self.expiration_date <= now:
             return self.Status.EXPIRED
         return self.status
+
+
+class SandboxMerchantOrderId(models.Model):
+    """A merchantOrderId taken by an order or a refund of one merchant.
+
+    The docs make the number unique across both ("to prevent double refunds"); two tables
+    cannot share a unique constraint, so every create also inserts its number here, in the
+    same transaction. The insert is the race-safe check; numbers are never freed.
+    """
+
+    merchant_id = models.UUIDField()
+    merchant_order_id = models.CharField(max_length=256)
+
+    class Meta:
+        verbose_name = "sandbox merchant order id"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["merchant_id", "merchant_order_id"],
+                name="invoicebox_sandbox_merchant_order_id_uniq",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.merchant_order_id} ({self.merchant_id})"
+
+
+class SandboxShipment(models.Model):
+    """A shipment (отгрузка) of a paid or held order; the accepted request is kept as JSON."""
+
+    class Status(models.TextChoices):
+        COMPLETED = "completed"
+        CANCELED = "canceled"
+
+    # The API hands out integer shipment ids (docs merchant/order/shipment_create.md).
+    id = models.BigAutoField(primary_key=True)
+    order = models.ForeignKey(SandboxOrder, on_delete=models.CASCADE, related_name="shipments")
+    merchant_id = models.UUIDField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETED)
+    final = models.BooleanField(default=False)
+    amount = models.DecimalField(max_digits=14, decimal_places=2)
+    vat_amount = models.DecimalField(max_digits=14, decimal_places=2)
+    created_at = models.DateTimeField()
+    # The accepted request (known fields only) as JSON text with exact decimals.
+    request_json = models.TextField()
+
+    class Meta:
+        verbose_name = "sandbox shipment"
+        indexes = [models.Index(fields=["merchant_id", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"shipment {self.pk} of {self.order_id}"
+
+
+class SandboxRefund(models.Model):
+    """A refund (возврат) of a paid order; the accepted request is kept as JSON."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        CREATED = "created"
+        COMPLETED = "completed"
+        CANCELED = "canceled"
+
+    seq = models.BigAutoField(primary_key=True)
+    refund_id = models.UUIDField(unique=True)
+    parent = models.ForeignKey(SandboxOrder, on_delete=models.CASCADE, related_name="refunds")
+    merchant_id = models.UUIDField()
+    merchant_order_id = models.CharField(max_length=256)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CREATED)
+    amount = models.DecimalField(max_digits=14, decimal_places=2)
+    vat_amount = models.DecimalField(max_digits=14, decimal_places=2)
+    currency_id = models.CharField(max_length=3)
+    created_at = models.DateTimeField()
+    request_json = models.TextField()
+
+    class Meta:
+        verbose_name = "sandbox refund"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["merchant_id", "merchant_order_id"],
+                name="invoicebox_sandbox_refund_merchant_order_id_uniq",
+            ),
+        ]
+        indexes = [models.Index(fields=["merchant_id", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.merchant_order_id} ({self.refund_id})"

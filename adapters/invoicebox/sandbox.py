@@ -1,5 +1,7 @@
 """The bundled fake of the Invoicebox API v3: one dispatch function, a Django view, an httpx transport.
 
+Orders, shipments, refunds (with their refundable items) and the counterparty directory.
+
 Paths, envelope and error bodies follow /work/shared/reference/invoicebox-api.md. Where the
 reference is silent the choice is ours and is marked "[sandbox]" in a comment. Money is
 Decimal end to end (JSON parsed with parse_float=Decimal, written with simplejson
@@ -31,13 +33,20 @@ import simplejson
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
 from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import F, OrderBy, Q
+from django.db.models import F, OrderBy, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.csrf import csrf_exempt
 
-from adapters.invoicebox.models import SandboxAccount, SandboxFaults, SandboxOrder
+from adapters.invoicebox.models import (
+    SandboxAccount,
+    SandboxFaults,
+    SandboxMerchantOrderId,
+    SandboxOrder,
+    SandboxRefund,
+    SandboxShipment,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -585,14 +594,18 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
     raise AssertionError(f"unknown spec kind {kind}")
 
 
-def _validate_order(data: Mapping[str, Any]) -> dict[str, Any]:
+def _validate(data: Mapping[str, Any], specs: Mapping[str, _Spec]) -> dict[str, Any]:
     problems = _Problems()
-    order = _clean_fields(data, _ORDER_SPEC, "", problems)
+    cleaned = _clean_fields(data, specs, "", problems)
     if problems.items:
         # [sandbox] "validation_error" and the fields[].code values are not documented; the
         # body shape is the real one (tests/mock/wrong-amount-response.json of the SDK).
         raise _ApiError(422, "validation_error", "Validation Error", problems.items)
-    return order
+    return cleaned
+
+
+def _validate_order(data: Mapping[str, Any]) -> dict[str, Any]:
+    return _validate(data, _ORDER_SPEC)
 
 
 def _check_order_rules(order: Mapping[str, Any], now: dt.datetime) -> dt.datetime:
@@ -612,7 +625,13 @@ def _check_order_rules(order: Mapping[str, Any], now: dt.datetime) -> dt.datetim
             "Wrong expiration date",
             [_field_error("expirationDate")],
         )
-    items = order["basketItems"]
+    _check_lines(order["basketItems"])
+    _check_totals(order)
+    return expiration
+
+
+def _check_lines(items: list[dict[str, Any]]) -> None:
+    """The line checks shared by orders, shipments and refunds: VAT code, then arithmetic."""
     for index, item in enumerate(items):
         if item["vatCode"] not in VAT_RATES:
             # [sandbox] the real code for an unknown vatCode is undocumented.
@@ -625,11 +644,22 @@ def _check_order_rules(order: Mapping[str, Any], now: dt.datetime) -> dt.datetim
     with localcontext(prec=60):
         for index, item in enumerate(items):
             _check_item_arithmetic(item, f"basketItems[{index}]")
-        if order["amount"] != sum((item["totalAmount"] for item in items), Decimal(0)):
-            raise _calculation_error("wrong_total_amount", "amount")
-        if order["vatAmount"] != sum((item["totalVatAmount"] for item in items), Decimal(0)):
-            raise _calculation_error("wrong_total_vat_amount", "vatAmount")
-    return expiration
+
+
+def _line_sums(items: list[dict[str, Any]]) -> tuple[Decimal, Decimal]:
+    """(Σ totalAmount, Σ totalVatAmount); exact, the values have two decimals at most."""
+    with localcontext(prec=60):
+        total = sum((item["totalAmount"] for item in items), Decimal(0))
+        vat = sum((item["totalVatAmount"] for item in items), Decimal(0))
+    return total, vat
+
+
+def _check_totals(body: Mapping[str, Any]) -> None:
+    total, vat = _line_sums(body["basketItems"])
+    if body["amount"] != total:
+        raise _calculation_error("wrong_total_amount", "amount")
+    if body["vatAmount"] != vat:
+        raise _calculation_error("wrong_total_vat_amount", "vatAmount")
 
 
 def _check_item_arithmetic(item: Mapping[str, Any], name: str) -> None:
@@ -657,6 +687,14 @@ def _payment_url(container_id: uuid.UUID) -> str:
     return f"{settings.INVOICEBOX_SANDBOX_BASE_URL}/pay/{container_id}"
 
 
+def _items_out(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for item in items:
+        for key in (*_ITEM_MONEY, "availableAmount", "availableVatAmount"):
+            if key in item:
+                item[key] = _money_out(item[key])
+    return items
+
+
 def _order_payload(order: SandboxOrder, now: dt.datetime) -> dict[str, Any]:
     """OrderResponse: the accepted request fields plus what the server adds."""
     request = simplejson.loads(order.request_json, use_decimal=True)
@@ -667,10 +705,7 @@ def _order_payload(order: SandboxOrder, now: dt.datetime) -> dict[str, Any]:
     payload.update((k, v) for k, v in request.items() if k != "orderContainerId")
     for key in _ORDER_MONEY:
         payload[key] = _money_out(payload.get(key))
-    for item in payload.get("basketItems", []):
-        for key in _ITEM_MONEY:
-            if key in item:
-                item[key] = _money_out(item[key])
+    _items_out(payload.get("basketItems", []))
     processable = request.get("processable")
     payload.update(
         {
@@ -738,6 +773,13 @@ class _Call:
     def ok(self, payload: Any, status: int = 200) -> SandboxResponse:
         return _json_response(status, payload, self.request_id)
 
+    def created(self, payload: Any) -> SandboxResponse:
+        """The answer to a create; the lost-response fault drops it after the object is stored."""
+        response = self.ok(payload)
+        if self.faults is not None and self.faults.drop_response_after_create:
+            return replace(response, dropped=True)
+        return response
+
 
 def _json_depth(value: Any) -> int:
     deepest, stack = 0, [(value, 1)]
@@ -797,25 +839,38 @@ def _create_order(call: _Call) -> SandboxResponse:
     )
     try:
         with transaction.atomic():
+            _take_merchant_order_id(call.merchant_id, order["merchantOrderId"])
             row.save(force_insert=True)
     except IntegrityError:
-        # The unique (merchant, merchantOrderId) constraint: correct under concurrent creates.
-        raise _ApiError(
-            422,
-            "merchant_order_id_duplicate",
-            "Duplicate merchant order id",
-            [_field_error("merchantOrderId")],
-        ) from None
-    response = call.ok({"data": _order_payload(row, call.now), "extendedData": []})
-    if call.faults is not None and call.faults.drop_response_after_create:
-        return replace(response, dropped=True)
-    return response
+        # The unique (merchant, merchantOrderId) constraints: correct under concurrent creates.
+        raise _duplicate_merchant_order_id() from None
+    return call.created({"data": _order_payload(row, call.now), "extendedData": []})
 
 
-def _order_or_404(call: _Call, *, for_update: bool = False) -> SandboxOrder:
+def _duplicate_merchant_order_id() -> _ApiError:
+    return _ApiError(
+        422,
+        "merchant_order_id_duplicate",
+        "Duplicate merchant order id",
+        [_field_error("merchantOrderId")],
+    )
+
+
+def _take_merchant_order_id(merchant_id: uuid.UUID, merchant_order_id: str) -> None:
+    """Claim the number for an order or a refund; IntegrityError if either already has it."""
+    SandboxMerchantOrderId(merchant_id=merchant_id, merchant_order_id=merchant_order_id).save(
+        force_insert=True
+    )
+
+
+def _order_or_404(
+    call: _Call, *, for_update: bool = False, order_id: str | None = None
+) -> SandboxOrder:
+    """The token merchant's order named in the path (or by `order_id`); another's is a 404."""
+    # [sandbox] an unknown or foreign orderId/parentId in a body is a 404 too.
     not_found = _ApiError(404, "not_found", "Not Found")
     try:
-        oid = uuid.UUID(call.params["order_id"])
+        oid = uuid.UUID(call.params["order_id"] if order_id is None else order_id)
     except ValueError:
         raise not_found from None
     rows = SandboxOrder.objects.filter(order_id=oid, merchant_id=call.merchant_id)
@@ -827,6 +882,10 @@ def _order_or_404(call: _Call, *, for_update: bool = False) -> SandboxOrder:
     return order
 
 
+def _wrong_order_status() -> _ApiError:
+    return _ApiError(422, "wrong_order_status", "Wrong order status", [_field_error("status")])
+
+
 def _get_order(call: _Call) -> SandboxResponse:
     order = _order_or_404(call)
     return call.ok({"data": _order_payload(order, call.now), "extendedData": []})
@@ -835,10 +894,10 @@ def _get_order(call: _Call) -> SandboxResponse:
 def _cancel_order(call: _Call) -> SandboxResponse:
     with transaction.atomic():
         order = _order_or_404(call, for_update=True)
-        if order.effective_status(call.now) not in SandboxOrder.CANCELABLE:
-            raise _ApiError(
-                422, "wrong_order_status", "Wrong order status", [_field_error("status")]
-            )
+        # The docs: an order is canceled only before shipment info arrives; then it is refunded.
+        shipped = order.shipments.exclude(status=SandboxShipment.Status.CANCELED).exists()
+        if order.effective_status(call.now) not in SandboxOrder.CANCELABLE or shipped:
+            raise _wrong_order_status()
         order.status = SandboxOrder.Status.CANCELED
         order.canceled_at = call.now.replace(microsecond=0)
         order.save(update_fields=["status", "canceled_at"])
@@ -872,6 +931,18 @@ _SORTS = {
     "id": "order_id",
     "merchantOrderId": "merchant_order_id",
 }
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What one filter endpoint accepts: filters (column, kind, operators) and sorts."""
+
+    filters: Mapping[str, tuple[str, str, frozenset[str]]]
+    sorts: Mapping[str, str]
+    tie: str = "seq"  # the primary key: a stable tie-break for equal sort values
+
+
+_ORDER_LISTING = _Listing(_FILTERS, _SORTS)
 
 
 def _php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
@@ -912,8 +983,14 @@ def _status_q(value: str, now: dt.datetime) -> Q:
     return Q(status=value)
 
 
-def _filter_q(name: str, op: str, raw: str, now: dt.datetime) -> Q:
-    column, kind, _ = _FILTERS[name]
+def _filter_q(
+    filters: Mapping[str, tuple[str, str, frozenset[str]]],
+    name: str,
+    op: str,
+    raw: str,
+    now: dt.datetime,
+) -> Q:
+    column, kind, _ = filters[name]
     label = name if op == "_eq" else f"{name}[{op}]"
     if _bad_text(raw):
         raise _bad_query(label, "This value contains characters that are not allowed.")
@@ -930,48 +1007,57 @@ def _filter_q(name: str, op: str, raw: str, now: dt.datetime) -> Q:
             value = _parse_datetime(raw)
             if value is None:
                 raise _bad_query(label, "This is not a valid date (ISO 8601 expected).")
+        elif kind == "int":
+            if not re.fullmatch(r"[0-9]{1,18}", raw):
+                raise _bad_query(label, "A positive integer is expected.")
+            value = int(raw)
         lookup = "startswith" if op == "_start" else _COMPARISONS[op]
         condition = Q(**{f"{column}__{lookup}": value})
     return ~condition if op == "_ne" else condition
 
 
-def _filters(params: Mapping[str, _QueryValue], now: dt.datetime) -> Q:
+def _filters(
+    params: Mapping[str, _QueryValue], now: dt.datetime, listing: _Listing = _ORDER_LISTING
+) -> Q:
     # [sandbox] unknown parameters are ignored, as a lenient PHP filter would.
     condition = Q()
-    for name, (_, _, ops) in _FILTERS.items():
+    table = listing.filters
+    for name, (_, _, ops) in table.items():
         raw = params.get(name)
         if raw is None:
             continue
         if isinstance(raw, str):
-            condition &= _filter_q(name, "_eq", raw, now)
+            condition &= _filter_q(table, name, "_eq", raw, now)
         elif isinstance(raw, list):
             condition &= functools.reduce(
-                operator.or_, (_filter_q(name, "_eq", v, now) for v in raw)
+                operator.or_, (_filter_q(table, name, "_eq", v, now) for v in raw)
             )
         else:
             for op, value in raw.items():
                 if op not in ops:
                     raise _bad_query(f"{name}[{op}]", "Unknown filter operator.")
-                condition &= _filter_q(name, op, value, now)
+                condition &= _filter_q(table, name, op, value, now)
     return condition
 
 
-def _ordering(raw: _QueryValue | None) -> list[OrderBy | str]:
+def _ordering(
+    raw: _QueryValue | None, listing: _Listing = _ORDER_LISTING
+) -> list[OrderBy | str]:
     # [sandbox] the default order (newest first) is our choice.
     if raw is None:
-        return [F("created_at").desc(), "-seq"]
+        return [F("created_at").desc(), f"-{listing.tie}"]
     if not isinstance(raw, dict) or not raw:
         raise _bad_query("_order", "Use _order[field]=asc|desc.")
     ordering: list[OrderBy | str] = []
     for name, direction in raw.items():
-        column, way = _SORTS.get(name), direction.lower()
+        column, way = listing.sorts.get(name), direction.lower()
         if column is None or way not in ("asc", "desc"):
             raise _bad_query(f"_order[{name}]", "Use _order[field]=asc|desc.")
         ordering.append(
             F(column).desc(nulls_last=True) if way == "desc" else F(column).asc(nulls_last=True)
         )
     first_way = next(iter(raw.values())).lower()
-    ordering.append("-seq" if first_way == "desc" else "seq")
+    ordering.append(f"-{listing.tie}" if first_way == "desc" else listing.tie)
     return ordering
 
 
@@ -993,26 +1079,405 @@ def _int_param(
     return default
 
 
-def _list_orders(call: _Call) -> SandboxResponse:
+def _paged(
+    call: _Call, rows: QuerySet[Any], listing: _Listing, payload: Callable[[Any], Any]
+) -> SandboxResponse:
+    """One page of the merchant's rows under the query's filters, with metaData."""
     params = _php_query(call.query)
     page = _int_param(params, ("_page", "page"), 1, MAX_PAGE)
     page_size = min(
         _int_param(params, ("_pageSize", "pageSize"), DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE
     )
-    rows = SandboxOrder.objects.filter(merchant_id=call.merchant_id).filter(
-        _filters(params, call.now)
-    )
-    ordering = _ordering(params.get("_order"))
+    rows = rows.filter(merchant_id=call.merchant_id).filter(_filters(params, call.now, listing))
+    ordering = _ordering(params.get("_order"), listing)
     total = rows.count()
     start = (page - 1) * page_size
-    orders = list(rows.order_by(*ordering)[start : start + page_size])
+    found = list(rows.order_by(*ordering)[start : start + page_size])
     return call.ok(
         {
-            "data": [_order_payload(order, call.now) for order in orders],
+            "data": [payload(row) for row in found],
             "extendedData": [],
             "metaData": {"totalCount": total, "pageSize": page_size, "page": page},
         }
     )
+
+
+def _list_orders(call: _Call) -> SandboxResponse:
+    return _paged(
+        call,
+        SandboxOrder.objects.all(),
+        _ORDER_LISTING,
+        lambda order: _order_payload(order, call.now),
+    )
+
+
+# ---- counterparty directory (docs dictionary/counterparty-detail.md)
+
+
+@dataclass(frozen=True)
+class _Company:
+    inn: str
+    kpp: str | None  # an ИП (12-digit INN) has none
+    name: str
+    name_full: str
+    registration_number: str  # ОГРН, 13 digits; ОГРНИП, 15 digits
+    registration_date: dt.date
+    registration_address: str
+    post_address: str
+    post_address_zip: str
+
+
+# [sandbox] a fixed directory of fictional companies: every INN and OGRN has a valid checksum,
+# none is meant to be a real one. The first is the reference's example customer.
+_COMPANIES: tuple[_Company, ...] = (
+    _Company(
+        inn="7710044140",
+        kpp="770201001",
+        name="ООО «Ромашка»",
+        name_full="Общество с ограниченной ответственностью «Ромашка»",
+        registration_number="1027700123450",
+        registration_date=dt.date(2002, 9, 12),
+        registration_address="Санкт-Петербург, Невский пр. 147",
+        post_address="191024, Санкт-Петербург, Невский пр. 147",
+        post_address_zip="191024",
+    ),
+    _Company(
+        inn="500123456750",
+        kpp=None,
+        name="ИП Иванов Иван Иванович",
+        name_full="Индивидуальный предприниматель Иванов Иван Иванович",
+        registration_number="304500100123451",
+        registration_date=dt.date(2004, 3, 15),
+        registration_address="Московская обл., г. Подольск",
+        post_address="142100, Московская обл., г. Подольск, ул. Ленина, д. 1, кв. 2",
+        post_address_zip="142100",
+    ),
+    _Company(
+        inn="7802123458",
+        kpp="780201001",
+        name="АО «Василёк»",
+        name_full="Акционерное общество «Василёк»",
+        registration_number="1177847123453",
+        registration_date=dt.date(2017, 4, 3),
+        registration_address="Санкт-Петербург, ул. Литовская, д. 10, лит. А",
+        post_address="194100, Санкт-Петербург, ул. Литовская, д. 10, лит. А",
+        post_address_zip="194100",
+    ),
+    _Company(
+        inn="5406123450",
+        kpp="540601001",
+        name="ООО «Лютик»",
+        name_full="Общество с ограниченной ответственностью «Лютик»",
+        registration_number="1055401123458",
+        registration_date=dt.date(2005, 11, 21),
+        registration_address="Новосибирск, Красный пр., д. 25, оф. 301",
+        post_address="630099, Новосибирск, Красный пр., д. 25, оф. 301",
+        post_address_zip="630099",
+    ),
+    _Company(
+        inn="771234567859",
+        kpp=None,
+        name="ИП Петрова Анна Сергеевна",
+        name_full="Индивидуальный предприниматель Петрова Анна Сергеевна",
+        registration_number="318774600123452",
+        registration_date=dt.date(2018, 6, 1),
+        registration_address="г. Москва",
+        post_address="125009, г. Москва, а/я 17",
+        post_address_zip="125009",
+    ),
+)
+_COMPANIES_BY_INN = {company.inn: company for company in _COMPANIES}
+
+
+def _company_payload(company: _Company) -> dict[str, Any]:
+    return {
+        # [sandbox] the id's type is undocumented; ours is a UUID that is stable per INN.
+        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"invoicebox-sandbox:counterparty:{company.inn}")),
+        "vatNumber": company.inn,
+        "taxRegistrationReasonCode": company.kpp,
+        "name": company.name,
+        "nameFull": company.name_full,
+        "registrationNumber": company.registration_number,
+        # [sandbox] a date as an ATOM datetime at midnight UTC, like the API's other dates.
+        "registrationDate": _atom(
+            dt.datetime.combine(company.registration_date, dt.time(), tzinfo=dt.UTC)
+        ),
+        "registrationAddress": company.registration_address,
+        "postAddress": company.post_address,
+        "postAddressZip": company.post_address_zip,
+    }
+
+
+def _counterparty_detail(call: _Call) -> SandboxResponse:
+    raw = _php_query(call.query).get("vatNumber")
+    if not isinstance(raw, str) or not raw:
+        raise _bad_query("vatNumber", "This value should not be blank.")
+    if _bad_text(raw):
+        raise _bad_query("vatNumber", "This value contains characters that are not allowed.")
+    # [sandbox] an exact match; an unknown INN (also one with a bad checksum) finds nothing.
+    company = _COMPANIES_BY_INN.get(raw)
+    rows = [_company_payload(company)] if company is not None else []
+    return call.ok(
+        {
+            "data": rows,
+            "extendedData": [],
+            "metaData": {"totalCount": len(rows), "pageSize": DEFAULT_PAGE_SIZE, "page": 1},
+        }
+    )
+
+
+# ---- shipments (docs merchant/order/shipment_create.md, shipment_get.md)
+
+# [sandbox] the docs only say a shipment follows payment; a held (pre-authorised) order
+# is shipped too, since the shipment is what captures the reserve.
+SHIPPABLE = frozenset({SandboxOrder.Status.COMPLETED, SandboxOrder.Status.HOLD})
+
+_SHIPMENT_SPEC: dict[str, _Spec] = {
+    "orderId": _Spec("uuid", required=True),
+    "documentNumber": _Spec("string", max_len=256),  # [sandbox] the limit is ours
+    "documentDate": _Spec("string", max_len=64),  # the value: checked below
+    "basketItems": _Spec("items", required=True),
+    "final": _Spec("bool"),
+}
+_SHIPMENT_LISTING = _Listing(
+    {
+        "id": ("id", "int", frozenset({"_eq", "_ne"})),
+        "orderId": ("order__order_id", "uuid", frozenset({"_eq", "_ne"})),
+        "status": ("status", "string", frozenset({"_eq", "_ne"})),
+        "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
+    },
+    {"createdAt": "created_at", "id": "id"},
+    tie="id",
+)
+
+
+def _shipment_payload(row: SandboxShipment) -> dict[str, Any]:
+    request = simplejson.loads(row.request_json, use_decimal=True)
+    return {
+        "id": row.id,
+        "merchantId": str(row.merchant_id),
+        "orderId": request["orderId"],
+        # [sandbox] always `completed`: no endpoint changes it. The MCP server claims
+        # draft/pending/completed/canceled; canceled ones would not count as shipped.
+        "status": row.status,
+        "final": row.final,
+        # Not in the request: the server sums the lines.
+        "amount": _money_out(row.amount),
+        "vatAmount": _money_out(row.vat_amount),
+        "documentNumber": request.get("documentNumber"),
+        "documentDate": request.get("documentDate"),
+        "basketItems": _items_out(request["basketItems"]),
+        "createdAt": _atom(row.created_at),
+    }
+
+
+def _create_shipment(call: _Call) -> SandboxResponse:
+    data = _validate(_read_json_object(call), _SHIPMENT_SPEC)
+    document_date = data.get("documentDate")
+    # [sandbox] the format is undocumented: a date (Y-m-d) or an ATOM datetime, echoed as sent.
+    if document_date is not None and _parse_datetime(document_date) is None:
+        raise _ApiError(
+            422,
+            "validation_error",
+            "Validation Error",
+            [_field_error("documentDate", "wrong_value", "A date (Y-m-d) is expected.")],
+        )
+    items = data["basketItems"]
+    # [sandbox] lines are reconciled like order lines; their skus are not matched against
+    # the order's basket, only the shipped total is capped by the order amount.
+    _check_lines(items)
+    amount, vat_amount = _line_sums(items)
+    with transaction.atomic():
+        # The order's row lock serialises its shipments (and its cancel): two shipments
+        # cannot both take the same remainder.
+        order = _order_or_404(call, for_update=True, order_id=data["orderId"])
+        if order.effective_status(call.now) not in SHIPPABLE:
+            raise _wrong_order_status()
+        earlier = list(order.shipments.exclude(status=SandboxShipment.Status.CANCELED))
+        if any(shipment.final for shipment in earlier):
+            # [sandbox] a final shipment closes the order for further shipments.
+            raise _wrong_order_status()
+        shipped = sum((shipment.amount for shipment in earlier), Decimal(0))
+        if shipped + amount > order.amount:
+            # [sandbox] undocumented code: the shipped total would exceed the order amount.
+            raise _ApiError(
+                422,
+                "wrong_shipment_amount",
+                "Shipment amount exceeds the order remainder",
+                [_field_error("basketItems")],
+            )
+        data["orderId"] = str(order.order_id)
+        row = SandboxShipment(
+            order=order,
+            merchant_id=call.merchant_id,
+            status=SandboxShipment.Status.COMPLETED,
+            final=data.get("final") is True,
+            amount=amount,
+            vat_amount=vat_amount,
+            created_at=call.now.replace(microsecond=0),
+            request_json=_dumps(data).decode("ascii"),
+        )
+        row.save(force_insert=True)
+    # Seam: the real API issues the full-settlement receipt and the closing documents here.
+    return call.created({"data": _shipment_payload(row), "extendedData": []})
+
+
+def _list_shipments(call: _Call) -> SandboxResponse:
+    return _paged(call, SandboxShipment.objects.all(), _SHIPMENT_LISTING, _shipment_payload)
+
+
+# ---- refunds (docs merchant/refund/create.md, get.md)
+
+_REFUND_SPEC: dict[str, _Spec] = {
+    # [sandbox] optional here (the docs' request has none); a foreign one is forbidden.
+    "merchantId": _Spec("uuid"),
+    "parentId": _Spec("uuid", required=True),
+    "merchantOrderId": _Spec("string", required=True, max_len=256),
+    "description": _Spec("string", required=True, max_len=1000),
+    "amount": _Spec("money", required=True),
+    "vatAmount": _Spec("money", required=True),
+    "basketItems": _Spec("items", required=True),
+    # `draft` starts the correction-order flow; the default is `created`.
+    "status": _Spec("string", choices=frozenset({"created", "draft"})),
+}
+_REFUND_LISTING = _Listing(
+    {
+        "id": ("refund_id", "uuid", frozenset({"_eq", "_ne"})),
+        "parentId": ("parent__order_id", "uuid", frozenset({"_eq", "_ne"})),
+        "merchantOrderId": ("merchant_order_id", "string", frozenset({"_eq", "_ne", "_start"})),
+        "status": ("status", "string", frozenset({"_eq", "_ne"})),
+        "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
+    },
+    {"createdAt": "created_at", "id": "refund_id", "merchantOrderId": "merchant_order_id"},
+)
+
+
+def _refundable_items(order: SandboxOrder, now: dt.datetime) -> list[dict[str, Any]]:
+    """The order's basket, each item with what is still refundable after earlier refunds.
+
+    [sandbox] the field names availableAmount / availableVatAmount come from the MCP server
+    only. Refunds are matched to items by sku; with repeated skus the earlier item is used up
+    first. Every refund but a canceled one counts (a draft reserves its amount). An order that
+    is not paid has nothing to refund: its items show 0.
+    """
+    items = simplejson.loads(order.request_json, use_decimal=True)["basketItems"]
+    refunded: dict[str, list[Decimal]] = {}
+    for refund in order.refunds.exclude(status=SandboxRefund.Status.CANCELED):
+        for line in simplejson.loads(refund.request_json, use_decimal=True)["basketItems"]:
+            taken = refunded.setdefault(line["sku"], [Decimal(0), Decimal(0)])
+            taken[0] += line["totalAmount"]
+            taken[1] += line["totalVatAmount"]
+    paid = order.effective_status(now) == SandboxOrder.Status.COMPLETED
+    for item in items:
+        if not paid:
+            item["availableAmount"] = item["availableVatAmount"] = Decimal(0)
+            continue
+        taken = refunded.get(item["sku"], [Decimal(0), Decimal(0)])
+        amount = min(item["totalAmount"], taken[0])
+        vat_amount = min(item["totalVatAmount"], taken[1])
+        taken[0] -= amount
+        taken[1] -= vat_amount
+        item["availableAmount"] = item["totalAmount"] - amount
+        item["availableVatAmount"] = item["totalVatAmount"] - vat_amount
+    return items
+
+
+def _check_refund_lines(lines: list[dict[str, Any]], refundable: list[dict[str, Any]]) -> None:
+    # [sandbox] the code is undocumented: a sku not in the order, or more than is left of it.
+    available: dict[str, Decimal] = {}
+    for item in refundable:
+        available[item["sku"]] = available.get(item["sku"], Decimal(0)) + item["availableAmount"]
+    requested: dict[str, Decimal] = {}
+    for index, line in enumerate(lines):
+        sku = line["sku"]
+        if sku not in available:
+            raise _ApiError(
+                422,
+                "wrong_refund_amount",
+                "The item is not in the order",
+                [_field_error(f"basketItems[{index}].sku")],
+            )
+        requested[sku] = requested.get(sku, Decimal(0)) + line["totalAmount"]
+        if requested[sku] > available[sku]:
+            raise _ApiError(
+                422,
+                "wrong_refund_amount",
+                "Refund amount exceeds the refundable amount",
+                [_field_error(f"basketItems[{index}].totalAmount")],
+            )
+
+
+def _refund_payload(row: SandboxRefund) -> dict[str, Any]:
+    request = simplejson.loads(row.request_json, use_decimal=True)
+    return {
+        "id": str(row.refund_id),
+        "merchantId": str(row.merchant_id),
+        "parentId": request["parentId"],
+        "merchantOrderId": row.merchant_order_id,
+        "currencyId": row.currency_id,
+        "amount": _money_out(row.amount),
+        "vatAmount": _money_out(row.vat_amount),
+        "basketItems": _items_out(request["basketItems"]),
+        "description": request["description"],
+        "status": row.status,
+        "createdAt": _atom(row.created_at),
+    }
+
+
+def _get_refundable_items(call: _Call) -> SandboxResponse:
+    order = _order_or_404(call)
+    return call.ok({"data": _items_out(_refundable_items(order, call.now)), "extendedData": []})
+
+
+def _create_refund(call: _Call) -> SandboxResponse:
+    data = _validate(_read_json_object(call), _REFUND_SPEC)
+    merchant = data.get("merchantId")
+    if merchant is not None and uuid.UUID(merchant) != call.merchant_id:
+        raise _ApiError(403, "forbidden", "Forbidden")
+    if data["amount"] == 0:
+        # [sandbox] a refund of nothing is refused with the refund-amount code.
+        raise _ApiError(
+            422, "wrong_refund_amount", "Refund amount must be positive", [_field_error("amount")]
+        )
+    _check_lines(data["basketItems"])
+    _check_totals(data)
+    with transaction.atomic():
+        # The parent's row lock serialises its refunds: two cannot both take the same remainder.
+        parent = _order_or_404(call, for_update=True, order_id=data["parentId"])
+        # Only a paid order is refunded; an unpaid one is canceled with DELETE.
+        if parent.effective_status(call.now) != SandboxOrder.Status.COMPLETED:
+            raise _wrong_order_status()
+        taken = SandboxMerchantOrderId.objects.filter(
+            merchant_id=call.merchant_id, merchant_order_id=data["merchantOrderId"]
+        )
+        if taken.exists():
+            # Before the amounts: a repeated refund is named a duplicate, not "nothing left".
+            raise _duplicate_merchant_order_id()
+        _check_refund_lines(data["basketItems"], _refundable_items(parent, call.now))
+        data["parentId"] = str(parent.order_id)
+        row = SandboxRefund(
+            refund_id=_uuid7(),
+            parent=parent,
+            merchant_id=call.merchant_id,
+            merchant_order_id=data["merchantOrderId"],
+            status=data.get("status") or SandboxRefund.Status.CREATED,
+            amount=data["amount"],
+            vat_amount=data["vatAmount"],
+            currency_id=parent.currency_id,
+            created_at=call.now.replace(microsecond=0),
+            request_json=_dumps(data).decode("ascii"),
+        )
+        try:
+            with transaction.atomic():
+                _take_merchant_order_id(call.merchant_id, data["merchantOrderId"])
+                row.save(force_insert=True)
+        except IntegrityError:
+            raise _duplicate_merchant_order_id() from None
+    return call.created({"data": _refund_payload(row), "extendedData": []})
+
+
+def _list_refunds(call: _Call) -> SandboxResponse:
+    return _paged(call, SandboxRefund.objects.all(), _REFUND_LISTING, _refund_payload)
 
 
 # ---- sandbox-only endpoints (they do not exist on the real API)
@@ -1097,6 +1562,15 @@ _ROUTES: tuple[_Route, ...] = (
         {"GET": _get_order, "DELETE": _cancel_order},
     ),
     _Route(re.compile(r"/v3/filter/api/order/order"), {"GET": _list_orders}),
+    _Route(
+        re.compile(r"/v3/billing/api/order/order/(?P<order_id>[^/]+)/refund-basket-item"),
+        {"GET": _get_refundable_items},
+    ),
+    _Route(re.compile(r"/v3/billing/api/order/shipment"), {"POST": _create_shipment}),
+    _Route(re.compile(r"/v3/filter/api/order/shipment"), {"GET": _list_shipments}),
+    _Route(re.compile(r"/v3/billing/api/order/refund-order"), {"POST": _create_refund}),
+    _Route(re.compile(r"/v3/filter/api/order/refund-order"), {"GET": _list_refunds}),
+    _Route(re.compile(r"/v3/filter/api/counterparty-detail"), {"GET": _counterparty_detail}),
     _Route(
         re.compile(r"/v3/_sandbox/faults"),
         {"GET": _get_faults, "PUT": _put_faults, "DELETE": _delete_faults},

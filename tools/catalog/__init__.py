@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from tools.catalog.orders import CREATE_ORDER, FIND_ORDERS, GET_ORDER
+from tools.catalog.companies import LOOKUP_COMPANY_BY_INN
+from tools.catalog.orders import CANCEL_ORDER, CREATE_ORDER, FIND_ORDERS, GET_ORDER
+from tools.catalog.refunds import CREATE_REFUND
+from tools.catalog.shipments import CREATE_SHIPMENT, FIND_SHIPMENTS
 from tools.spec import ToolSpec
 
-CATALOG: tuple[ToolSpec, ...] = (GET_ORDER, FIND_ORDERS, CREATE_ORDER)
+# The reference server's order, which prompts written for it rely on (pinned by a test).
+CATALOG: tuple[ToolSpec, ...] = (
+    LOOKUP_COMPANY_BY_INN, GET_ORDER, FIND_ORDERS, FIND_SHIPMENTS,
+    CREATE_ORDER, CANCEL_ORDER, CREATE_SHIPMENT, CREATE_REFUND,
+)
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in CATALOG}
 
 

@@ -320,12 +320,13 @@ def _vat_label(code: str) -> str:
     return f"{rate}%" + (" сверху" if code.endswith("_ADDED") else "")
 
 
-def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrder:
-    basket = []
-    for item in params.basket_items:
+def basket_lines(items: list[BasketItemParams]) -> list[BasketLine]:
+    """Checked basket items as the client sends them: units resolved, defaults computed."""
+    lines = []
+    for item in items:
         unit = resolve_unit(item)
         assert not isinstance(unit, str), "units are checked before execution"
-        basket.append(BasketLine(
+        lines.append(BasketLine(
             sku=item.sku, name=item.name, measure=unit.measure, measure_code=unit.measure_code,
             quantity=quantity_decimal(item.quantity), amount=int(item.amount),
             amount_wo_vat=int(item.amount_wo_vat) if item.amount_wo_vat is not None
@@ -333,6 +334,10 @@ def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrd
             total_amount=int(item.total_amount), total_vat_amount=int(item.total_vat_amount),
             vat_code=item.vat_code, type=item.type, payment_type=item.payment_type,
         ))
+    return lines
+
+
+def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrder:
     c = params.customer
     return NewOrder(
         merchant_order_id=merchant_order_id,
@@ -342,7 +347,7 @@ def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrd
         currency_id=params.currency_id,
         language_id=params.language_id,
         expiration_date=params.expiration_date,
-        basket=basket,
+        basket=basket_lines(params.basket_items),
         customer=Customer(
             type=c.type, name=c.name, vat_number=c.vat_number,
             tax_registration_reason_code=c.tax_registration_reason_code,
@@ -439,5 +444,94 @@ CREATE_ORDER = ToolSpec(
     summary_ru=(
         "Выставить счёт: два шага, первый вызов даёт сводку и confirmation_token, второй с "
         "токеном выставляет. Суммы — копейки строкой; позиции должны сходиться с суммой."
+    ),
+)
+
+
+# -- cancel_order -----------------------------------------------------------------------------
+
+def load_order(ctx: CallContext, order_id: UUID | str) -> Order:
+    order = ctx.client.get_order(str(order_id))
+    if order is None:
+        raise ToolError("not_found", f"счёт {order_id} не найден",
+                        hint="проверьте идентификатор или найдите счёт через find_orders")
+    return order
+
+
+CANCELLABLE = ("created", "hold", "draft")
+
+
+class CancelOrderParams(StrictModel):
+    order_id: UUID = Field(description="Идентификатор неоплаченного счёта (UUID).")
+    reason: str | None = Field(
+        None, min_length=1, max_length=500,
+        description="Причина для человека; в Инвойсбокс не передаётся.",
+    )
+    confirmation_token: str | None = Field(
+        None, max_length=200,
+        description="Токен из первого вызова. Без него счёт не отменяется, а готовится сводка.",
+    )
+
+
+def ensure_cancellable(order: Order) -> None:
+    if order.status == "completed":
+        raise ToolError("precondition_failed",
+                        f"счёт {order.merchant_order_id} оплачен, отмена к нему не применяется",
+                        hint="деньги возвращают через create_refund")
+    if order.status not in CANCELLABLE:
+        raise ToolError("precondition_failed",
+                        f"счёт {order.merchant_order_id} уже в статусе {order.status}: "
+                        "отменять нечего")
+
+
+def summarize_cancel_order(ctx: CallContext, params: CancelOrderParams) -> Summary:
+    order = load_order(ctx, params.order_id)
+    ensure_cancellable(order)
+    who = order.customer_name or "покупатель не указан"
+    text = (f"Отменить неоплаченный счёт {order.merchant_order_id} на "
+            f"{format_rub(order.amount, order.currency)} ({who})"
+            + (f". Причина: {params.reason}" if params.reason else "") + ".")
+    return Summary(text=text, data={"order": order_row(order, "concise"),
+                                    "reason": params.reason})
+
+
+def cancel_order(ctx: CallContext, params: CancelOrderParams) -> dict[str, Any]:
+    # The order may have been paid since the first call: check again right before DELETE.
+    ensure_cancellable(load_order(ctx, params.order_id))
+    order = ctx.client.cancel_order(str(params.order_id))
+    return {"order_id": order.id, "merchant_order_id": order.merchant_order_id,
+            "status": order.status or "canceled"}
+
+
+def recover_cancel_order(ctx: CallContext, params: CancelOrderParams) -> dict[str, Any] | None:
+    order = load_order(ctx, params.order_id)
+    if order.status != "canceled":
+        return None
+    return {"order_id": order.id, "merchant_order_id": order.merchant_order_id,
+            "status": order.status}
+
+
+CANCEL_ORDER = ToolSpec(
+    name="cancel_order",
+    title="Отменить неоплаченный счёт",
+    kind="write",
+    toolset="write",
+    params=CancelOrderParams,
+    handler=cancel_order,
+    summarize=summarize_cancel_order,
+    recover=recover_cancel_order,
+    destructive=True,
+    idempotent=True,
+    description_ru=(
+        "Отменяет неоплаченный счёт Инвойсбокс (статус created, hold или draft), чтобы по нему "
+        "больше нельзя было заплатить. Работает в два шага: первый вызов проверяет счёт и "
+        "возвращает сводку и одноразовый confirmation_token; отмена происходит только вторым "
+        "вызовом с тем же order_id и этим токеном, после согласия человека. Оплаченный счёт "
+        "не отменяется — для него есть create_refund. reason попадает только в сводку. "
+        "Возвращает order_id, merchant_order_id и status."
+    ),
+    summary_ru=(
+        "Отменить неоплаченный счёт: два шага, первый вызов даёт сводку и confirmation_token, "
+        "второй с токеном отменяет. Оплаченный не отменяется."
     ),
 )

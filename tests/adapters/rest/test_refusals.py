@@ -9,6 +9,7 @@ from django.test import Client
 
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args, sandbox_orders
+from tools import catalog
 from tools.models import ApiKey
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_unknown_tool_lists_known_names(assistant: Assistant):
 
     assert (status, body["code"]) == (404, "unknown_tool")
     assert "create_order" in body["message"]
-    assert body["data"]["known_tools"] == ["get_order", "find_orders", "create_order"]
+    assert body["data"]["known_tools"] == catalog.names()
 
 
 @pytest.mark.parametrize("arguments", [[], "order_id=1", 42, None, True])

@@ -1,0 +1,245 @@
+"""Shipments (отгрузки): find_shipments and create_shipment, which starts the closing documents."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from pydantic import Field
+
+from adapters.invoicebox.client import NewShipment, Order, Shipment
+from tools.catalog.orders import BasketItemParams, basket_lines, load_order, money
+from tools.checks import check_basket
+from tools.errors import ToolError
+from tools.params import ResponseFormat, StrictModel, format_rub
+from tools.spec import CallContext, Summary, ToolSpec
+
+SHIPPABLE = ("completed", "hold")
+PAGE_SIZE = 50
+MAX_PAGES = 20
+DOCUMENTS_NOTE = (
+    "отгрузка запускает закрывающие документы: акт или ТОРГ-12, счёт-фактуру или УПД, "
+    "и чек полного расчёта"
+)
+FINAL_NOTE = "финальная отгрузка закрывает счёт: остаток резерва разблокируется, новых отгрузок не будет"
+
+
+def shipment_row(shipment: Shipment, currency: str, response_format: str) -> dict[str, Any]:
+    amount = money(shipment.amount, currency)
+    row: dict[str, Any] = {
+        "shipment_id": shipment.id,
+        "order_id": shipment.order_id,
+        "status": shipment.status,
+        "final": shipment.final,
+        "amount": amount["value"],
+        "amount_human": amount["human"],
+        "created_at": shipment.created_at,
+    }
+    if response_format == "detailed":
+        vat = money(shipment.vat_amount, currency)
+        row.update({
+            "vat_amount": vat["value"],
+            "vat_amount_human": vat["human"],
+            "document_number": shipment.document_number,
+            "document_date": shipment.document_date,
+            "basket_items": [
+                {"sku": i.sku, "name": i.name, "quantity": str(i.quantity),
+                 "total_amount": str(i.total_amount)} for i in shipment.items[:5]
+            ],
+        })
+        if len(shipment.items) > 5:
+            row["basket_items_note"] = f"показано 5 позиций из {len(shipment.items)}"
+    return row
+
+
+def order_shipments(ctx: CallContext, order_id: str) -> tuple[list[Shipment], int]:
+    """All shipments of one order; rows of other orders (a leaky filter) are dropped, counted."""
+    mine: list[Shipment] = []
+    foreign = 0
+    for page in range(1, MAX_PAGES + 1):
+        batch = ctx.client.find_shipments(order_id=order_id, page=page, page_size=PAGE_SIZE)
+        for shipment in batch.shipments:
+            if shipment.order_id == order_id:
+                mine.append(shipment)
+            else:
+                foreign += 1
+        if page * PAGE_SIZE >= batch.total_count or not batch.shipments:
+            break
+    return mine, foreign
+
+
+# -- find_shipments ---------------------------------------------------------------------------
+
+class FindShipmentsParams(StrictModel):
+    order_id: UUID = Field(description="Идентификатор счёта (UUID), чьи отгрузки нужны.")
+    response_format: ResponseFormat = Field(
+        "concise", description="concise — основные поля; detailed — ещё НДС, номер документа и "
+        "первые 5 позиций."
+    )
+
+
+def find_shipments(ctx: CallContext, params: FindShipmentsParams) -> dict[str, Any]:
+    order = load_order(ctx, params.order_id)
+    shipments, foreign = order_shipments(ctx, order.id)
+    return {
+        "order_id": order.id,
+        "shipments": [shipment_row(s, order.currency, params.response_format) for s in shipments],
+        "total_count": len(shipments),
+        "dropped_foreign": foreign,
+    }
+
+
+FIND_SHIPMENTS = ToolSpec(
+    name="find_shipments",
+    title="Отгрузки по заказу",
+    kind="read",
+    toolset="read",
+    params=FindShipmentsParams,
+    handler=find_shipments,
+    description_ru=(
+        "Показывает отгрузки по одному счёту Инвойсбокс (order_id). Для каждой: shipment_id, "
+        "order_id, status, final, amount, amount_human, created_at; detailed добавляет "
+        "vat_amount, document_number, document_date и первые 5 позиций. Возвращает "
+        "shipments, total_count и dropped_foreign — сколько чужих строк отброшено. Ничего не "
+        "меняет."
+    ),
+    summary_ru="Отгрузки по счёту: суммы, статусы, финальная ли. Только чтение.",
+)
+
+
+# -- create_shipment --------------------------------------------------------------------------
+
+class CreateShipmentParams(StrictModel):
+    order_id: UUID = Field(description="Идентификатор оплаченного счёта (UUID).")
+    basket_items: list[BasketItemParams] = Field(
+        min_length=1, max_length=100, description="Что отгружено: позиции, как в счёте."
+    )
+    final: bool = Field(False, description="true — последняя отгрузка, счёт закрывается.")
+    document_number: str | None = Field(
+        None, min_length=1, max_length=100, description="Номер отгрузочного документа."
+    )
+    document_date: date | None = Field(None, description="Дата документа, ГГГГ-ММ-ДД.")
+    confirmation_token: str | None = Field(
+        None, max_length=200,
+        description="Токен из первого вызова. Без него отгрузка не создаётся, а готовится сводка.",
+    )
+    allow_duplicate: bool = Field(
+        False, description="true — осознанно создать вторую такую же отгрузку."
+    )
+
+
+def _totals(params: CreateShipmentParams) -> tuple[int, int]:
+    return (sum(int(i.total_amount) for i in params.basket_items),
+            sum(int(i.total_vat_amount) for i in params.basket_items))
+
+
+def _checked(ctx: CallContext, params: CreateShipmentParams) -> tuple[Order, int, int, int]:
+    """The order, what is already shipped, and this shipment's totals — or a refusal."""
+    order = load_order(ctx, params.order_id)
+    if order.status not in SHIPPABLE:
+        raise ToolError("precondition_failed",
+                        f"отгрузка возможна только по оплаченному счёту; счёт "
+                        f"{order.merchant_order_id} в статусе {order.status}")
+    this, vat = _totals(params)
+    problems = check_basket(params.basket_items, str(this), str(vat), order.currency)
+    if problems:
+        raise ToolError("invalid_arguments", "состав отгрузки не принят: " + "; ".join(
+            p.message for p in problems[:3]), problems=problems)
+    shipments, _ = order_shipments(ctx, order.id)
+    active = [s for s in shipments if s.status != "canceled"]
+    if any(s.final for s in active):
+        raise ToolError("precondition_failed",
+                        f"по счёту {order.merchant_order_id} уже была финальная отгрузка")
+    shipped = sum(s.amount for s in active)
+    if shipped + this > order.amount:
+        raise ToolError(
+            "precondition_failed",
+            f"отгрузка выходит за остаток: по заказу {format_rub(order.amount, order.currency)}, "
+            f"уже отгружено {format_rub(shipped, order.currency)}, в этой отгрузке "
+            f"{format_rub(this, order.currency)}",
+        )
+    return order, shipped, this, vat
+
+
+def summarize_create_shipment(ctx: CallContext, params: CreateShipmentParams) -> Summary:
+    order, shipped, this, vat = _checked(ctx, params)
+    c = order.currency
+    text = (f"Подтвердить отгрузку по счёту {order.merchant_order_id} на {format_rub(this, c)} "
+            f"(НДС {format_rub(vat, c)}): по заказу {format_rub(order.amount, c)}, уже отгружено "
+            f"{format_rub(shipped, c)}" + ("; финальная" if params.final else "") + ". "
+            + DOCUMENTS_NOTE[0].upper() + DOCUMENTS_NOTE[1:] + ".")
+    data = {
+        "order_amount": str(order.amount), "already_shipped": str(shipped),
+        "this_shipment": str(this), "this_shipment_human": format_rub(this, c),
+        "vat_amount": str(vat), "final": params.final, "documents_note": DOCUMENTS_NOTE,
+    }
+    if params.final:
+        data["final_note"] = FINAL_NOTE
+    # No money moves: a shipment weighs on the hourly count, not on amount ceilings.
+    return Summary(text=text, data=data)
+
+
+def shipment_result(shipment: Shipment, currency: str) -> dict[str, Any]:
+    return {"shipment_id": shipment.id, "order_id": shipment.order_id, "status": shipment.status,
+            "amount": str(shipment.amount), "amount_human": format_rub(shipment.amount, currency),
+            "final": shipment.final, "documents_note": DOCUMENTS_NOTE}
+
+
+def create_shipment(ctx: CallContext, params: CreateShipmentParams) -> dict[str, Any]:
+    order, _, _, _ = _checked(ctx, params)
+    shipment = ctx.client.create_shipment(NewShipment(
+        order_id=order.id, basket=basket_lines(params.basket_items), final=params.final,
+        document_number=params.document_number, document_date=params.document_date,
+    ))
+    return shipment_result(shipment, order.currency)
+
+
+def recover_create_shipment(ctx: CallContext, params: CreateShipmentParams
+                            ) -> dict[str, Any] | None:
+    """Shipments carry no id of ours: match the document number, else the same total
+    created since this operation began."""
+    order = load_order(ctx, params.order_id)
+    this, _ = _totals(params)
+    since = (ctx.operation_started - timedelta(seconds=60)) if ctx.operation_started else None
+    shipments, _ = order_shipments(ctx, order.id)
+    for shipment in shipments:
+        if params.document_number:
+            if shipment.document_number == params.document_number:
+                return shipment_result(shipment, order.currency)
+        elif shipment.amount == this and since and _created_after(shipment, since):
+            return shipment_result(shipment, order.currency)
+    return None
+
+
+def _created_after(shipment: Shipment, since: datetime) -> bool:
+    try:
+        return datetime.fromisoformat(shipment.created_at or "") >= since
+    except ValueError:
+        return False
+
+
+CREATE_SHIPMENT = ToolSpec(
+    name="create_shipment",
+    title="Подтвердить отгрузку",
+    kind="write",
+    toolset="write",
+    params=CreateShipmentParams,
+    handler=create_shipment,
+    summarize=summarize_create_shipment,
+    recover=recover_create_shipment,
+    idempotent=True,
+    description_ru=(
+        "Подтверждает в Инвойсбокс отгрузку товара или оказание услуги по оплаченному счёту. "
+        "Отгрузка запускает закрывающие документы: акт или ТОРГ-12, счёт-фактуру или УПД, и "
+        "чек полного расчёта. Работает в два шага: первый вызов проверяет счёт и остаток и "
+        "возвращает сводку и одноразовый confirmation_token; отгрузка создаётся только вторым "
+        "вызовом с теми же параметрами и этим токеном, после согласия человека. Позиции как в "
+        "счёте (суммы — копейки строкой); отгрузить больше суммы счёта нельзя; final закрывает "
+        "счёт. Возвращает shipment_id, order_id, status, amount и final."
+    ),
+    summary_ru=(
+        "Подтвердить отгрузку по оплаченному счёту (запускает акт/ТОРГ-12, счёт-фактуру, УПД): "
+        "два шага, первый вызов даёт сводку и confirmation_token, второй с токеном создаёт."
+    ),
+)
