@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "tools",
     "adapters.invoicebox",
     "adapters.rest",
+    "adapters.mcp",
 ]
 
 MIDDLEWARE = [
@@ -146,6 +147,14 @@ GATEWAY_DEDUP_WINDOW_SECONDS = env.int("GATEWAY_DEDUP_WINDOW_SECONDS", default=1
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.
 GATEWAY_APPROVAL_THRESHOLD_RUB = env.int("GATEWAY_APPROVAL_THRESHOLD_RUB", default=10_000_000)
 
+# MCP Streamable HTTP at /mcp: Host and Origin allowlists against DNS rebinding ("host:*" = any
+# port). Loopback only by default; behind a real hostname list it here, or clients get 421.
+MCP_ALLOWED_HOSTS = env.list("MCP_ALLOWED_HOSTS", default=[
+    "127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"])
+MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[
+    "http://127.0.0.1", "http://127.0.0.1:*", "http://localhost", "http://localhost:*",
+    "http://[::1]", "http://[::1]:*"])
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -163,3 +172,8 @@ INVOICEBOX_READ_ATTEMPTS = env.int("INVOICEBOX_READ_ATTEMPTS", default=3)
 INVOICEBOX_BACKOFF_SECONDS = env.float("INVOICEBOX_BACKOFF_SECONDS", default=1.0)
 # Extra sandbox accounts as "token:merchant-uuid" (the demo token always works).
 INVOICEBOX_SANDBOX_TOKENS = env.list("INVOICEBOX_SANDBOX_TOKENS", default=[])
+# Shared upstream budget per Invoicebox account ("requests/seconds"; the API allows 100/30),
+# and the circuit breaker: open after N consecutive server faults, for S seconds.
+INVOICEBOX_RATE_LIMIT = env.str("INVOICEBOX_RATE_LIMIT", default="100/30")
+INVOICEBOX_BREAKER_FAILURES = env.int("INVOICEBOX_BREAKER_FAILURES", default=5)
+INVOICEBOX_BREAKER_OPEN_SECONDS = env.int("INVOICEBOX_BREAKER_OPEN_SECONDS", default=30)

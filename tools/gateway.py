@@ -331,10 +331,13 @@ def _upstream(trace: _Trace, client: InvoiceboxClient, action: Any) -> Any:
     try:
         return action()
     except InvoiceboxError as error:
+        data: dict[str, Any] = {"upstream_code": error.code} if error.code else {}
+        if error.retry_after is not None:
+            data["retry_after_seconds"] = error.retry_after
         raise ToolError(
             UPSTREAM_CODES[error.kind], error.message,
             hint=_upstream_hint(error),
-            data={"upstream_code": error.code} if error.code else {},
+            data=data,
             upstream_request_id=error.request_id,
             upstream_status=error.http_status,
         ) from None

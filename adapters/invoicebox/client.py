@@ -17,6 +17,7 @@ import simplejson
 from django.conf import settings
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from adapters.invoicebox import limits
 from adapters.invoicebox.money import to_kopecks, to_roubles
 
 logger = logging.getLogger(__name__)
@@ -530,6 +531,7 @@ class InvoiceboxClient:
         self.last_request_id = ""
         self.last_status: int | None = None
         self._token = token
+        self._account = limits.account_key(token)
         self._http = httpx.Client(
             base_url=base_url.rstrip("/") + "/v3",
             transport=transport,
@@ -722,6 +724,7 @@ class InvoiceboxClient:
             content = simplejson.dumps(body, use_decimal=True, ensure_ascii=False).encode()
             headers["Content-Type"] = "application/json"
         for attempt in range(1, attempts + 1):
+            self._admit()
             try:
                 response = self._http.request(
                     method, path, params=params, content=content, headers=headers
@@ -735,13 +738,34 @@ class InvoiceboxClient:
             else:
                 self.last_status = response.status_code
                 self.last_request_id = response.headers.get("x-request-id", "")
+                limits.record(self._account, server_fault=response.status_code >= 500)
                 if response.status_code < 300:
                     return self._decode(response, write)
                 error = self._http_error(response, write)
+            if self.last_status is None:
+                limits.record(self._account, server_fault=True)
             if attempt == attempts or not self._retryable(error):
                 raise error
             time.sleep(self._delay(attempt, error))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _admit(self) -> None:
+        """Nothing is sent past the shared budget or into an open circuit: fail fast instead."""
+        refusal = limits.admit(self._account)
+        if refusal is None:
+            return
+        self.last_status = None
+        if refusal.reason == "rate":
+            raise InvoiceboxError(
+                "rate_limited",
+                f"лимит запросов к Инвойсбокс исчерпан; повторите через {refusal.retry_after:g} с",
+                retry_after=refusal.retry_after,
+            )
+        raise InvoiceboxError(
+            "unavailable",
+            f"Инвойсбокс не отвечает, вызовы приостановлены на {refusal.retry_after:.0f} с",
+            retry_after=refusal.retry_after,
+        )
 
     def _transport_failure(self, write: bool, message: str) -> InvoiceboxError:
         self.last_status = None

@@ -196,3 +196,35 @@ class SandboxRefund(models.Model):
 
     def __str__(self) -> str:
         return f"{self.merchant_order_id} ({self.refund_id})"
+
+
+class UpstreamWindow(models.Model):
+    """Requests sent to one Invoicebox account in one rate window, shared by every process."""
+
+    account = models.CharField(max_length=32)
+    window_start = models.BigIntegerField()  # unix seconds, a multiple of the window length
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "upstream rate window"
+        constraints = [
+            models.UniqueConstraint(fields=["account", "window_start"],
+                                    name="invoicebox_one_window_per_account"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account} @ {self.window_start}: {self.count}"
+
+
+class CircuitState(models.Model):
+    """The circuit breaker of one Invoicebox account: consecutive server faults, open until."""
+
+    account = models.CharField(max_length=32, unique=True)
+    failures = models.PositiveIntegerField(default=0)
+    opened_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "upstream circuit"
+
+    def __str__(self) -> str:
+        return f"{self.account}: {self.failures} faults, open until {self.opened_until}"

@@ -32,6 +32,9 @@ from adapters.invoicebox.models import SandboxAccount, SandboxOrder
 from adapters.invoicebox.money import to_kopecks, to_roubles
 from adapters.invoicebox.sandbox import DEMO_MERCHANT_ID, DEMO_TOKEN, InProcessTransport, set_faults
 
+# The client shares its rate budget and circuit state through the database.
+pytestmark = pytest.mark.django_db
+
 SANDBOX_URL = "http://testserver/sandbox/invoicebox"
 REMOTE_URL = "https://api.invoicebox.ru"
 REMOTE_TOKEN = "0123456789abcdef0123456789abcdef"

@@ -35,6 +35,9 @@ from tests.adapters.invoicebox.test_client import (
     new_order,
 )
 
+# The client shares its rate budget and circuit state through the database.
+pytestmark = pytest.mark.django_db
+
 D = Decimal
 ORDER_ID = "0190d6a4-1f2e-7c3b-9a8d-123456789abc"
 
