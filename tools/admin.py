@@ -19,6 +19,11 @@ class ContourForm(forms.ModelForm):
         help_text="хранится, но не показывается; оставьте пустым, чтобы не менять",
     )
 
+    notification_key = forms.CharField(
+        label="ключ подписи уведомлений", required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="не показывается; оставьте пустым, чтобы не менять",
+    )
     base_url = forms.URLField(label="адрес API", max_length=500, assume_scheme="https")
 
     class Meta:
@@ -26,8 +31,12 @@ class ContourForm(forms.ModelForm):
         fields = (
             "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
             "confirmation_ttl_seconds", "dedup_window_seconds", "approval_thresholds",
-            "approval_for_all_writes", "time_zone",
+            "approval_for_all_writes", "time_zone", "disabled_tools", "notification_key",
         )
+
+    def clean_notification_key(self) -> str:
+        return self.cleaned_data.get("notification_key") or (
+            self.instance.notification_key if self.instance.pk else "")
 
     def clean_api_token(self) -> str:
         token = self.cleaned_data.get("api_token", "")

@@ -118,7 +118,8 @@ def reject(contour: Contour | None, code: str, message: str, *, channel: str, ac
 
 
 def visible_tools(contour: Contour) -> list[ToolSpec]:
-    return [spec for spec in catalog.CATALOG if contour.has_toolset(spec.toolset)]
+    return [spec for spec in catalog.CATALOG
+            if contour.has_toolset(spec.toolset) and contour.tool_enabled(spec.name)]
 
 
 # -- the pipeline ----------------------------------------------------------------------------
@@ -140,6 +141,9 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     if not contour.has_toolset(spec.toolset):
         raise ToolError("forbidden", _forbidden_message(spec, contour),
                         hint="включить набор может только владелец контура в админке")
+    if not contour.tool_enabled(spec.name):
+        raise ToolError("forbidden", f"инструмент {spec.name} выключен владельцем контура "
+                        f"«{contour.slug}»", hint="включить его может только владелец контура")
     params = validate(spec.params, arguments)
     problems = spec.check(params, contour) if spec.check else []
     if problems:

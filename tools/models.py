@@ -70,6 +70,10 @@ class Contour(models.Model):
     )
     time_zone = models.CharField("часовой пояс суточных потолков", max_length=64,
                                  default="Europe/Moscow")
+    # Per-tool switches inside the enabled toolsets: names listed here are off.
+    disabled_tools = models.JSONField("выключенные инструменты", default=list, blank=True)
+    # The key Invoicebox signs payment notifications with (X-Signature); write-only like the token.
+    notification_key = models.CharField("ключ подписи уведомлений", max_length=200, blank=True)
     created_at = models.DateTimeField("создан", auto_now_add=True)
 
     class Meta:
@@ -81,6 +85,9 @@ class Contour(models.Model):
 
     def has_toolset(self, toolset: str) -> bool:
         return toolset in self.toolsets
+
+    def tool_enabled(self, name: str) -> bool:
+        return name not in (self.disabled_tools or [])
 
     @property
     def writes_enabled(self) -> bool:
@@ -152,6 +159,10 @@ class ApiKey(models.Model):
 
     contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="api_keys")
     label = models.CharField("метка", max_length=200, blank=True)
+    # The person who holds the key, when known: an operator may not approve what their own
+    # key prepared.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
+                             blank=True, related_name="api_keys", verbose_name="владелец ключа")
     prefix = models.CharField("префикс", max_length=PREFIX_LENGTH, db_index=True)
     key_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField("создан", auto_now_add=True)
@@ -273,3 +284,51 @@ class Operation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} {self.key} ({self.state})"
+
+
+class TrackedOrder(models.Model):
+    """An order this gateway issued: what notifications and status refreshes compare against."""
+
+    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="orders")
+    order_id = models.CharField(max_length=64)
+    merchant_order_id = models.CharField(max_length=256)
+    amount = models.BigIntegerField("сумма, копейки")
+    currency = models.CharField(max_length=3)
+    status = models.CharField(max_length=32)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "счёт"
+        verbose_name_plural = "счета"
+        constraints = [
+            models.UniqueConstraint(fields=["contour", "order_id"], name="one_tracked_order"),
+        ]
+        indexes = [models.Index(fields=["contour", "status"]),
+                   models.Index(fields=["merchant_order_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.merchant_order_id} ({self.status})"
+
+
+class ProcessedNotification(models.Model):
+    """A payment notification handled once: its id is unique per contour (Invoicebox retries)."""
+
+    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="notifications")
+    notification_id = models.CharField(max_length=64)
+    order_id = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=32)
+    answer = models.JSONField(default=dict)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "уведомление"
+        verbose_name_plural = "уведомления"
+        constraints = [
+            models.UniqueConstraint(fields=["contour", "notification_id"],
+                                    name="one_notification_per_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.notification_id} ({self.status})"

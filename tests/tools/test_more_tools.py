@@ -271,3 +271,23 @@ def test_no_configuration_lets_a_refund_run_without_a_human(refunder: Assistant,
 
     assert body["status"] == "awaiting_approval"
     assert not JournalEntry.objects.filter(tool="create_refund", phase="execute", code="ok").exists()
+
+
+def test_a_tool_switched_off_is_hidden_and_forbidden(assistant: Assistant):
+    assistant.contour.disabled_tools = ["cancel_order"]
+    assistant.contour.save()
+
+    _, listed = assistant.get("/api/v1/tools")
+    status, body = assistant.call("cancel_order", {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"})
+
+    assert "cancel_order" not in [t["name"] for t in listed["tools"]]
+    assert (status, body["code"]) == (403, "forbidden")
+
+
+def test_created_orders_are_tracked_for_notifications(assistant: Assistant):
+    from tools.models import TrackedOrder
+
+    order_id = new_order(assistant)
+
+    tracked = TrackedOrder.objects.get(order_id=order_id)
+    assert (tracked.amount, tracked.currency, tracked.status) == (36600, "RUB", "created")

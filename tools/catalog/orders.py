@@ -37,6 +37,7 @@ from tools.params import (
     format_rub,
     vat_rate,
 )
+from tools.models import TrackedOrder
 from tools.spec import CallContext, Summary, ToolSpec
 
 if TYPE_CHECKING:
@@ -370,8 +371,18 @@ def created_result(order: Order, warnings: list[str]) -> dict[str, Any]:
     }
 
 
+def track(ctx: CallContext, order: Order) -> None:
+    """Remember an order this gateway issued, for notifications and status refreshes."""
+    TrackedOrder.objects.update_or_create(
+        contour=ctx.contour, order_id=order.id,
+        defaults={"merchant_order_id": order.merchant_order_id, "amount": order.amount,
+                  "currency": order.currency, "status": order.status},
+    )
+
+
 def create_order(ctx: CallContext, params: CreateOrderParams) -> dict[str, Any]:
     order = ctx.client.create_order(build_new_order(params, ctx.merchant_order_id))
+    track(ctx, order)
     return created_result(order, check_customer(params.customer)[1])
 
 
@@ -380,6 +391,7 @@ def recover_create_order(ctx: CallContext, params: CreateOrderParams) -> dict[st
     page = ctx.client.find_orders(merchant_order_id=ctx.merchant_order_id, page_size=5)
     if not page.orders:
         return None
+    track(ctx, page.orders[0])
     return created_result(page.orders[0], check_customer(params.customer)[1])
 
 
