@@ -20,6 +20,7 @@ from tools.checks import (
     resolve_unit,
 )
 from tools.errors import Problem, ToolError
+from tools.models import TrackedOrder
 from tools.params import (
     Currency,
     CustomerType,
@@ -37,7 +38,6 @@ from tools.params import (
     format_rub,
     vat_rate,
 )
-from tools.models import TrackedOrder
 from tools.spec import CallContext, Summary, ToolSpec
 
 if TYPE_CHECKING:
