@@ -113,3 +113,13 @@ class Outcome:
         body["replayed"] = self.replayed
         body["journal_id"] = self.journal_id
         return body
+
+
+def invalid_arguments(problems: list[Problem]) -> ToolError:
+    """The one refusal for arguments that don't hold: every failing field, nothing guessed."""
+    return ToolError(
+        "invalid_arguments",
+        "параметры не приняты: " + "; ".join(f"{p.field} — {p.message}" for p in problems[:3]),
+        hint="исправьте перечисленные поля и повторите вызов; значения не угадываются",
+        problems=problems,
+    )

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
 from audit import journal
 from tools import approvals, catalog, ceilings, confirmations
-from tools.errors import Outcome, ToolError
+from tools.errors import Outcome, ToolError, invalid_arguments
 from tools.models import (
     ConfirmationStatus,
     Contour,
@@ -147,9 +147,7 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     params = validate(spec.params, arguments)
     problems = spec.check(params, contour) if spec.check else []
     if problems:
-        raise ToolError("invalid_arguments", "параметры не приняты: " + "; ".join(
-            f"{p.field} — {p.message}" for p in problems[:3]),
-            hint="исправьте перечисленные поля; значения не угадываются", problems=problems)
+        raise invalid_arguments(problems)
     if not spec.writes:
         return _read(trace, spec, params)
     canonical = spec.canonical_arguments(params)

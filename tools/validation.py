@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from tools.errors import Problem, ToolError
+from tools.errors import Problem, invalid_arguments
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -121,11 +121,4 @@ def validate(model: type[M], arguments: dict[str, Any]) -> M:
     try:
         return model.model_validate_json(json.dumps(arguments, ensure_ascii=False), strict=True)
     except ValidationError as error:
-        raise ToolError(
-            "invalid_arguments",
-            "параметры не приняты: " + "; ".join(
-                f"{p.field} — {p.message}" for p in problems_from(error, model)[:3]
-            ),
-            hint="исправьте перечисленные поля и повторите вызов; значения не угадываются",
-            problems=problems_from(error, model),
-        ) from None
+        raise invalid_arguments(problems_from(error, model)) from None
