@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from adapters.functions.schema import measure
 from adapters.rest.authentication import ContourKeyAuthentication, ContourPrincipal, HasContourKey
 from adapters.rest.formats import all_formats, export_tools
 from tools import gateway
@@ -55,7 +56,10 @@ class ToolsView(ContourView):
     @extend_schema(
         summary="Инструменты контура в формате платформы",
         parameters=[OpenApiParameter("format", str, default="neutral",
-                                     description="neutral, openai, gigachat, hermes, mcp, ...")],
+                                     description="neutral, openai, gigachat, hermes, mcp, ..."),
+                    OpenApiParameter("stats", str, required=False,
+                                     description="1 — добавить stats: размер определений в "
+                                                 "символах и оценку токенов")],
         responses={200: serializers.DictField()},
     )
     def get(self, request: Request) -> Response:
@@ -69,7 +73,13 @@ class ToolsView(ContourView):
                 channel=CHANNEL, actor=principal.actor, tool="tools/list",
             )
             return Response(outcome.as_dict(), status=outcome.http_status)
-        return Response(export_tools(fmt, gateway.visible_tools(principal.contour)))
+        specs = gateway.visible_tools(principal.contour)
+        body = export_tools(fmt, specs)
+        if request.query_params.get("stats") in ("1", "true"):
+            # The size an assistant pays for these definitions in every request.
+            body = {**body, "stats": {"format": fmt, "tools_visible": len(specs),
+                                      **measure(body)}}
+        return Response(body)
 
 
 class CallView(ContourView):

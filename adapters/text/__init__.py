@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from adapters.rest.formats import Exporter
+from adapters.text.hermes import export as hermes_export
 
-FORMATS: dict[str, Exporter] = {}
+FORMATS: dict[str, Exporter] = {"hermes": hermes_export}

@@ -1,5 +1,9 @@
 """REST endpoints of this adapter, mounted under /api/v1/ (see adapters/rest/urls.py)."""
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from adapters.text.views import TextCallView
+
+urlpatterns: list[URLPattern] = [
+    path("text/call", TextCallView.as_view(), name="text-call"),
+]

@@ -151,3 +151,12 @@ def test_every_refusal_and_success_is_journaled_without_secrets(assistant: Assis
     assert assistant.key not in dump
     assert "ibg_guess" not in dump
     assert entries[1].operation_key and entries[1].upstream_request_id
+
+
+def test_deeply_nested_json_is_invalid_json_not_a_500(assistant: Assistant):
+    response = assistant.http.post("/api/v1/call", data="[" * 100_000,
+                                   content_type="application/json",
+                                   HTTP_AUTHORIZATION=f"Bearer {assistant.key}")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_json"

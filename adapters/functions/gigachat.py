@@ -1,0 +1,175 @@
+"""GigaChat: `functions` (v1) and `tools[].functions.specifications` (v2), the call, the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field
+
+from adapters.functions import schema
+from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
+from tools import gateway
+from tools.errors import Problem
+from tools.models import Contour
+from tools.spec import ToolSpec
+
+CHANNEL = "gigachat"
+
+# Observed: GigaChat refuses a function block over 4096 tokens (formats.md, [G7]). Our estimate
+# over-counts, and the margin leaves room for its own rendering of the block.
+TOKEN_BUDGET = 3700
+
+# Russian requests a user would type, with the arguments the model should produce. They must
+# pass the tool's own validation (a test runs each through it).
+FEW_SHOT: dict[str, list[dict[str, Any]]] = {
+    "lookup_company_by_inn": [
+        {"request": "Найди организацию с ИНН 7710044140", "params": {"inn": "7710044140"}},
+    ],
+    "get_order": [
+        {"request": "Покажи счёт 017f038f-c78b-736d-dc00-8bce30bd0f9f подробно",
+         "params": {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
+                    "response_format": "detailed"}},
+    ],
+    "find_orders": [
+        {"request": "Какие счета ещё не оплачены?", "params": {"status": ["created"]}},
+    ],
+    "find_shipments": [
+        {"request": "Что уже отгружено по счёту 017f038f-c78b-736d-dc00-8bce30bd0f9f?",
+         "params": {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"}},
+    ],
+    "cancel_order": [
+        {"request": "Отмени счёт 017f038f-c78b-736d-dc00-8bce30bd0f9f, клиент передумал",
+         "params": {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
+                    "reason": "Клиент передумал"}},
+    ],
+    "create_order": [
+        {"request": "Выставь ООО «Ромашка», ИНН 7710044140, счёт за 3 ночи в номере по 122 "
+                    "рубля с НДС 22%, оплатить до конца 2099 года",
+         "params": {
+             "description": "Бронирование номера, 3 ночи",
+             "customer": {"type": "legal", "name": "ООО «Ромашка»", "vat_number": "7710044140"},
+             "basket_items": [{"sku": "ROOM-STD", "name": "Бронирование номера", "type": "service",
+                               "measure": "шт.", "quantity": 3, "amount": "12200",
+                               "total_amount": "36600", "total_vat_amount": "6600",
+                               "vat_code": "RUS_VAT22"}],
+             "amount": "36600", "vat_amount": "6600", "currency_id": "RUB",
+             "expiration_date": "2099-12-31T23:59:00+03:00",
+         }},
+    ],
+}
+
+
+@dataclass(frozen=True)
+class _Level:
+    """One step of fitting the block into the budget, from richest to leanest."""
+
+    short: bool
+    field_limit: int
+    examples: bool
+    returns: bool
+
+
+LEVELS = (
+    _Level(short=False, field_limit=schema.FIELD_DESCRIPTION_LIMIT, examples=True, returns=True),
+    _Level(short=True, field_limit=schema.FIELD_DESCRIPTION_LIMIT, examples=True, returns=True),
+    _Level(short=True, field_limit=120, examples=True, returns=False),
+    _Level(short=True, field_limit=120, examples=False, returns=False),
+)
+
+
+def specification(spec: ToolSpec, level: _Level = LEVELS[0]) -> dict[str, Any]:
+    """One function as both contracts define it: name, description, parameters, extras."""
+    profile = schema.Profile(constraints=schema.MINIMAL.constraints, field_limit=level.field_limit)
+    out: dict[str, Any] = {
+        "name": spec.name,
+        "description": schema.describe(spec, short=level.short),
+        "parameters": schema.parameters(spec.params, profile),
+    }
+    if level.examples and spec.name in FEW_SHOT:
+        out["few_shot_examples"] = FEW_SHOT[spec.name]
+    if level.returns:
+        out["return_parameters"] = schema.result_schema(spec, profile)
+    return out
+
+
+def fit(specs: list[ToolSpec]) -> list[dict[str, Any]]:
+    """The richest level whose block fits the budget; if none does, tools from the end of the
+    catalog order go first (the order puts the everyday ones in front)."""
+    for count in range(len(specs), 0, -1):
+        for level in LEVELS:
+            functions = [specification(spec, level) for spec in specs[:count]]
+            if schema.measure(functions)["tokens_estimate"] <= TOKEN_BUDGET:
+                return functions
+    # Not even one tool fits: the leanest first tool, so the block is never silently empty.
+    return [specification(spec, LEVELS[-1]) for spec in specs[:1]]
+
+
+def export_v1(specs: list[ToolSpec]) -> dict[str, Any]:
+    # "auto" lets the model choose; the reference names no default, so it is sent explicitly.
+    return {"functions": fit(specs), "function_call": "auto"}
+
+
+def export_v2(specs: list[ToolSpec]) -> dict[str, Any]:
+    return {"tools": [{"functions": {"specifications": fit(specs)}}],
+            "tool_config": {"mode": "auto"}}
+
+
+# -- calls -----------------------------------------------------------------------------------
+
+class _FunctionCall(PlatformModel):
+    name: str
+    # An object by contract; anything else goes to the core, which refuses it with a reason.
+    arguments: Any = None
+
+
+class _MessageV1(PlatformModel):
+    role: Literal["assistant"]
+    function_call: _FunctionCall
+    functions_state_id: str | None = None
+
+
+class _Part(PlatformModel):
+    function_call: _FunctionCall | None = None
+
+
+class _MessageV2(PlatformModel):
+    role: Literal["assistant"]
+    content: list[_Part]
+    function_call: _FunctionCall | None = None
+    # The SDK writes tools_state_id; the API answers tool_state_id; v1 had functions_state_id.
+    tools_state_id: str | None = Field(None, validation_alias=AliasChoices(
+        "tools_state_id", "tool_state_id", "functions_state_id"))
+
+
+def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
+    """The assistant message GigaChat returned -> the message to append next."""
+    v2 = isinstance(body, dict) and isinstance(body.get("content"), list)
+    try:
+        if v2:
+            message = read(_MessageV2, body)
+            calls = [part.function_call for part in message.content if part.function_call]
+            calls += [message.function_call] if message.function_call else []
+            if len(calls) != 1:
+                raise Malformed([Problem("content", f"нужен ровно один function_call, а их "
+                                                    f"{len(calls)}: GigaChat вызывает одну "
+                                                    "функцию за сообщение")])
+            call, state = calls[0], message.tools_state_id
+        else:
+            v1 = read(_MessageV1, body)
+            call, state = v1.function_call, v1.functions_state_id
+    except Malformed as malformed:
+        return refuse(contour, malformed, platform="GigaChat", channel=CHANNEL, actor=actor,
+                      body=body)
+    outcome = gateway.call(contour, call.name, call.arguments, channel=CHANNEL, actor=actor)
+    if v2:
+        reply: dict[str, Any] = {"role": "tool"}
+        if state:
+            reply["tools_state_id"] = state
+        reply["content"] = [{"function_result": {"name": call.name,
+                                                 "result": outcome.as_dict()}}]
+        return Reply(200, reply)
+    reply = {"role": "function", "name": call.name, "content": as_text(outcome)}
+    if state:
+        reply["functions_state_id"] = state
+    return Reply(200, reply)

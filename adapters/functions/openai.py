@@ -1,0 +1,120 @@
+"""OpenAI Chat Completions: `tools` (plain and strict), `tool_calls` in, `role: tool` messages out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import Field
+
+from adapters.functions import schema
+from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
+from tools import catalog, gateway
+from tools.errors import Outcome
+from tools.models import Contour
+from tools.spec import ToolSpec
+
+CHANNEL = "openai"
+
+
+def function(spec: ToolSpec, profile: schema.Profile = schema.FULL) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": spec.name,
+        "description": schema.describe(spec),
+        "parameters": schema.parameters(spec.params, profile),
+    }}
+
+
+def export(specs: list[ToolSpec]) -> dict[str, Any]:
+    return {"tools": [function(spec) for spec in specs]}
+
+
+def export_strict(specs: list[ToolSpec]) -> dict[str, Any]:
+    tools = []
+    for spec in specs:
+        tool = function(spec, schema.STRICT)
+        tool["function"]["parameters"] = schema.strict(tool["function"]["parameters"])
+        tool["function"]["strict"] = True
+        tools.append(tool)
+    # OpenAI: parallel calls "may not match strict schemas" (formats.md, [O6]).
+    return {"tools": tools, "parallel_tool_calls": False}
+
+
+# -- calls -----------------------------------------------------------------------------------
+
+class _Function(PlatformModel):
+    name: str
+    # A JSON string by contract; an object (some compatible servers) is taken as it is.
+    arguments: Any
+
+
+class _ToolCall(PlatformModel):
+    id: str
+    type: Literal["function"] = "function"
+    function: _Function
+
+
+class _Message(PlatformModel):
+    role: Literal["assistant"]
+    tool_calls: list[_ToolCall] = Field(min_length=1)
+
+
+def _reject_nan(constant: str) -> Any:
+    raise ValueError(f"{constant} — не JSON")
+
+
+def parse_arguments(raw: Any) -> tuple[Any, str]:
+    """(arguments, "") or (None, the parser's reason). Never repairs the text."""
+    if not isinstance(raw, str):
+        return raw, ""
+    try:
+        return json.loads(raw, parse_constant=_reject_nan), ""
+    except (ValueError, RecursionError) as error:
+        return None, str(error) or type(error).__name__
+
+
+def without_nulls(schema_node: dict[str, Any], value: Any) -> Any:
+    """Strict mode sends every field, an optional one as null: null there means "not given".
+    Only optional fields lose their nulls; a null in a required field reaches the core."""
+    if schema_node.get("type") == "object" and isinstance(value, dict):
+        props = schema_node.get("properties", {})
+        required = set(schema_node.get("required", []))
+        return {key: without_nulls(props.get(key, {}), item) for key, item in value.items()
+                if not (item is None and key in props and key not in required)}
+    if schema_node.get("type") == "array" and isinstance(value, list):
+        return [without_nulls(schema_node.get("items", {}), item) for item in value]
+    return value
+
+
+def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
+    """The assistant message with tool_calls -> one `role: tool` message per call, in order."""
+    try:
+        message = read(_Message, body)
+    except Malformed as malformed:
+        return refuse(contour, malformed, platform="OpenAI", channel=CHANNEL, actor=actor,
+                      body=body)
+    outcomes: dict[int, Outcome] = {}
+    batch: list[tuple[int, str, Any]] = []
+    for index, call in enumerate(message.tool_calls):
+        arguments, reason = parse_arguments(call.function.arguments)
+        if reason:
+            outcomes[index] = gateway.reject(
+                contour, "invalid_json",
+                f"arguments вызова {call.function.name[:64]} — не JSON: {reason}",
+                channel=CHANNEL, actor=actor, tool=call.function.name[:64],
+                arguments={"_invalid_json_length": len(call.function.arguments)},
+                hint="повторите вызов с arguments — JSON-объектом в строке; значения не угадываются",
+            )
+            continue
+        spec = catalog.get(call.function.name)
+        if spec is not None:
+            arguments = without_nulls(schema.parameters(spec.params), arguments)
+        batch.append((index, call.function.name, arguments))
+    items = gateway.call_batch(contour, [(name, args) for _, name, args in batch],
+                               channel=CHANNEL, actor=actor)
+    for (index, _, _), item in zip(batch, items, strict=True):
+        outcomes[index] = item.outcome
+    return Reply(200, [
+        {"role": "tool", "tool_call_id": call.id, "content": as_text(outcomes[index])}
+        for index, call in enumerate(message.tool_calls)
+    ])

@@ -1,0 +1,303 @@
+"""Pydantic models -> the common-subset JSON Schema every function platform accepts; texts that fit."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tools.spec import ToolSpec
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+FUNCTION_DESCRIPTION_LIMIT = 1024
+FIELD_DESCRIPTION_LIMIT = 240
+
+# Keywords no exported schema may contain (the strict OpenAI variant adds its own nullable types).
+FORBIDDEN_KEYWORDS = frozenset({
+    "anyOf", "oneOf", "allOf", "not", "$ref", "$defs", "definitions", "nullable",
+    "if", "then", "else", "dependentRequired", "dependentSchemas", "patternProperties",
+})
+
+# The shape every platform understands; the constraints are optional extras per profile.
+STRUCTURE = frozenset({"type", "description", "enum", "properties", "required", "items"})
+CONSTRAINTS = frozenset({
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems",
+    "minLength", "maxLength", "pattern", "format", "default",
+})
+
+CONFIRMATION_MARK = "confirmation_token"
+TWO_STEP_SHORT_RU = "Два шага: первый вызов даёт сводку и confirmation_token, второй с ним выполняет."
+TWO_STEP_RU = (
+    "Работает в два шага: первый вызов ничего не меняет и возвращает сводку и "
+    "confirmation_token; операция выполняется только повторным вызовом с теми же параметрами "
+    "и этим токеном, после согласия человека."
+)
+
+# No platform tokenizer is available offline. BPE tokenizers give roughly 3-4 characters per
+# token on Russian prose mixed with JSON punctuation, so dividing by 3 errs on the high side.
+CHARS_PER_TOKEN = 3
+TOKEN_METHOD = (f"characters of compact JSON (ensure_ascii=False) / {CHARS_PER_TOKEN}, rounded up; "
+                "a deliberate over-estimate, no platform tokenizer is used")
+
+
+class SchemaError(ValueError):
+    """A parameter model uses a construct the common subset cannot express (e.g. a union)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Which optional keywords a platform gets on top of the common structure."""
+
+    constraints: frozenset[str] = CONSTRAINTS
+    field_limit: int = FIELD_DESCRIPTION_LIMIT
+
+
+# GigaChat's SDK keeps only type/description/enum/items/properties; constraints only cost tokens.
+MINIMAL = Profile(constraints=frozenset())
+FULL = Profile()
+
+
+# -- descriptions ----------------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    return [part for part in _SENTENCE_END.split(" ".join(text.split())) if part]
+
+
+def shorten(text: str, limit: int, *, keep: str = "") -> str:
+    """Whole sentences, in order, within ``limit``; the first one and any containing ``keep``
+    come first. A first sentence longer than the limit is cut at a word with an ellipsis."""
+    parts = sentences(text)
+    if not parts:
+        return ""
+    if len(" ".join(parts)) <= limit:
+        return " ".join(parts)
+    must = {0} | ({i for i, s in enumerate(parts) if keep and keep in s})
+    if len(" ".join(parts[i] for i in sorted(must))) > limit:
+        must = {0}
+    if len(parts[0]) > limit:
+        cut = parts[0][: limit - 1].rsplit(" ", 1)[0].rstrip(",;:—- ")
+        return cut + "…"
+    chosen = set(must)
+    for index in range(len(parts)):
+        if index in chosen:
+            continue
+        trial = chosen | {index}
+        if len(" ".join(parts[i] for i in sorted(trial))) <= limit:
+            chosen = trial
+    return " ".join(parts[i] for i in sorted(chosen))
+
+
+def describe(spec: ToolSpec, limit: int = FUNCTION_DESCRIPTION_LIMIT, *, short: bool = False
+             ) -> str:
+    """The function description: full or short catalog text within ``limit``. A write tool's
+    text always states the two-step confirmation, since no format has a 'modifies' flag."""
+    source = spec.summary_ru if short else spec.description_ru
+    if not spec.writes:
+        return shorten(source, limit)
+    if CONFIRMATION_MARK not in source:
+        source = f"{source} {TWO_STEP_RU}"
+    text = shorten(source, limit, keep=CONFIRMATION_MARK)
+    if CONFIRMATION_MARK in text:
+        return text
+    if not short:
+        return describe(spec, limit, short=True)
+    return shorten(TWO_STEP_SHORT_RU, limit)
+
+
+# -- parameters ------------------------------------------------------------------------------
+
+def parameters(model: type[BaseModel], profile: Profile = FULL) -> dict[str, Any]:
+    """The tool's arguments as a common-subset object schema (generated, never hand-written)."""
+    return copy.deepcopy(_parameters(model, profile))
+
+
+@functools.cache
+def _parameters(model: type[BaseModel], profile: Profile) -> dict[str, Any]:
+    raw = model.model_json_schema()
+    root = {key: value for key, value in raw.items() if key not in ("description", "title")}
+    return _node(root, raw.get("$defs", {}), profile, path=model.__name__, root=True)
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str, Any]:
+    """Inline $ref and unwrap Optional (anyOf [T, null]); the field's own keys win."""
+    while True:
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            # A model's docstring is not an argument description (and may be English).
+            target = {k: v for k, v in defs[name].items() if k not in ("description", "title")}
+            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+            continue
+        for key in ("anyOf", "oneOf", "allOf"):
+            if key in node:
+                branches = [b for b in node[key] if b.get("type") != "null"]
+                if len(branches) != 1:
+                    raise SchemaError(f"{path}: {key} with {len(branches)} branches cannot be "
+                                      "expressed without unions; split it into separate fields")
+                rest = {k: v for k, v in node.items() if k != key}
+                if rest.get("default", 0) is None:
+                    rest.pop("default")
+                node = {**branches[0], **rest}
+                break
+        else:
+            return node
+
+
+def _node(node: dict[str, Any], defs: dict[str, Any], profile: Profile, path: str,
+          *, root: bool = False, item: bool = False) -> dict[str, Any]:
+    node = _resolve(node, defs, path)
+    if "const" in node:
+        node = {**{k: v for k, v in node.items() if k != "const"}, "enum": [node["const"]]}
+    kind = node.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        if len(kinds) != 1:
+            raise SchemaError(f"{path}: type {kind} is a union")
+        kind = kinds[0]
+    if kind is None and "enum" in node:
+        kind = _enum_type(node["enum"], path)
+    if kind is None:
+        raise SchemaError(f"{path}: no type (Any is not expressible for every platform)")
+    out: dict[str, Any] = {"type": kind}
+    description = node.get("description", "")
+    if kind == "object":
+        props = node.get("properties", {})
+        out["properties"] = {
+            name: _node(child, defs, profile, f"{path}.{name}") for name, child in props.items()
+        }
+        required = [name for name in node.get("required", []) if name in props]
+        if required:
+            out["required"] = required
+    elif kind == "array":
+        out["items"] = _node(node.get("items", {"type": "string"}), defs, profile, f"{path}[]",
+                             item=True)
+    if "enum" in node:
+        out["enum"] = list(node["enum"])
+    for key in sorted(profile.constraints & node.keys()):
+        if key == "default" and node[key] is None:
+            continue
+        out[key] = node[key]
+    if not (root or item):  # the root's required survives everywhere; an array names its items'
+        description = _with_required(description, out, profile.field_limit)
+    if description:
+        out["description"] = shorten(description, profile.field_limit)
+    return out
+
+
+def _enum_type(values: list[Any], path: str) -> str:
+    kinds = {type(v) for v in values}
+    names = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    if len(kinds) != 1 or next(iter(kinds)) not in names:
+        raise SchemaError(f"{path}: enum of mixed types {values}")
+    return names[next(iter(kinds))]
+
+
+def _with_required(description: str, node: dict[str, Any], limit: int) -> str:
+    """Nested `required` is dropped by GigaChat's SDK, so the parent's text names them too."""
+    if node["type"] == "object":
+        names, prefix = node.get("required", []), "Обязательные поля: "
+    elif node["type"] == "array" and node["items"]["type"] == "object":
+        names, prefix = node["items"].get("required", []), "Обязательные поля каждого элемента: "
+    else:
+        return description
+    if not names:
+        return description
+    suffix = prefix + ", ".join(names) + "."
+    room = limit - len(suffix) - 1
+    base = shorten(description, room) if description else ""
+    return f"{base} {suffix}".strip()
+
+
+def walk(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every schema node with its path: for tests and the integer conversion."""
+    if not isinstance(schema, dict):
+        return []
+    found = [(path or "$", schema)]
+    for name, child in (schema.get("properties") or {}).items():
+        found += walk(child, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict):
+        found += walk(schema["items"], f"{path}[]")
+    return found
+
+
+# -- OpenAI strict ---------------------------------------------------------------------------
+
+# What OpenAI's strict mode documents as supported besides the structure; minLength/maxLength
+# and default are not in that list, so they are left out rather than risk a 400.
+STRICT = Profile(constraints=frozenset({
+    "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "minItems", "maxItems",
+}))
+
+
+def strict(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
+    """Strict structured-outputs form: every property required, optional ones nullable
+    (the only place a null type appears), additionalProperties false on every object."""
+    out = dict(schema)
+    if out["type"] == "object":
+        optional = set(out["properties"]) - set(out.get("required", []))
+        out["properties"] = {name: strict(child, required=name not in optional)
+                             for name, child in out["properties"].items()}
+        out["required"] = list(out["properties"])
+        out["additionalProperties"] = False
+    elif out["type"] == "array":
+        out["items"] = strict(out["items"])
+    if not required:
+        out["type"] = [out["type"], "null"]
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+    return out
+
+
+# -- results ---------------------------------------------------------------------------------
+
+class _Problem(BaseModel):
+    field: str
+    message: str
+
+
+class _Confirmation(BaseModel):
+    token: str = Field(description="Передать во втором вызове как confirmation_token.")
+    summary: str = Field(description="Перескажите человеку и дождитесь согласия.")
+    expires_at: str
+    approval_url: str | None = None
+
+
+# The envelope of API.md, kept lean: GigaChat counts these schemas against its token cap.
+class ReadResult(BaseModel):
+    status: Literal["ok", "rejected", "error"]
+    code: str
+    message: str = Field(description="Для пересказа человеку.")
+    hint: str | None = Field(None, description="Что делать дальше.")
+    problems: list[_Problem]
+    data: dict[str, Any] = Field(description="Результат, его поля — в описании функции.")
+    journal_id: int | None
+
+
+class WriteResult(ReadResult):
+    status: Literal[  # type: ignore[assignment]
+        "ok", "confirmation_required", "awaiting_approval", "rejected", "error"
+    ]
+    confirmation: _Confirmation | None = None
+    replayed: bool
+
+
+def result_schema(spec: ToolSpec, profile: Profile = MINIMAL) -> dict[str, Any]:
+    """The envelope (API.md) as the function's return schema, from its pydantic model."""
+    return parameters(WriteResult if spec.writes else ReadResult, profile)
+
+
+# -- size ------------------------------------------------------------------------------------
+
+def measure(definitions: Any) -> dict[str, Any]:
+    text = json.dumps(definitions, ensure_ascii=False, separators=(",", ":"))
+    return {"characters": len(text), "tokens_estimate": math.ceil(len(text) / CHARS_PER_TOKEN),
+            "token_estimate_method": TOKEN_METHOD}

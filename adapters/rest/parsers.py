@@ -1,0 +1,19 @@
+"""The JSON parser of every assistant endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+
+class StrictJSONParser(JSONParser):
+    """DRF's parser lets a RecursionError (deeply nested JSON) escape as a 500."""
+
+    def parse(self, stream: Any, media_type: str | None = None,
+              parser_context: dict[str, Any] | None = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON вложен слишком глубоко") from None

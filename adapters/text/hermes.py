@@ -1,0 +1,524 @@
+"""Hermes / Qwen calls in text: the <tools> prompt, a strict <tool_call> parser, <tool_response>."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.functions.schema import describe, parameters
+from tools import catalog, gateway
+from tools.errors import Outcome, Problem
+from tools.models import Contour
+from tools.spec import ToolSpec
+
+CHANNEL = "text"
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+THINK_START, THINK_END = "<think>", "</think>"
+# Qwen2.5/Qwen3 templates merge tool results into one `user` turn (Hermes 2 Pro used `tool`).
+TOOL_RESPONSE_ROLE = "user"
+# One reply may not fan out into unbounded upstream calls and journal entries.
+MAX_CANDIDATES = 32
+_JSON_WS = " \t\r\n"
+
+# The Qwen2.5 / Qwen3 chat template text around the tool lines, verbatim: the wording the
+# models were trained on, so it stays in English.
+TOOLS_HEADER = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+TOOLS_FOOTER = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+)
+CALL_FORM = '<tool_call>\n{"name": "<инструмент>", "arguments": {...}}\n</tool_call>'
+
+
+# -- the system prompt -----------------------------------------------------------------------
+
+def tool_definition(spec: ToolSpec) -> dict[str, Any]:
+    """The line of one tool, in the shape the template expects; the schema generator is the
+    function formats' one, so every platform sees the same arguments."""
+    return {"type": "function", "function": {
+        "name": spec.name,
+        "description": describe(spec),
+        "parameters": parameters(spec.params),
+    }}
+
+
+def tool_line(definition: dict[str, Any]) -> str:
+    # What the template's `tool | tojson` prints in transformers: json.dumps, non-ASCII kept.
+    return json.dumps(definition, ensure_ascii=False)
+
+
+def tools_block(specs: list[ToolSpec]) -> str:
+    lines = "".join("\n" + tool_line(tool_definition(spec)) for spec in specs)
+    return f"<tools>{lines}\n</tools>"
+
+
+def tools_section(specs: list[ToolSpec]) -> str:
+    """What the template appends to the system message when tools are given."""
+    return TOOLS_HEADER + "".join("\n" + tool_line(tool_definition(s)) for s in specs) + TOOLS_FOOTER
+
+
+def preamble(specs: list[ToolSpec]) -> str:
+    """The gateway's rules in Russian: the system message the template puts before # Tools."""
+    text = (
+        "Ты работаешь со счетами Инвойсбокс через шлюз. Вызывай только инструменты из списка "
+        "ниже: каждый вызов — один JSON-объект в своём блоке <tool_call></tool_call>, строго по "
+        "схеме (двойные кавычки, без комментариев и лишних полей). Суммы — копейки строкой: "
+        "\"12200\" — это 122,00 ₽. Результаты приходят в блоках <tool_response>; отклонённый "
+        "вызов исправь по подсказке и пришли заново, ничего не угадывая."
+    )
+    if any(spec.writes for spec in specs):
+        text += (
+            " Инструмент, который меняет данные, первым вызовом возвращает сводку и "
+            "confirmation_token: перескажи сводку человеку и повтори вызов с теми же параметрами "
+            "и токеном только после его явного согласия."
+        )
+    return text
+
+
+def system_prompt(specs: list[ToolSpec]) -> str:
+    return preamble(specs) + "\n\n" + tools_section(specs)
+
+
+def export(specs: list[ToolSpec]) -> dict[str, Any]:
+    """`GET /api/v1/tools?format=hermes`: the whole system prompt and its parts."""
+    return {
+        "format": "hermes",
+        "template": "Qwen2.5 / Qwen3 (Hermes-style <tool_call>)",
+        "system_prompt": system_prompt(specs),
+        "preamble": preamble(specs),
+        "tools_block": tools_block(specs),
+        "tools": [tool_definition(spec) for spec in specs],
+        "tool_response_role": TOOL_RESPONSE_ROLE,
+        "call_endpoint": "/api/v1/text/call",
+    }
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Call:
+    """An accepted candidate: a known tool and an arguments object, exactly as written."""
+
+    number: int
+    name: str
+    arguments: dict[str, Any]
+    start: int
+    end: int
+    line: int
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A candidate not accepted, with the reason and where it stands in the text."""
+
+    number: int
+    reason: str
+    code: str
+    message: str
+    hint: str
+    start: int
+    end: int
+    line: int
+    problems: tuple[Problem, ...] = ()
+    name: str | None = None
+    arguments: dict[str, Any] | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+Candidate = Call | Refusal
+
+
+@dataclass(frozen=True)
+class Parsed:
+    candidates: list[Candidate]
+
+    @property
+    def calls(self) -> list[Call]:
+        return [c for c in self.candidates if isinstance(c, Call)]
+
+    @property
+    def refusals(self) -> list[Refusal]:
+        return [c for c in self.candidates if isinstance(c, Refusal)]
+
+
+# Reason -> stable envelope code (API.md). The reason is the finer word for this adapter.
+REASON_CODES: dict[str, str] = {
+    "invalid_json": "invalid_json",
+    "empty_block": "invalid_json",
+    "nested_tag": "invalid_json",
+    "xml_form": "invalid_json",
+    "wrong_tag": "invalid_json",
+    "untagged_call": "invalid_json",
+    "not_an_object": "invalid_arguments",
+    "missing_name": "invalid_arguments",
+    "name_not_string": "invalid_arguments",
+    "missing_arguments": "invalid_arguments",
+    "extra_keys": "invalid_arguments",
+    "too_many_calls": "invalid_arguments",
+    "unknown_function": "unknown_tool",
+    "arguments_not_object": "arguments_not_object",
+}
+
+# The head of a call written outside <tool_call>: {"name": "x", "arguments": ...
+# Quantifiers are bounded or separated by literals, so matching stays linear.
+_LOOKALIKE = re.compile(
+    r"""\{\s*(["'])name\1\s*:\s*(["'])([^"'\\\n]{1,64})\2\s*,\s*(["'])(?:arguments|parameters)\4\s*:"""
+)
+_TAG_BEFORE = re.compile(r"<([^<>\s]{1,40})>\s*(?:```[A-Za-z]*\s*)?\Z")
+_LOOKBACK = 80
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    start: int
+    end: int
+    name: str | None = None
+    arguments: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
+    reason: str = ""
+    detail: str = ""
+    hint: str = ""
+    problems: tuple[tuple[str, str], ...] = ()  # (field suffix, message)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class _JsonRefused(Exception):
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+def parse(text: str, known: Collection[str] | None = None) -> Parsed:
+    """Every <tool_call> block (an unclosed last one too) and every call-like text outside them
+    is one candidate, numbered in text order. Nothing is repaired. Linear in len(text)."""
+    names = list(known) if known is not None else catalog.names()
+    verdicts: list[_Verdict] = []
+    seen = 0
+    overflow_at: int | None = None
+
+    def add(start: int, judge: Callable[[], _Verdict]) -> None:
+        nonlocal seen, overflow_at
+        seen += 1
+        if seen <= MAX_CANDIDATES:
+            verdicts.append(judge())
+        elif overflow_at is None:
+            overflow_at = start
+
+    def outside(begin: int, stop: int) -> None:
+        for match in _LOOKALIKE.finditer(text, begin, stop):
+            add(match.start(), lambda m=match: _lookalike(text, m, begin))
+
+    pos = _answer_start(text)
+    while True:
+        opening = text.find(OPEN, pos)
+        if opening < 0:
+            break
+        outside(pos, opening)
+        body_start = opening + len(OPEN)
+        closing = text.find(CLOSE, body_start)
+        body_end = closing if closing >= 0 else len(text)
+        end = closing + len(CLOSE) if closing >= 0 else len(text)
+        add(opening, lambda o=opening, b=body_start, e=body_end, c=end, z=closing >= 0:
+            _block(text, o, b, e, c, closed=z, known=names))
+        pos = end
+    outside(pos, len(text))
+    if overflow_at is not None:
+        verdicts.append(_Verdict(
+            start=overflow_at, end=len(text), reason="too_many_calls",
+            detail=(f"в ответе {seen} вызовов, разобраны первые {MAX_CANDIDATES}; "
+                    f"остальные {seen - MAX_CANDIDATES} не выполнены"),
+            hint=f"не больше {MAX_CANDIDATES} вызовов в одном ответе; повторите остальные позже",
+        ))
+    return Parsed(candidates=_number(text, verdicts, names))
+
+
+def _answer_start(text: str) -> int:
+    """Reasoning up to </think> is not the answer (vLLM's reasoning parser cuts it the same way):
+    when the reply opens with <think>, or (prompt-opened thinking of Qwen3-2507) when </think>
+    comes before any <tool_call>. A </think> inside arguments then hides no call."""
+    think = text.find(THINK_END)
+    if think < 0:
+        return 0
+    opening = text.find(OPEN, 0, think)
+    if text.lstrip().startswith(THINK_START) or opening < 0:
+        return think + len(THINK_END)
+    return 0
+
+
+def _block(text: str, opening: int, body_start: int, body_end: int, end: int, *, closed: bool,
+           known: list[str]) -> _Verdict:
+    body = text[body_start:body_end]
+    stripped = body.strip(_JSON_WS)
+    lead = len(body) - len(body.lstrip(_JSON_WS))
+    span = {"start": opening, "end": end}
+    nested = body.find(OPEN)
+    if nested >= 0:
+        return _Verdict(**span, reason="nested_tag",
+                        detail=f"внутри блока ещё один {OPEN} (символ {body_start + nested}); "
+                               "вложенные или незакрытые блоки не принимаются",
+                        hint=f"закрывайте каждый вызов тегом {CLOSE}; по одному вызову на блок: "
+                             + CALL_FORM)
+    if not stripped:
+        return _Verdict(**span, reason="empty_block", detail="пустой блок <tool_call>",
+                        hint="в блоке должен быть вызов: " + CALL_FORM)
+    if stripped.startswith("<function="):
+        return _Verdict(**span, reason="xml_form",
+                        detail="вызов в XML-форме <function=...><parameter=...> не принимается",
+                        hint="в блоке нужен JSON: " + CALL_FORM)
+    try:
+        value = _strict_json(stripped)
+    except _JsonRefused as error:
+        at = body_start + lead + error.offset if error.offset is not None else body_start
+        return _Verdict(**span, reason="invalid_json",
+                        detail=f"JSON не разобран (символ {at}): {error.message}",
+                        hint=_json_hint(stripped, error.message),
+                        problems=(("", error.message),), data={"json_error": error.message})
+    notes = () if closed else ("блок не закрыт </tool_call>: принят как последний в ответе",)
+    return _judge(value, span, notes, known)
+
+
+def _judge(value: Any, span: dict[str, int], notes: tuple[str, ...], known: list[str]
+           ) -> _Verdict:
+    if not isinstance(value, dict):
+        hint = ("по одному вызову на блок: " if isinstance(value, list) else "нужен вызов: ")
+        return _Verdict(**span, reason="not_an_object",
+                        detail=f"в блоке {_kind(value)}, а нужен JSON-объект с name и arguments",
+                        hint=hint + CALL_FORM)
+    problems: list[tuple[str, str, str]] = []  # (reason, field suffix, message)
+    data: dict[str, Any] = {}
+    hint = ""
+    name = value.get("name")
+    if "name" not in value:
+        problems.append(("missing_name", ".name", "нет ключа name с именем инструмента"))
+    elif not isinstance(name, str) or not name:
+        problems.append(("name_not_string", ".name",
+                         f"name должен быть непустой строкой, а пришло {_kind(name)}"))
+    elif name not in known:
+        problems.append(("unknown_function", ".name",
+                         f"инструмента {name[:64]!r} нет; есть: {', '.join(known)}"))
+        data["known_tools"] = list(known)
+        hint = "вызывайте только инструменты из списка <tools>"
+    arguments = value.get("arguments")
+    if "arguments" not in value:
+        problems.append(("missing_arguments", ".arguments", "нет ключа arguments"))
+        hint = hint or ("аргументы передаются в ключе arguments, а не parameters"
+                        if "parameters" in value else
+                        'передайте "arguments": {} даже без параметров')
+    elif isinstance(arguments, str):
+        try:
+            decoded = _strict_json(arguments.strip(_JSON_WS))
+        except _JsonRefused as error:
+            decoded = error
+        if isinstance(decoded, dict):
+            arguments = decoded
+            notes = (*notes, "arguments пришли JSON-строкой с объектом; приняты как объект")
+        else:
+            what = ("строка, которая не разбирается как JSON" if isinstance(decoded, _JsonRefused)
+                    else f"строка, а в ней {_kind(decoded)}")
+            problems.append(("arguments_not_object", ".arguments",
+                             f"arguments должен быть JSON-объектом, а пришла {what}"))
+    elif not isinstance(arguments, dict):
+        problems.append(("arguments_not_object", ".arguments",
+                         f"arguments должен быть JSON-объектом, а пришло {_kind(arguments)}"))
+    extra = [key for key in value if key not in ("name", "arguments")]
+    if extra:
+        problems.append(("extra_keys", "", "лишние ключи верхнего уровня: "
+                         + ", ".join(key[:40] for key in extra[:10])
+                         + "; допустимы только name и arguments"))
+    if not problems:
+        return _Verdict(**span, name=name, arguments=arguments, notes=notes)
+    return _Verdict(
+        **span, reason=problems[0][0], detail="; ".join(p[2] for p in problems),
+        hint=hint or "исправьте вызов и пришлите заново: " + CALL_FORM,
+        problems=tuple((suffix, message) for _, suffix, message in problems),
+        name=name if isinstance(name, str) and name else None,
+        arguments=arguments if isinstance(arguments, dict) else None, data=data,
+    )
+
+
+def _lookalike(text: str, match: re.Match[str], begin: int) -> _Verdict:
+    window_start = max(begin, match.start() - _LOOKBACK)
+    tag = _TAG_BEFORE.search(text, window_start, match.start())
+    name = match.group(3)
+    if tag is not None and not tag.group(1).startswith("/"):
+        return _Verdict(start=tag.start(), end=match.end(), reason="wrong_tag", name=name,
+                        detail=f"похоже на вызов в теге <{tag.group(1)}>, а вызовы принимаются "
+                               "только в <tool_call>",
+                        hint="пришлите вызов так: " + CALL_FORM)
+    return _Verdict(start=match.start(), end=match.end(), reason="untagged_call", name=name,
+                    detail="похоже на вызов без тега <tool_call> (например, в блоке кода); "
+                           "такой текст не выполняется",
+                    hint="пришлите вызов так, без ```: " + CALL_FORM)
+
+
+def _number(text: str, verdicts: list[_Verdict], known: list[str]) -> list[Candidate]:
+    candidates: list[Candidate] = []
+    line, counted = 1, 0
+    for number, verdict in enumerate(verdicts, start=1):
+        # Verdicts come in text order, so counting newlines incrementally stays linear.
+        line += text.count("\n", counted, verdict.start)
+        counted = verdict.start
+        if not verdict.reason:
+            assert verdict.name is not None and verdict.arguments is not None
+            candidates.append(Call(number=number, name=verdict.name, arguments=verdict.arguments,
+                                   start=verdict.start, end=verdict.end, line=line,
+                                   notes=verdict.notes))
+            continue
+        where = f"строка {line}, символы {verdict.start}–{verdict.end}"
+        prefix = f"tool_call[{number}]"
+        candidates.append(Refusal(
+            number=number, reason=verdict.reason, code=REASON_CODES[verdict.reason],
+            message=f"вызов №{number} ({where}) не принят: {verdict.detail}",
+            hint=verdict.hint, start=verdict.start, end=verdict.end, line=line,
+            problems=tuple(Problem(prefix + suffix, message)
+                           for suffix, message in verdict.problems)
+            or (Problem(prefix, verdict.detail),),
+            name=verdict.name, arguments=verdict.arguments,
+            data={"reason": verdict.reason, "call_number": number, "start": verdict.start,
+                  "end": verdict.end, "line": line, **verdict.data},
+        ))
+    return candidates
+
+
+def _strict_json(text: str) -> Any:
+    """json.loads without leniency: no NaN/Infinity, no repeated keys; errors in one type."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
+        raise _JsonRefused(f"{error.msg}: line {error.lineno} column {error.colno} "
+                           f"(char {error.pos})", error.pos) from None
+    except _JsonRefused:
+        raise
+    except RecursionError:
+        raise _JsonRefused("слишком глубокая вложенность") from None
+    except ValueError as error:  # e.g. an integer longer than Python's digit limit
+        raise _JsonRefused(str(error)[:200]) from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _JsonRefused(f"ключ {key[:40]!r} повторяется в одном объекте")
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise _JsonRefused(f"{name} — не JSON: числа должны быть конечными")
+
+
+def _json_hint(body: str, message: str) -> str:
+    if message.startswith("Expecting property name enclosed in double quotes") and "'" in body:
+        lead = "ключи и строки JSON — только в двойных кавычках, одинарные не исправляются. "
+    elif message.startswith("Expecting property name enclosed in double quotes"):
+        lead = "ключ в двойных кавычках или лишняя запятая перед }: запятые не удаляются. "
+    elif message.startswith("Extra data"):
+        lead = "в блоке ровно один JSON-объект; второй вызов — в отдельный блок. "
+    elif message.startswith(("Unterminated", "Expecting")) and body.count("{") > body.count("}"):
+        lead = "JSON оборван: незакрытые скобки или строка не дописываются. "
+    else:
+        lead = ""
+    return lead + "Пришлите вызов заново: " + CALL_FORM
+
+
+def _kind(value: Any) -> str:
+    kinds = {list: "массив", str: "строка", int: "число", float: "число", bool: "логическое",
+             type(None): "null", dict: "объект"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+# -- execution and the <tool_response> turn --------------------------------------------------
+
+def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
+    """Parse a model reply, journal every refused candidate, run the accepted calls as one batch
+    (identical ones once) and answer with the `POST /api/v1/text/call` body."""
+    parsed = parse(text, catalog.names())
+    refused: dict[int, Outcome] = {}
+    for refusal in parsed.refusals:
+        outcome = gateway.reject(
+            contour, refusal.code, refusal.message, channel=CHANNEL, actor=actor,
+            tool=refusal.name or "", hint=refusal.hint,
+            arguments=refusal.arguments if refusal.arguments is not None
+            else {"_unparsed_chars": refusal.end - refusal.start},
+        )
+        # The journal keeps the message; the model also gets the field problems and the data.
+        outcome.problems = list(refusal.problems)
+        outcome.data = dict(refusal.data)
+        refused[refusal.number] = outcome
+    calls = parsed.calls
+    items = gateway.call_batch(contour, [(c.name, c.arguments) for c in calls],
+                               channel=CHANNEL, actor=actor)
+    results: list[dict[str, Any]] = []
+    result_of: list[int] = []
+    call_rows: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+    blocks: dict[int, str] = {}
+    for call, item in zip(calls, items, strict=True):
+        original = calls[item.duplicate_of] if item.duplicate_of is not None else None
+        if original is None:
+            result_of.append(len(results))
+            results.append(item.outcome.as_dict())
+            blocks[call.number] = response_block(call.name, results[-1])
+        else:
+            result_of.append(result_of[item.duplicate_of])
+            dropped.append({"number": call.number, "name": call.name,
+                            "duplicate_of": original.number, **_where(call)})
+            blocks[call.number] = response_block(call.name, _duplicate_note(original.number))
+        call_rows.append({
+            "number": call.number, "name": call.name, "arguments": call.arguments,
+            **_where(call), "notes": list(call.notes),
+            "duplicate_of": original.number if original is not None else None,
+            "result": result_of[-1],
+        })
+    problems = []
+    for refusal in parsed.refusals:
+        outcome = refused[refusal.number]
+        problems.append({
+            "number": refusal.number, "reason": refusal.reason, "code": refusal.code,
+            "message": refusal.message, "hint": refusal.hint, "name": refusal.name,
+            **_where(refusal), "problems": [p.as_dict() for p in refusal.problems],
+            "journal_id": outcome.journal_id,
+        })
+        blocks[refusal.number] = response_block(refusal.name, outcome.as_dict())
+    return {
+        "calls": call_rows,
+        "problems": problems,
+        "dropped": dropped,
+        "results": results,
+        "reply": render_reply([blocks[c.number] for c in parsed.candidates]),
+    }
+
+
+def response_block(name: str | None, content: dict[str, Any]) -> str:
+    """One result as Hermes writes it: <tool_response> with {"name", "content"} inside."""
+    body = json.dumps({"name": name, "content": content}, ensure_ascii=False)
+    return f"<tool_response>\n{body}\n</tool_response>"
+
+
+def render_reply(blocks: list[str]) -> str:
+    """The next turn's content (role `user`), as the Qwen template renders consecutive tool
+    messages; it starts and ends with the tag, which is how the template recognises it."""
+    return "\n".join(blocks)
+
+
+def _duplicate_note(original: int) -> dict[str, Any]:
+    return Outcome(
+        status="rejected", code="duplicate_call",
+        message=f"такой же вызов №{original} в этом ответе уже обработан; повтор не выполнялся",
+        hint=f"результат — в ответе на вызов №{original}; не повторяйте вызов",
+        data={"duplicate_of": original},
+    ).as_dict()
+
+
+def _where(candidate: Candidate) -> dict[str, int]:
+    return {"start": candidate.start, "end": candidate.end, "line": candidate.line}
