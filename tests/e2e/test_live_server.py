@@ -83,10 +83,10 @@ def test_issue_and_read_an_order_through_two_calls(live: dict[str, Any]):
     first = call(live, "create_order", args).json()
     second = call(live, "create_order",
                   {**args, "confirmation_token": first["confirmation"]["token"]})
+    assert first["status"] == "confirmation_required", first
+    assert second.status_code == 200, second.text
     read = call(live, "get_order", {"order_id": second.json()["data"]["order_id"]})
 
-    assert first["status"] == "confirmation_required"
-    assert second.status_code == 200, second.text
     assert read.status_code == 200
     assert read.json()["data"]["amount"] == "36600"
 
