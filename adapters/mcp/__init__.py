@@ -1,7 +1,20 @@
-"""Adapter package; FORMATS maps a `GET /api/v1/tools?format=` name to its exporter."""
+"""MCP adapter; FORMATS maps a `GET /api/v1/tools?format=` name to its exporter.
+
+Import-light on purpose: the SDK is loaded only when an exporter or the server is used.
+"""
 
 from __future__ import annotations
 
-from adapters.rest.formats import Exporter
+from typing import Any
 
-FORMATS: dict[str, Exporter] = {}
+from adapters.rest.formats import Exporter
+from tools.spec import ToolSpec
+
+
+def export_tools_list(specs: list[ToolSpec]) -> dict[str, Any]:
+    from adapters.mcp.schema import tools_list
+
+    return tools_list(specs)
+
+
+FORMATS: dict[str, Exporter] = {"mcp": export_tools_list}

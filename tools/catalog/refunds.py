@@ -215,6 +215,8 @@ CREATE_REFUND = ToolSpec(
     handler=create_refund,
     summarize=summarize_create_refund,
     recover=recover_create_refund,
+    # Money leaves the merchant and can't be taken back by another call.
+    destructive=True,
     idempotent=True,
     description_ru=(
         "Возвращает покупателю деньги по оплаченному счёту Инвойсбокс: полностью (без "

@@ -1,0 +1,102 @@
+"""Streamable HTTP at /mcp: Host/Origin checks, the contour key per request, the SDK transport."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from django.conf import settings
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.authentication import AuthCredentials
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from adapters.mcp.server import Caller, build_server, run_sync
+from tools import gateway
+from tools.models import ApiKey
+
+PATH = "/mcp"
+CHANNEL = "mcp-http"
+CALLER = "invoicebox_gateway.caller"  # ASGI scope key the middleware fills in
+WWW_AUTHENTICATE = 'Bearer realm="invoicebox-gateway"'
+
+
+def transport_security() -> TransportSecuritySettings:
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(settings.MCP_ALLOWED_HOSTS),
+        allowed_origins=list(settings.MCP_ALLOWED_ORIGINS),
+    )
+
+
+def _authenticate(header: str) -> ApiKey | None:
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
+        return None
+    return ApiKey.authenticate(raw.strip())
+
+
+class ContourKeyAuth:
+    """Refuses a wrong Host/Origin, then a missing or unknown key, before MCP sees the request.
+
+    A known key becomes the Caller the tool handlers read, and the SDK's AuthenticatedUser:
+    the session manager binds a session to the user that opened it, so another key on that
+    session id is answered as if the session did not exist (404).
+    """
+
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
+        self.app = app
+        self.security = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        # Rebinding checks first: a hostile page must not reach the key lookup or the journal.
+        refusal = await self.security.validate_request(request, is_post=False)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        header = request.headers.get("authorization", "")
+        key = await run_sync(_authenticate, header)
+        if key is None:
+            message = ("ключ API не найден или отозван" if header
+                       else "нужен ключ API контура: Authorization: Bearer <ключ>")
+            outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
+                                     channel=CHANNEL, actor="anonymous", tool=PATH)
+            response = JSONResponse(outcome.as_dict(), status_code=401,
+                                    headers={"WWW-Authenticate": WWW_AUTHENTICATE})
+            await response(scope, receive, send)
+            return
+        caller = Caller(contour=key.contour, channel=CHANNEL, actor=f"key:{key.prefix}")
+        user = AuthenticatedUser(AccessToken(token=key.prefix, client_id=f"api-key:{key.pk}",
+                                             scopes=[], subject=key.contour.slug))
+        await self.app({**scope, "user": user, "auth": AuthCredentials([]), CALLER: caller},
+                       receive, send)
+
+
+async def caller_of_request(ctx: ServerRequestContext[Any, Any]) -> Caller:
+    request = ctx.request
+    caller = request.scope.get(CALLER) if isinstance(request, Request) else None
+    if not isinstance(caller, Caller):
+        raise MCPError(types.INVALID_REQUEST, "request not authenticated by the gateway")
+    return caller
+
+
+def build_mcp_app() -> tuple[ASGIApp, StreamableHTTPSessionManager]:
+    """The /mcp ASGI app and the session manager whose run() the outer lifespan must enter.
+
+    Not stateless: 2025-11-25 clients get sessions (Mcp-Session-Id); 2026-07-28 requests are
+    routed by their MCP-Protocol-Version header to the SDK's per-request path either way.
+    """
+    server = build_server(caller_of_request)
+    security = transport_security()
+    app = server.streamable_http_app(streamable_http_path=PATH, transport_security=security)
+    return ContourKeyAuth(app, security), server.session_manager
