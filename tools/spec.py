@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 
 Kind = Literal["read", "write", "money"]
 
+
+@dataclass(frozen=True)
+class Example:
+    """A Russian request and the arguments it should become (GigaChat's few_shot_examples)."""
+
+    request: str
+    arguments: dict[str, Any]
+
 # Fields of write tools that steer the pipeline and are not part of what is being done.
 CONTROL_FIELDS = frozenset({"confirmation_token", "confirm_amount", "allow_duplicate"})
 
@@ -67,6 +75,7 @@ class ToolSpec:
     recover: Recoverer | None = None
     destructive: bool = False
     idempotent: bool = True
+    examples_ru: tuple[Example, ...] = ()
 
     @property
     def writes(self) -> bool:

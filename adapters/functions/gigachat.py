@@ -22,44 +22,6 @@ TOKEN_BUDGET = 3700
 
 # Russian requests a user would type, with the arguments the model should produce. They must
 # pass the tool's own validation (a test runs each through it).
-FEW_SHOT: dict[str, list[dict[str, Any]]] = {
-    "lookup_company_by_inn": [
-        {"request": "Найди организацию с ИНН 7710044140", "params": {"inn": "7710044140"}},
-    ],
-    "get_order": [
-        {"request": "Покажи счёт 017f038f-c78b-736d-dc00-8bce30bd0f9f подробно",
-         "params": {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
-                    "response_format": "detailed"}},
-    ],
-    "find_orders": [
-        {"request": "Какие счета ещё не оплачены?", "params": {"status": ["created"]}},
-    ],
-    "find_shipments": [
-        {"request": "Что уже отгружено по счёту 017f038f-c78b-736d-dc00-8bce30bd0f9f?",
-         "params": {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"}},
-    ],
-    "cancel_order": [
-        {"request": "Отмени счёт 017f038f-c78b-736d-dc00-8bce30bd0f9f, клиент передумал",
-         "params": {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
-                    "reason": "Клиент передумал"}},
-    ],
-    "create_order": [
-        {"request": "Выставь ООО «Ромашка», ИНН 7710044140, счёт за 3 ночи в номере по 122 "
-                    "рубля с НДС 22%, оплатить до конца 2099 года",
-         "params": {
-             "description": "Бронирование номера, 3 ночи",
-             "customer": {"type": "legal", "name": "ООО «Ромашка»", "vat_number": "7710044140"},
-             "basket_items": [{"sku": "ROOM-STD", "name": "Бронирование номера", "type": "service",
-                               "measure": "шт.", "quantity": 3, "amount": "12200",
-                               "total_amount": "36600", "total_vat_amount": "6600",
-                               "vat_code": "RUS_VAT22"}],
-             "amount": "36600", "vat_amount": "6600", "currency_id": "RUB",
-             "expiration_date": "2099-12-31T23:59:00+03:00",
-         }},
-    ],
-}
-
-
 @dataclass(frozen=True)
 class _Level:
     """One step of fitting the block into the budget, from richest to leanest."""
@@ -86,8 +48,9 @@ def specification(spec: ToolSpec, level: _Level = LEVELS[0]) -> dict[str, Any]:
         "description": schema.describe(spec, short=level.short),
         "parameters": schema.parameters(spec.params, profile),
     }
-    if level.examples and spec.name in FEW_SHOT:
-        out["few_shot_examples"] = FEW_SHOT[spec.name]
+    if level.examples and spec.examples_ru:
+        out["few_shot_examples"] = [{"request": e.request, "params": e.arguments}
+                                    for e in spec.examples_ru]
     if level.returns:
         out["return_parameters"] = schema.result_schema(spec, profile)
     return out

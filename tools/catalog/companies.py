@@ -9,7 +9,7 @@ from pydantic import Field
 
 from tools.errors import ToolError
 from tools.params import Inn, StrictModel
-from tools.spec import CallContext, ToolSpec
+from tools.spec import CallContext, Example, ToolSpec
 
 CACHE_SECONDS = 24 * 60 * 60
 
@@ -58,4 +58,5 @@ LOOKUP_COMPANY_BY_INN = ToolSpec(
         "сутки. Ничего не меняет."
     ),
     summary_ru="Реквизиты организации или ИП по ИНН: КПП, название, ОГРН, адрес. Только чтение.",
+    examples_ru=(Example("Найди организацию с ИНН 7710044140", {"inn": "7710044140"}),),
 )

@@ -38,7 +38,7 @@ from tools.params import (
     format_rub,
     vat_rate,
 )
-from tools.spec import CallContext, Summary, ToolSpec
+from tools.spec import CallContext, Example, Summary, ToolSpec
 
 if TYPE_CHECKING:
     from tools.models import Contour
@@ -411,6 +411,9 @@ GET_ORDER = ToolSpec(
         "customer (name, vat_number). Суммы — копейки строкой. Ничего не меняет."
     ),
     summary_ru="Счёт по order_id или merchant_order_id: статус, сумма в копейках, дата. Только чтение.",
+    examples_ru=(Example("Покажи счёт 017f038f-c78b-736d-dc00-8bce30bd0f9f подробно",
+                         {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
+                          "response_format": "detailed"}),),
 )
 
 FIND_ORDERS = ToolSpec(
@@ -429,6 +432,7 @@ FIND_ORDERS = ToolSpec(
         "виде данных покупателя нет. Ничего не меняет."
     ),
     summary_ru="Список счетов по номеру, статусам и датам, постранично. Только чтение.",
+    examples_ru=(Example("Какие счета ещё не оплачены?", {"status": ["created"]}),),
 )
 
 CREATE_ORDER = ToolSpec(
@@ -457,6 +461,20 @@ CREATE_ORDER = ToolSpec(
         "Выставить счёт: два шага, первый вызов даёт сводку и confirmation_token, второй с "
         "токеном выставляет. Суммы — копейки строкой; позиции должны сходиться с суммой."
     ),
+    examples_ru=(Example(
+        "Выставь ООО «Ромашка», ИНН 7710044140, счёт за 3 ночи в номере по 122 рубля с НДС 22%, "
+        "оплатить до конца 2099 года",
+        {
+            "description": "Бронирование номера, 3 ночи",
+            "customer": {"type": "legal", "name": "ООО «Ромашка»", "vat_number": "7710044140"},
+            "basket_items": [{"sku": "ROOM-STD", "name": "Бронирование номера", "type": "service",
+                              "measure": "шт.", "quantity": 3, "amount": "12200",
+                              "total_amount": "36600", "total_vat_amount": "6600",
+                              "vat_code": "RUS_VAT22"}],
+            "amount": "36600", "vat_amount": "6600", "currency_id": "RUB",
+            "expiration_date": "2099-12-31T23:59:00+03:00",
+        },
+    ),),
 )
 
 
@@ -546,4 +564,7 @@ CANCEL_ORDER = ToolSpec(
         "Отменить неоплаченный счёт: два шага, первый вызов даёт сводку и confirmation_token, "
         "второй с токеном отменяет. Оплаченный не отменяется."
     ),
+    examples_ru=(Example("Отмени счёт 017f038f-c78b-736d-dc00-8bce30bd0f9f, клиент передумал",
+                         {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
+                          "reason": "Клиент передумал"}),),
 )

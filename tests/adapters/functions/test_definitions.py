@@ -262,12 +262,11 @@ def test_yandex_proto_parses_the_rest_tools_exactly():
 @pytest.mark.django_db
 def test_few_shot_examples_pass_the_tools_own_validation():
     contour = create_contour("fewshot", mode="sandbox", toolsets=["read", "write", "refund"])
-    for name, examples in gigachat.FEW_SHOT.items():
-        spec = catalog.get(name)
-        assert spec is not None, f"few-shot examples for a tool that is gone: {name}"
-        for example in examples:
-            params = validate(spec.params, example["params"])
-            assert (spec.check(params, contour) if spec.check else []) == [], example
+    examples = [(spec, e) for spec in catalog.CATALOG for e in spec.examples_ru]
+    assert len(examples) >= 6
+    for spec, example in examples:
+        params = validate(spec.params, example.arguments)
+        assert (spec.check(params, contour) if spec.check else []) == [], example
 
 
 def test_gigachat_block_fits_its_budget_with_as_many_tools_as_fit():
