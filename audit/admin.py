@@ -1,36 +1,58 @@
-"""The journal in the admin: read-only for everyone, superusers included."""
+"""The journal in the admin: read-only for everyone, superusers included; auditor tokens."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.utils.http import urlencode
 
-from audit.models import JournalEntry
+from audit import journal
+from audit.models import AuditorToken, JournalEntry
+
+# Changelist filter parameters -> the export's query parameters.
+EXPORT_PARAMS = {"contour__exact": "contour", "tool__exact": "tool", "status__exact": "status",
+                 "at__gte": "since", "at__lt": "until"}
+
+
+def export_query(params: QueryDict) -> str:
+    """The export URL's query for what the changelist shows (channel is not an export filter)."""
+    query = {target: params[source] for source, target in EXPORT_PARAMS.items()
+             if params.get(source)}
+    year, month, day = params.get("at__year"), params.get("at__month"), params.get("at__day")
+    if year and year.isdigit() and "since" not in query:
+        start = date(int(year), int(month or 1), int(day or 1))
+        if day:
+            end = date.fromordinal(start.toordinal() + 1)
+        elif month:
+            end = date(start.year + (start.month == 12), start.month % 12 + 1, 1)
+        else:
+            end = date(start.year + 1, 1, 1)
+        query["since"], query["until"] = start.isoformat(), end.isoformat()
+    return urlencode(query)
 
 
 @admin.register(JournalEntry)
 class JournalEntryAdmin(admin.ModelAdmin):
-    list_display = (
-        "id",
-        "at",
-        "contour",
-        "channel",
-        "actor",
-        "tool",
-        "phase",
-        "status",
-        "code",
-        "duration_ms",
-    )
+    # What happened first (tool, phase, outcome), then who and how: the outcome columns must
+    # not scroll out of view on a laptop screen.
+    list_display = ("id", "at", "contour", "tool", "phase", "status", "code", "actor", "channel",
+                    "confirmation_id")
     list_filter = ("contour", "tool", "status", "channel", "phase", "at")
-    search_fields = ("code", "operation_key")
+    search_fields = ("code", "operation_key", "confirmation_id", "actor")
     ordering = ("-id",)
     date_hierarchy = "at"
     # Counting a million rows on every page load is the slow part of a big changelist.
     show_full_result_count = False
     list_per_page = 100
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+                        ) -> HttpResponse:
+        extra = {**(extra_context or {}), "export_query": export_query(request.GET)}
+        return super().changelist_view(request, extra)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -40,3 +62,40 @@ class JournalEntryAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(AuditorToken)
+class AuditorTokenAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "user", "label", "created_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    fields = ("prefix", "user", "label", "created_at", "revoked_at")
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # `manage.py create_auditor_token` prints a new token once
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("audit.change_auditortoken")
+
+    @admin.action(description="Отозвать выбранные токены", permissions=["revoke"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[AuditorToken]) -> None:
+        for token in queryset.filter(revoked_at__isnull=True).select_related("user"):
+            token.revoke()
+            journal.record(
+                contour="", channel="admin", actor=f"user:{request.user.get_username()}",
+                tool="", phase="configure",
+                arguments={"object": "auditor_token", "prefix": token.prefix,
+                           "holder": token.user.get_username()},
+                status="ok", code="auditor_token_revoked",
+                message=f"токен аудитора {token.prefix}… отозван",
+            )
+
+
+__all__ = ["AuditorTokenAdmin", "JournalEntryAdmin", "export_query"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from typing import Any, NoReturn
 
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 ZERO_HASH = "0" * 64
 
@@ -52,6 +56,7 @@ class Phase(models.TextChoices):
     APPROVE = "approve", "одобрение"
     REJECT = "reject", "отклонение"
     NOTIFY = "notify", "уведомление"
+    CONFIGURE = "configure", "настройка"
 
 
 class Status(models.TextChoices):
@@ -131,3 +136,58 @@ class JournalHead(models.Model):
 
     def __str__(self) -> str:
         return f"head #{self.last_id}"
+
+
+def _sha256(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class AuditorTokenQuerySet(models.QuerySet["AuditorToken"]):
+    def active(self) -> AuditorTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class AuditorToken(models.Model):
+    """A Bearer token for journal export by an auditor; only its hash and prefix are stored.
+
+    It acts as its user: when the user leaves the auditors group or is deactivated, the token
+    stops working too.
+    """
+
+    PREFIX_LENGTH = 12
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="auditor_tokens", verbose_name="аудитор")
+    label = models.CharField("метка", max_length=200, blank=True)
+    prefix = models.CharField("префикс", max_length=PREFIX_LENGTH, db_index=True)
+    token_hash = models.CharField("хеш токена", max_length=64, unique=True)
+    created_at = models.DateTimeField("создан", auto_now_add=True)
+    revoked_at = models.DateTimeField("отозван", null=True, blank=True)
+
+    objects = AuditorTokenQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "токен аудитора"
+        verbose_name_plural = "токены аудиторов"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    @classmethod
+    def issue(cls, user: Any, label: str = "") -> tuple[AuditorToken, str]:
+        """Create a token and return it with the full secret, which is never stored."""
+        raw = "iba_" + secrets.token_urlsafe(32)
+        token = cls.objects.create(user=user, label=label, prefix=raw[: cls.PREFIX_LENGTH],
+                                   token_hash=_sha256(raw))
+        return token, raw
+
+    @classmethod
+    def authenticate(cls, raw: str) -> AuditorToken | None:
+        if not raw:
+            return None
+        return (cls.objects.active().select_related("user")
+                .filter(token_hash=_sha256(raw)).first())
+
+    def revoke(self) -> None:
+        self.revoked_at = timezone.now()
+        self.save(update_fields=["revoked_at"])

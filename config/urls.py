@@ -10,6 +10,7 @@ urlpatterns = [
     path("approvals/", include("tools.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(template_name="admin/login.html"),
          name="login"),
+    path("api/v1/", include("audit.urls")),  # the journal for auditors
     path("api/v1/", include("adapters.rest.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

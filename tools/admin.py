@@ -1,28 +1,103 @@
-"""Owners' admin: contours (toolsets, policy, ceilings, credentials), keys, confirmations."""
+"""Owners' admin: contours (toolsets, policy, ceilings, credentials), keys, the tool catalog."""
 
 from __future__ import annotations
 
+import json
+import secrets
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
-from django.contrib import admin
-from django.http import HttpRequest
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 
-from tools.models import ApiKey, Ceiling, Contour, Operation, PendingConfirmation
+from audit import journal
+from tools import catalog
+from tools.approvals import OPERATORS_GROUP
+from tools.models import (
+    ApiKey,
+    Ceiling,
+    CeilingKind,
+    Contour,
+    InvoiceboxMode,
+    Operation,
+    PendingConfirmation,
+    Toolset,
+    mask_secret,
+)
+from tools.params import format_rub
+from tools.spec import ToolSpec
 
+admin.site.site_header = "Шлюз Инвойсбокс для ассистентов"
+admin.site.site_title = "Шлюз Инвойсбокс"
+admin.site.index_title = "Управление шлюзом"
+admin.site.site_url = "/approvals/"  # "Открыть сайт": the operators' queue
+
+KIND_LABELS = {"read": "чтение", "write": "запись", "money": "деньги"}
+WRITE_TOOLSETS = (Toolset.WRITE, Toolset.REFUND)
+# The owner's POST waiting on the "what the assistant will be able to do" page, by nonce.
+PENDING_POST_KEY = "contour-writes:{nonce}"
+CONFIRM_FIELD = "_confirm_writes"
+# What the journal compares before and after a contour change (secrets separately, by value
+# equality only: their values never enter the journal).
+AUDITED_FIELDS = (
+    "slug", "name", "mode", "base_url", "merchant_id", "toolsets", "disabled_tools",
+    "approval_for_all_writes", "approval_thresholds", "confirmation_ttl_seconds",
+    "dedup_window_seconds", "time_zone",
+)
+SECRET_FIELDS = ("api_token", "notification_key")
+# The journal masks values under a key called "name" as personal data; a contour's name isn't.
+JOURNAL_KEYS = {"name": "contour_name"}
+
+
+def actor(request: HttpRequest) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+def tool_label(spec: ToolSpec) -> str:
+    return f"{spec.name} — {spec.title}"
+
+
+def tools_gained(before: list[str], after: list[str], disabled: list[str]) -> list[ToolSpec]:
+    """Write tools an assistant can call with the new toolsets and could not with the old."""
+    return [spec for spec in catalog.CATALOG
+            if spec.writes and spec.toolset in after and spec.toolset not in before
+            and spec.name not in disabled]
+
+
+# -- contours ---------------------------------------------------------------------------------
 
 class ContourForm(forms.ModelForm):
-    # The token is write-only: the field starts empty and an empty submit keeps the old one.
+    toolsets = forms.MultipleChoiceField(
+        label="наборы инструментов", choices=Toolset.choices, required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="чтение включено всегда; запись и возвраты — только явно (с подтверждением "
+                  "на следующей странице)",
+    )
+    disabled_tools = forms.MultipleChoiceField(
+        label="выключенные инструменты", required=False, widget=forms.CheckboxSelectMultiple,
+        choices=[(spec.name, tool_label(spec)) for spec in catalog.CATALOG],
+        help_text="отмеченные ассистент не видит и не вызывает, даже если их набор включён",
+    )
+    # Both secrets are write-only: the fields start empty and an empty submit keeps the old one.
     api_token = forms.CharField(
         label="токен API Инвойсбокс", required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="хранится, но не показывается; оставьте пустым, чтобы не менять",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
     )
-
     notification_key = forms.CharField(
         label="ключ подписи уведомлений", required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="не показывается; оставьте пустым, чтобы не менять",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+    clear_notification_key = forms.BooleanField(
+        label="удалить ключ подписи уведомлений", required=False,
     )
     base_url = forms.URLField(label="адрес API", max_length=500, assume_scheme="https")
 
@@ -32,11 +107,60 @@ class ContourForm(forms.ModelForm):
             "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
             "confirmation_ttl_seconds", "dedup_window_seconds", "approval_thresholds",
             "approval_for_all_writes", "time_zone", "disabled_tools", "notification_key",
+            "operators",
         )
+        help_texts = {
+            "approval_thresholds": 'копейки по валютам, например {"RUB": 10000000} = '
+                                   "100 000,00 ₽; запись выше порога одобряет оператор, "
+                                   "валюта без порога — всегда оператор",
+            "approval_for_all_writes": "иначе достаточно подтверждения в чате (ниже порога)",
+            "dedup_window_seconds": "та же запись в этом окне вернёт прежний результат",
+        }
 
-    def clean_notification_key(self) -> str:
-        return self.cleaned_data.get("notification_key") or (
-            self.instance.notification_key if self.instance.pk else "")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        stored = self.instance if self.instance.pk else None
+        token = mask_secret(stored.api_token) if stored else ""
+        key = mask_secret(stored.notification_key) if stored else ""
+        self.fields["api_token"].help_text = (
+            f"сейчас: {token}; " if token else "") + (
+            "не показывается; введите новый, чтобы заменить, или оставьте пустым")
+        self.fields["notification_key"].help_text = (
+            f"сейчас: {key}; " if key else "сейчас не задан; ") + (
+            "не показывается; введите новый, чтобы заменить")
+        if "operators" in self.fields:
+            self.fields["operators"].queryset = get_user_model().objects.filter(
+                groups__name=OPERATORS_GROUP).order_by("username").distinct()
+            self.fields["operators"].help_text = (
+                "пусто — операции контура видят все операторы; иначе только отмеченные")
+
+    def clean_toolsets(self) -> list[str]:
+        chosen = set(self.cleaned_data.get("toolsets") or []) | {Toolset.READ}
+        return [value for value in Toolset.values if value in chosen]
+
+    def clean_disabled_tools(self) -> list[str]:
+        chosen = set(self.cleaned_data.get("disabled_tools") or [])
+        return [name for name in catalog.names() if name in chosen]
+
+    def clean_approval_thresholds(self) -> dict[str, int]:
+        value = self.cleaned_data.get("approval_thresholds")
+        if not isinstance(value, dict):
+            raise forms.ValidationError('нужен объект: {"RUB": 10000000}')
+        for currency, kopecks in value.items():
+            if not (isinstance(currency, str) and len(currency) == 3 and currency.isupper()):
+                raise forms.ValidationError(f"{currency!r}: код валюты из трёх заглавных букв")
+            if isinstance(kopecks, bool) or not isinstance(kopecks, int) or kopecks < 0:
+                raise forms.ValidationError(f"{currency}: целое неотрицательное число копеек")
+        return value
+
+    def clean_time_zone(self) -> str:
+        value = self.cleaned_data.get("time_zone", "")
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise forms.ValidationError("неизвестный часовой пояс, например Europe/Moscow"
+                                        ) from None
+        return value
 
     def clean_api_token(self) -> str:
         token = self.cleaned_data.get("api_token", "")
@@ -46,46 +170,339 @@ class ContourForm(forms.ModelForm):
             return self.instance.api_token
         raise forms.ValidationError("для нового контура нужен токен")
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("clear_notification_key"):
+            data["notification_key"] = ""
+        elif not data.get("notification_key") and self.instance.pk:
+            data["notification_key"] = self.instance.notification_key
+        return data
+
+
+class CeilingForm(forms.ModelForm):
+    class Meta:
+        model = Ceiling
+        fields = ("kind", "currency", "limit")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        kind, currency = data.get("kind"), (data.get("currency") or "").strip()
+        if kind == CeilingKind.PER_HOUR and currency:
+            self.add_error("currency", "у числа записей валюты нет: оставьте пустым")
+        if kind in (CeilingKind.PER_ORDER, CeilingKind.PER_DAY) and not (
+                len(currency) == 3 and currency.isalpha()):
+            self.add_error("currency", "для суммы нужна валюта, например RUB")
+        data["currency"] = currency.upper()
+        return data
+
 
 class CeilingInline(admin.TabularInline):
     model = Ceiling
+    form = CeilingForm
     extra = 0
 
 
 class ApiKeyInline(admin.TabularInline):
     model = ApiKey
     extra = 0
-    fields = ("prefix", "label", "created_at", "revoked_at")
+    fields = ("prefix", "label", "user", "created_at", "revoked_at")
     readonly_fields = fields
     can_delete = False
+    verbose_name_plural = "ключи API (новый — «Ключи API» → «Добавить»)"
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
+def snapshot(contour: Contour | None) -> dict[str, Any]:
+    """A contour's audited settings as plain JSON values (no secrets)."""
+    if contour is None or contour.pk is None:
+        return {}
+    state = {JOURNAL_KEYS.get(name, name): getattr(contour, name) for name in AUDITED_FIELDS}
+    state["operators"] = sorted(contour.operators.values_list("username", flat=True))
+    state["ceilings"] = sorted(
+        f"{c.kind} {c.currency or '-'} {c.limit}" for c in contour.ceilings.all())
+    return state
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "—"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if isinstance(value, bool):
+        return "да" if value else "нет"
+    return str(value) if value not in ("", None) else "—"
+
+
 @admin.register(Contour)
 class ContourAdmin(admin.ModelAdmin):
     form = ContourForm
-    list_display = ("slug", "name", "mode", "toolsets", "masked_token", "approval_for_all_writes")
+    list_display = ("slug", "name", "mode", "toolsets_display", "policy_display", "masked_token",
+                    "active_keys")
+    list_filter = ("mode", "approval_for_all_writes")
     search_fields = ("slug", "name")
     inlines = [CeilingInline, ApiKeyInline]
+    filter_horizontal = ("operators",)
+    fieldsets = (
+        (None, {"fields": ("slug", "name")}),
+        ("Что может ассистент", {"fields": ("toolsets", "disabled_tools")}),
+        ("Подтверждение записей", {"fields": (
+            "approval_for_all_writes", "approval_thresholds", "confirmation_ttl_seconds",
+            "dedup_window_seconds", "time_zone")}),
+        ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
+                                   "notification_key", "clear_notification_key")}),
+        ("Операторы", {"fields": ("operators",)}),
+    )
+
+    @admin.display(description="наборы")
+    def toolsets_display(self, obj: Contour) -> str:
+        return ", ".join(Toolset(t).label for t in obj.toolsets if t in Toolset.values)
+
+    @admin.display(description="подтверждение")
+    def policy_display(self, obj: Contour) -> str:
+        if obj.approval_for_all_writes:
+            return "оператор — все записи"
+        rub = obj.approval_threshold("RUB")
+        return "в чате" + (f"; оператор выше {format_rub(rub)}" if rub is not None else "")
+
+    @admin.display(description="токен API")
+    def masked_token(self, obj: Contour) -> str:
+        return obj.masked_token
+
+    @admin.display(description="ключей")
+    def active_keys(self, obj: Contour) -> int:
+        return obj.api_keys.active().count()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # The journal outlives a contour, but its confirmations and operations would not:
+        # switch the toolsets off instead.
+        return False
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path("catalog/", self.admin_site.admin_view(self.catalog_view),
+                 name="tools_contour_catalog"),
+            *super().get_urls(),
+        ]
+
+    # -- the tool catalog page --
+
+    def catalog_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        contours = list(Contour.objects.order_by("slug"))
+        rows = []
+        for spec in catalog.CATALOG:
+            rows.append({
+                "spec": spec, "kind": KIND_LABELS[spec.kind],
+                "toolset": Toolset(spec.toolset).label,
+                "enabled": [c for c in contours
+                            if c.has_toolset(spec.toolset) and c.tool_enabled(spec.name)],
+                "switched_off": [c for c in contours if not c.tool_enabled(spec.name)],
+            })
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
+                   "title": "Каталог инструментов", "rows": rows}
+        return TemplateResponse(request, "admin/tools/catalog.html", context)
+
+    # -- turning writes on: a confirmation page first --
+
+    def changeform_view(self, request: HttpRequest, object_id: str | None = None,
+                        form_url: str = "", extra_context: dict[str, Any] | None = None
+                        ) -> HttpResponse:
+        if request.method == "POST":
+            if CONFIRM_FIELD in request.POST:
+                if not self._restore_post(request, object_id):
+                    messages.error(request, "Страница подтверждения устарела: сохраните "
+                                            "контур ещё раз.")
+                    return HttpResponseRedirect(request.path)
+            else:
+                page = self._writes_confirmation(request, object_id)
+                if page is not None:
+                    return page
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def _writes_confirmation(self, request: HttpRequest, object_id: str | None
+                             ) -> HttpResponse | None:
+        """The "what the assistant will then be able to do" page, when toolsets gain write or
+        refund; None when no such step is needed (or the form is invalid: the normal view
+        shows the errors)."""
+        obj = self.get_object(request, unquote(object_id)) if object_id else None
+        allowed = (self.has_change_permission(request, obj) if obj is not None
+                   else self.has_add_permission(request))
+        if not allowed or (object_id and obj is None):
+            return None
+        before = list(obj.toolsets) if obj is not None else [Toolset.READ]
+        form_class = self.get_form(request, obj, change=obj is not None)
+        form = form_class(request.POST, request.FILES, instance=obj)
+        if not form.is_valid():
+            return None
+        after = form.cleaned_data["toolsets"]
+        gained_sets = [t for t in WRITE_TOOLSETS if t in after and t not in before]
+        if not gained_sets:
+            return None
+        nonce = secrets.token_urlsafe(16)
+        # Kept server-side (the session), not in hidden fields: a token typed into this
+        # form must not be echoed back into a page. Popped on confirmation.
+        request.session[PENDING_POST_KEY.format(nonce=nonce)] = {
+            "object_id": object_id or "",
+            "post": {k: request.POST.getlist(k) for k in request.POST
+                     if k != "csrfmiddlewaretoken"},
+        }
+        data = form.cleaned_data
+        thresholds = data.get("approval_thresholds") or {}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta, "original": obj,
+            "title": "Включить запись для ассистента?",
+            "contour_name": data.get("name") or data.get("slug"),
+            "gained": [Toolset(t).label for t in gained_sets],
+            "tools": [{"spec": s, "kind": KIND_LABELS[s.kind]}
+                      for s in tools_gained(before, after, data.get("disabled_tools") or [])],
+            "all_writes_approved": data.get("approval_for_all_writes"),
+            "thresholds": [(cur, format_rub(int(v), cur)) for cur, v in thresholds.items()],
+            "ceilings": list(obj.ceilings.all()) if obj is not None else [],
+            "mode": InvoiceboxMode(data["mode"]).label if data.get("mode") else "",
+            "production": data.get("mode") == InvoiceboxMode.PRODUCTION,
+            "confirm_field": CONFIRM_FIELD, "nonce": nonce,
+            "back_url": request.path,
+        }
+        return TemplateResponse(request, "admin/tools/contour/confirm_writes.html", context)
+
+    def _restore_post(self, request: HttpRequest, object_id: str | None) -> bool:
+        stash = request.session.pop(
+            PENDING_POST_KEY.format(nonce=request.POST.get(CONFIRM_FIELD, "")), None)
+        if not stash or stash.get("object_id") != (object_id or ""):
+            return False
+        restored = QueryDict(mutable=True)
+        for name, values in stash["post"].items():
+            restored.setlist(name, values)
+        restored[CONFIRM_FIELD] = "1"
+        request.POST = restored
+        return True
+
+    # -- journaling every change --
+
+    def save_model(self, request: HttpRequest, obj: Contour, form: forms.ModelForm,
+                   change: bool) -> None:
+        stored = Contour.objects.filter(pk=obj.pk).first() if change else None
+        form.journal_before = snapshot(stored)  # type: ignore[attr-defined]
+        form.secrets_before = (  # type: ignore[attr-defined]
+            {name: getattr(stored, name) for name in SECRET_FIELDS} if stored else {})
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: Any,
+                     change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        obj: Contour = form.instance
+        before: dict[str, Any] = getattr(form, "journal_before", {})
+        old_secrets: dict[str, str] = getattr(form, "secrets_before", {})
+        after = snapshot(obj)
+        changes = {key: {"before": before.get(key), "after": value}
+                   for key, value in after.items() if not change or before.get(key) != value}
+        replaced = [name for name in SECRET_FIELDS
+                    if change and old_secrets.get(name) != getattr(obj, name)]
+        if change and not changes and not replaced:
+            return
+        parts = [f"{key}: {describe(diff['before'])} → {describe(diff['after'])}"
+                 for key, diff in changes.items()] if change else []
+        parts += [f"{name}: заменён" for name in replaced]
+        journal.record(
+            contour=obj.slug, channel="admin", actor=actor(request), tool="", phase="configure",
+            arguments={"object": "contour", "action": "changed" if change else "created",
+                       "changes": changes, "credentials_replaced": replaced},
+            status="ok", code="contour_changed" if change else "contour_created",
+            message=(f"контур {obj.slug} изменён: " + "; ".join(parts)) if change
+            else f"контур {obj.slug} создан: наборы {describe(obj.toolsets)}",
+            secrets=[obj.api_token, obj.notification_key, *old_secrets.values()],
+        )
+        if change and any(key in changes for key in ("toolsets", "disabled_tools")):
+            messages.info(request, "Набор инструментов изменён: ассистент увидит его при "
+                                   "следующем вызове.")
+
+
+# -- API keys ---------------------------------------------------------------------------------
+
+class ApiKeyCreateForm(forms.Form):
+    contour = forms.ModelChoiceField(label="контур", queryset=Contour.objects.order_by("slug"))
+    label = forms.CharField(label="метка", max_length=200, required=False,
+                            help_text="для кого или для чего ключ, например «Claude, бухгалтерия»")
+    user = forms.ModelChoiceField(
+        label="владелец ключа", required=False,
+        queryset=get_user_model().objects.order_by("username"),
+        help_text="человек, у которого ключ: он не сможет одобрять то, что ключ подготовил",
+    )
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "contour", "label", "created_at", "revoked_at")
-    list_filter = ("contour",)
-    readonly_fields = ("prefix", "key_hash", "created_at", "revoked_at")
+    list_display = ("prefix", "contour", "label", "user", "created_at", "state")
+    list_filter = ("contour", ("revoked_at", admin.EmptyFieldListFilter))
+    search_fields = ("prefix", "label")
+    fields = ("contour", "prefix", "label", "user", "created_at", "revoked_at")
+    readonly_fields = ("contour", "prefix", "created_at", "revoked_at")
     actions = ["revoke"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # keys are issued with create_api_key, which shows the key once
+    @admin.display(description="состояние")
+    def state(self, obj: ApiKey) -> str:
+        return "отозван" if obj.revoked_at else "действует"
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # revoke instead: the prefix stays to read the journal by
+
+    def add_view(self, request: HttpRequest, form_url: str = "",
+                 extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """Issue a key and show it once; afterwards only its prefix exists (admin views are
+        never cached; the page with the key also says no-store)."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = ApiKeyCreateForm(request.POST or None,
+                                initial={"contour": request.GET.get("contour")})
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
+                   "title": "Новый ключ API", "form": form}
+        if request.method == "POST" and form.is_valid():
+            with transaction.atomic():
+                key, raw = ApiKey.issue(form.cleaned_data["contour"],
+                                        label=form.cleaned_data["label"],
+                                        user=form.cleaned_data["user"])
+                self._journal_key(request, key, "api_key_issued",
+                                  f"выдан ключ {key.prefix}… для контура {key.contour.slug}")
+            response = TemplateResponse(request, "admin/tools/apikey/issued.html",
+                                        {**context, "title": "Ключ выдан", "key": key,
+                                         "raw": raw})
+            response["Cache-Control"] = "no-store"
+            return response
+        return TemplateResponse(request, "admin/tools/apikey/add.html", context)
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm,
+                   change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if change and form.changed_data:
+            self._journal_key(request, obj, "api_key_changed",
+                              f"ключ {obj.prefix}…: изменены " + ", ".join(form.changed_data))
 
     @admin.action(description="Отозвать выбранные ключи")
-    def revoke(self, request: HttpRequest, queryset: Any) -> None:
-        for key in queryset.filter(revoked_at__isnull=True):
-            key.revoke()
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        count = 0
+        with transaction.atomic():
+            for key in queryset.filter(revoked_at__isnull=True).select_related("contour"):
+                key.revoke()
+                self._journal_key(request, key, "api_key_revoked", f"ключ {key.prefix}… отозван")
+                count += 1
+        self.message_user(request, f"Отозвано ключей: {count}.")
 
+    def _journal_key(self, request: HttpRequest, key: ApiKey, code: str, message: str) -> None:
+        journal.record(
+            contour=key.contour.slug, channel="admin", actor=actor(request), tool="",
+            phase="configure",
+            arguments={"object": "api_key", "prefix": key.prefix, "label": key.label,
+                       "holder": key.user.get_username() if key.user else ""},
+            status="ok", code=code, message=message,
+            secrets=[key.contour.api_token, key.contour.notification_key],
+        )
+
+
+# -- read-only records --------------------------------------------------------------------------
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -100,10 +517,18 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(PendingConfirmation)
 class PendingConfirmationAdmin(ReadOnlyAdmin):
-    list_display = ("id", "contour", "tool", "status", "requires_approval", "created_at",
-                    "expires_at", "decided_by")
+    list_display = ("created_at", "contour", "tool", "status", "requires_approval",
+                    "expires_at", "decided_by", "approval_link")
     list_filter = ("status", "tool", "contour", "requires_approval")
     exclude = ("token_hash",)
+    ordering = ("-created_at",)
+
+    @admin.display(description="страница оператора")
+    def approval_link(self, obj: PendingConfirmation) -> str:
+        if not obj.requires_approval:
+            return "—"
+        return format_html('<a href="{}">открыть</a>',
+                           reverse("approval-detail", args=[obj.id]))
 
 
 @admin.register(Operation)
@@ -111,3 +536,6 @@ class OperationAdmin(ReadOnlyAdmin):
     list_display = ("key", "contour", "tool", "state", "merchant_order_id", "amount", "currency",
                     "created_at")
     list_filter = ("state", "tool", "contour")
+
+
+__all__ = ["ApiKeyAdmin", "ContourAdmin", "snapshot"]

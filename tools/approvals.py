@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from audit import journal
 from tools.errors import ToolError
-from tools.models import ConfirmationStatus, Contour, PendingConfirmation
+from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation
 from tools.params import format_rub
 from tools.spec import ToolSpec
 
@@ -44,43 +46,104 @@ def approval_url(confirmation: PendingConfirmation) -> str:
     return f"{settings.GATEWAY_SITE_URL}/approvals/{confirmation.id}/"
 
 
-def can_decide(user: AbstractBaseUser) -> bool:
+def can_decide(user: Any) -> bool:
+    """The role: an active superuser or a member of the operators group."""
     return bool(user.is_active and (
         user.is_superuser or user.groups.filter(name=OPERATORS_GROUP).exists()))
 
 
-def decide(confirmation_id: str, user: AbstractBaseUser, *, approve: bool, reason: str = ""
+def visible_contours(user: Any) -> QuerySet[Contour]:
+    """Contours whose confirmations this operator sees: those naming them as an operator, and
+    those that name no operators at all (open to the whole group); every one for superusers."""
+    if not can_decide(user):
+        return Contour.objects.none()
+    if user.is_superuser:
+        return Contour.objects.all()
+    return (Contour.objects.annotate(operator_count=Count("operators"))
+            .filter(Q(operators=user) | Q(operator_count=0)).distinct())
+
+
+def may_see(user: Any, contour: Contour) -> bool:
+    return visible_contours(user).filter(pk=contour.pk).exists()
+
+
+def waiting(user: Any) -> QuerySet[PendingConfirmation]:
+    """The operator's queue: open confirmations that wait for a human, oldest first."""
+    return (PendingConfirmation.objects.select_related("contour")
+            .filter(status=ConfirmationStatus.PENDING, requires_approval=True,
+                    expires_at__gt=timezone.now(), contour__in=visible_contours(user))
+            .order_by("created_at"))
+
+
+def prepared_by(user: Any, confirmation: PendingConfirmation) -> bool:
+    """Whether the key that prepared this confirmation ("key:<prefix>") belongs to user."""
+    actor = confirmation.created_by or ""
+    if not actor.startswith("key:") or not user.pk:
+        return False
+    return ApiKey.objects.filter(contour_id=confirmation.contour_id,
+                                 prefix=actor.removeprefix("key:"), user=user).exists()
+
+
+def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError | None:
+    """Why this operator may not decide this item now (None: they may). Marks a stale item
+    expired, which the caller's transaction commits."""
+    if confirmation is None or not may_see(user, confirmation.contour):
+        return ToolError("confirmation_invalid", "такого подтверждения нет")
+    if confirmation.status != ConfirmationStatus.PENDING:
+        return ToolError("confirmation_used",
+                         f"решение уже принято: {confirmation.get_status_display()}")
+    if confirmation.is_expired():
+        confirmation.status = ConfirmationStatus.EXPIRED
+        confirmation.save(update_fields=["status"])
+        return ToolError("confirmation_expired", "срок подтверждения истёк; решать поздно")
+    if prepared_by(user, confirmation):
+        return ToolError("forbidden", "эту операцию подготовил ваш собственный ключ API: "
+                         "решение должен принять другой оператор")
+    return None
+
+
+def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = ""
            ) -> PendingConfirmation:
-    """Record an operator's decision once; a decided, expired or executed item stays as it is."""
+    """Record an operator's decision once; a decided, expired or executed item stays as it is.
+
+    Checks, in order: the role, the reason of a rejection, that the item exists and its contour
+    is visible to this operator, that it is still pending and fresh, and that the operator's
+    own API key did not prepare it (nobody approves their own request).
+    """
     if not can_decide(user):
         raise ToolError("forbidden", "решать может только оператор (группа operators)")
-    if not approve and not reason.strip():
+    reason = reason.strip()
+    if not approve and not reason:
         raise ToolError("invalid_arguments", "при отклонении нужна причина")
     with transaction.atomic():
         confirmation = (PendingConfirmation.objects.select_for_update()
                         .select_related("contour").filter(pk=confirmation_id).first())
-        if confirmation is None:
-            raise ToolError("confirmation_invalid", "такого подтверждения нет")
-        if confirmation.status != ConfirmationStatus.PENDING:
-            raise ToolError("confirmation_used",
-                            f"решение уже принято: {confirmation.get_status_display()}")
-        if confirmation.is_expired():
-            confirmation.status = ConfirmationStatus.EXPIRED
-            confirmation.save(update_fields=["status"])
-            raise ToolError("confirmation_expired", "срок подтверждения истёк; решать поздно")
-        confirmation.status = (ConfirmationStatus.APPROVED if approve
-                               else ConfirmationStatus.REJECTED)
-        confirmation.decided_at = timezone.now()
-        confirmation.decided_by = user.get_username()
-        confirmation.decision_reason = reason.strip()
-        confirmation.save(update_fields=["status", "decided_at", "decided_by", "decision_reason"])
-        journal.record(
-            contour=confirmation.contour.slug, channel="ui", actor=f"user:{user.get_username()}",
-            tool=confirmation.tool, phase="approve" if approve else "reject",
-            arguments={"confirmation_id": str(confirmation.id)},
-            status="ok", code="approved" if approve else "approval_rejected",
-            message=("одобрено" if approve else f"отклонено: {reason.strip()}"),
-            confirmation_id=str(confirmation.id),
-            secrets=[confirmation.contour.api_token],
-        )
+        refusal = _refusal(user, confirmation)
+        if refusal is None:
+            assert confirmation is not None
+            _record_decision(confirmation, user, approve=approve, reason=reason)
+    # Raised after the block, so marking an item expired is not rolled back with it.
+    if refusal is not None:
+        raise refusal
     return confirmation
+
+
+def _record_decision(confirmation: PendingConfirmation, user: Any, *, approve: bool,
+                     reason: str) -> None:
+    confirmation.status = (ConfirmationStatus.APPROVED if approve
+                           else ConfirmationStatus.REJECTED)
+    confirmation.decided_at = timezone.now()
+    confirmation.decided_by = user.get_username()
+    confirmation.decision_reason = reason
+    confirmation.save(update_fields=["status", "decided_at", "decided_by", "decision_reason"])
+    contour = confirmation.contour
+    journal.record(
+        contour=contour.slug, channel="ui", actor=f"user:{user.get_username()}",
+        tool=confirmation.tool, phase="approve" if approve else "reject",
+        arguments={"confirmation_id": str(confirmation.id)},
+        status="ok", code="approved" if approve else "approval_rejected",
+        message="одобрено" + (f": {reason}" if reason else "") if approve
+        else f"отклонено: {reason}",
+        confirmation_id=str(confirmation.id),
+        secrets=[contour.api_token, contour.notification_key],
+    )

@@ -6,6 +6,7 @@ import hashlib
 import secrets
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -74,6 +75,13 @@ class Contour(models.Model):
     disabled_tools = models.JSONField("выключенные инструменты", default=list, blank=True)
     # The key Invoicebox signs payment notifications with (X-Signature); write-only like the token.
     notification_key = models.CharField("ключ подписи уведомлений", max_length=200, blank=True)
+    # Who may approve this contour's writes in /approvals/ (members of the operators group;
+    # superusers see every contour).
+    operators = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="operated_contours",
+        verbose_name="операторы",
+        help_text="пользователи группы operators, которые видят и одобряют операции контура",
+    )
     created_at = models.DateTimeField("создан", auto_now_add=True)
 
     class Meta:
@@ -164,7 +172,7 @@ class ApiKey(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
                              blank=True, related_name="api_keys", verbose_name="владелец ключа")
     prefix = models.CharField("префикс", max_length=PREFIX_LENGTH, db_index=True)
-    key_hash = models.CharField(max_length=64, unique=True)
+    key_hash = models.CharField("хеш ключа", max_length=64, unique=True)
     created_at = models.DateTimeField("создан", auto_now_add=True)
     revoked_at = models.DateTimeField("отозван", null=True, blank=True)
 
@@ -178,11 +186,12 @@ class ApiKey(models.Model):
         return f"{self.prefix}… ({self.contour.slug})"
 
     @classmethod
-    def issue(cls, contour: Contour, label: str = "") -> tuple[ApiKey, str]:
+    def issue(cls, contour: Contour, label: str = "", user: Any = None) -> tuple[ApiKey, str]:
         """Create a key and return it with the full secret, which is never stored."""
         raw = "ibg_" + secrets.token_urlsafe(32)
         key = cls.objects.create(
-            contour=contour, label=label, prefix=raw[: cls.PREFIX_LENGTH], key_hash=sha256_hex(raw)
+            contour=contour, label=label, prefix=raw[: cls.PREFIX_LENGTH], key_hash=sha256_hex(raw),
+            user=user,
         )
         return key, raw
 
@@ -212,27 +221,27 @@ class PendingConfirmation(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="confirmations")
-    tool = models.CharField(max_length=64)
+    tool = models.CharField("инструмент", max_length=64)
     arguments = models.JSONField("канонические аргументы")
-    args_hash = models.CharField(max_length=64)
+    args_hash = models.CharField("хеш аргументов", max_length=64)
     summary = models.TextField("сводка")
-    summary_data = models.JSONField(default=dict)
-    token_hash = models.CharField(max_length=64, unique=True)
+    summary_data = models.JSONField("сводка (данные)", default=dict)
+    token_hash = models.CharField("хеш токена", max_length=64, unique=True)
     status = models.CharField(
-        max_length=16, choices=ConfirmationStatus.choices, default=ConfirmationStatus.PENDING
+        "статус", max_length=16, choices=ConfirmationStatus.choices, default=ConfirmationStatus.PENDING
     )
     created_by = models.CharField("подготовил", max_length=200, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField()
-    decided_at = models.DateTimeField(null=True, blank=True)
-    decided_by = models.CharField(max_length=200, blank=True)
-    decision_reason = models.TextField(blank=True)
-    executed_at = models.DateTimeField(null=True, blank=True)
-    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField("создано", auto_now_add=True)
+    expires_at = models.DateTimeField("истекает")
+    decided_at = models.DateTimeField("решено", null=True, blank=True)
+    decided_by = models.CharField("решил", max_length=200, blank=True)
+    decision_reason = models.TextField("причина решения", blank=True)
+    executed_at = models.DateTimeField("исполнено", null=True, blank=True)
+    result = models.JSONField("результат", null=True, blank=True)
     requires_approval = models.BooleanField("нужно одобрение оператора", default=False)
-    approval_reason = models.CharField(max_length=200, blank=True)
+    approval_reason = models.CharField("почему нужен оператор", max_length=200, blank=True)
     amount = models.BigIntegerField("сумма, копейки", null=True, blank=True)
-    currency = models.CharField(max_length=3, blank=True)
+    currency = models.CharField("валюта", max_length=3, blank=True)
 
     class Meta:
         verbose_name = "подтверждение"
@@ -256,26 +265,26 @@ class OperationState(models.TextChoices):
 class Operation(models.Model):
     """Idempotency record: one upstream write per key, guaranteed by the unique constraint."""
 
-    key = models.CharField(max_length=64, unique=True)
+    key = models.CharField("ключ операции", max_length=64, unique=True)
     contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="operations")
-    tool = models.CharField(max_length=64)
+    tool = models.CharField("инструмент", max_length=64)
     confirmation = models.OneToOneField(
         PendingConfirmation, on_delete=models.PROTECT, related_name="operation"
     )
-    merchant_order_id = models.CharField(max_length=64, unique=True)
+    merchant_order_id = models.CharField("номер счёта магазина", max_length=64, unique=True)
     # What the operation weighs against the ceilings (copied from its confirmation).
-    amount = models.BigIntegerField(null=True, blank=True)
-    currency = models.CharField(max_length=3, blank=True)
+    amount = models.BigIntegerField("сумма, копейки", null=True, blank=True)
+    currency = models.CharField("валюта", max_length=3, blank=True)
     state = models.CharField(
-        max_length=16, choices=OperationState.choices, default=OperationState.IN_FLIGHT
+        "состояние", max_length=16, choices=OperationState.choices, default=OperationState.IN_FLIGHT
     )
-    attempts = models.PositiveIntegerField(default=0)
-    result = models.JSONField(null=True, blank=True)
-    error_code = models.CharField(max_length=64, blank=True)
-    upstream_request_id = models.CharField(max_length=100, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    started_at = models.DateTimeField(default=timezone.now)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField("попыток", default=0)
+    result = models.JSONField("результат", null=True, blank=True)
+    error_code = models.CharField("код ошибки", max_length=64, blank=True)
+    upstream_request_id = models.CharField("запрос API", max_length=100, blank=True)
+    created_at = models.DateTimeField("создана", default=timezone.now, db_index=True)
+    started_at = models.DateTimeField("начата", default=timezone.now)
+    finished_at = models.DateTimeField("завершена", null=True, blank=True)
 
     class Meta:
         verbose_name = "операция"

@@ -6,5 +6,6 @@ from tools import views
 
 urlpatterns = [
     path("", views.queue, name="approval-queue"),
+    path("rows/", views.queue_rows, name="approval-queue-rows"),
     path("<uuid:confirmation_id>/", views.detail, name="approval-detail"),
 ]

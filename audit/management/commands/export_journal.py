@@ -5,18 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from argparse import ArgumentParser
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from audit.export import entries, iter_csv, iter_jsonl
-
-# Lines are grouped into writes of about this many characters: one write per line is slow,
-# the whole export at once is unbounded.
-WRITE_BATCH_CHARS = 64 * 1024
+from audit.export import batched, entries, iter_csv, iter_jsonl
+from audit.models import Status
 
 
 def _parse_moment(option: str, value: str | None) -> datetime | None:
@@ -34,19 +30,6 @@ def _parse_moment(option: str, value: str | None) -> datetime | None:
     return moment
 
 
-def _batched(lines: Iterator[str]) -> Iterator[str]:
-    batch: list[str] = []
-    size = 0
-    for line in lines:
-        batch.append(line)
-        size += len(line)
-        if size >= WRITE_BATCH_CHARS:
-            yield "".join(batch)
-            batch, size = [], 0
-    if batch:
-        yield "".join(batch)
-
-
 class Command(BaseCommand):
     help = (
         "Write journal entries to stdout as CSV or JSON Lines. --since is inclusive, --until "
@@ -58,16 +41,20 @@ class Command(BaseCommand):
         parser.add_argument("--since", help="ISO 8601 date or date-time, inclusive")
         parser.add_argument("--until", help="ISO 8601 date or date-time, exclusive")
         parser.add_argument("--contour", help="contour slug; all contours when omitted")
+        parser.add_argument("--tool", help="tool name, e.g. create_order; all tools when omitted")
+        parser.add_argument("--status", choices=Status.values,
+                            help="outcome status; all statuses when omitted")
 
     def handle(self, *args: Any, **options: Any) -> None:
         since = _parse_moment("--since", options["since"])
         until = _parse_moment("--until", options["until"])
         if since is not None and until is not None and since >= until:
             raise CommandError("--since must be earlier than --until")
-        qs = entries(since, until, options["contour"])
+        qs = entries(since, until, options["contour"], tool=options["tool"],
+                     status=options["status"])
         lines = iter_csv(qs) if options["format"] == "csv" else iter_jsonl(qs)
         try:
-            for chunk in _batched(lines):
+            for chunk in batched(lines):
                 self.stdout.write(chunk, ending="")
             self.stdout.flush()
         except BrokenPipeError:

@@ -1,13 +1,13 @@
-"""manage.py create_api_key <slug> [--label TEXT]: prints the new key alone on stdout."""
+"""manage.py create_api_key <slug> [--label TEXT] [--user NAME]: prints the new key alone."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tools.contours import issue_key
-from tools.models import Contour
+from tools.models import ApiKey, Contour
 
 
 class Command(BaseCommand):
@@ -16,9 +16,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
         parser.add_argument("--label", default="")
+        parser.add_argument(
+            "--user", default="",
+            help="username of the person holding the key: they may not approve what it prepares",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         contour = Contour.objects.filter(slug=options["slug"]).first()
         if contour is None:
             raise CommandError(f"contour {options['slug']!r} does not exist")
-        self.stdout.write(issue_key(contour, options["label"]))
+        user = None
+        if options["user"]:
+            user = get_user_model().objects.filter(username=options["user"]).first()
+            if user is None:
+                raise CommandError(f"user {options['user']!r} does not exist")
+        _, raw = ApiKey.issue(contour, label=options["label"], user=user)
+        self.stdout.write(raw)

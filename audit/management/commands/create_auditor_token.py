@@ -1,0 +1,30 @@
+"""manage.py create_auditor_token <username> [--label TEXT]: prints the new token alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from audit.access import AUDITORS_GROUP, is_auditor
+from audit.models import AuditorToken
+
+
+class Command(BaseCommand):
+    help = ("Issue a journal-export token for an auditor (a user in the auditors group). "
+            "It is shown once; only its hash is stored.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username")
+        parser.add_argument("--label", default="")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        user = get_user_model().objects.filter(username=options["username"]).first()
+        if user is None:
+            raise CommandError(f"user {options['username']!r} does not exist")
+        if not is_auditor(user):
+            raise CommandError(f"user {user.get_username()!r} is not active in the "
+                               f"{AUDITORS_GROUP} group: add them first (manage.py setup_roles)")
+        _, raw = AuditorToken.issue(user, label=options["label"])
+        self.stdout.write(raw)
