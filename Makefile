@@ -6,7 +6,7 @@ PORT ?= 8000
 WORKERS ?= 1
 export PORT
 
-.PHONY: demo test lint serve setup clean
+.PHONY: demo test lint serve setup clean worker beat
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,12 +15,21 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 setup: $(BIN)/.installed
+	$(BIN)/python manage.py ensure_database
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(BIN)/python manage.py seed_demo
 
+# WORKERS=2 DATABASE_URL=postgres://... serves the same app from two processes on PostgreSQL.
 demo: setup
 	$(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port $(PORT) --workers $(WORKERS)
+
+# Background work beside `make demo` when CELERY_TASK_ALWAYS_EAGER=false (docs/production.md).
+worker: $(BIN)/.installed
+	$(BIN)/celery -A config worker --loglevel INFO
+
+beat: $(BIN)/.installed
+	$(BIN)/celery -A config beat --loglevel INFO --schedule var/celerybeat-schedule
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check .

@@ -1,5 +1,6 @@
 """Django settings: every knob is an environment variable with a safe default (see .env.example)."""
 
+import ipaddress
 from pathlib import Path
 
 import environ
@@ -17,13 +18,24 @@ if GATEWAY_ENV not in {"development", "production"}:
 PRODUCTION = GATEWAY_ENV == "production"
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
+DEV_SECRET_KEY = "dev-only-insecure-secret-key-change-me"  # noqa: S105
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
 if not SECRET_KEY:
     if PRODUCTION:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY is required when GATEWAY_ENV=production")
-    SECRET_KEY = "dev-only-insecure-secret-key-change-me"  # noqa: S105
+    SECRET_KEY = DEV_SECRET_KEY
+if PRODUCTION:
+    # A production process refuses to start rather than run with a debug page or a secret
+    # everybody knows: confirmation tokens are HMACs of that secret.
+    if DEBUG:
+        raise ImproperlyConfigured("DJANGO_DEBUG must be off when GATEWAY_ENV=production")
+    if SECRET_KEY == DEV_SECRET_KEY or SECRET_KEY.startswith("django-insecure-"):
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY is a published default; set your own")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+# Local state of `make demo` (the demo key and admin password files), git-ignored.
+GATEWAY_STATE_DIR = env.str("GATEWAY_STATE_DIR", default=str(BASE_DIR / "var"))
 
 # The public address of this gateway: approval links and the sandbox base URL are built from it.
 GATEWAY_SITE_URL = env.str(
@@ -121,10 +133,37 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
-# Celery: eager by default so a fresh machine needs no broker.
+# Celery: eager by default so a fresh machine needs no broker; production needs Redis.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
-CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not PRODUCTION)
+if PRODUCTION and not CELERY_TASK_ALWAYS_EAGER and CELERY_BROKER_URL.startswith("memory"):
+    raise ImproperlyConfigured("CELERY_BROKER_URL (redis://...) is required in production")
 CELERY_TASK_EAGER_PROPAGATES = True
+# Every task is idempotent and takes ids: a worker killed mid-task hands the message back.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+# One queue name per deployment (or per test run) sharing a Redis.
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="gateway")
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+# `celery -A config beat` runs these; the schedule is static, no database scheduler needed.
+CELERY_BEAT_SCHEDULE = {
+    "expire-confirmations": {
+        "task": "tools.tasks.expire_confirmations",
+        "schedule": env.float("GATEWAY_EXPIRE_EVERY_SECONDS", default=60.0),
+    },
+    "refresh-open-orders": {
+        "task": "tools.tasks.refresh_open_orders",
+        "schedule": env.float("GATEWAY_REFRESH_EVERY_SECONDS", default=300.0),
+    },
+}
+# Open orders older than this are no longer refreshed (their payment page expired long ago).
+GATEWAY_REFRESH_MAX_AGE_DAYS = env.int("GATEWAY_REFRESH_MAX_AGE_DAYS", default=30)
+# An execution still in flight after this long has lost its worker: the next call with the
+# same token recovers it by lookup (tools/gateway.py).
+GATEWAY_STALE_IN_FLIGHT_SECONDS = env.float("GATEWAY_STALE_IN_FLIGHT_SECONDS", default=60.0)
 
 # Invoicebox upstream.
 INVOICEBOX_USER_AGENT = env.str(
@@ -140,6 +179,10 @@ INVOICEBOX_SANDBOX_IN_PROCESS = env.bool("INVOICEBOX_SANDBOX_IN_PROCESS", defaul
 INVOICEBOX_SANDBOX_BASE_URL = env.str(
     "INVOICEBOX_SANDBOX_BASE_URL", default=f"{GATEWAY_SITE_URL}/sandbox/invoicebox"
 ).rstrip("/")
+# The sandbox signs its payment notifications with this key; sandbox contours get the same one.
+INVOICEBOX_SANDBOX_NOTIFICATION_KEY = env.str(
+    "INVOICEBOX_SANDBOX_NOTIFICATION_KEY", default="sandbox-notification-key"
+)
 
 # Gateway policy defaults (a contour may override its own).
 GATEWAY_CONFIRMATION_TTL_SECONDS = env.int("GATEWAY_CONFIRMATION_TTL_SECONDS", default=15 * 60)
@@ -155,17 +198,55 @@ MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[
     "http://127.0.0.1", "http://127.0.0.1:*", "http://localhost", "http://localhost:*",
     "http://[::1]", "http://[::1]:*"])
 
+# One JSON object per line on stderr (tools.ops.logs), one line per tool call with its journal
+# id; LOG_FORMAT=text for a human at a terminal.
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+if LOG_FORMAT not in {"json", "text"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "json": {"()": "tools.ops.logs.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }
 
+# Operations (tools/ops): /health is public; /metrics needs the Bearer token or a peer address
+# in the allow-list (REMOTE_ADDR; networks allowed). Loopback only by default.
+HEALTH_CHECK_TIMEOUT_SECONDS = env.float("HEALTH_CHECK_TIMEOUT_SECONDS", default=2.0)
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
+for _network in METRICS_ALLOWED_IPS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {_network!r} is no address or network"
+                                   ) from None
+# Several worker processes: a directory they all write their metric samples to (wipe it when
+# the service starts). prometheus-client reads this same variable.
+METRICS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+# Optional Sentry: upstream failures and unknown outcomes, never argument values.
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+SENTRY_ENVIRONMENT = env.str("SENTRY_ENVIRONMENT", default=GATEWAY_ENV)
+if SENTRY_DSN:
+    from tools.ops import sentry as _sentry
+
+    _sentry.init(SENTRY_DSN, environment=SENTRY_ENVIRONMENT)
+
 if PRODUCTION:
     SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=True)
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    # Behind a TLS-terminating proxy that sets X-Forwarded-Proto (docs/production.md).
+    if env.bool("DJANGO_BEHIND_TLS_PROXY", default=False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+    SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
 
 # Reads are retried on 408/425/429/503 and network errors; writes never (see client.py).
 INVOICEBOX_READ_ATTEMPTS = env.int("INVOICEBOX_READ_ATTEMPTS", default=3)

@@ -5,9 +5,17 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from tools import notifications
+from tools.ops.dashboard import dashboard_view
+from tools.ops.health import health_view
+from tools.ops.metrics import metrics_view
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("approvals/", include("tools.urls")),
+    path("dashboard/", dashboard_view, name="ops-dashboard"),  # owners
+    path("health", health_view, name="ops-health"),  # public, names nothing
+    path("metrics", metrics_view, name="ops-metrics"),  # METRICS_TOKEN / METRICS_ALLOWED_IPS
     path("accounts/login/", auth_views.LoginView.as_view(template_name="admin/login.html"),
          name="login"),
     path("api/v1/", include("audit.urls")),  # the journal for auditors
@@ -15,4 +23,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("sandbox/invoicebox/", include("adapters.invoicebox.urls")),
+    # Invoicebox payment notifications (webhook), one URL per contour.
+    path("invoicebox/notifications/<slug:slug>", notifications.receive,
+         name="invoicebox-notifications"),
 ]

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from tools.errors import ToolError
@@ -57,7 +58,24 @@ def prepare(
     approval_reason: str = "",
     reuse_open: bool = True,
 ) -> tuple[PendingConfirmation, str]:
-    """Find the open confirmation of this very write (inside the dedup window), or create one."""
+    """Find the open confirmation of this very write (inside the dedup window), or create one.
+
+    Find-or-create runs under the contour's row lock (the lock _claim takes first, too), so
+    concurrent identical first calls in any number of processes get one confirmation: the
+    second waits for the first to commit and then finds its row. A unique constraint can't say
+    this, because allow_duplicate and an open row older than the dedup window both rightly
+    allow a second open confirmation of the same arguments.
+    """
+    with transaction.atomic():
+        if reuse_open:
+            Contour.objects.select_for_update().filter(pk=contour.pk).first()
+        return _find_or_create(contour, spec, canonical, summary, actor,
+                               approval_reason=approval_reason, reuse_open=reuse_open)
+
+
+def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
+                    summary: Summary, actor: str, *, approval_reason: str, reuse_open: bool
+                    ) -> tuple[PendingConfirmation, str]:
     digest = arguments_hash(spec.name, canonical)
     now = timezone.now()
     existing = None

@@ -68,11 +68,39 @@ def create_contour(
         merchant_id=merchant_id or DEMO_MERCHANT_ID,
         toolsets=toolsets or [Toolset.READ],
     )
-    if mode == InvoiceboxMode.SANDBOX and own_token:
-        from adapters.invoicebox.sandbox import register_account
-
-        register_account(contour.api_token, contour.merchant_id)
+    if mode == InvoiceboxMode.SANDBOX:
+        connect_sandbox_notifications(contour, own_account=own_token)
     return contour
+
+
+def notification_url(contour: Contour) -> str:
+    """Where Invoicebox should send this contour's payment notifications."""
+    return f"{settings.GATEWAY_SITE_URL}/invoicebox/notifications/{contour.slug}"
+
+
+def connect_sandbox_notifications(contour: Contour, *, own_account: bool,
+                                  claim_shared: bool = False) -> None:
+    """A sandbox contour signs like its sandbox shop and is that shop's notification URL.
+
+    A contour with its own sandbox token has its own shop. The shared demo shop keeps the URL
+    of the first contour that claimed it (the seeded `demo`), so a later contour on the demo
+    token never silently steals another's notifications; `claim_shared` takes it anyway
+    (seed_demo does, so the demo contour follows a changed GATEWAY_SITE_URL).
+    """
+    from adapters.invoicebox.sandbox import (
+        configure_notifications,
+        notification_url_of,
+        register_account,
+    )
+
+    if not contour.notification_key:
+        contour.notification_key = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
+        contour.save(update_fields=["notification_key"])
+    if own_account:
+        register_account(contour.api_token, contour.merchant_id,
+                         notification_url=notification_url(contour))
+    elif claim_shared or not notification_url_of(contour.api_token):
+        configure_notifications(contour.api_token, notification_url(contour))
 
 
 def issue_key(contour: Contour, label: str = "") -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from pydantic import BaseModel
@@ -24,13 +25,18 @@ from tools.models import (
     OperationState,
     PendingConfirmation,
 )
+from tools.ops.hooks import observe_call
 from tools.spec import CONTROL_FIELDS, CallContext, ToolSpec
 from tools.validation import validate
 
 logger = logging.getLogger(__name__)
 
+
 # An execution still "in flight" after this long has lost its worker: recover it by lookup.
-STALE_IN_FLIGHT = timedelta(seconds=60)
+# settings.GATEWAY_STALE_IN_FLIGHT_SECONDS (60 by default), read per call so tests can shorten it.
+def _stale_in_flight() -> timedelta:
+    return timedelta(seconds=settings.GATEWAY_STALE_IN_FLIGHT_SECONDS)
+
 
 UPSTREAM_CODES = {
     "unauthorized": "upstream_rejected",
@@ -290,7 +296,7 @@ def _claim(contour: Contour, spec: ToolSpec, confirmation: PendingConfirmation
         if not created:
             if operation.state == OperationState.DONE:
                 return operation, operation.result or locked.result or {}
-            stale = timezone.now() - operation.started_at > STALE_IN_FLIGHT
+            stale = timezone.now() - operation.started_at > _stale_in_flight()
             if operation.state == OperationState.IN_FLIGHT and not stale:
                 raise ToolError("duplicate_call", "такая же операция уже выполняется",
                                 hint="подождите несколько секунд и повторите тот же вызов")
@@ -304,6 +310,9 @@ def _claim(contour: Contour, spec: ToolSpec, confirmation: PendingConfirmation
 def _finish(operation: Operation, confirmation: PendingConfirmation, state: str,
             result: dict[str, Any] | None, error_code: str, request_id: str) -> None:
     with transaction.atomic():
+        # The lock order of _claim (confirmation before operation): updating the operation
+        # first deadlocks against a concurrent _claim of the same token on PostgreSQL.
+        PendingConfirmation.objects.select_for_update().filter(pk=confirmation.pk).first()
         now = timezone.now()
         Operation.objects.filter(pk=operation.pk).update(
             state=state, result=result, error_code=error_code, upstream_request_id=request_id,
@@ -400,6 +409,7 @@ def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
         secrets=secrets,
     )
     outcome.journal_id = entry.id
+    observe_call(entry)  # tools/ops: metrics, the JSON log line, Sentry; never raises
     return outcome
 
 

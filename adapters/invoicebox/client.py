@@ -509,6 +509,24 @@ def atom(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 
 
+Sender = Callable[..., httpx.Response]
+UpstreamObserver = Callable[..., httpx.Response]
+
+
+def _send_unobserved(send: Sender, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    return send(method, path, **kwargs)
+
+
+# Metrics wrap every upstream request; the core installs its observer at start-up
+# (tools/apps.py), so this module never imports the core (imports flow one way).
+_observer: UpstreamObserver = _send_unobserved
+
+
+def set_upstream_observer(observer: UpstreamObserver | None) -> None:
+    global _observer
+    _observer = observer or _send_unobserved
+
+
 class InvoiceboxClient:
     """One merchant's view of the API. Cheap to build; make one per gateway call."""
 
@@ -726,8 +744,9 @@ class InvoiceboxClient:
         for attempt in range(1, attempts + 1):
             self._admit()
             try:
-                response = self._http.request(
-                    method, path, params=params, content=content, headers=headers
+                response = _observer(
+                    self._http.request, method, path, params=params, content=content,
+                    headers=headers,
                 )
             except httpx.TimeoutException:
                 error = self._transport_failure(write, "Инвойсбокс не ответил вовремя")

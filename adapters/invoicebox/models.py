@@ -14,6 +14,9 @@ class SandboxAccount(models.Model):
     token_sha256 = models.CharField(max_length=64, unique=True)
     merchant_id = models.UUIDField(db_index=True)
     user_id = models.UUIDField()
+    # The shop-level default of the real integration settings: where payment notifications
+    # go when an order names no notificationUrl of its own.
+    notification_url = models.CharField(max_length=1000, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -34,6 +37,10 @@ class SandboxFaults(models.Model):
     error_rate = models.FloatField(default=0.0)
     fail_next = models.PositiveIntegerField(default=0)
     drop_response_after_create = models.BooleanField(default=False)
+    # The next N requests are answered 429 with Retry-After (never reaching the application).
+    rate_limit_next = models.PositiveIntegerField(default=0)
+    # The next N requests lose the connection before the application sees them.
+    reset_next = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -56,6 +63,8 @@ class SandboxFaults(models.Model):
             and self.error_rate == 0.0
             and self.fail_next == 0
             and not self.drop_response_after_create
+            and self.rate_limit_next == 0
+            and self.reset_next == 0
         )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
+import io
 import logging
 import operator
 import os
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import simplejson
@@ -47,6 +48,7 @@ from adapters.invoicebox.models import (
     SandboxRefund,
     SandboxShipment,
 )
+from adapters.invoicebox.notify import SIGNATURE_HEADER, sign
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,8 @@ _PROXY_TIMEOUT_PAGE = (
     b"<center><h1>504 Gateway Time-out</h1></center>\r\n<hr><center>nginx</center>\r\n"
     b"</body>\r\n</html>\r\n"
 )
+# What that proxy answers when the upstream reset the connection.
+_PROXY_BAD_GATEWAY_PAGE = _PROXY_TIMEOUT_PAGE.replace(b"504 Gateway Time-out", b"502 Bad Gateway")
 
 
 # --------------------------------------------------------------------------- responses
@@ -101,6 +105,8 @@ class SandboxResponse:
     # The request was handled (side effects happened) but the client must never see a reply:
     # the lost-response fault, or a latency longer than the client's read timeout.
     dropped: bool = False
+    # The connection was reset before any answer (the reset fault): no side effects happened.
+    reset: bool = False
 
     def json(self) -> Any:
         return simplejson.loads(self.body, use_decimal=True)
@@ -214,19 +220,26 @@ def _account_for_token(token: str) -> SandboxAccount | None:
     return account
 
 
-def register_account(token: str, merchant_id: str) -> None:
-    """Let `token` act for `merchant_id` in the sandbox; only the token's sha256 is stored."""
+def register_account(token: str, merchant_id: str, *, notification_url: str | None = None
+                     ) -> None:
+    """Let `token` act for `merchant_id` in the sandbox; only the token's sha256 is stored.
+
+    `notification_url`, when given, becomes the account's shop-level notification URL.
+    """
     if not isinstance(token, str) or not token.strip():
         raise ValueError("a sandbox token must be a non-empty string")
     merchant = uuid.UUID(str(merchant_id))
     if token == DEMO_TOKEN and merchant != uuid.UUID(DEMO_MERCHANT_ID):
         raise ValueError("the demo token belongs to the demo merchant")
     digest = _digest(token)
+    defaults: dict[str, Any] = {"merchant_id": merchant}
+    if notification_url is not None:
+        defaults["notification_url"] = notification_url[:1000]
     with transaction.atomic():
         SandboxAccount.objects.update_or_create(
             token_sha256=digest,
-            defaults={"merchant_id": merchant},
-            create_defaults={"merchant_id": merchant, "user_id": _user_id_for(digest)},
+            defaults=defaults,
+            create_defaults={**defaults, "user_id": _user_id_for(digest)},
         )
 
 
@@ -254,6 +267,10 @@ def _fault_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
         problems.append(("fail_next", f"an integer from 0 to {MAX_FAIL_NEXT}"))
     if not isinstance(values["drop_response_after_create"], bool):
         problems.append(("drop_response_after_create", "a boolean"))
+    for name in ("rate_limit_next", "reset_next"):
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FAIL_NEXT:
+            problems.append((name, f"an integer from 0 to {MAX_FAIL_NEXT}"))
     return problems
 
 
@@ -266,6 +283,8 @@ def _store_faults(account: SandboxAccount, values: Mapping[str, Any]) -> Sandbox
                 "error_rate": float(values["error_rate"]),
                 "fail_next": values["fail_next"],
                 "drop_response_after_create": values["drop_response_after_create"],
+                "rate_limit_next": values["rate_limit_next"],
+                "reset_next": values["reset_next"],
             },
         )
     return faults
@@ -278,8 +297,14 @@ def set_faults(
     error_rate: float = 0.0,
     fail_next: int = 0,
     drop_response_after_create: bool = False,
+    rate_limit_next: int = 0,
+    reset_next: int = 0,
 ) -> None:
-    """Replace the fault switches of the account behind `token` (ValueError if unknown)."""
+    """Replace the fault switches of the account behind `token` (ValueError if unknown).
+
+    rate_limit_next: the next N requests get 429 with Retry-After; reset_next: the next N
+    requests lose the connection before the application sees them (nothing happens).
+    """
     account = _account_for_token(token)
     if account is None:
         raise ValueError("unknown sandbox token")
@@ -288,6 +313,8 @@ def set_faults(
         "error_rate": error_rate,
         "fail_next": fail_next,
         "drop_response_after_create": drop_response_after_create,
+        "rate_limit_next": rate_limit_next,
+        "reset_next": reset_next,
     }
     problems = _fault_problems(values)
     if problems:
@@ -308,21 +335,40 @@ def _faults_payload(faults: SandboxFaults | None) -> dict[str, Any]:
         "error_rate": faults.error_rate if faults else 0.0,
         "fail_next": faults.fail_next if faults else 0,
         "drop_response_after_create": faults.drop_response_after_create if faults else False,
+        "rate_limit_next": faults.rate_limit_next if faults else 0,
+        "reset_next": faults.reset_next if faults else 0,
     }
 
 
-def _take_fail_next(account: SandboxAccount) -> bool:
+def _take_fail_next(account: SandboxAccount, name: str = "fail_next") -> bool:
     # One conditional UPDATE: concurrent workers never consume the same failure twice.
-    updated = SandboxFaults.objects.filter(pk=account.pk, fail_next__gt=0).update(
-        fail_next=F("fail_next") - 1
+    updated = SandboxFaults.objects.filter(pk=account.pk, **{f"{name}__gt": 0}).update(
+        **{name: F(name) - 1}
     )
     return updated == 1
+
+
+# [sandbox] the real 429 body and headers are undocumented (reference §5, open question 6).
+RATE_LIMIT_RETRY_AFTER = "1"
+
+
+class _ConnectionReset(Exception):
+    """The reset fault: the connection drops before the request reaches the application."""
 
 
 def _apply_faults(
     faults: SandboxFaults, account: SandboxAccount, timeout: float | None
 ) -> tuple[_ApiError | None, bool]:
-    """Sleep the latency; return (the injected 5xx or None, whether the client timed out)."""
+    """Sleep the latency; return (the injected 5xx or None, whether the client timed out).
+
+    A reset raises _ConnectionReset; a 429 is returned like a 5xx. Both come first and never
+    reach the application, as a front proxy's refusal would not.
+    """
+    if faults.reset_next and _take_fail_next(account, "reset_next"):
+        raise _ConnectionReset
+    if faults.rate_limit_next and _take_fail_next(account, "rate_limit_next"):
+        return _ApiError(429, "too_many_requests", "Too Many Requests",
+                         headers={"Retry-After": RATE_LIMIT_RETRY_AFTER}), False
     timed_out = False
     if faults.latency_ms:
         delay = faults.latency_ms / 1000
@@ -724,9 +770,10 @@ def _order_payload(order: SandboxOrder, now: dt.datetime) -> dict[str, Any]:
     return payload
 
 
-def pay_order(order_id: str | uuid.UUID) -> dict[str, Any]:
+def pay_order(order_id: str | uuid.UUID, *, notify: bool = True) -> dict[str, Any]:
     """Mark a sandbox order paid (`completed`, paidAt now); returns the order as the API shows it.
 
+    With `notify`, the signed payment notification is sent once the payment has committed.
     LookupError if there is no such order, ValueError if it is not payable.
     """
     try:
@@ -744,9 +791,168 @@ def pay_order(order_id: str | uuid.UUID) -> dict[str, Any]:
         order.status = SandboxOrder.Status.COMPLETED
         order.paid_at = now.replace(microsecond=0)
         order.save(update_fields=["status", "paid_at"])
-    # Seam: the payment notification (OrderNotification to notificationUrl, signed) is sent
-    # by a later issue from here, after commit. Nothing is faked in the meantime.
+        if notify:
+            # After commit, as Invoicebox notifies only about a payment that is stored. robust:
+            # a receiver that fails never undoes or breaks the payment itself.
+            transaction.on_commit(functools.partial(send_notification, oid), robust=True)
     return _order_payload(order, now)
+
+
+# --------------------------------------------------------------------------- notifications
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What became of one notification: where it went and what the receiver answered."""
+
+    url: str
+    http_status: int | None = None
+    answer: Any = None
+    error: str = ""
+    in_process: bool = False
+
+    @property
+    def accepted(self) -> bool:
+        return self.http_status == 200 and isinstance(self.answer, dict) and (
+            self.answer.get("status") == "success")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "http_status": self.http_status, "answer": self.answer,
+                "error": self.error, "in_process": self.in_process}
+
+
+NOTIFICATION_TIMEOUT_SECONDS = 20.0  # Invoicebox waits 20 s for the answer (reference §6)
+
+
+def configure_notifications(token: str, url: str) -> None:
+    """The shop-level notification URL of the account behind `token` (ValueError if unknown)."""
+    account = _account_for_token(token)
+    if account is None:
+        raise ValueError("unknown sandbox token")
+    if len(url) > 1000:
+        raise ValueError("a notification URL is at most 1000 characters")
+    SandboxAccount.objects.filter(pk=account.pk).update(notification_url=url)
+
+
+def notification_url_of(token: str) -> str:
+    account = _account_for_token(token)
+    return account.notification_url if account is not None else ""
+
+
+def _notification_target(order: SandboxOrder) -> str:
+    """The order's own notificationUrl, else the shop's (the first account of the merchant
+    that has one: accounts of one merchant share the shop's settings)."""
+    request = simplejson.loads(order.request_json, use_decimal=True)
+    own = request.get("notificationUrl")
+    if isinstance(own, str) and own.strip():
+        return own.strip()
+    account = (
+        SandboxAccount.objects.filter(merchant_id=order.merchant_id)
+        .exclude(notification_url="").order_by("pk").first()
+    )
+    return account.notification_url if account is not None else ""
+
+
+def notification_body(order_id: str | uuid.UUID) -> bytes:
+    """The OrderNotification of an order as the sandbox sends it: the order itself (reference
+    §6: "shaped like OrderResponse"); its `id` is the order id, so a resend is a duplicate."""
+    order = SandboxOrder.objects.filter(order_id=uuid.UUID(str(order_id))).first()
+    if order is None:
+        raise LookupError(f"no sandbox order {order_id}")
+    payload = _order_payload(order, timezone.now())
+    return simplejson.dumps(payload, use_decimal=True, ensure_ascii=False,
+                            separators=(",", ":")).encode("utf-8")
+
+
+def send_notification(order_id: str | uuid.UUID) -> Delivery:
+    """Sign and deliver the order's notification once; the outcome is logged and returned.
+
+    A URL of this very gateway is delivered in-process (see _deliver_in_process); any other
+    over HTTP with Invoicebox's 20 s timeout. The sandbox does not retry (Invoicebox would, up
+    to 10 times in 24 h); `manage.py sandbox_pay --resend` sends the same notification again.
+    """
+    order = SandboxOrder.objects.filter(order_id=uuid.UUID(str(order_id))).first()
+    if order is None:
+        raise LookupError(f"no sandbox order {order_id}")
+    url = _notification_target(order)
+    if not url:
+        logger.info("sandbox: order %s has no notification URL; nothing sent", order.order_id)
+        return Delivery(url="", error="no notification URL (order or shop settings)")
+    body = notification_body(order.order_id)
+    headers = {
+        "Content-Type": _JSON,
+        SIGNATURE_HEADER: sign(body, settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY),
+        "User-Agent": "Invoicebox-Sandbox/1.0",
+    }
+    if settings.INVOICEBOX_SANDBOX_IN_PROCESS and _is_own_url(url):
+        delivery = _deliver_in_process(url, body, headers)
+    else:
+        delivery = _deliver_over_http(url, body, headers)
+    logger.info("sandbox: notification for order %s to %s: HTTP %s %s %s", order.order_id, url,
+                delivery.http_status, delivery.answer, delivery.error)
+    return delivery
+
+
+def _is_own_url(url: str) -> bool:
+    parts, own = urlsplit(url), urlsplit(settings.GATEWAY_SITE_URL)
+    if parts.hostname == "testserver":
+        return True
+    loopback = {"127.0.0.1", "localhost", "::1"}
+    same_host = parts.hostname == own.hostname or (
+        parts.hostname in loopback and own.hostname in loopback)
+    default = 443 if parts.scheme == "https" else 80
+    return same_host and (parts.port or default) == (own.port or default)
+
+
+def _deliver_over_http(url: str, body: bytes, headers: dict[str, str]) -> Delivery:
+    try:
+        response = httpx.post(url, content=body, headers=headers,
+                              timeout=NOTIFICATION_TIMEOUT_SECONDS, follow_redirects=False)
+    except httpx.HTTPError as exc:
+        return Delivery(url=url, error=f"{type(exc).__name__}: {exc}"[:300])
+    try:
+        answer: Any = response.json()
+    except ValueError:
+        answer = response.text[:300]
+    return Delivery(url=url, http_status=response.status_code, answer=answer)
+
+
+def _deliver_in_process(url: str, body: bytes, headers: dict[str, str]) -> Delivery:
+    """Call this gateway's own view in this thread, as the client's InProcessTransport does.
+
+    A sync view under ASGI runs on one thread: a notification sent over the network from
+    inside it (say, the `_sandbox/pay` endpoint) to the same server would wait for that very
+    thread forever. The URL is resolved, not imported: the sandbox imports nothing of tools.
+    """
+    from django.core.handlers.wsgi import WSGIRequest
+    from django.urls import Resolver404, resolve
+
+    parts = urlsplit(url)
+    try:
+        match = resolve(parts.path)
+    except Resolver404:
+        return Delivery(url=url, http_status=404, error="no such route", in_process=True)
+    environ = {
+        "REQUEST_METHOD": "POST", "PATH_INFO": parts.path, "SCRIPT_NAME": "",
+        "QUERY_STRING": parts.query, "SERVER_NAME": parts.hostname or "testserver",
+        "SERVER_PORT": str(parts.port or 80), "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1", "wsgi.input": io.BytesIO(body),
+        "wsgi.url_scheme": parts.scheme or "http", "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_TYPE": headers["Content-Type"],
+        **{f"HTTP_{name.upper().replace('-', '_')}": value for name, value in headers.items()
+           if name != "Content-Type"},
+    }
+    try:
+        response = match.func(WSGIRequest(environ), *match.args, **match.kwargs)
+    except Exception as exc:  # the receiver's bug is its own; the payment stands
+        logger.exception("sandbox: in-process notification to %s failed", url)
+        return Delivery(url=url, error=f"{type(exc).__name__}", in_process=True)
+    content = getattr(response, "content", b"")
+    try:
+        answer: Any = simplejson.loads(content)
+    except ValueError:
+        answer = content[:300].decode("utf-8", "replace")
+    return Delivery(url=url, http_status=response.status_code, answer=answer, in_process=True)
 
 
 # --------------------------------------------------------------------------- handlers
@@ -1512,6 +1718,18 @@ def _delete_faults(call: _Call) -> SandboxResponse:
     return call.ok({"data": _faults_payload(None), "extendedData": []})
 
 
+def _pay(call: _Call) -> SandboxResponse:
+    """POST /v3/_sandbox/pay/<order_id>: sandbox only, the payer pays; the notification is
+    delivered before the answer, which reports what the receiver said."""
+    order = _order_or_404(call)
+    try:
+        payload = pay_order(order.order_id, notify=False)
+    except ValueError:
+        raise _wrong_order_status() from None
+    delivery = send_notification(order.order_id)
+    return call.ok({"data": payload, "extendedData": [], "notification": delivery.as_dict()})
+
+
 def _payment_page(call: _Call) -> SandboxResponse:
     """The payer's page behind paymentUrl: sandbox only, it explains how to 'pay'."""
     try:
@@ -1576,6 +1794,7 @@ _ROUTES: tuple[_Route, ...] = (
         {"GET": _get_faults, "PUT": _put_faults, "DELETE": _delete_faults},
         faults=False,
     ),
+    _Route(re.compile(r"/v3/_sandbox/pay/(?P<order_id>[^/]+)"), {"POST": _pay}, faults=False),
     _Route(re.compile(r"/pay/(?P<container_id>[^/]+)"), {"GET": _payment_page}, api=False),
 )
 
@@ -1630,7 +1849,11 @@ def _dispatch(
     if call.account is not None:
         call.faults = SandboxFaults.objects.filter(account=call.account).first()
         if route.faults and call.faults is not None and not call.faults.is_idle:
-            failure, timed_out = _apply_faults(call.faults, call.account, timeout)
+            try:
+                failure, timed_out = _apply_faults(call.faults, call.account, timeout)
+            except _ConnectionReset:
+                return SandboxResponse(status=502, headers={"X-Request-Id": request_id},
+                                       body=_PROXY_BAD_GATEWAY_PAGE, reset=True)
             if failure is not None:
                 # An injected 5xx means the request never reached the application: no effect.
                 return replace(_error_response(failure, request_id), dropped=timed_out)
@@ -1699,6 +1922,10 @@ def sandbox_view(request: HttpRequest, rest: str = "") -> HttpResponse:
             )
         else:
             result = handle(request.method or "GET", f"/{rest}", query, request.headers, body)
+    if result.reset:
+        # A Django view cannot reset its own TCP connection: answer what a front proxy would.
+        return HttpResponse(_PROXY_BAD_GATEWAY_PAGE, status=502, content_type="text/html",
+                            headers={"X-Request-Id": result.headers.get("X-Request-Id", "")})
     if result.dropped:
         return HttpResponse(
             _PROXY_TIMEOUT_PAGE,
@@ -1743,6 +1970,9 @@ class InProcessTransport(httpx.BaseTransport):
                     request.read(),
                     timeout=timeout,
                 )
+        if result.reset:
+            raise httpx.ReadError("[Errno 104] Connection reset by peer (sandbox fault switch)",
+                                  request=request)
         if result.dropped:
             raise httpx.ReadTimeout(
                 "sandbox: the response was lost (fault switch)", request=request

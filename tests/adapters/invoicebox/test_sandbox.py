@@ -864,6 +864,8 @@ def test_faults_endpoint_configures_the_account_over_http(http: Http, contour: C
         "error_rate": 1.0,
         "fail_next": 0,
         "drop_response_after_create": False,
+        "rate_limit_next": 0,
+        "reset_next": 0,
     }
     assert failing.status_code == 500
     assert loads(read_back.content)["data"]["error_rate"] == 1.0

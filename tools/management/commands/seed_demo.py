@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from tools.contours import create_contour, issue_key
+from tools.contours import connect_sandbox_notifications, create_contour, issue_key
 from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
 
 SLUG = "demo"
@@ -21,7 +21,7 @@ class Command(BaseCommand):
     help = "Create the demo contour, its API key and an admin user; reprint them on later runs."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--state-dir", default=str(Path(settings.BASE_DIR) / "var"),
+        parser.add_argument("--state-dir", default=settings.GATEWAY_STATE_DIR,
                             help="where the demo key and admin password are kept (git-ignored)")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -31,6 +31,9 @@ class Command(BaseCommand):
             SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
             toolsets=[Toolset.READ, Toolset.WRITE],
         )
+        if contour.mode == InvoiceboxMode.SANDBOX:
+            # Idempotent; also connects a demo contour seeded before notifications existed.
+            connect_sandbox_notifications(contour, own_account=False, claim_shared=True)
         key = self._demo_key(contour, state / "demo-api-key")
         username, password = self._admin(state / "demo-admin")
         base = settings.GATEWAY_SITE_URL

@@ -1,0 +1,52 @@
+"""Production settings refuse to start unsafe: debug on, a published secret, no broker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD_SECRET = "k" * 50
+PRODUCTION = {"GATEWAY_ENV": "production", "DJANGO_SECRET_KEY": GOOD_SECRET,
+              "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0", "DJANGO_DEBUG": "false"}
+
+
+def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("DJANGO_", "CELERY_", "GATEWAY_"))}
+    code = ("import config.settings as s; print(s.DEBUG, getattr(s, 'SESSION_COOKIE_SECURE', "
+            "False), getattr(s, 'CSRF_COOKIE_SECURE', False), s.CELERY_TASK_ALWAYS_EAGER)")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**clean, **env},
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_production_with_its_secrets_starts_with_secure_cookies_and_a_real_broker():
+    done = load_settings(**PRODUCTION)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "True", "False"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"DJANGO_DEBUG": "true"}, "DJANGO_DEBUG must be off"),
+    ({"DJANGO_SECRET_KEY": ""}, "DJANGO_SECRET_KEY is required"),
+    ({"DJANGO_SECRET_KEY": "dev-only-insecure-secret-key-change-me"}, "published default"),
+    ({"DJANGO_SECRET_KEY": "django-insecure-abc"}, "published default"),
+    ({"CELERY_BROKER_URL": "memory://"}, "CELERY_BROKER_URL"),
+])
+def test_production_refuses_to_start_unsafe(change: dict[str, str], message: str):
+    done = load_settings(**{**PRODUCTION, **change})
+
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and message in done.stderr
+
+
+def test_development_needs_nothing_and_runs_tasks_eagerly():
+    done = load_settings()
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "False", "True"]

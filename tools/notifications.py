@@ -1,0 +1,182 @@
+"""Invoicebox payment notifications, tools side: the webhook view, once-only processing, journal.
+
+POST /invoicebox/notifications/<contour slug>. adapters/invoicebox/notify.py checks the
+signature and reads the body; here the notification meets what this gateway issued
+(TrackedOrder), is processed once per (contour, id) (ProcessedNotification), and every
+notification, refused ones included, lands in the journal (channel webhook, phase notify).
+The answer is always HTTP 200 with JSON, as Invoicebox requires (reference §6).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.csrf import csrf_exempt
+
+from adapters.invoicebox import notify
+from adapters.invoicebox.notify import SUCCESS, Answer, NotificationError, OrderNotification
+from audit import journal
+from tools import tasks
+from tools.models import Contour, ProcessedNotification, TrackedOrder
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "webhook"
+PHASE = "notify"
+PAID = "completed"
+# Terminal statuses a notification may move an unpaid order to; anything else is recorded only.
+CLOSED = frozenset({"canceled", "cancelled", "expired"})
+
+
+@dataclass
+class _Record:
+    """What the journal gets for one notification."""
+
+    slug: str
+    actor: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    secrets: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+
+@csrf_exempt
+def receive(request: HttpRequest, slug: str) -> JsonResponse:
+    """The webhook. Never anything but 200 + JSON for a POST; other methods get 405."""
+    if request.method != "POST":
+        return JsonResponse({"status": "error", "code": "method_not_allowed",
+                             "message": "только POST"}, status=405)
+    actor = f"invoicebox@{request.META.get('REMOTE_ADDR', '')}"
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        body = b"x" * (notify.MAX_BODY_BYTES + 1)  # refused by the checks below, journaled
+    answer = process(slug, body, request.headers.get(notify.SIGNATURE_HEADER), actor=actor)
+    return JsonResponse(answer.as_dict(), status=200)
+
+
+def process(slug: str, body: bytes, signature: str | None, *, actor: str = "invoicebox"
+            ) -> Answer:
+    """Check, process once and journal one notification; returns what Invoicebox is told."""
+    record = _Record(slug=slug[:64], actor=actor)
+    contour = Contour.objects.filter(slug=slug).first()
+    if contour is None:
+        # No contour, no key: nothing can be verified, nothing is changed.
+        record.slug, record.facts = "", {"contour_slug": slug[:64]}
+        return _refuse(record, notify.error("signature_error",
+                                            "подпись нечем проверить: такого контура нет"))
+    record.secrets = [s for s in (contour.notification_key, contour.api_token) if s]
+    if not contour.notification_key:
+        return _refuse(record, notify.error(
+            "signature_error", "у контура не задан ключ подписи уведомлений"))
+    if not notify.signature_valid(body, signature, contour.notification_key):
+        reason = "нет подписи X-Signature" if not signature else "подпись X-Signature не сошлась"
+        return _refuse(record, notify.error("signature_error", reason))
+    try:
+        note = notify.parse(body)
+    except NotificationError as error:
+        # Signed by Invoicebox yet unreadable: out_of_service makes it retry after our fix.
+        return _refuse(record, notify.error("out_of_service", str(error)))
+    record.facts = note.facts()
+    if note.merchant_id.lower() != contour.merchant_id.lower():
+        return _refuse(record, notify.error("order_not_found",
+                                            "уведомление о счёте другого магазина"))
+    if note.is_probe:
+        return _journal(record, SUCCESS, code="probe", message="проверка связи Инвойсбокс")
+    return _apply(contour, note, record)
+
+
+def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer:
+    """The state change, its once-only record and its journal entry commit together."""
+    with transaction.atomic():
+        tracked = _tracked_order(contour, note)
+        # Checked under the order's row lock: a concurrent copy of this notification waits
+        # here and then sees the first one's record.
+        if ProcessedNotification.objects.filter(contour=contour,
+                                                notification_id=note.id).exists():
+            return _journal(record, SUCCESS, code="duplicate",
+                            message="это уведомление уже обработано; ответ прежний")
+        if tracked is None:
+            return _journal(record, notify.error(
+                "order_not_found", f"счёт {note.merchant_order_id or note.id} этот шлюз не "
+                                   "выставлял"))
+        problem = _mismatch(tracked, note)
+        if problem is not None:
+            return _journal(record, problem)
+        if note.is_paid and tracked.status == PAID:
+            return _journal(record, notify.error(
+                "order_already_paid", f"счёт {tracked.merchant_order_id} уже оплачен"))
+        try:
+            with transaction.atomic():
+                processed = ProcessedNotification.objects.create(
+                    contour=contour, notification_id=note.id, order_id=tracked.order_id,
+                    status=note.status, answer=SUCCESS.as_dict())
+        except IntegrityError:  # a concurrent copy that found no tracked row to lock
+            return _journal(record, SUCCESS, code="duplicate",
+                            message="это уведомление уже обработано; ответ прежний")
+        message = _update(tracked, note)
+        # After commit: confirm by a read of the order upstream (a notification is a claim,
+        # the API is the record). robust: a broker hiccup never turns success into an error.
+        transaction.on_commit(lambda: tasks.process_notification.delay(processed.pk),
+                              robust=True)
+        return _journal(record, SUCCESS, message=message)
+
+
+def _tracked_order(contour: Contour, note: OrderNotification) -> TrackedOrder | None:
+    orders = TrackedOrder.objects.select_for_update().filter(contour=contour)
+    found = orders.filter(order_id=note.id).first()
+    if found is None and note.merchant_order_id:
+        found = orders.filter(merchant_order_id=note.merchant_order_id).first()
+    return found
+
+
+def _mismatch(tracked: TrackedOrder, note: OrderNotification) -> Answer | None:
+    if note.currency_id and note.currency_id != tracked.currency:
+        return notify.error("order_wrong_currency",
+                            f"валюта {note.currency_id}, а счёт выставлен в {tracked.currency}")
+    if note.amount_kopecks != tracked.amount:
+        return notify.error("order_wrong_amount",
+                            f"сумма {note.amount} не равна сумме счёта {tracked.amount / 100:.2f}")
+    return None
+
+
+def _update(tracked: TrackedOrder, note: OrderNotification) -> str:
+    if note.is_paid:
+        paid_at = note.model_extra.get("paidAt") if note.model_extra else None
+        tracked.status = PAID
+        tracked.paid_at = (parse_datetime(paid_at) if isinstance(paid_at, str) else None
+                           ) or timezone.now()
+        tracked.save(update_fields=["status", "paid_at", "updated_at"])
+        return f"счёт {tracked.merchant_order_id} оплачен"
+    if note.status in CLOSED and tracked.status != PAID:
+        tracked.status = note.status
+        tracked.save(update_fields=["status", "updated_at"])
+        return f"счёт {tracked.merchant_order_id}: статус {note.status}"
+    return f"счёт {tracked.merchant_order_id}: статус {note.status} принят к сведению"
+
+
+def _refuse(record: _Record, answer: Answer) -> Answer:
+    return _journal(record, answer)
+
+
+def _journal(record: _Record, answer: Answer, *, code: str = "", message: str = "") -> Answer:
+    if answer.status == "success":
+        status = "ok"
+    else:
+        status = "error" if answer.code == "out_of_service" else "rejected"
+    journal.record(
+        contour=record.slug, channel=CHANNEL, actor=record.actor, tool="", phase=PHASE,
+        arguments=record.facts, status=status, code=code or answer.code or "ok",
+        message=message or answer.message,
+        duration_ms=int((time.monotonic() - record.started) * 1000), secrets=record.secrets,
+    )
+    if answer.status != "success":
+        logger.info("notification for contour %s refused: %s", record.slug, answer.code)
+    return answer

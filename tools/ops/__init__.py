@@ -1,0 +1,1 @@
+"""Operations: /health, /metrics, structured call logs, Sentry and the owners' dashboard."""

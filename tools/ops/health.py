@@ -1,0 +1,148 @@
+"""GET /health: version, catalog fingerprint, database, broker and upstream circuits; public.
+
+HTTP 200 only when the database answers. The body names no contour and no secret: circuits
+are counted, the broker URL (it may hold a password) and error texts are never echoed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from functools import lru_cache
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+if TYPE_CHECKING:
+    from tools.spec import ToolSpec
+
+DISTRIBUTION = "invoicebox-gateway"
+FALLBACK_VERSION = "0.1.0"
+
+
+@lru_cache(maxsize=1)
+def version() -> str:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # a checkout that was never pip-installed
+        return FALLBACK_VERSION
+
+
+def catalog_definitions(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """What an assistant is shown of each tool, in catalog order (the order matters too)."""
+    return [
+        {"name": spec.name, "title": spec.title, "kind": spec.kind, "toolset": spec.toolset,
+         "description": spec.description_ru, "summary": spec.summary_ru,
+         "input_schema": spec.params.model_json_schema()}
+        for spec in specs
+    ]
+
+
+def fingerprint_of(specs: tuple[ToolSpec, ...]) -> str:
+    from tools.confirmations import canonical_json
+
+    return hashlib.sha256(canonical_json(catalog_definitions(specs)).encode()).hexdigest()
+
+
+# (catalog tuple, its fingerprint): the catalog is built once per process, so is its hash.
+_cached: tuple[tuple[ToolSpec, ...], str] | None = None
+
+
+def catalog_fingerprint() -> str:
+    """sha256 of the canonical JSON of the definitions: equal exactly when the catalog is."""
+    global _cached
+    from tools import catalog
+
+    if _cached is None or _cached[0] is not catalog.CATALOG:
+        _cached = (catalog.CATALOG, fingerprint_of(catalog.CATALOG))
+    return _cached[1]
+
+
+def _tool_count() -> int:
+    from tools import catalog
+
+    return len(catalog.CATALOG)
+
+
+def _timeout() -> float:
+    return float(settings.HEALTH_CHECK_TIMEOUT_SECONDS)
+
+
+def check_database() -> dict[str, Any]:
+    """A fresh connection (a copy of the default one, with a short connect timeout): SELECT 1."""
+    started = time.perf_counter()
+    probe = connections[DEFAULT_DB_ALIAS].copy()
+    if probe.vendor == "postgresql":
+        probe.settings_dict.setdefault("OPTIONS", {})["connect_timeout"] = max(1, int(_timeout()))
+    try:
+        with probe.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as error:
+        return {"status": "unavailable", "error": type(error).__name__}
+    finally:
+        try:
+            probe.close()
+        except DatabaseError:
+            pass
+    return {"status": "ok", "vendor": probe.vendor,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def check_broker() -> dict[str, Any]:
+    url = str(settings.CELERY_BROKER_URL or "")
+    if not url or url.startswith("memory://"):
+        return {"status": "not_configured"}
+    from kombu import Connection
+
+    timeout = _timeout()
+    started = time.perf_counter()
+    try:
+        with Connection(url, connect_timeout=timeout, transport_options={
+                "socket_connect_timeout": timeout, "socket_timeout": timeout,
+                "max_retries": 0}) as connection:
+            connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0,
+                                         timeout=timeout)
+    except Exception as error:  # any transport's failure; only its class is shown
+        return {"status": "unavailable", "error": type(error).__name__}
+    return {"status": "ok", "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def check_upstream() -> dict[str, Any]:
+    """Circuit breakers counted by state over all contours; names stay out of a public page."""
+    from tools.ops import state
+
+    try:
+        counts = state.circuit_counts(timezone.now())
+    except DatabaseError as error:
+        return {"status": "unknown", "error": type(error).__name__}
+    return {"status": "degraded" if counts["open"] else "ok",
+            "contours": sum(counts.values()), "circuits": counts}
+
+
+def report() -> tuple[int, dict[str, Any]]:
+    database = check_database()
+    checks = {"database": database, "broker": check_broker(), "upstream": check_upstream()}
+    if database["status"] != "ok":
+        overall, http_status = "unavailable", 503
+    elif any(check["status"] not in ("ok", "not_configured") for check in checks.values()):
+        overall, http_status = "degraded", 200
+    else:
+        overall, http_status = "ok", 200
+    body = {"status": overall, "version": version(),
+            "catalog": {"fingerprint": catalog_fingerprint(), "tools": _tool_count()},
+            "checks": checks}
+    return http_status, body
+
+
+@never_cache
+@require_GET
+def health_view(request: HttpRequest) -> JsonResponse:
+    status, body = report()
+    return JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
