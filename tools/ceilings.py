@@ -31,27 +31,40 @@ def day_start(contour: Contour, now: datetime) -> datetime:
     return local.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
+def used(ceiling: Ceiling, now: datetime, *, exclude_operation: int | None = None) -> int | None:
+    """What counts against a ceiling right now (None for the per-operation cap)."""
+    counted = Operation.objects.filter(contour=ceiling.contour, state__in=COUNTED_STATES)
+    if exclude_operation is not None:
+        counted = counted.exclude(pk=exclude_operation)
+    if ceiling.kind == CeilingKind.PER_HOUR:
+        return counted.filter(created_at__gte=now - timedelta(hours=1)).count()
+    if ceiling.kind == CeilingKind.PER_DAY:
+        return counted.filter(
+            currency=ceiling.currency, created_at__gte=day_start(ceiling.contour, now)
+        ).aggregate(total=Sum("amount"))["total"] or 0
+    return None
+
+
 def check(contour: Contour, request: Request, *, exclude_operation: int | None = None) -> None:
     """Refuse with what is used and what is left; called at prepare and, under the contour's
     row lock, again at execution (the caller holds the lock)."""
     ceilings = list(Ceiling.objects.filter(contour=contour))
+    for ceiling in ceilings:
+        ceiling.contour = contour  # already loaded; spare a query per ceiling
     if not ceilings:
         return
     now = timezone.now()
-    counted = Operation.objects.filter(contour=contour, state__in=COUNTED_STATES)
-    if exclude_operation is not None:
-        counted = counted.exclude(pk=exclude_operation)
     for ceiling in ceilings:
         if ceiling.kind == CeilingKind.PER_HOUR:
-            used = counted.filter(created_at__gte=now - timedelta(hours=1)).count()
-            if used + 1 > ceiling.limit:
+            count = used(ceiling, now, exclude_operation=exclude_operation) or 0
+            if count + 1 > ceiling.limit:
                 raise ToolError(
                     "ceiling_exceeded",
-                    f"часовой потолок записей исчерпан: {used} из {ceiling.limit} за последний "
-                    f"час, остаток {max(ceiling.limit - used, 0)}",
+                    f"часовой потолок записей исчерпан: {count} из {ceiling.limit} за последний "
+                    f"час, остаток {max(ceiling.limit - count, 0)}",
                     hint="подождите или попросите владельца контура поднять потолок",
-                    data={"ceiling": "per_hour", "limit": ceiling.limit, "used": used,
-                          "remaining": max(ceiling.limit - used, 0)},
+                    data={"ceiling": "per_hour", "limit": ceiling.limit, "used": count,
+                          "remaining": max(ceiling.limit - count, 0)},
                 )
             continue
         if request.amount is None or ceiling.currency != request.currency:
@@ -68,16 +81,15 @@ def check(contour: Contour, request: Request, *, exclude_operation: int | None =
                       "used": str(request.amount), "remaining": str(ceiling.limit)},
             )
         if ceiling.kind == CeilingKind.PER_DAY:
-            used = counted.filter(currency=currency, created_at__gte=day_start(contour, now)
-                                  ).aggregate(total=Sum("amount"))["total"] or 0
-            if used + request.amount > ceiling.limit:
-                left = max(ceiling.limit - used, 0)
+            spent = used(ceiling, now, exclude_operation=exclude_operation) or 0
+            if spent + request.amount > ceiling.limit:
+                left = max(ceiling.limit - spent, 0)
                 raise ToolError(
                     "ceiling_exceeded",
                     f"суточный потолок {format_rub(ceiling.limit, currency)}: уже использовано "
-                    f"{format_rub(used, currency)}, остаток {format_rub(left, currency)}, "
+                    f"{format_rub(spent, currency)}, остаток {format_rub(left, currency)}, "
                     f"запрошено {format_rub(request.amount, currency)}",
                     hint="операция не выполнена; потолок обнулится в полночь по времени контура",
                     data={"ceiling": "per_day", "currency": currency, "limit": str(ceiling.limit),
-                          "used": str(used), "remaining": str(left)},
+                          "used": str(spent), "remaining": str(left)},
                 )

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db.models import Count, Min, QuerySet, Sum
 
 from adapters.invoicebox.limits import account_key
 from adapters.invoicebox.models import CircuitState
-from tools.ceilings import COUNTED_STATES, day_start
+from tools import ceilings as ceilings_module
 from tools.models import (
     Ceiling,
-    CeilingKind,
     ConfirmationStatus,
     Contour,
     Operation,
@@ -85,16 +84,9 @@ def ceiling_usage(now: datetime, contour: Contour | None = None) -> list[Ceiling
         ceilings = ceilings.filter(contour=contour)
     usage: list[CeilingUsage] = []
     for ceiling in ceilings:
-        counted = Operation.objects.filter(contour=ceiling.contour, state__in=COUNTED_STATES)
-        used: int | None = None
-        if ceiling.kind == CeilingKind.PER_HOUR:
-            used = counted.filter(created_at__gte=now - timedelta(hours=1)).count()
-        elif ceiling.kind == CeilingKind.PER_DAY:
-            used = counted.filter(
-                currency=ceiling.currency, created_at__gte=day_start(ceiling.contour, now)
-            ).aggregate(total=Sum("amount"))["total"] or 0
+        spent = ceilings_module.used(ceiling, now)
         usage.append(CeilingUsage(ceiling.contour.slug, ceiling.kind, ceiling.currency,
-                                  ceiling.limit, used))
+                                  ceiling.limit, spent))
     return usage
 
 
