@@ -22,7 +22,7 @@ class _Problem(BaseModel):
 
 class _Confirmation(BaseModel):
     id: str | None = None
-    token: str
+    token: str | None = None  # absent while awaiting_approval: the token is already in hand
     expires_at: str
     summary: str
     approval_url: str | None = None

@@ -85,9 +85,12 @@ def test_a_recursive_model_is_refused_rather_than_emitted_with_a_reference():
             hint="повторите", confirmation={"id": "c", "token": "ibc_x", "summary": "s",
                                             "expires_at": "2030-01-01T00:00:00+03:00"},
             journal_id=2),
+    Outcome(status="awaiting_approval", code="awaiting_approval", message="ждёт оператора",
+            confirmation={"id": "c", "approval_url": "http://x/approvals/c/", "summary": "s",
+                          "expires_at": "2030-01-01T00:00:00+03:00"}, journal_id=3),
     Outcome(status="rejected", code="invalid_arguments", message="нет",
             problems=[Problem("amount", "не сходится")], journal_id=None),
-], ids=["ok", "confirmation", "refusal"])
+], ids=["ok", "confirmation", "awaiting", "refusal"])
 def test_every_envelope_matches_the_output_schema(outcome: Outcome):
     # when / then
     jsonschema.validate(outcome.as_dict(), output_schema())
