@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -39,42 +39,63 @@ def rate() -> tuple[int, int]:
 
 
 def admit(account: str) -> Refusal | None:
-    """Take one request from the account's budget and pass the circuit; or say why not."""
-    now = time.time()
-    with transaction.atomic():
-        refusal = _circuit(account)
-        if refusal is not None:
-            return refusal
-        return _take(account, now)
+    """Take one request from the account's budget and pass the circuit; or say why not.
+
+    No transaction and no row lock spans the check: every decision is one conditional UPDATE,
+    so workers sharing an account wait on each other only for that one statement.
+    """
+    refusal = _circuit(account)
+    if refusal is not None:
+        return refusal
+    return _take(account, time.time())
 
 
 def _take(account: str, now: float) -> Refusal | None:
     limit, period = rate()
     start = int(now // period) * period
-    window, _ = UpstreamWindow.objects.select_for_update().get_or_create(
-        account=account, window_start=start)
-    previous = UpstreamWindow.objects.filter(account=account, window_start=start - period).first()
+    window = _window(account, start)
+    previous = (UpstreamWindow.objects.filter(account=account, window_start=start - period)
+                .values_list("count", flat=True).first())
     # Sliding-window estimate: the previous window's requests still "in view", weighted.
-    overlap = 1 - (now - start) / period
-    in_view = window.count + (previous.count * overlap if previous else 0)
-    if in_view + 1 > limit:
+    carried = (previous or 0) * (1 - (now - start) / period)
+    room = math.floor(limit - carried)
+    taken = UpstreamWindow.objects.filter(pk=window.pk, count__lt=room).update(
+        count=F("count") + 1)
+    if not taken:
         return Refusal("rate", max(0.1, math.ceil((start + period - now) * 10) / 10))
-    UpstreamWindow.objects.filter(pk=window.pk).update(count=F("count") + 1)
-    UpstreamWindow.objects.filter(account=account, window_start__lt=start - period).delete()
     return None
+
+
+def _window(account: str, start: int) -> UpstreamWindow:
+    window = UpstreamWindow.objects.filter(account=account, window_start=start).first()
+    if window is not None:
+        return window
+    try:
+        with transaction.atomic():
+            window = UpstreamWindow.objects.create(account=account, window_start=start)
+    except IntegrityError:  # another worker opened the same window first
+        return UpstreamWindow.objects.get(account=account, window_start=start)
+    _, period = rate()
+    UpstreamWindow.objects.filter(account=account, window_start__lt=start - period).delete()
+    return window
 
 
 def _circuit(account: str) -> Refusal | None:
-    state, _ = CircuitState.objects.select_for_update().get_or_create(account=account)
-    if state.opened_until is None:
+    opened_until = (CircuitState.objects.filter(account=account)
+                    .values_list("opened_until", flat=True).first())
+    if opened_until is None:
         return None
     now = timezone.now()
-    if state.opened_until > now:
-        return Refusal("circuit", (state.opened_until - now).total_seconds())
-    # Half-open: this request is the one probe; the others keep failing fast until it answers.
-    state.opened_until = now + timedelta(seconds=settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
-    state.save(update_fields=["opened_until"])
-    return None
+    if opened_until > now:
+        return Refusal("circuit", (opened_until - now).total_seconds())
+    # Half-open: exactly one request wins this conditional update and becomes the probe;
+    # the others keep failing fast until it answers.
+    probe_until = now + timedelta(seconds=settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
+    won = CircuitState.objects.filter(account=account, opened_until=opened_until).update(
+        opened_until=probe_until)
+    if won:
+        return None
+    return Refusal("circuit", settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
 
 
 def record(account: str, *, server_fault: bool) -> None:
