@@ -412,23 +412,11 @@ class UpstreamRefundableItem(_Upstream):
 
 
 @dataclass(frozen=True)
-class RefundableItem:
+class RefundableItem(BasketLine):
     """An item of a paid order and what of it can still be refunded (kopecks)."""
 
-    sku: str
-    name: str
-    measure: str
-    measure_code: str
-    quantity: Decimal
-    amount: int
-    amount_wo_vat: int
-    total_amount: int
-    total_vat_amount: int
-    vat_code: str
-    type: str
-    payment_type: str
-    available_amount: int
-    available_vat_amount: int | None
+    available_amount: int = 0
+    available_vat_amount: int | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> RefundableItem:
