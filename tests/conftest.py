@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
@@ -78,6 +79,12 @@ class Assistant:
 @pytest.fixture(autouse=True)
 def _fast_retries(settings: Any) -> None:
     settings.INVOICEBOX_BACKOFF_SECONDS = 0
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> None:
+    # The counterparty cache outlives a test's database rollback; ids are reused after it.
+    cache.clear()
 
 
 @pytest.fixture
