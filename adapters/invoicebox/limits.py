@@ -113,7 +113,3 @@ def record(account: str, *, server_fault: bool) -> None:
                 seconds=settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
         state.save(update_fields=["failures", "opened_until"])
 
-
-def circuit_open(account: str) -> bool:
-    state = CircuitState.objects.filter(account=account).first()
-    return bool(state and state.opened_until and state.opened_until > timezone.now())

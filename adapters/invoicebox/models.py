@@ -237,3 +237,9 @@ class CircuitState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.account}: {self.failures} faults, open until {self.opened_until}"
+
+    def state_at(self, now: dt.datetime) -> str:
+        """closed, open (failing fast), or half_open (the next request is the probe)."""
+        if self.opened_until is None:
+            return "closed"
+        return "open" if self.opened_until > now else "half_open"

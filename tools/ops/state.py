@@ -99,19 +99,14 @@ def invoiced(contour: Contour, since: datetime) -> dict[str, int]:
     return {row["currency"]: row["total"] or 0 for row in rows}
 
 
-def circuit_state(state: CircuitState | None, now: datetime) -> str:
-    if state is None or state.opened_until is None:
-        return "closed"
-    return "open" if state.opened_until > now else "half_open"
-
-
 def circuits(now: datetime) -> list[tuple[str, str]]:
     """(contour slug, breaker state) for every contour; the account is a digest of its token."""
     contours = list(Contour.objects.order_by("slug").only("slug", "api_token"))
     accounts = {contour.slug: account_key(contour.api_token) for contour in contours}
     states = {state.account: state
               for state in CircuitState.objects.filter(account__in=set(accounts.values()))}
-    return [(slug, circuit_state(states.get(account), now)) for slug, account in accounts.items()]
+    return [(slug, states[account].state_at(now) if account in states else "closed")
+            for slug, account in accounts.items()]
 
 
 def circuit_counts(now: datetime) -> dict[str, int]:
