@@ -14,7 +14,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
 from audit.models import ZERO_HASH, Channel, JournalEntry, JournalHead, Phase, Status
-from audit.redaction import redact, scrub
+from audit.redaction import personal_values, redact, scrub_text
 
 HEAD_PK = 1
 VERIFY_CHUNK = 2000
@@ -158,19 +158,21 @@ def record(
     if status not in _STATUSES:
         raise ValueError(f"unknown journal status {status!r}")
     secrets = tuple(secrets)
-    safe_arguments = redact(_json_value(dict(arguments or {})), secrets)
+    plain_arguments = _json_value(dict(arguments or {}))
+    safe_arguments = redact(plain_arguments, secrets)
+    personal = personal_values(plain_arguments)
     entry = JournalEntry(
         contour=_fit("contour", contour),
         channel=channel,
-        actor=_fit("actor", scrub(actor, secrets)),
-        tool=_fit("tool", tool),
+        actor=_fit("actor", scrub_text(actor, secrets, personal)),
+        tool=_fit("tool", scrub_text(tool, secrets, personal)),
         phase=phase,
         arguments=safe_arguments,
         status=status,
         code=_fit("code", code),
-        message=_clean_text(scrub(message, secrets)),
+        message=_clean_text(scrub_text(message, secrets, personal)),
         confirmation_id=_fit("confirmation_id", confirmation_id),
-        operation_key=_fit("operation_key", scrub(operation_key, secrets)),
+        operation_key=_fit("operation_key", scrub_text(operation_key, secrets, personal)),
         upstream_request_id=_fit("upstream_request_id", upstream_request_id),
         upstream_status=upstream_status,
         duration_ms=max(0, int(duration_ms)),

@@ -53,11 +53,17 @@ def _clean_secrets(secrets: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
 
 
+# Our own credentials by their shape, wherever they appear, even when nobody passed them in as a
+# secret: API keys (ibg_), confirmation tokens (ibc_), auditor tokens (iba_). The visible
+# 12-character prefix stays, as the admin shows it; a bare prefix is too short to match.
+_OWN_TOKEN = re.compile(r"\b(ib[gca]_[A-Za-z0-9_-]{8})[A-Za-z0-9_-]{12,}")
+
+
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)
-    return text
+    return _OWN_TOKEN.sub(lambda match: match.group(1) + MASK, text)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
@@ -122,3 +128,36 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     Tuples and sets come back as lists (the journal stores JSON).
     """
     return _redact(value, _clean_secrets(secrets))
+
+
+# Shorter values are not worth hunting for in free text (and would hit ordinary words).
+_MIN_PERSONAL_LENGTH = 4
+
+
+def personal_values(arguments: Any) -> list[tuple[str, str]]:
+    """(value, its mask) of every personal value in arguments, longest first, so that a row's
+    free text (the message, the tool name) masks exactly what its arguments mask."""
+    found: dict[str, str] = {}
+    stack: list[tuple[Any, bool]] = [(arguments, False)]
+    while stack:
+        value, personal = stack.pop()
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                stack.append((item, personal or _is_pii_key(_snake(str(key)))))
+        elif isinstance(value, list | tuple):
+            stack.extend((item, personal) for item in value)
+        elif personal and isinstance(value, str | int) and not isinstance(value, bool):
+            text = str(value).strip()
+            if len(text) >= _MIN_PERSONAL_LENGTH:
+                found[text] = mask_pii(text)
+    return sorted(found.items(), key=lambda pair: len(pair[0]), reverse=True)
+
+
+def scrub_text(text: str, secrets: Iterable[str], personal: list[tuple[str, str]]) -> str:
+    """One policy for a row's free text: secrets and our token shapes become ***, and each
+    personal value of the row's arguments is masked as the arguments mask it."""
+    text = scrub(text, secrets)
+    for value, masked in personal:
+        if value in text:
+            text = text.replace(value, masked)
+    return text

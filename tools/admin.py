@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any
+from typing import Any, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
@@ -33,7 +33,7 @@ from tools.models import (
     Toolset,
     mask_secret,
 )
-from tools.params import format_rub
+from tools.params import Currency, format_rub
 from tools.spec import ToolSpec
 
 admin.site.site_header = "Шлюз Инвойсбокс для ассистентов"
@@ -50,8 +50,8 @@ CONFIRM_FIELD = "_confirm_writes"
 # equality only: their values never enter the journal).
 AUDITED_FIELDS = (
     "slug", "name", "mode", "base_url", "merchant_id", "toolsets", "disabled_tools",
-    "approval_for_all_writes", "approval_thresholds", "confirmation_ttl_seconds",
-    "dedup_window_seconds", "time_zone",
+    "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
+    "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone",
 )
 SECRET_FIELDS = ("api_token", "notification_key")
 # The journal masks values under a key called "name" as personal data; a contour's name isn't.
@@ -100,14 +100,20 @@ class ContourForm(forms.ModelForm):
         label="удалить ключ подписи уведомлений", required=False,
     )
     base_url = forms.URLField(label="адрес API", max_length=500, assume_scheme="https")
+    allowed_currencies = forms.MultipleChoiceField(
+        label="разрешённые валюты записей", widget=forms.CheckboxSelectMultiple,
+        choices=[(code, code) for code in get_args(Currency)],
+        help_text="запись в другой валюте отклоняется; если заданы потолки сумм, у каждой "
+                  "разрешённой валюты должен быть свой потолок, иначе запись в ней отклоняется",
+    )
 
     class Meta:
         model = Contour
         fields = (
             "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
             "confirmation_ttl_seconds", "dedup_window_seconds", "approval_thresholds",
-            "approval_for_all_writes", "time_zone", "disabled_tools", "notification_key",
-            "operators",
+            "allowed_currencies", "approval_for_all_writes", "time_zone", "disabled_tools",
+            "notification_key", "operators",
         )
         help_texts = {
             "approval_thresholds": 'копейки по валютам, например {"RUB": 10000000} = '

@@ -10,7 +10,6 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from audit import journal
-from tools import catalog
 from tools.errors import ToolError
 from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation
 from tools.params import format_rub
@@ -148,45 +147,3 @@ def _record_decision(confirmation: PendingConfirmation, user: Any, *, approve: b
         confirmation_id=str(confirmation.id),
         secrets=[contour.api_token, contour.notification_key],
     )
-
-
-def approve_in_dialog(confirmation_id: str, contour: Contour, *, channel: str, actor: str
-                      ) -> PendingConfirmation:
-    """Record the human's "yes" given in the assistant's dialog (MCP elicitation) as approval.
-
-    Never for money: a refund is re-derived from its tool's kind and always waits for the web
-    UI. Only this contour's pending, fresh confirmation moves to approved; it is journaled.
-    """
-    with transaction.atomic():
-        confirmation = (PendingConfirmation.objects.select_for_update()
-                        .filter(pk=confirmation_id, contour=contour).first())
-        spec = catalog.get(confirmation.tool) if confirmation is not None else None
-        refusal: ToolError | None = None
-        if confirmation is None or spec is None:
-            refusal = ToolError("confirmation_invalid", "такого подтверждения нет")
-        elif spec.kind == "money":
-            refusal = ToolError("forbidden", "возврат денег одобряет только оператор в "
-                                "веб-интерфейсе, не ответ в диалоге")
-        elif confirmation.status != ConfirmationStatus.PENDING:
-            refusal = ToolError("confirmation_used",
-                                f"решение уже принято: {confirmation.get_status_display()}")
-        elif confirmation.is_expired():
-            confirmation.status = ConfirmationStatus.EXPIRED
-            confirmation.save(update_fields=["status"])
-            refusal = ToolError("confirmation_expired", "срок подтверждения истёк; решать поздно")
-        else:
-            confirmation.status = ConfirmationStatus.APPROVED
-            confirmation.decided_at = timezone.now()
-            confirmation.decided_by = f"dialog:{actor}"
-            confirmation.save(update_fields=["status", "decided_at", "decided_by"])
-            journal.record(
-                contour=contour.slug, channel=channel, actor=actor, tool=confirmation.tool,
-                phase="approve", arguments={"confirmation_id": str(confirmation.id)},
-                status="ok", code="approved", message="одобрено человеком в диалоге ассистента",
-                confirmation_id=str(confirmation.id), secrets=[contour.api_token],
-            )
-    # Raised after the block, so marking an item expired is not rolled back with it.
-    if refusal is not None:
-        raise refusal
-    assert confirmation is not None
-    return confirmation

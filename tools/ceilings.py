@@ -45,12 +45,44 @@ def used(ceiling: Ceiling, now: datetime, *, exclude_operation: int | None = Non
     return None
 
 
+AMOUNT_KINDS = (CeilingKind.PER_ORDER, CeilingKind.PER_DAY)
+
+
+def _check_currency(contour: Contour, request: Request, ceilings: list[Ceiling]) -> None:
+    """Fail closed: a currency off the contour's list, or one that no amount ceiling covers
+    while the contour has amount ceilings, is refused rather than passed unlimited."""
+    currency = request.currency
+    if not currency:
+        return
+    allowed = list(contour.allowed_currencies or [])
+    if not contour.allows_currency(currency):
+        raise ToolError(
+            "currency_not_allowed",
+            f"валюта {currency} не разрешена в контуре «{contour.slug}»; разрешены: "
+            + (", ".join(allowed) or "никакие"),
+            hint="выставьте счёт в разрешённой валюте или попросите владельца контура "
+                 "добавить валюту (и потолки для неё)",
+            data={"currency": currency, "allowed_currencies": allowed},
+        )
+    amount_ceilings = [c for c in ceilings if c.kind in AMOUNT_KINDS]
+    if amount_ceilings and not any(c.currency == currency for c in amount_ceilings):
+        covered = sorted({c.currency for c in amount_ceilings})
+        raise ToolError(
+            "currency_not_allowed",
+            f"для валюты {currency} в контуре «{contour.slug}» нет потолка, а для "
+            f"{', '.join(covered)} есть: запись без потолка не выполняется",
+            hint="попросите владельца контура задать потолок для этой валюты",
+            data={"currency": currency, "currencies_with_ceilings": covered},
+        )
+
+
 def check(contour: Contour, request: Request, *, exclude_operation: int | None = None) -> None:
     """Refuse with what is used and what is left; called at prepare and, under the contour's
     row lock, again at execution (the caller holds the lock)."""
     ceilings = list(Ceiling.objects.filter(contour=contour))
     for ceiling in ceilings:
         ceiling.contour = contour  # already loaded; spare a query per ceiling
+    _check_currency(contour, request, ceilings)
     if not ceilings:
         return
     now = timezone.now()

@@ -34,6 +34,7 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "not_found": ("rejected", 422),
     "precondition_failed": ("rejected", 422),
     "upstream_rejected": ("rejected", 422),
+    "currency_not_allowed": ("rejected", 422),
     "ceiling_exceeded": ("rejected", 429),
     "rate_limited": ("rejected", 429),
     "upstream_unavailable": ("error", 502),

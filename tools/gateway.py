@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
 from audit import journal
 from tools import approvals, catalog, ceilings, confirmations
-from tools.errors import Outcome, ToolError, invalid_arguments
+from tools.errors import Outcome, Problem, ToolError, invalid_arguments
 from tools.models import (
     ConfirmationStatus,
     Contour,
@@ -27,7 +27,7 @@ from tools.models import (
 )
 from tools.ops.hooks import observe_call
 from tools.spec import CONTROL_FIELDS, CallContext, ToolSpec
-from tools.validation import validate
+from tools.validation import printable, shape_problem, validate
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +70,9 @@ class _Trace:
 def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: str) -> Outcome:
     """Run one tool call through the whole pipeline and journal its outcome."""
     trace = _Trace(contour=contour, channel=channel, actor=actor,
-                   tool=name if isinstance(name, str) else "", arguments=arguments)
+                   tool=printable(name) if isinstance(name, str) else "", arguments=arguments)
     try:
+        _refuse_unreadable(trace, name, arguments)
         outcome = _pipeline(trace, name, arguments)
     except ToolError as error:
         outcome = Outcome.from_error(error)
@@ -93,6 +94,15 @@ class BatchItem:
     duplicate_of: int | None = None
 
 
+def _refuse_unreadable(trace: _Trace, name: Any, arguments: Any) -> None:
+    """Refuse what no later step could even walk safely; the journal keeps a placeholder."""
+    problem = shape_problem(arguments)
+    if not problem:
+        return
+    trace.arguments = {"_refused": problem}
+    raise invalid_arguments([Problem(field="arguments", message=problem)])
+
+
 def call_batch(contour: Contour, calls: list[tuple[Any, Any]], *, channel: str, actor: str
                ) -> list[BatchItem]:
     """Calls of one model reply. Identical ones (same name, same arguments as canonical JSON)
@@ -100,6 +110,11 @@ def call_batch(contour: Contour, calls: list[tuple[Any, Any]], *, channel: str, 
     first_seen: dict[str, int] = {}
     items: list[BatchItem] = []
     for index, (name, arguments) in enumerate(calls):
+        if shape_problem({"name": name, "arguments": arguments}):
+            # Not comparable safely: answered (and refused) on its own, never collapsed.
+            items.append(BatchItem(outcome=call(contour, name, arguments, channel=channel,
+                                                actor=actor)))
+            continue
         key = confirmations.canonical_json({"name": name, "arguments": arguments})
         if key in first_seen:
             original = first_seen[key]
@@ -119,7 +134,10 @@ def call_batch(contour: Contour, calls: list[tuple[Any, Any]], *, channel: str, 
 def reject(contour: Contour | None, code: str, message: str, *, channel: str, actor: str,
            tool: str = "", arguments: Any = None, hint: str = "") -> Outcome:
     """Journal a call an adapter could not even parse (bad JSON, no key) and answer it."""
-    trace = _Trace(contour=contour, channel=channel, actor=actor, tool=tool, arguments=arguments)
+    if shape_problem(arguments):
+        arguments = {"_refused": shape_problem(arguments)}
+    trace = _Trace(contour=contour, channel=channel, actor=actor, tool=printable(tool),
+                   arguments=arguments)
     return _journal(trace, Outcome.from_error(ToolError(code, message, hint=hint)))
 
 
@@ -389,25 +407,30 @@ def _json_kind(value: Any) -> str:
 
 def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
     arguments = trace.arguments if isinstance(trace.arguments, dict) else {
-        "_raw": str(trace.arguments)[:200]}
-    secrets = [trace.contour.api_token] if trace.contour is not None else []
-    entry = journal.record(
-        contour=trace.contour.slug if trace.contour is not None else "",
-        channel=trace.channel,
-        actor=trace.actor,
-        tool=trace.tool[:64],
-        phase=trace.phase,
-        arguments=arguments,
-        status=outcome.status,
-        code=outcome.code,
-        message=outcome.message,
-        confirmation_id=trace.confirmation_id,
-        operation_key=trace.operation_key,
-        upstream_request_id=trace.upstream_request_id,
-        upstream_status=trace.upstream_status,
-        duration_ms=int((time.monotonic() - trace.started) * 1000),
-        secrets=secrets,
-    )
+        "_raw": printable(str(trace.arguments)[:200])}
+    contour = trace.contour
+    fields: dict[str, Any] = {
+        "contour": contour.slug if contour is not None else "",
+        "channel": trace.channel, "actor": trace.actor, "tool": trace.tool[:64],
+        "phase": trace.phase, "status": outcome.status, "code": outcome.code,
+        "confirmation_id": trace.confirmation_id, "operation_key": trace.operation_key,
+        "upstream_request_id": trace.upstream_request_id,
+        "upstream_status": trace.upstream_status,
+        "duration_ms": int((time.monotonic() - trace.started) * 1000),
+        "secrets": contour.secrets() if contour is not None else [],
+    }
+    try:
+        entry = journal.record(arguments=arguments, message=outcome.message, **fields)
+    except Exception:
+        # Journaling must never fail the call: keep what can be recorded, say what could not.
+        logger.exception("journal entry of tool %s failed; writing a fallback", trace.tool)
+        try:
+            entry = journal.record(
+                arguments={"_unrecordable": "аргументы не удалось записать в журнал"},
+                message=printable(outcome.message)[:500], **fields)
+        except Exception:
+            logger.exception("fallback journal entry of tool %s failed", trace.tool)
+            return outcome
     outcome.journal_id = entry.id
     observe_call(entry)  # tools/ops: metrics, the JSON log line, Sentry; never raises
     return outcome

@@ -37,6 +37,10 @@ def _default_dedup_window() -> int:
     return settings.GATEWAY_DEDUP_WINDOW_SECONDS
 
 
+def _default_allowed_currencies() -> list[str]:
+    return ["RUB"]
+
+
 def _default_approval_thresholds() -> dict[str, int]:
     return {"RUB": settings.GATEWAY_APPROVAL_THRESHOLD_RUB}
 
@@ -65,6 +69,11 @@ class Contour(models.Model):
     # always needs one: an unknown scale is no reason to skip the human.
     approval_thresholds = models.JSONField(
         "порог одобрения оператором, копейки по валютам", default=_default_approval_thresholds
+    )
+    # Writes in any other currency are refused: a currency nobody configured has no threshold
+    # and no ceiling an owner ever thought about.
+    allowed_currencies = models.JSONField(
+        "разрешённые валюты записей", default=_default_allowed_currencies
     )
     approval_for_all_writes = models.BooleanField(
         "все записи только после одобрения оператором", default=False
@@ -101,6 +110,10 @@ class Contour(models.Model):
     def writes_enabled(self) -> bool:
         return self.has_toolset(Toolset.WRITE)
 
+    def secrets(self) -> list[str]:
+        """What the journal, logs and errors must never show of this contour."""
+        return [secret for secret in (self.api_token, self.notification_key) if secret]
+
     @property
     def masked_token(self) -> str:
         return mask_secret(self.api_token)
@@ -108,6 +121,9 @@ class Contour(models.Model):
     @property
     def confirmation_ttl(self) -> timedelta:
         return timedelta(seconds=self.confirmation_ttl_seconds)
+
+    def allows_currency(self, currency: str) -> bool:
+        return currency in (self.allowed_currencies or [])
 
     def approval_threshold(self, currency: str) -> int | None:
         value = (self.approval_thresholds or {}).get(currency)

@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-KOPECKS_MESSAGE = "сумма в копейках целым числом строкой: 12200 — это 122,00 ₽"
+KOPECKS_MESSAGE = ("сумма в копейках целым числом строкой из цифр 0–9 без ведущих нулей: "
+                   "12200 — это 122,00 ₽")
 
 
 class StrictModel(BaseModel):
@@ -27,8 +28,13 @@ def _kopecks_before(value: Any) -> Any:
     return value
 
 
+# ASCII digits only, no leading zeros: "036600", "３６６００" and "٣٦٦٠٠" are not 366,00 ₽ (Python's
+# \d and the schema engine's both match any Unicode digit, and each spelling would hash apart).
+KOPECKS_PATTERN = r"^(0|[1-9][0-9]{0,11})$"
+
+
 def _kopecks_after(value: str) -> str:
-    if not re.fullmatch(r"\d{1,12}", value):
+    if not re.fullmatch(KOPECKS_PATTERN, value):
         raise PydanticCustomError(
             "kopecks", KOPECKS_MESSAGE + "; пришло {value}", {"value": repr(value)[:40]}
         )
@@ -39,7 +45,7 @@ Kopecks = Annotated[
     str,
     BeforeValidator(_kopecks_before),
     AfterValidator(_kopecks_after),
-    Field(pattern=r"^\d{1,12}$", examples=["12200"]),
+    Field(pattern=KOPECKS_PATTERN, examples=["12200"]),
 ]
 
 
@@ -61,7 +67,7 @@ def inn_checksum_ok(inn: str) -> bool:
 
 
 def _inn(value: str) -> str:
-    if not re.fullmatch(r"\d{10}|\d{12}", value):
+    if not re.fullmatch(r"[0-9]{10}|[0-9]{12}", value):
         raise PydanticCustomError(
             "inn_format", "ИНН — 10 цифр (организация) или 12 цифр (ИП, физлицо); пришло {value}",
             {"value": repr(value)[:40]},
@@ -74,11 +80,11 @@ def _inn(value: str) -> str:
     return value
 
 
-Inn = Annotated[str, AfterValidator(_inn), Field(pattern=r"^(\d{10}|\d{12})$")]
+Inn = Annotated[str, AfterValidator(_inn), Field(pattern=r"^([0-9]{10}|[0-9]{12})$")]
 
 
 def _kpp(value: str) -> str:
-    if not re.fullmatch(r"\d{4}[0-9A-Z]{2}\d{3}", value):
+    if not re.fullmatch(r"[0-9]{4}[0-9A-Z]{2}[0-9]{3}", value):
         raise PydanticCustomError(
             "kpp_format", "КПП — 9 знаков (например 770201001); пришло {value}",
             {"value": repr(value)[:40]},
@@ -86,7 +92,7 @@ def _kpp(value: str) -> str:
     return value
 
 
-Kpp = Annotated[str, AfterValidator(_kpp), Field(pattern=r"^\d{4}[0-9A-Z]{2}\d{3}$")]
+Kpp = Annotated[str, AfterValidator(_kpp), Field(pattern=r"^[0-9]{4}[0-9A-Z]{2}[0-9]{3}$")]
 
 Currency = Literal["RUB", "USD", "EUR", "GBP", "CNY"]
 Language = Literal["ru", "en"]

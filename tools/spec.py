@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -82,5 +83,19 @@ class ToolSpec:
         return self.kind in ("write", "money")
 
     def canonical_arguments(self, params: BaseModel) -> dict[str, Any]:
-        """Defaults applied, control fields dropped, JSON-ready: what a token is bound to."""
-        return params.model_dump(mode="json", exclude=set(CONTROL_FIELDS), exclude_none=True)
+        """Defaults applied, control fields dropped, JSON-ready, every text in NFC: what a token
+        and the duplicate protection are bound to. The model already made ids canonical
+        (UUIDs lower-case with hyphens) and refused non-ASCII digits."""
+        dumped = params.model_dump(mode="json", exclude=set(CONTROL_FIELDS), exclude_none=True)
+        return _nfc(dumped)
+
+
+def _nfc(value: Any) -> Any:
+    """"й" typed as one code point or as "и" + a combining breve is the same text."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
+    if isinstance(value, dict):
+        return {_nfc(key): _nfc(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_nfc(item) for item in value]
+    return value

@@ -122,3 +122,46 @@ def validate(model: type[M], arguments: dict[str, Any]) -> M:
         return model.model_validate_json(json.dumps(arguments, ensure_ascii=False), strict=True)
     except ValidationError as error:
         raise invalid_arguments(problems_from(error, model)) from None
+
+
+# Deeper than any tool's arguments need (the deepest is basket_items[i].field: 3), shallow
+# enough that no recursive walk of ours (redaction, the journal, hashing) can overflow.
+MAX_NESTING = 32
+
+
+def shape_problem(value: Any, limit: int = MAX_NESTING) -> str:
+    """Why a parsed JSON value cannot even be looked at ('' when it can), found iteratively:
+    nesting deeper than `limit`, or a lone UTF-16 surrogate ("\\ud800") that no encoder,
+    renderer or database accepts."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _has_surrogate(item):
+                return ("строка содержит одиночный суррогат UTF-16 (например \\ud800): это не "
+                        "текст; передайте символы целиком")
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if depth > limit:
+            return (f"вложенность аргументов глубже {limit} уровней: так глубоко не "
+                    "вкладывается ни один параметр")
+        children = list(item.items()) if isinstance(item, dict) else [(None, v) for v in item]
+        for key, child in children:
+            if isinstance(key, str) and _has_surrogate(key):
+                return "имя поля содержит одиночный суррогат UTF-16: это не текст"
+            stack.append((child, depth + 1))
+    return ""
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def printable(text: str) -> str:
+    """Text that every encoder takes: lone surrogates written as \\udXXX escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(text) else text

@@ -1,4 +1,4 @@
-"""The MCP server from the catalog: tools/list, tools/call over tools.gateway, the approval dialog."""
+"""The MCP server from the catalog: tools/list, tools/call over tools.gateway, the confirmation dialog."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from adapters.mcp.schema import input_schema, tool_definition, tool_result
-from tools import approvals, catalog, gateway
-from tools.errors import Outcome, ToolError
+from tools import catalog, gateway
+from tools.errors import Outcome
 from tools.models import Contour
 
 NAME = "invoicebox-gateway"
@@ -85,7 +85,7 @@ def _schema_of(name: str) -> dict[str, Any] | None:
     return input_schema(spec.params) if spec is not None else None
 
 
-# The one form field of the approval dialog (a flat primitive schema, as elicitation requires).
+# The one form field of the confirmation dialog (a flat primitive schema, as elicitation requires).
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"confirm": {"type": "boolean", "title": "Подтверждаю операцию",
@@ -94,48 +94,78 @@ CONFIRM_SCHEMA: dict[str, Any] = {
 }
 
 
-def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
-    """A 2025-11-25-era session whose client declared form elicitation and can be asked now."""
+def _elicitation(ctx: ServerRequestContext[Any, Any]) -> types.ElicitationCapability | None:
+    """The client's declared elicitation, when this 2025-11-25-era session can be asked now."""
     session = ctx.session
     if session.protocol_version in MODERN_PROTOCOL_VERSIONS or not session.can_send_request:
-        return False
+        return None
     capabilities = session.client_capabilities
-    elicitation = capabilities.elicitation if capabilities is not None else None
+    return capabilities.elicitation if capabilities is not None else None
+
+
+def _can_ask_form(ctx: ServerRequestContext[Any, Any]) -> bool:
+    elicitation = _elicitation(ctx)
     # An empty {"elicitation": {}} means form mode (the spec's backward-compatible default).
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def _can_send_url(ctx: ServerRequestContext[Any, Any]) -> bool:
+    elicitation = _elicitation(ctx)
+    return elicitation is not None and elicitation.url is not None
 
 
 async def _confirmed_in_dialog(ctx: ServerRequestContext[Any, Any], summary: str) -> bool:
     """Ask the person in the dialog; only an explicit accept with confirm=true counts."""
     try:
         answer = await ctx.session.elicit_form(
-            f"Нужно ваше одобрение: {summary}\nВыполнить операцию?", CONFIRM_SCHEMA,
+            f"Подтвердите операцию: {summary}\nВыполнить?", CONFIRM_SCHEMA,
             related_request_id=ctx.request_id)
     except (MCPError, ValidationError):  # the client failed or timed out: not a "yes"
         return False
     return answer.action == "accept" and (answer.content or {}).get("confirm") is True
 
 
-async def _approve_in_dialog(ctx: ServerRequestContext[Any, Any], caller: Caller,
+async def _confirm_in_dialog(ctx: ServerRequestContext[Any, Any], caller: Caller,
                              params: types.CallToolRequestParams, arguments: dict[str, Any],
                              outcome: Outcome) -> Outcome:
-    """awaiting_approval of a non-money write: let the person approve in the dialog instead of
-    the web UI, then run the same call again. Refunds never get here."""
-    spec = catalog.get(params.name)
+    """confirmation_required of a write that needs no operator: the person's "yes" in the
+    client's dialog stands in for the chat confirmation (the second call with the token).
+
+    It never stands in for an operator: the client answering is the key holder's own software,
+    so a write that needs an operator is not asked here, and the core re-derives the
+    requirement on the second call anyway (awaiting_approval if it needs a human).
+    """
     confirmation = outcome.confirmation or {}
-    if spec is None or spec.kind == "money" or not confirmation.get("id") or not _can_elicit(ctx):
+    if (not confirmation.get("token") or confirmation.get("approval_url")
+            or (outcome.data or {}).get("requires_approval") or not _can_ask_form(ctx)):
         return outcome
     if not await _confirmed_in_dialog(ctx, str(confirmation.get("summary", ""))):
         return dataclasses.replace(outcome, message=(
-            "человек не подтвердил операцию в диалоге; " + outcome.message
-            + " (ссылка на одобрение в веб-интерфейсе по-прежнему действует)"))
-    try:
-        await run_sync(approvals.approve_in_dialog, str(confirmation["id"]), caller.contour,
-                       channel=caller.channel, actor=caller.actor)
-    except ToolError:
-        pass  # decided, expired or gone meanwhile: the repeated call below says which
-    return await run_sync(gateway.call, caller.contour, params.name, arguments,
+            "человек не подтвердил операцию в диалоге; " + outcome.message))
+    confirmed = {**arguments, "confirmation_token": confirmation["token"]}
+    return await run_sync(gateway.call, caller.contour, params.name, confirmed,
                           channel=caller.channel, actor=caller.actor)
+
+
+async def _point_to_approval_page(ctx: ServerRequestContext[Any, Any], outcome: Outcome
+                                  ) -> Outcome:
+    """awaiting_approval: a URL-mode client shows the person the operator's approval page.
+
+    Whatever the client answers decides nothing: only an operator signed in to the web UI,
+    who is not the key holder, approves.
+    """
+    confirmation = outcome.confirmation or {}
+    url = str(confirmation.get("approval_url") or "")
+    if not url or not _can_send_url(ctx):
+        return outcome
+    try:
+        await ctx.session.elicit_url(
+            "Операцию одобряет оператор на странице одобрения: "
+            + str(confirmation.get("summary", "")), url, str(confirmation.get("id", "")),
+            related_request_id=ctx.request_id)
+    except (MCPError, ValidationError):
+        pass  # the page link is in the envelope as well
+    return outcome
 
 
 def build_server(resolve: CallerResolver) -> Server[Any]:
@@ -158,8 +188,10 @@ def build_server(resolve: CallerResolver) -> Server[Any]:
             # Journaled by the core above; MCP wants a protocol error for a name it never listed.
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}",
                            data=outcome.as_dict())
+        if outcome.code == "confirmation_required":
+            outcome = await _confirm_in_dialog(ctx, caller, params, arguments, outcome)
         if outcome.code == "awaiting_approval":
-            outcome = await _approve_in_dialog(ctx, caller, params, arguments, outcome)
+            outcome = await _point_to_approval_page(ctx, outcome)
         return tool_result(outcome)
 
     return Server(

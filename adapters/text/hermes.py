@@ -13,6 +13,7 @@ from tools import catalog, gateway
 from tools.errors import Outcome, Problem
 from tools.models import Contour
 from tools.spec import ToolSpec
+from tools.validation import shape_problem
 
 CHANNEL = "text"
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -392,7 +393,7 @@ def _number(text: str, verdicts: list[_Verdict], known: list[str]) -> list[Candi
 def _strict_json(text: str) -> Any:
     """json.loads without leniency: no NaN/Infinity, no repeated keys; errors in one type."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         raise _JsonRefused(f"{error.msg}: line {error.lineno} column {error.colno} "
                            f"(char {error.pos})", error.pos) from None
@@ -402,6 +403,10 @@ def _strict_json(text: str) -> Any:
         raise _JsonRefused("слишком глубокая вложенность") from None
     except ValueError as error:  # e.g. an integer longer than Python's digit limit
         raise _JsonRefused(str(error)[:200]) from None
+    problem = shape_problem(value)
+    if problem:
+        raise _JsonRefused(problem)
+    return value
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def contour_form(contour: Contour, **changes: Any) -> dict[str, Any]:
         "confirmation_ttl_seconds": contour.confirmation_ttl_seconds,
         "dedup_window_seconds": contour.dedup_window_seconds,
         "approval_thresholds": json.dumps(contour.approval_thresholds),
+        "allowed_currencies": list(contour.allowed_currencies),
         "time_zone": contour.time_zone, "api_token": "", "notification_key": "",
         "_save": "Сохранить",
     }

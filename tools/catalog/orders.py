@@ -187,7 +187,7 @@ class CustomerParams(StrictModel):
         None, max_length=100, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", description="Почта для чека."
     )
     phone: str | None = Field(
-        None, pattern=r"^\d{10,15}$", description="Телефон цифрами, 10–15 цифр, например 79001112233."
+        None, pattern=r"^[0-9]{10,15}$", description="Телефон цифрами, 10–15 цифр, например 79001112233."
     )
 
 
@@ -203,7 +203,7 @@ class BasketItemParams(StrictModel):
         description="Единица измерения словом (шт., кг, ч...). Достаточно её или measure_code.",
     )
     measure_code: str | None = Field(
-        None, pattern=r"^\d{3}$", description="Код единицы по ОКЕИ (796 — шт., 166 — кг, 356 — ч)."
+        None, pattern=r"^[0-9]{3}$", description="Код единицы по ОКЕИ (796 — шт., 166 — кг, 356 — ч)."
     )
     quantity: float = Field(gt=0, le=1_000_000, description="Количество, больше нуля.")
     amount: Kopecks = Field(description="Цена за единицу с НДС, копейки строкой.")
