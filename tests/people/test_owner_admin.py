@@ -262,6 +262,7 @@ def test_a_new_contour_with_writes_is_confirmed_then_created_and_journaled(owner
             "merchant_id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "api_token": NEW_TOKEN,
             "toolsets": ["write"], "confirmation_ttl_seconds": 900,
             "dedup_window_seconds": 600, "approval_thresholds": '{"RUB": 10000000}',
+                "allowed_currencies": ["RUB"],
             "time_zone": "Europe/Moscow", "_save": "Сохранить",
             **{f"{p}-{k}": v for p in ("ceilings", "api_keys")
                for k, v in (("TOTAL_FORMS", 0), ("INITIAL_FORMS", 0), ("MIN_NUM_FORMS", 0),

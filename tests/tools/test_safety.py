@@ -71,12 +71,16 @@ def test_per_order_ceiling_one_kopeck_over_fails_at_the_first_call(assistant: As
     assert PendingConfirmation.objects.count() == 0
 
 
-def test_ceiling_in_another_currency_does_not_apply(assistant: Assistant):
+def test_a_ceiling_only_in_another_currency_leaves_this_one_refused(assistant: Assistant):
+    # Fail closed: with amount ceilings set, a currency none of them covers has no limit at all.
+    assistant.contour.allowed_currencies = ["RUB", "USD"]
+    assistant.contour.save()
     Ceiling.objects.create(contour=assistant.contour, kind="per_order", currency="USD", limit=1)
 
-    _, body = assistant.call("create_order", order_args())
+    status, body = assistant.call("create_order", order_args())
 
-    assert body["status"] == "confirmation_required"
+    assert (status, body["code"]) == (422, "currency_not_allowed")
+    assert body["data"]["currencies_with_ceilings"] == ["USD"]
 
 
 def test_daily_ceiling_counts_executed_orders_and_says_what_is_left(assistant: Assistant):
@@ -165,6 +169,9 @@ def test_rejection_reaches_the_assistant_with_the_reason(assistant: Assistant,
 
 
 def test_currency_without_a_threshold_needs_an_operator(assistant: Assistant):
+    assistant.contour.allowed_currencies = ["RUB", "USD"]
+    assistant.contour.save()
+
     _, body = assistant.call("create_order", order_args(currency_id="USD"))
 
     assert body["data"]["requires_approval"] is True
