@@ -41,13 +41,14 @@ if PRODUCTION:
 # put the new key first, keep the old ones).
 def _journal_keys(raw: str) -> dict[str, str]:
     keys: dict[str, str] = {}
-    for item in (part.strip() for part in raw.split(",")):
+    for number, item in enumerate((part.strip() for part in raw.split(",")), start=1):
         kid, sep, secret = item.partition(":")
         kid = kid.strip()
+        # The message names the item by position: a malformed item may be a bare secret.
         if not sep or not re.fullmatch(r"[A-Za-z0-9._-]{1,32}", kid):
             raise ImproperlyConfigured(
-                "GATEWAY_JOURNAL_KEYS: each item is kid:secret, the kid 1-32 characters of "
-                f"letters, digits, '._-'; got an item starting {kid[:8]!r}")
+                f"GATEWAY_JOURNAL_KEYS: item {number} is not kid:secret (each item is kid:secret, "
+                "the kid 1-32 characters of letters, digits, '._-')")
         if kid in keys:
             raise ImproperlyConfigured(f"GATEWAY_JOURNAL_KEYS: key id {kid!r} appears twice")
         if len(secret) < 32:
