@@ -35,6 +35,7 @@ FIELDS: tuple[str, ...] = (
     "upstream_request_id",
     "upstream_status",
     "duration_ms",
+    "key_id",
     "prev_hash",
     "hash",
 )

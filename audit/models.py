@@ -72,8 +72,8 @@ class JournalEntry(models.Model):
 
     The Python guards below (save() of an existing row, delete(), the queryset's
     update()/delete()) only stop honest mistakes. The real protection is the read-only admin,
-    a database role without UPDATE/DELETE on this table in production, and the hash chain that
-    `manage.py verify_journal` checks.
+    a database role without UPDATE/DELETE on this table in production, and the HMAC chain that
+    `manage.py verify_journal` checks against the keys and checkpoints kept outside it.
     """
 
     id = models.BigAutoField(primary_key=True)
@@ -94,6 +94,10 @@ class JournalEntry(models.Model):
     upstream_request_id = models.CharField("запрос API", max_length=128, blank=True)
     upstream_status = models.PositiveSmallIntegerField("HTTP-статус API", null=True, blank=True)
     duration_ms = models.PositiveIntegerField("длительность, мс", default=0)
+    # Which GATEWAY_JOURNAL_KEYS key made `hash` (an HMAC); empty on entries from before the
+    # chain was keyed, whose hash is plain sha256 (accepted up to GATEWAY_JOURNAL_LEGACY_LAST_ID).
+    key_id = models.CharField("ключ подписи", max_length=32, blank=True, default="",
+                              db_default="")
     prev_hash = models.CharField("предыдущий хеш", max_length=64)
     hash = models.CharField("хеш", max_length=64, unique=True)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from io import StringIO
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.db import transaction
 
@@ -49,7 +51,10 @@ def test_hash_is_recomputable_from_the_stored_row(write):
     )
 
     stored = JournalEntry.objects.get(pk=entry.id)
-    expected = hashlib.sha256((stored.prev_hash + canonical(stored)).encode()).hexdigest()
+    [(kid, secret)] = settings.GATEWAY_JOURNAL_KEYS.items()
+    message = (stored.prev_hash + canonical(stored)).encode()
+    expected = hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+    assert stored.key_id == kid
     assert stored.hash == expected == entry.hash
     content = json.loads(canonical(stored))
     assert content["at"].endswith("+00:00")

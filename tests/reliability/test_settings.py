@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 GOOD_SECRET = "k" * 50
 PRODUCTION = {"GATEWAY_ENV": "production", "DJANGO_SECRET_KEY": GOOD_SECRET,
-              "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0", "DJANGO_DEBUG": "false"}
+              "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0", "DJANGO_DEBUG": "false",
+              "GATEWAY_JOURNAL_KEYS": "j2:" + "s" * 40 + ",j1:" + "t" * 40}
 
 
 def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
@@ -37,6 +38,11 @@ def test_production_with_its_secrets_starts_with_secure_cookies_and_a_real_broke
     ({"DJANGO_SECRET_KEY": "dev-only-insecure-secret-key-change-me"}, "published default"),
     ({"DJANGO_SECRET_KEY": "django-insecure-abc"}, "published default"),
     ({"CELERY_BROKER_URL": "memory://"}, "CELERY_BROKER_URL"),
+    ({"GATEWAY_JOURNAL_KEYS": ""}, "GATEWAY_JOURNAL_KEYS (kid:secret, see docs/production.md) is"),
+    ({"GATEWAY_JOURNAL_KEYS": "j1:short"}, "secret of key id 'j1' has 5 characters"),
+    ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",bare-secret-value-xyz"},
+     "item 2 is not kid:secret"),
+    ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",j1:" + "t" * 40}, "'j1' appears twice"),
 ])
 def test_production_refuses_to_start_unsafe(change: dict[str, str], message: str):
     done = load_settings(**{**PRODUCTION, **change})
@@ -50,3 +56,20 @@ def test_development_needs_nothing_and_runs_tasks_eagerly():
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False", "False", "True"]
+
+
+def test_production_journal_keys_keep_their_order_and_never_print_a_secret():
+    code = "import config.settings as s; print(list(s.GATEWAY_JOURNAL_KEYS))"
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("DJANGO_", "CELERY_", "GATEWAY_"))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**clean, **PRODUCTION},
+                          capture_output=True, text=True, timeout=60, check=False)
+    short = load_settings(**{**PRODUCTION, "GATEWAY_JOURNAL_KEYS": "j1:secret-to-hide"})
+    bare = load_settings(**{**PRODUCTION, "GATEWAY_JOURNAL_KEYS": "bare-secret-to-hide-" * 3})
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['j2', 'j1']"
+    for refused in (short, bare):
+        assert refused.returncode != 0
+        assert "GATEWAY_JOURNAL_KEYS" in refused.stderr
+        assert "to-hide" not in refused.stderr

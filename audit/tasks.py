@@ -1,0 +1,28 @@
+"""Celery tasks of the journal: the periodic checkpoint (beat, CELERY_BEAT_SCHEDULE)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from celery import shared_task
+from django.conf import settings
+
+from audit import checkpoints
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="audit.tasks.write_journal_checkpoint")
+def write_journal_checkpoint() -> str:
+    """Write the journal head as a new checkpoint file; returns its path ("" when empty).
+
+    Idempotent enough to rerun: a second run adds another file, never replaces one.
+    """
+    checkpoint = checkpoints.current()
+    if checkpoint is None:
+        logger.info("journal checkpoint skipped: the journal is empty")
+        return ""
+    path = checkpoints.write_new(checkpoint, Path(settings.GATEWAY_JOURNAL_CHECKPOINT_DIR))
+    logger.info("journal checkpoint: entry %s written to %s", checkpoint.last_id, path)
+    return str(path)
