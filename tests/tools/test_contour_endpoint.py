@@ -46,3 +46,18 @@ def test_changing_base_url_clears_the_token():
         contour.full_clean()
     contour.save()
     assert Contour.objects.get(pk=contour.pk).api_token == ""
+
+
+@pytest.mark.django_db
+def test_rotate_secrets_key_re_encrypts_with_the_first_key(settings):
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.GATEWAY_SECRETS_KEYS = [old]
+    contour = create_contour("rot", mode="custom", base_url="https://proxy.example", token=TOKEN)
+    settings.GATEWAY_SECRETS_KEYS = [new, old]
+    assert Contour.objects.get(pk=contour.pk).api_token == TOKEN  # old key still decrypts
+    call_command("rotate_secrets_key")
+    settings.GATEWAY_SECRETS_KEYS = [new]
+    assert Contour.objects.get(pk=contour.pk).api_token == TOKEN
