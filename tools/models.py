@@ -174,7 +174,9 @@ class Contour(models.Model):
 
 
     def _remember_endpoint(self) -> None:
-        self._loaded = (self.mode, self.base_url, self.api_token) if self.pk else None
+        # From __dict__: a deferred field (.only()) must not trigger a load here.
+        loaded = tuple(self.__dict__.get(name) for name in ("mode", "base_url", "api_token"))
+        self._loaded = loaded if self.pk and None not in loaded else None
 
     def has_toolset(self, toolset: str) -> bool:
         return toolset in self.toolsets
