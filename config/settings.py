@@ -220,13 +220,28 @@ GATEWAY_REFRESH_MAX_AGE_DAYS = env.int("GATEWAY_REFRESH_MAX_AGE_DAYS", default=3
 GATEWAY_STALE_IN_FLIGHT_SECONDS = env.float("GATEWAY_STALE_IN_FLIGHT_SECONDS", default=60.0)
 
 # Invoicebox upstream.
+# Stored Invoicebox tokens and notification keys are Fernet-encrypted with these keys
+# (comma-separated, the first encrypts; see `manage.py rotate_secrets_key`).
+GATEWAY_SECRETS_KEYS = env.list("GATEWAY_SECRETS_KEY", default=[])
+if not GATEWAY_SECRETS_KEYS:
+    if GATEWAY_ENV == "production":
+        raise ImproperlyConfigured(
+            "GATEWAY_SECRETS_KEY is required when GATEWAY_ENV=production "
+            "(generate one: python -c 'from cryptography.fernet import Fernet; "
+            "print(Fernet.generate_key().decode())')")
+    import base64 as _base64
+    import hashlib as _hashlib
+
+    GATEWAY_SECRETS_KEYS = [_base64.urlsafe_b64encode(
+        _hashlib.sha256(b"gateway-secrets:" + SECRET_KEY.encode()).digest()).decode()]
+
 INVOICEBOX_USER_AGENT = env.str(
     "INVOICEBOX_USER_AGENT", default="InvoiceboxAssistantGateway/0.1 (Django)"
 )
 INVOICEBOX_TIMEOUT_SECONDS = env.float("INVOICEBOX_TIMEOUT_SECONDS", default=30.0)
-INVOICEBOX_PRODUCTION_BASE_URL = env.str(
-    "INVOICEBOX_PRODUCTION_BASE_URL", default="https://api.invoicebox.ru"
-)
+# The official API origin, not configurable: modes demo and production always use it, and a
+# database constraint holds them to it (tools.models). Any other host is mode `custom`.
+INVOICEBOX_PRODUCTION_BASE_URL = "https://api.invoicebox.ru"
 # Calls to this project's own sandbox go through an in-process transport, so a sync view under
 # ASGI (one thread) never waits on a second request that needs that same thread.
 INVOICEBOX_SANDBOX_IN_PROCESS = env.bool("INVOICEBOX_SANDBOX_IN_PROCESS", default=True)

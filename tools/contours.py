@@ -5,9 +5,17 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
+from tools.models import (
+    OFFICIAL_API_ORIGIN,
+    ApiKey,
+    Contour,
+    InvoiceboxMode,
+    Toolset,
+    base_url_problem,
+)
 
 # The public demo shop of Invoicebox (reference/invoicebox-api.md §1): shared, no real money.
 DEMO_TOKEN = "b37c4c689295904ed21eee5d9a48d42e"  # noqa: S105 - published by Invoicebox
@@ -22,7 +30,7 @@ class ContourSetupError(ValueError):
 def default_base_url(mode: str) -> str:
     if mode == InvoiceboxMode.SANDBOX:
         return settings.INVOICEBOX_SANDBOX_BASE_URL
-    return settings.INVOICEBOX_PRODUCTION_BASE_URL
+    return OFFICIAL_API_ORIGIN
 
 
 def parse_toolsets(raw: str) -> list[str]:
@@ -58,16 +66,25 @@ def create_contour(
         raise ContourSetupError("--merchant-id needs the token of that merchant (--token-file)")
     if merchant_id and not UUID_RE.match(merchant_id):
         raise ContourSetupError("--merchant-id must be a UUID")
+    if mode == InvoiceboxMode.CUSTOM and not base_url:
+        raise ContourSetupError("mode custom needs --base-url (a proxy or a test double)")
+    url = (base_url or default_base_url(mode)).rstrip("/")
+    problem = base_url_problem(mode, url)
+    if problem:
+        raise ContourSetupError(f"--base-url: {problem}")
     own_token = bool(token)
-    contour = Contour.objects.create(
-        slug=slug,
-        name=name or slug,
-        mode=mode,
-        base_url=(base_url or default_base_url(mode)).rstrip("/"),
-        api_token=token or DEMO_TOKEN,
-        merchant_id=merchant_id or DEMO_MERCHANT_ID,
-        toolsets=toolsets or [Toolset.READ],
-    )
+    try:
+        contour = Contour.objects.create(
+            slug=slug,
+            name=name or slug,
+            mode=mode,
+            base_url=url,
+            api_token=token or DEMO_TOKEN,
+            merchant_id=merchant_id or DEMO_MERCHANT_ID,
+            toolsets=toolsets or [Toolset.READ],
+        )
+    except ValidationError as error:
+        raise ContourSetupError("; ".join(error.messages)) from None
     if mode == InvoiceboxMode.SANDBOX:
         connect_sandbox_notifications(contour, own_account=own_token)
     return contour

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
 import uuid
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+
+from tools.secret_box import EncryptedTextField
 
 
 class Toolset(models.TextChoices):
@@ -23,6 +28,43 @@ class InvoiceboxMode(models.TextChoices):
     SANDBOX = "sandbox", "песочница (встроенная)"
     DEMO = "demo", "демо-магазин Инвойсбокс"
     PRODUCTION = "production", "рабочий магазин"
+    CUSTOM = "custom", "свой адрес (прокси или тестовый двойник)"
+
+
+# The official API origin (reference/invoicebox-api.md §1); demo and production use only it.
+OFFICIAL_API_ORIGIN = "https://api.invoicebox.ru"
+OFFICIAL_MODES = (InvoiceboxMode.DEMO, InvoiceboxMode.PRODUCTION)
+LOOPBACK_NAMES = {"localhost"}
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def base_url_problem(mode: str, base_url: str) -> str:
+    """Why a base URL is not allowed for a mode (in Russian), or "" when it is."""
+    url = (base_url or "").rstrip("/")
+    parts = urlsplit(url)
+    if mode in OFFICIAL_MODES:
+        if url != OFFICIAL_API_ORIGIN:
+            return (f"в режиме {mode} адрес API только {OFFICIAL_API_ORIGIN}, получен {url!r}; "
+                    "другой адрес — режим custom")
+        return ""
+    if mode == InvoiceboxMode.SANDBOX and url == settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/"):
+        return ""  # this project's own sandbox, reached in-process
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"адрес API должен быть http(s)://хост, получен {url!r}"
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        return (f"http без шифрования допустим только для локального адреса "
+                f"(127.0.0.0/8, ::1, localhost), получен хост {parts.hostname!r}; нужен https")
+    return ""
 
 
 def _default_toolsets() -> list[str]:
@@ -55,8 +97,9 @@ class Contour(models.Model):
         default=InvoiceboxMode.SANDBOX,
     )
     base_url = models.URLField("адрес API", max_length=500)
-    # Never rendered back in full: see masked_token and the admin form (write-only).
-    api_token = models.CharField("токен API", max_length=200)
+    # Never rendered back in full: see masked_token and the admin form (write-only). Encrypted
+    # at rest; cleared whenever mode or base URL change (save), so it never reaches a new host.
+    api_token = EncryptedTextField("токен API", blank=True)
     merchant_id = models.CharField("идентификатор магазина (merchantId)", max_length=36)
     toolsets = models.JSONField("включённые наборы инструментов", default=_default_toolsets)
     confirmation_ttl_seconds = models.PositiveIntegerField(
@@ -83,7 +126,7 @@ class Contour(models.Model):
     # Per-tool switches inside the enabled toolsets: names listed here are off.
     disabled_tools = models.JSONField("выключенные инструменты", default=list, blank=True)
     # The key Invoicebox signs payment notifications with (X-Signature); write-only like the token.
-    notification_key = models.CharField("ключ подписи уведомлений", max_length=200, blank=True)
+    notification_key = EncryptedTextField("ключ подписи уведомлений", blank=True)
     # Who may approve this contour's writes in /approvals/ (members of the operators group;
     # superusers see every contour).
     operators = models.ManyToManyField(
@@ -96,9 +139,53 @@ class Contour(models.Model):
     class Meta:
         verbose_name = "контур"
         verbose_name_plural = "контуры"
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(mode__in=OFFICIAL_MODES)
+                | models.Q(base_url=OFFICIAL_API_ORIGIN),
+                name="official_modes_use_official_origin",
+            ),
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._remember_endpoint()
 
     def __str__(self) -> str:
         return f"{self.name} ({self.slug})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        problem = base_url_problem(self.mode, self.base_url)
+        if problem:
+            raise ValidationError({"base_url": problem})
+        # A token entered for one host is never kept for another: unless a new token came
+        # with the change, the stored one is cleared.
+        if self.endpoint_changed and self.api_token == self._loaded[2]:
+            self.api_token = ""
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "api_token"}
+        super().save(*args, **kwargs)
+        self._remember_endpoint()
+
+    @property
+    def endpoint_changed(self) -> bool:
+        """True when mode or base URL differ from what was loaded from the database."""
+        return self._loaded is not None and self._loaded[:2] != (self.mode, self.base_url)
+
+    def clean(self) -> None:
+        super().clean()
+        problem = base_url_problem(self.mode, self.base_url)
+        if problem:
+            raise ValidationError({"base_url": problem})
+        if self.endpoint_changed and self.api_token == self._loaded[2]:
+            raise ValidationError({"api_token": "адрес API или режим изменились: введите токен "
+                                                "заново, прежний на новый адрес не отправляется"})
+
+
+    def _remember_endpoint(self) -> None:
+        # From __dict__: a deferred field (.only()) must not trigger a load here.
+        loaded = tuple(self.__dict__.get(name) for name in ("mode", "base_url", "api_token"))
+        self._loaded = loaded if self.pk and None not in loaded else None
 
     def has_toolset(self, toolset: str) -> bool:
         return toolset in self.toolsets

@@ -724,6 +724,11 @@ class InvoiceboxClient:
     ) -> tuple[Any, dict[str, Any]]:
         # Writes get one attempt: a retry could create a second order (recovery is by lookup).
         attempts = 1 if write else self.read_attempts
+        if not self._token:
+            # Cleared when the contour's address changed: nothing goes out without a token.
+            raise InvoiceboxError(
+                "unauthorized", "токен Инвойсбокс не задан: адрес API или режим контура "
+                "изменились, владельцу нужно ввести токен заново", code="token_missing")
         headers = {"Authorization": f"Bearer {self._token}"}
         content = None
         if body is not None:

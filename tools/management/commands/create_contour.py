@@ -1,4 +1,4 @@
-"""manage.py create_contour <slug> --mode sandbox|demo|production [...]"""
+"""manage.py create_contour <slug> --mode sandbox|demo|production|custom [...]"""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="")
         parser.add_argument("--toolsets", default="read",
                             help="comma-separated: read, write, refund (read is always on)")
-        parser.add_argument("--base-url", default="")
+        parser.add_argument("--base-url", default="",
+                            help="only for sandbox and custom; demo and production always use "
+                                 "the official API origin; custom: http only on loopback")
         parser.add_argument("--token-file", default="",
                             help="file holding the Invoicebox API token, '-' for stdin; "
                                  "never pass the token itself on the command line")
