@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 GOOD_SECRET = "k" * 50
 PRODUCTION = {"GATEWAY_ENV": "production", "DJANGO_SECRET_KEY": GOOD_SECRET,
               "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0", "DJANGO_DEBUG": "false",
-              "GATEWAY_JOURNAL_KEYS": "j2:" + "s" * 40 + ",j1:" + "t" * 40}
+              "GATEWAY_JOURNAL_KEYS": "j2:" + "s" * 40 + ",j1:" + "t" * 40,
+              # A Fernet key (32 url-safe base64 bytes) for the secrets stored at rest.
+              "GATEWAY_SECRETS_KEY": "bXk0TGl0dGxlU2VjcmV0S2V5Rm9yVGVzdHNPbmx5ISE="}
 
 
 def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
