@@ -61,6 +61,8 @@ class Phase(models.TextChoices):
 
 class Status(models.TextChoices):
     OK = "ok", "успешно"
+    # An execution's attempt, journaled before its upstream request; its outcome follows.
+    STARTED = "started", "начато"
     CONFIRMATION_REQUIRED = "confirmation_required", "нужно подтверждение"
     AWAITING_APPROVAL = "awaiting_approval", "ждёт одобрения"
     REJECTED = "rejected", "отклонено"

@@ -11,13 +11,27 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from tools.errors import ToolError
-from tools.models import ConfirmationStatus, Contour, PendingConfirmation, sha256_hex
+from tools.models import (
+    ConfirmationStatus,
+    Contour,
+    Operation,
+    OperationState,
+    PendingConfirmation,
+    sha256_hex,
+)
 from tools.spec import Summary, ToolSpec
 
 OPEN_STATUSES = (ConfirmationStatus.PENDING, ConfirmationStatus.APPROVED)
+# Operations that may have happened upstream: their confirmation never expires, and the same
+# write prepared again answers with them instead of a new token.
+UNRESOLVED_STATES = (OperationState.IN_FLIGHT, OperationState.UNKNOWN)
+# What may expire: a confirmation with no execution, or one whose execution proved it failed.
+# The resolve path and the periodic task (tools.tasks.expire_confirmations) share this rule.
+EXPIRABLE = Q(operation__isnull=True) | Q(operation__state=OperationState.FAILED)
 
 
 def canonical_json(value: Any) -> str:
@@ -46,6 +60,21 @@ def recent_execution(contour: Contour, spec: ToolSpec, canonical: dict[str, Any]
             status=ConfirmationStatus.EXECUTED, executed_at__gte=since,
         ).order_by("-executed_at").first()
     )
+
+
+def unresolved_operation(contour: Contour, spec: ToolSpec, canonical: dict[str, Any]
+                         ) -> Operation | None:
+    """An execution of this very write whose outcome is not proven yet (in flight, unknown)."""
+    return (
+        Operation.objects.select_related("confirmation").filter(
+            contour=contour, tool=spec.name, state__in=UNRESOLVED_STATES,
+            confirmation__args_hash=arguments_hash(spec.name, canonical),
+        ).order_by("created_at").first()
+    )
+
+
+def _may_expire(confirmation: PendingConfirmation) -> bool:
+    return PendingConfirmation.objects.filter(EXPIRABLE, pk=confirmation.pk).exists()
 
 
 def prepare(
@@ -134,9 +163,13 @@ def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: 
         reason = f": {confirmation.decision_reason}" if confirmation.decision_reason else ""
         raise ToolError("approval_rejected", f"оператор отклонил операцию{reason}")
     if confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired():
+        if not _may_expire(confirmation):
+            # Its execution began and may have happened: the token keeps naming it, so the
+            # caller recovers it instead of inviting a second operation.
+            return confirmation
         if confirmation.status != ConfirmationStatus.EXPIRED:
             PendingConfirmation.objects.filter(
-                pk=confirmation.pk, status__in=OPEN_STATUSES
+                EXPIRABLE, pk=confirmation.pk, status__in=OPEN_STATUSES
             ).update(status=ConfirmationStatus.EXPIRED)
         raise ToolError(
             "confirmation_expired",

@@ -203,6 +203,9 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                          "повторная не создана, вот её результат"),
                 hint="если нужна ещё одна такая же, вызовите с allow_duplicate: true",
             )
+    pending = confirmations.unresolved_operation(contour, spec, canonical)
+    if pending is not None:
+        return _unresolved(trace, spec, pending)
     assert spec.summarize is not None  # every write tool declares its summary
     with _client(contour) as client:
         summary = _upstream(trace, client,
@@ -230,6 +233,28 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     )
 
 
+def _unresolved(trace: _Trace, spec: ToolSpec, operation: Operation) -> Outcome:
+    """The same write already began and its outcome is not proven: its state and its token,
+    never a new token (a new one would become a second operation)."""
+    confirmation = operation.confirmation
+    trace.confirmation_id = str(confirmation.id)
+    trace.operation_key = operation.key
+    hint = ("не создавайте операцию заново: повторите вызов с теми же параметрами и этим "
+            "confirmation_token — шлюз сначала проверит, выполнена ли она")
+    if operation.state == OperationState.IN_FLIGHT:
+        message = f"{spec.title}: такая же операция уже выполняется"
+    else:
+        message = (f"{spec.title}: такая же операция уже начата, и её результат неизвестен; "
+                   "новая не создана")
+    raise ToolError(
+        "outcome_unknown" if operation.state == OperationState.UNKNOWN else "duplicate_call",
+        message, hint=hint,
+        data={"operation_state": operation.state,
+              "confirmation": confirmations.envelope(confirmation,
+                                                     confirmations.token_for(confirmation))},
+    )
+
+
 def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any],
              token: str) -> Outcome:
     contour = trace.contour
@@ -247,29 +272,80 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                           "expires_at": confirmation.expires_at.isoformat(),
                           "summary": confirmation.summary},
         )
-    operation, replay = _claim(contour, spec, confirmation)
+    operation, replay, previous = _claim(trace, spec, confirmation)
     trace.operation_key = operation.key
     if replay is not None:
         return _done(trace, spec, replay, replayed=True)
     with _client(contour) as client:
         ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
                           operation_key=operation.key, operation_started=operation.created_at)
-        try:
-            data = None
-            if operation.attempts > 1 and spec.recover is not None:
-                data = _upstream(trace, client, lambda: spec.recover(ctx, params))
-                if data is not None:
-                    data = {**data, "recovered": True}
-            if data is None:
+        data = None
+        if previous is not None and spec.recover is not None:
+            # Recovery first, before any re-check: a landed order is answered, never refused.
+            data = _recover(trace, client, spec, ctx, params, operation, confirmation, previous)
+        if data is None:
+            if previous is not None and (spec.recover is not None
+                                         or previous == OperationState.FAILED):
+                _recheck_ceilings(contour, operation, confirmation)
+            try:
                 data = _send(trace, client, spec, ctx, params)
-        except ToolError as error:
-            state = (OperationState.UNKNOWN if error.code == "outcome_unknown"
-                     else OperationState.FAILED)
-            _finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
-            raise
+            except ToolError as error:
+                state = (OperationState.UNKNOWN if error.code == "outcome_unknown"
+                         else OperationState.FAILED)
+                _finish(operation, confirmation, state, None, error.code,
+                        trace.upstream_request_id)
+                raise
     data = _with_context(trace, data)
     _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
     return _done(trace, spec, data, replayed=False)
+
+
+def _recover(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
+             params: BaseModel, operation: Operation, confirmation: PendingConfirmation,
+             previous: str) -> dict[str, Any] | None:
+    """Look the earlier attempt up: its result when found, None when proven absent.
+
+    A lookup that fails proves nothing: an operation that may have happened stays `unknown`
+    (and keeps counting against the ceilings), and the answer says so.
+    """
+    assert spec.recover is not None
+    try:
+        found = _upstream(trace, client, lambda: spec.recover(ctx, params))
+    except ToolError as error:
+        may_have_happened = previous != OperationState.FAILED
+        state = OperationState.UNKNOWN if may_have_happened else OperationState.FAILED
+        _finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
+        if may_have_happened:
+            raise ToolError(
+                error.code,
+                f"{error.message}; проверить, выполнена ли операция, не удалось — её результат "
+                "по-прежнему неизвестен",
+                hint=("не создавайте операцию заново: повторите позже тот же вызов с тем же "
+                      "токеном — шлюз снова проверит, выполнена ли она"),
+                data={**error.data, "operation_state": OperationState.UNKNOWN.value},
+                upstream_request_id=error.upstream_request_id,
+                upstream_status=error.upstream_status,
+            ) from None
+        raise
+    if found is None:
+        return None
+    return {**found, "recovered": True}
+
+
+def _recheck_ceilings(contour: Contour, operation: Operation,
+                      confirmation: PendingConfirmation) -> None:
+    """After the earlier attempt is proven absent: check the ceilings again, as for a new one.
+
+    Under the contour's row lock, like _claim; the operation itself is left out of the count.
+    """
+    try:
+        with transaction.atomic():
+            Contour.objects.select_for_update().filter(pk=contour.pk).first()
+            ceilings.check(contour, ceilings.Request(operation.amount, operation.currency or None),
+                           exclude_operation=operation.pk)
+    except ToolError as error:
+        _finish(operation, confirmation, OperationState.FAILED, None, error.code, "")
+        raise
 
 
 def _send(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
@@ -286,13 +362,20 @@ def _send(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallCont
         return {**found, "recovered": True}
 
 
-def _claim(contour: Contour, spec: ToolSpec, confirmation: PendingConfirmation
-           ) -> tuple[Operation, dict[str, Any] | None]:
+def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
+           ) -> tuple[Operation, dict[str, Any] | None, str | None]:
     """Take the right to execute under a row lock; a finished operation is replayed instead.
 
+    Returns the operation, the stored result of a finished one, and the state an earlier
+    attempt left (None for the first attempt). Only a first attempt has its ceilings checked
+    here: a later one is looked up first (_recover), then re-checked (_recheck_ceilings).
+
     The transaction is short on purpose: it commits before the upstream call, so the
-    in-flight record survives a crash and no lock is held across the network.
+    in-flight record survives a crash and no lock is held across the network. It also writes
+    the journal entry saying the attempt started, so a killed worker still leaves one.
     """
+    contour = trace.contour
+    assert contour is not None
     with transaction.atomic():
         # Lock order: contour, then confirmation. The contour row serialises every execution
         # of the contour, so two concurrent writes can never pass a ceiling together.
@@ -300,9 +383,8 @@ def _claim(contour: Contour, spec: ToolSpec, confirmation: PendingConfirmation
         locked = PendingConfirmation.objects.select_for_update().get(pk=confirmation.pk)
         key = hashlib.sha256(f"operation:{locked.id}".encode()).hexdigest()[:32]
         existing = Operation.objects.select_for_update().filter(confirmation=locked).first()
-        if existing is None or existing.state == OperationState.FAILED:
-            ceilings.check(contour, ceilings.Request(locked.amount, locked.currency or None),
-                           exclude_operation=existing.pk if existing else None)
+        if existing is None:
+            ceilings.check(contour, ceilings.Request(locked.amount, locked.currency or None))
         operation, created = Operation.objects.select_for_update().get_or_create(
             confirmation=locked,
             defaults={
@@ -311,18 +393,22 @@ def _claim(contour: Contour, spec: ToolSpec, confirmation: PendingConfirmation
                 "amount": locked.amount, "currency": locked.currency,
             },
         )
+        previous: str | None = None
         if not created:
             if operation.state == OperationState.DONE:
-                return operation, operation.result or locked.result or {}
+                return operation, operation.result or locked.result or {}, None
             stale = timezone.now() - operation.started_at > _stale_in_flight()
             if operation.state == OperationState.IN_FLIGHT and not stale:
                 raise ToolError("duplicate_call", "такая же операция уже выполняется",
                                 hint="подождите несколько секунд и повторите тот же вызов")
+            previous = operation.state
         operation.state = OperationState.IN_FLIGHT
         operation.attempts += 1
         operation.started_at = timezone.now()
         operation.save(update_fields=["state", "attempts", "started_at"])
-        return operation, None
+        trace.operation_key = operation.key
+        _journal_started(trace, operation)
+        return operation, None, previous
 
 
 def _finish(operation: Operation, confirmation: PendingConfirmation, state: str,
@@ -405,9 +491,27 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
+def _journal_started(trace: _Trace, operation: Operation) -> None:
+    """The entry of an attempt, written before its upstream request (the outcome follows)."""
+    journal.record(
+        contour=trace.contour.slug if trace.contour is not None else "",
+        channel=trace.channel, actor=trace.actor, tool=trace.tool[:64], phase="execute",
+        arguments=_journal_arguments(trace), status="started", code="execution_started",
+        message=f"исполнение начато: попытка {operation.attempts}",
+        confirmation_id=trace.confirmation_id, operation_key=operation.key,
+        duration_ms=int((time.monotonic() - trace.started) * 1000),
+        secrets=trace.contour.secrets() if trace.contour is not None else [],
+    )
+
+
+def _journal_arguments(trace: _Trace) -> dict[str, Any]:
+    if isinstance(trace.arguments, dict):
+        return trace.arguments
+    return {"_raw": printable(str(trace.arguments)[:200])}
+
+
 def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
-    arguments = trace.arguments if isinstance(trace.arguments, dict) else {
-        "_raw": printable(str(trace.arguments)[:200])}
+    arguments = _journal_arguments(trace)
     contour = trace.contour
     fields: dict[str, Any] = {
         "contour": contour.slug if contour is not None else "",

@@ -20,6 +20,7 @@ from django.utils.dateparse import parse_datetime
 
 from adapters.invoicebox.client import InvoiceboxError, Order, make_client
 from audit import journal
+from tools.confirmations import EXPIRABLE
 from tools.models import (
     ConfirmationStatus,
     Contour,
@@ -42,10 +43,11 @@ def expire_confirmations() -> int:
     """Open confirmations past their expiry become `expired`; returns how many did.
 
     One conditional UPDATE, so concurrent runs never double-count. A confirmation whose
-    execution has begun (it has an Operation) is left alone: its outcome is what counts.
+    execution may have happened (in flight, unknown, done) is left alone: its outcome is what
+    counts. The rule is confirmations.EXPIRABLE, which the resolve path applies too.
     """
     return PendingConfirmation.objects.filter(
-        status__in=OPEN_CONFIRMATIONS, expires_at__lte=timezone.now(), operation__isnull=True,
+        EXPIRABLE, status__in=OPEN_CONFIRMATIONS, expires_at__lte=timezone.now(),
     ).update(status=ConfirmationStatus.EXPIRED)
 
 

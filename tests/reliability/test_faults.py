@@ -55,10 +55,12 @@ def test_a_fault_during_execution_never_duplicates_the_order(assistant: Assistan
     assert len(sandbox_orders(client)) == 1
     operation = Operation.objects.get()
     assert (operation.state, operation.attempts) == ("done", 2)
-    # prepare, the failed execution, the retry and the replay: four calls, four entries.
+    # prepare, the failed execution, the retry and the replay: four calls, four outcome
+    # entries; each of the two attempts also journaled that it started, before its request.
     entries = list(JournalEntry.objects.filter(contour="acme").order_by("id"))
     assert [(e.phase, e.code) for e in entries] == [
-        ("prepare", "confirmation_required"), ("execute", code), ("execute", "ok"),
+        ("prepare", "confirmation_required"), ("execute", "execution_started"),
+        ("execute", code), ("execute", "execution_started"), ("execute", "ok"),
         ("execute", "ok")]
 
 

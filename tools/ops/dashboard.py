@@ -79,7 +79,9 @@ def is_owner(user: Any) -> bool:
 def _counts(slug: str, since: datetime, trunc: type[TruncHour] | type[TruncDay],
             tz: ZoneInfo) -> list[dict[str, Any]]:
     return list(
+        # An execution's "started" entry precedes its outcome entry: one call, counted once.
         JournalEntry.objects.filter(contour=slug, at__gte=since, phase__in=CALL_PHASES)
+        .exclude(status=Status.STARTED)
         .annotate(bucket=trunc("at", tzinfo=tz)).values("bucket")
         .annotate(calls=Count("id"), refusals=Count("id", filter=Q(status__in=REFUSED)))
         .order_by("bucket")
