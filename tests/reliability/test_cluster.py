@@ -103,8 +103,8 @@ def test_fifty_executions_of_one_token_from_two_processes_create_one_order(clust
     assert cluster.upstream_orders("race") == 1
     assert cluster.sql("select state, attempts from tools_operation o join tools_contour c on "
                        "c.id = o.contour_id where c.slug = 'race'") == [("done", 1)]
-    # Every request, 409s included, has its journal entry.
-    assert journal_count(cluster, "race", "execute") == 50 + sum(b for _, _, b in results)
+    # Every request, 409s included, has its journal entry; the one attempt also its started one.
+    assert journal_count(cluster, "race", "execute") == 50 + sum(b for _, _, b in results) + 1
     assert sum(b for _, _, b in results) > 0  # the race really happened
 
 
@@ -182,7 +182,9 @@ def test_upstream_faults_over_http_never_duplicate_and_lose_no_entry(cluster: Cl
     assert cluster.upstream_orders(slug) == 1
     codes = [row[0] for row in cluster.sql(
         "select code from audit_journalentry where contour = %s order by id", slug)]
-    assert codes == ["confirmation_required", code, "ok", "ok"]
+    # Each attempt journals that it started before its upstream request; the replay claims none.
+    assert codes == ["confirmation_required", "execution_started", code, "execution_started",
+                     "ok", "ok"]
 
 
 def test_a_worker_killed_mid_execution_is_recovered_not_repeated(cluster: Cluster,
