@@ -600,6 +600,7 @@ class InvoiceboxClient:
         if not isinstance(data, list):
             raise self._bad_response("список счетов пришёл не массивом")
         orders = [self._parse_order(row) for row in data]
+        self._check_filtered(orders, "счёт", id=order_id, merchant_order_id=merchant_order_id)
         meta = envelope.get("metaData") or {}
         return OrderPage(
             orders=orders,
@@ -672,13 +673,27 @@ class InvoiceboxClient:
             data, envelope = self._request("GET", "/filter/api/order/refund-order",
                                            params=params)
             rows = self._rows(data, "список возвратов пришёл не массивом")
-            refunds.extend(self._parse(Refund.parse, row, "возврат") for row in rows)
+            found = [self._parse(Refund.parse, row, "возврат") for row in rows]
+            self._check_filtered(found, "возврат", parent_id=parent_id,
+                                 merchant_order_id=merchant_order_id)
+            refunds.extend(found)
             total, _, _ = self._meta(envelope, len(refunds), page, REFUND_PAGE_SIZE)
             if not rows or len(refunds) >= total:
                 break
         return refunds
 
     # -- transport -------------------------------------------------------------------------
+
+    def _check_filtered(self, rows: list[Any], what: str, **asked: str | None) -> None:
+        """A row that doesn't match the filter we sent means the server ignored it: acting on
+        "the first row" would read, refund or ship the wrong order. Refuse the whole answer."""
+        for row in rows:
+            for name, value in asked.items():
+                got = getattr(row, name, None)
+                if value and str(got).lower() != str(value).lower():
+                    raise self._bad_response(
+                        f"Инвойсбокс вернул {what} с {name}={got!s:.40}, хотя запрошен "
+                        f"{name}={value!s:.40}: фильтр не применён, ответ не используется")
 
     def _parse_order(self, raw: Any, *, write: bool = False) -> Order:
         return self._parse(Order.parse, raw, "счёт", write=write)

@@ -636,3 +636,35 @@ def test_make_client_reaches_the_local_sandbox_in_process() -> None:
 
     # then
     assert uuid.UUID(user_id)
+
+
+# -- a server that ignores the filter ---------------------------------------------------------
+
+def test_get_order_refuses_a_row_that_is_not_the_order_asked_for(remote: Remote) -> None:
+    # given: a server that ignores every filter and always answers one fixed order
+    remote.answer = lambda request: list_reply(order_json())
+    asked = str(uuid.uuid4())
+
+    # when / then: never "the first row" of somebody else's order
+    with pytest.raises(InvoiceboxError) as refused:
+        remote.client().get_order(asked)
+    assert refused.value.kind == "bad_response"
+    assert "фильтр не применён" in refused.value.message
+    assert asked[:36] in refused.value.message
+
+
+def test_a_lookup_by_merchant_number_refuses_another_number(remote: Remote) -> None:
+    remote.answer = lambda request: list_reply(order_json(merchantOrderId="gw-other"))
+
+    with pytest.raises(InvoiceboxError) as refused:
+        remote.client().find_orders(merchant_order_id="gw-20261202-abc")
+    assert refused.value.kind == "bad_response"
+
+
+def test_the_order_asked_for_still_reads(remote: Remote) -> None:
+    wanted = order_json()
+    remote.answer = lambda request: list_reply(wanted)
+
+    order = remote.client().get_order(wanted["id"].upper())
+
+    assert order is not None and order.id == wanted["id"]
