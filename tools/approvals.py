@@ -18,11 +18,13 @@ from tools.spec import ToolSpec
 OPERATORS_GROUP = "operators"
 
 
-def requirement(spec: ToolSpec, contour: Contour, amount: int | None, currency: str | None
-                ) -> str:
+def requirement(spec: ToolSpec, contour: Contour, amount: int | None, currency: str | None,
+                *, operator_reason: str = "") -> str:
     """Why this write needs a human ('' when the chat confirmation is enough)."""
     if spec.kind == "money":
         return "возврат денег всегда одобряет оператор"
+    if operator_reason:
+        return operator_reason
     if contour.approval_for_all_writes:
         return "в этом контуре все записи одобряет оператор"
     if amount is None:

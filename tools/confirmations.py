@@ -117,6 +117,12 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
             ).order_by("created_at").first()
         )
     if existing is not None:
+        if approval_reason and not existing.requires_approval:
+            # The write became one for an operator since (an order moved to hold): escalate,
+            # never the other way.
+            existing.requires_approval = True
+            existing.approval_reason = approval_reason
+            existing.save(update_fields=["requires_approval", "approval_reason"])
         return existing, token_for(existing)
     confirmation = PendingConfirmation(
         contour=contour, tool=spec.name, arguments=canonical, args_hash=digest,

@@ -211,7 +211,8 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
         summary = _upstream(trace, client,
                             lambda: spec.summarize(CallContext(contour, client), params))
     ceilings.check(contour, ceilings.Request(summary.amount, summary.currency))
-    reason = approvals.requirement(spec, contour, summary.amount, summary.currency)
+    reason = approvals.requirement(spec, contour, summary.amount, summary.currency,
+                                   operator_reason=summary.operator_reason)
     confirmation, token = confirmations.prepare(
         contour, spec, canonical, summary, trace.actor, approval_reason=reason,
         reuse_open=not allow_duplicate,
@@ -278,7 +279,8 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
         return _done(trace, spec, replay, replayed=True)
     with _client(contour) as client:
         ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
-                          operation_key=operation.key, operation_started=operation.created_at)
+                          operation_key=operation.key, operation_started=operation.created_at,
+                          operator_approved=confirmation.status == ConfirmationStatus.APPROVED)
         data = None
         if previous is not None and spec.recover is not None:
             # Recovery first, before any re-check: a landed order is answered, never refused.

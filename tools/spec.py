@@ -40,6 +40,9 @@ class Summary:
     # What the write weighs against ceilings and the approval threshold (None: no amount).
     amount: int | None = None
     currency: str | None = None
+    # Why this particular write needs an operator whatever the contour's policy (for example a
+    # cancellation that returns held money); '' when the policy alone decides.
+    operator_reason: str = ""
 
 
 @dataclass
@@ -52,6 +55,9 @@ class CallContext:
     operation_key: str = ""
     # When the operation was first claimed: recovery looks for effects created after it.
     operation_started: datetime | None = None
+    # Only an operator in the web UI approves (tools.approvals.decide); a handler whose effect
+    # depends on the upstream state at execution re-checks what it needed against this.
+    operator_approved: bool = False
 
 
 Handler = Callable[[CallContext, Any], dict[str, Any]]

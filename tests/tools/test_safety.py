@@ -253,3 +253,64 @@ def test_same_order_after_the_window_is_a_new_order(assistant: Assistant):
 
     assert again["status"] == "confirmation_required"
     assert PendingConfirmation.objects.count() == 2
+
+
+# -- cancelling an order that holds money -----------------------------------------------------
+
+def held_order(assistant: Assistant) -> str:
+    """An issued order whose payment is held (pre-authorised): the sandbox row moved to hold."""
+    from adapters.invoicebox.models import SandboxOrder
+
+    _, done = execute(assistant, order_args())
+    order_id = done["data"]["order_id"]
+    SandboxOrder.objects.filter(order_id=order_id).update(status="hold")
+    return order_id
+
+
+def test_cancelling_an_order_in_hold_waits_for_an_operator(assistant: Assistant,
+                                                           operator: Client):
+    order_id = held_order(assistant)
+
+    _, first = assistant.call("cancel_order", {"order_id": order_id})
+    token = first["confirmation"]["token"]
+    _, waiting = assistant.call("cancel_order", {"order_id": order_id,
+                                                 "confirmation_token": token})
+
+    assert first["data"]["requires_approval"] is True
+    assert "вернутся плательщику" in first["message"]
+    assert waiting["status"] == "awaiting_approval", waiting
+    assert [o["status"] for o in sandbox_orders(assistant.http)] == ["hold"]
+    decide(operator, waiting["confirmation"]["id"], "approve")
+    _, done = assistant.call("cancel_order", {"order_id": order_id, "confirmation_token": token})
+    assert done["status"] == "ok", done
+    assert [o["status"] for o in sandbox_orders(assistant.http)] == ["canceled"]
+
+
+def test_an_order_that_moved_to_hold_after_the_summary_is_not_cancelled(assistant: Assistant):
+    from adapters.invoicebox.models import SandboxOrder
+
+    _, done = execute(assistant, order_args())
+    order_id = done["data"]["order_id"]
+    _, first = assistant.call("cancel_order", {"order_id": order_id})
+    assert first["data"]["requires_approval"] is False
+    SandboxOrder.objects.filter(order_id=order_id).update(status="hold")
+
+    token = first["confirmation"]["token"]
+    _, refused = assistant.call("cancel_order", {"order_id": order_id,
+                                                 "confirmation_token": token})
+    _, again = assistant.call("cancel_order", {"order_id": order_id})
+
+    assert refused["code"] == "precondition_failed", refused
+    assert [o["status"] for o in sandbox_orders(assistant.http)] == ["hold"]
+    assert again["data"]["requires_approval"] is True
+
+
+def test_an_unpaid_order_cancels_with_the_chat_confirmation(assistant: Assistant):
+    _, done = execute(assistant, order_args())
+
+    _, first = assistant.call("cancel_order", {"order_id": done["data"]["order_id"]})
+    _, cancelled = assistant.call("cancel_order", {"order_id": done["data"]["order_id"],
+                                                   "confirmation_token":
+                                                       first["confirmation"]["token"]})
+
+    assert cancelled["status"] == "ok", cancelled

@@ -514,20 +514,37 @@ def ensure_cancellable(order: Order) -> None:
                         "отменять нечего")
 
 
+# An order in hold carries a pre-authorised or guarantee payment: cancelling it returns the
+# money to the payer (the official docs), so it is a money operation for an operator.
+HOLDS_MONEY = ("hold",)
+HOLD_REASON = ("счёт в статусе hold держит деньги плательщика: отмена вернёт их, поэтому её "
+               "одобряет оператор")
+
+
 def summarize_cancel_order(ctx: CallContext, params: CancelOrderParams) -> Summary:
     order = load_order(ctx, params.order_id)
     ensure_cancellable(order)
     who = order.customer_name or "покупатель не указан"
-    text = (f"Отменить неоплаченный счёт {order.merchant_order_id} на "
-            f"{format_rub(order.amount, order.currency)} ({who})"
+    holds = order.status in HOLDS_MONEY
+    text = (f"Отменить {'счёт с удержанной оплатой' if holds else 'неоплаченный счёт'} "
+            f"{order.merchant_order_id} на {format_rub(order.amount, order.currency)} ({who})"
+            + (": удержанные деньги вернутся плательщику" if holds else "")
             + (f". Причина: {params.reason}" if params.reason else "") + ".")
     return Summary(text=text, data={"order": order_row(order, "concise"),
-                                    "reason": params.reason})
+                                    "reason": params.reason, "returns_held_money": holds},
+                   operator_reason=HOLD_REASON if holds else "")
 
 
 def cancel_order(ctx: CallContext, params: CancelOrderParams) -> dict[str, Any]:
     # The order may have been paid since the first call: check again right before DELETE.
-    ensure_cancellable(load_order(ctx, params.order_id))
+    order = load_order(ctx, params.order_id)
+    ensure_cancellable(order)
+    if order.status in HOLDS_MONEY and not ctx.operator_approved:
+        raise ToolError("precondition_failed",
+                        f"счёт {order.merchant_order_id} с тех пор перешёл в hold: отмена "
+                        "вернёт удержанные деньги, и её должен одобрить оператор; счёт не "
+                        "отменён", hint="вызовите cancel_order без токена: новая сводка уйдёт "
+                        "оператору на одобрение")
     order = ctx.client.cancel_order(str(params.order_id))
     return {"order_id": order.id, "merchant_order_id": order.merchant_order_id,
             "status": order.status or "canceled"}
