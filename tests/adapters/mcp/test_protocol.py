@@ -94,7 +94,8 @@ async def test_two_phase_write_issues_one_order_and_replays_it(mcp: Connected):
     assert read["data"]["amount"] == args["amount"]
     entries = mcp.gateway.journal(confirmation_id=first["confirmation"]["id"])
     assert [(e["phase"], e["status"]) for e in entries] == [
-        ("prepare", "confirmation_required"), ("execute", "ok"), ("execute", "ok")]
+        ("prepare", "confirmation_required"), ("execute", "started"), ("execute", "ok"),
+        ("execute", "ok")]
     assert {e["channel"] for e in entries} == {mcp.channel}
     expected_actor = "stdio:acme" if mcp.transport == "stdio" else "key:ibg_"
     assert all(e["actor"].startswith(expected_actor) for e in entries)

@@ -139,6 +139,7 @@ def test_every_refusal_and_success_is_journaled_without_secrets(assistant: Assis
     entries = list(JournalEntry.objects.order_by("id"))
     assert [(e.phase, e.code) for e in entries] == [
         ("prepare", "confirmation_required"),
+        ("execute", "execution_started"),
         ("execute", "ok"),
         ("read", "invalid_arguments"),
         ("call", "unknown_tool"),
@@ -150,7 +151,9 @@ def test_every_refusal_and_success_is_journaled_without_secrets(assistant: Assis
     assert token not in dump
     assert assistant.key not in dump
     assert "ibg_guess" not in dump
-    assert entries[1].operation_key and entries[1].upstream_request_id
+    # The started entry names the operation before any request; the outcome has its request id.
+    assert entries[1].operation_key and not entries[1].upstream_request_id
+    assert entries[2].operation_key == entries[1].operation_key and entries[2].upstream_request_id
 
 
 def test_deeply_nested_json_is_invalid_json_not_a_500(assistant: Assistant):
