@@ -254,8 +254,8 @@ class ContourAdmin(admin.ModelAdmin):
         (None, {"fields": ("slug", "name")}),
         ("Что может ассистент", {"fields": ("toolsets", "disabled_tools")}),
         ("Подтверждение записей", {"fields": (
-            "approval_for_all_writes", "approval_thresholds", "confirmation_ttl_seconds",
-            "dedup_window_seconds", "time_zone")}),
+            "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
+            "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone")}),
         ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
                                    "notification_key", "clear_notification_key")}),
         ("Операторы", {"fields": ("operators",)}),
