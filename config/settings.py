@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "adapters.invoicebox",
     "adapters.rest",
     "adapters.mcp",
+    "conformance",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ConformanceConfig(AppConfig):
+    name = "conformance"
+    verbose_name = "Проверка совместимости"

@@ -1,0 +1,107 @@
+"""manage.py conformance <target>: prove one platform end to end; exit 0 only if every step passed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from conformance import assistants, invoicebox, mcp_targets
+from conformance.gateway import GatewayLink, KitError, link
+from conformance.report import Report, default_path
+from tools.contours import ContourSetupError, create_contour
+from tools.models import Contour, InvoiceboxMode
+
+INVOICEBOX = ("invoicebox-demo", "invoicebox-production")
+MODELS = ("gigachat", "gigachat-v2", "yandexgpt", "yandexgpt-openai", "openai", "hermes")
+MCP = ("mcp-http", "mcp-stdio")
+TARGETS = (*INVOICEBOX, *MODELS, *MCP)
+# Contours the kit makes for itself when --contour is not given.
+OWN_CONTOUR = {"invoicebox-demo": ("conformance-demo", InvoiceboxMode.DEMO)}
+SANDBOX_CONTOUR = ("conformance", InvoiceboxMode.SANDBOX)
+
+
+class Command(BaseCommand):
+    help = ("Сквозная проверка платформы на живом ключе: шаги через те же эндпоинты, что у "
+            "пользователей; отчёт JSON без секретов.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("target", choices=TARGETS)
+        parser.add_argument("--contour", default="", help="slug контура (по умолчанию свой)")
+        parser.add_argument("--report", default="", help="путь отчёта JSON "
+                            "(по умолчанию docs/conformance/<target>-<дата>.json)")
+        parser.add_argument("--gateway-url", default="",
+                            help="работающий шлюз с той же базой; без него шлюз поднимается "
+                            "на 127.0.0.1 на время проверки")
+        parser.add_argument("--allow-write", action="store_true",
+                            help="invoicebox-production: выставить и отменить счёт")
+        parser.add_argument("--model", default="", help="модель (openai, hermes, yandexgpt-openai)")
+        parser.add_argument("--model-url", default="", help="hermes: OpenAI-совместимый сервер")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        target: str = options["target"]
+        report = Report(target=target)
+        try:
+            contour = self._contour(target, options["contour"], options["allow_write"])
+            report.contour_mode = contour.mode
+            with link(contour, target, options["gateway_url"]) as gateway:
+                health = gateway.health()
+                report.gateway_version = str(health.get("version", ""))
+                report.catalog_fingerprint = str((health.get("catalog") or {}).get("fingerprint", ""))
+                self._run(target, report, gateway, options)
+        except KitError as error:
+            raise CommandError(str(error)) from None
+        path = Path(options["report"]) if options["report"] else default_path(target, report.date)
+        report.write(path)
+        for step in report.steps:
+            self.stdout.write(f"{step.verdict:7} {step.name}: {step.detail}")
+        self.stdout.write(f"отчёт: {path} (отпечаток {report.fingerprint()})")
+        if not report.passed:
+            raise CommandError(f"{target}: проверка не пройдена")
+
+    def _run(self, target: str, report: Report, gateway: GatewayLink,
+             options: dict[str, Any]) -> None:
+        if target in INVOICEBOX:
+            report.platform = {"api": "Invoicebox API v3", "base_url": gateway.contour.base_url}
+            invoicebox.run(report, gateway, allow_write=target == "invoicebox-demo"
+                           or options["allow_write"])
+        elif target in MCP:
+            mcp_targets.run(report, gateway, target.removeprefix("mcp-"))
+        else:
+            converse, user = self._assistant(target, report, gateway, options)
+            assistants.converse_and_check(report, gateway, converse, user)
+
+    @staticmethod
+    def _assistant(target: str, report: Report, gateway: GatewayLink,
+                   options: dict[str, Any]) -> Any:
+        if target.startswith("gigachat"):
+            return assistants.gigachat(gateway, report, "v2" if target == "gigachat-v2" else "v1")
+        if target == "yandexgpt":
+            return assistants.yandexgpt(gateway, report)
+        if target == "hermes":
+            return assistants.hermes(gateway, report, options["model_url"], options["model"])
+        return assistants.openai(gateway, report, target, options["model"])
+
+    @staticmethod
+    def _contour(target: str, slug: str, allow_write: bool) -> Contour:
+        if slug:
+            contour = Contour.objects.filter(slug=slug).first()
+            if contour is None:
+                raise KitError(f"контур {slug!r} не найден")
+        elif target == "invoicebox-production":
+            raise KitError("invoicebox-production: укажите --contour <slug> контура production")
+        else:
+            own_slug, mode = OWN_CONTOUR.get(target, SANDBOX_CONTOUR)
+            contour = Contour.objects.filter(slug=own_slug).first()
+            if contour is None:
+                try:
+                    contour = create_contour(own_slug, mode=mode, toolsets=["read", "write"])
+                except ContourSetupError as error:
+                    raise KitError(str(error)) from None
+        invoicebox.require_writable(contour.mode, allow_write, target)
+        if target in MODELS and contour.mode != InvoiceboxMode.SANDBOX:
+            # A model decides the arguments: it writes only where no money can move.
+            raise KitError(f"{target}: модель проверяется только на песочном контуре "
+                           f"(режим sandbox), а {contour.slug!r} в режиме {contour.mode}")
+        return contour
