@@ -186,11 +186,13 @@ def converse_and_check(report: Report, link: GatewayLink, converse: Converse,
     report.add("model calls find_orders", bool(listed),
                f"вызовы: {[o.get('code') for o in first.outcomes]}", secrets=[link.key])
     waiting = outcomes_of(first, "confirmation_required")
-    report.add("create_order stops at the confirmation", bool(waiting) and not created_ids(first),
-               f"статусы: {[o.get('status') for o in first.outcomes]}", secrets=[link.key])
+    stopped = report.add("create_order stops at the confirmation",
+                         bool(waiting) and not created_ids(first),
+                         f"статусы: {[o.get('status') for o in first.outcomes]}",
+                         secrets=[link.key])
     report.add("answer is text", isinstance(first.answer, str) and bool(first.answer.strip()),
                (first.answer or "")[:200], secrets=[link.key])
-    if not waiting:
+    if not stopped:
         return
     history += [*first.messages, user(AGREE)]
     second = converse(history)

@@ -49,7 +49,13 @@ class Command(BaseCommand):
                 health = gateway.health()
                 report.gateway_version = str(health.get("version", ""))
                 report.catalog_fingerprint = str((health.get("catalog") or {}).get("fingerprint", ""))
-                self._run(target, report, gateway, options)
+                try:
+                    self._run(target, report, gateway, options)
+                except KitError:
+                    raise
+                except Exception as error:  # the platform's own failure is the finding
+                    report.add("platform answered", False, f"{type(error).__name__}: {error}",
+                               secrets=[gateway.key, contour.api_token])
         except KitError as error:
             raise CommandError(str(error)) from None
         path = Path(options["report"]) if options["report"] else default_path(target, report.date)
