@@ -631,7 +631,7 @@ class InvoiceboxClient:
     ) -> ShipmentPage:
         # Oldest first: shipments made while paging land on a later page, none is skipped.
         params: list[tuple[str, str]] = [
-            ("_page", str(page)), ("_pageSize", str(page_size)), ("_order[createdAt]", "asc"),
+            ("_page", str(page)), ("_pageSize", str(page_size)), ("_order[id]", "asc"),
         ]
         if order_id:
             params.append(("orderId", order_id))
@@ -744,7 +744,7 @@ class InvoiceboxClient:
             raise InvoiceboxError(
                 "unauthorized", "токен Инвойсбокс не задан: адрес API или режим контура "
                 "изменились, владельцу нужно ввести токен заново", code="token_missing")
-        headers = {"Authorization": f"Bearer {self._token}"}
+        headers = {"Authorization": f"Bearer {self._token}", "Content-Type": "application/json"}
         content = None
         if body is not None:
             content = simplejson.dumps(body, use_decimal=True, ensure_ascii=False).encode()

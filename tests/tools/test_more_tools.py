@@ -16,7 +16,7 @@ from tools.models import PendingConfirmation
 
 pytestmark = pytest.mark.django_db
 
-SHIP_LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт.", "quantity": 1,
+SHIP_LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт", "quantity": 1,
              "amount": "12200", "total_amount": "12200", "total_vat_amount": "2200",
              "vat_code": "RUS_VAT22", "type": "service"}
 

@@ -200,10 +200,10 @@ class BasketItemParams(StrictModel):
     type: ItemType = Field("commodity", description="commodity — товар, service — услуга.")
     measure: str | None = Field(
         None, min_length=1, max_length=10,
-        description="Единица измерения словом (шт., кг, ч...). Достаточно её или measure_code.",
+        description="Знак единицы по ОКЕИ (шт, кг, ч, мес...). Достаточно его или measure_code.",
     )
     measure_code: str | None = Field(
-        None, pattern=r"^[0-9]{3}$", description="Код единицы по ОКЕИ (796 — шт., 166 — кг, 356 — ч)."
+        None, pattern=r"^[0-9]{3}$", description="Код единицы по ОКЕИ (796 — шт, 166 — кг, 356 — ч)."
     )
     quantity: float = Field(gt=0, le=1_000_000, description="Количество, больше нуля.")
     amount: Kopecks = Field(description="Цена за единицу с НДС, копейки строкой.")
@@ -213,7 +213,10 @@ class BasketItemParams(StrictModel):
     total_amount: Kopecks = Field(description="Сумма позиции с НДС (цена × количество), копейки.")
     total_vat_amount: Kopecks = Field(description="НДС всей позиции, копейки строкой.")
     vat_code: VatCode = Field(description="Ставка НДС: RUS_VAT22, RUS_VAT20, ..., RUS_VAT0, VATNONE.")
-    payment_type: PaymentType = Field("full_payment", description="Признак способа расчёта.")
+    payment_type: PaymentType = Field(
+        "full_prepayment", description="Способ расчёта. full_prepayment: при оплате чек 100 % "
+        "предоплаты, при отгрузке — чек полного расчёта.",
+    )
 
 
 class CreateOrderParams(StrictModel):
@@ -468,7 +471,7 @@ CREATE_ORDER = ToolSpec(
             "description": "Бронирование номера, 3 ночи",
             "customer": {"type": "legal", "name": "ООО «Ромашка»", "vat_number": "7710044140"},
             "basket_items": [{"sku": "ROOM-STD", "name": "Бронирование номера", "type": "service",
-                              "measure": "шт.", "quantity": 3, "amount": "12200",
+                              "measure": "шт", "quantity": 3, "amount": "12200",
                               "total_amount": "36600", "total_vat_amount": "6600",
                               "vat_code": "RUS_VAT22"}],
             "amount": "36600", "vat_amount": "6600", "currency_id": "RUB",
