@@ -55,7 +55,7 @@ def operator() -> Client:
 def test_catalog_order_is_pinned():
     assert [spec.name for spec in catalog.CATALOG] == [
         "lookup_company_by_inn", "get_order", "find_orders", "find_shipments",
-        "create_order", "cancel_order", "create_shipment", "create_refund",
+        "create_order", "cancel_order", "create_shipment", "create_refund", "update_order",
     ]
 
 

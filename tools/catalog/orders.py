@@ -134,15 +134,23 @@ class FindOrdersParams(StrictModel):
     created_to: Timestamp | None = Field(
         None, description="Создан не позже (ISO 8601 с часовым поясом)."
     )
+    expiration_from: Timestamp | None = Field(None, description="Срок оплаты не раньше.")
+    expiration_to: Timestamp | None = Field(None, description="Срок оплаты не позже.")
+    paid_from: Timestamp | None = Field(None, description="Оплачен не раньше.")
+    paid_to: Timestamp | None = Field(None, description="Оплачен не позже.")
     page: int = Field(1, ge=1, le=1000, description="Страница, с 1.")
     page_size: int = Field(20, ge=1, le=50, description="Счетов на странице, до 50.")
     response_format: ResponseFormat = Field("concise", description="concise или detailed.")
 
 
 def check_find_orders(params: FindOrdersParams, contour: Contour) -> list[Problem]:
-    if params.created_from and params.created_to and params.created_from > params.created_to:
-        return [Problem("created_from", "created_from позже created_to: пустой интервал")]
-    return []
+    problems = []
+    for name in ("created", "expiration", "paid"):
+        low, high = getattr(params, f"{name}_from"), getattr(params, f"{name}_to")
+        if low and high and low > high:
+            problems.append(Problem(f"{name}_from",
+                                    f"{name}_from позже {name}_to: пустой интервал"))
+    return problems
 
 
 def find_orders(ctx: CallContext, params: FindOrdersParams) -> dict[str, Any]:
@@ -151,6 +159,10 @@ def find_orders(ctx: CallContext, params: FindOrdersParams) -> dict[str, Any]:
         statuses=params.status or (),
         created_from=params.created_from,
         created_to=params.created_to,
+        expiration_from=params.expiration_from,
+        expiration_to=params.expiration_to,
+        paid_from=params.paid_from,
+        paid_to=params.paid_to,
         page=params.page,
         page_size=params.page_size,
     )
@@ -429,8 +441,9 @@ FIND_ORDERS = ToolSpec(
     check=check_find_orders,
     description_ru=(
         "Ищет счета магазина по номеру merchant_order_id, статусам (created — не оплачен, "
-        "completed — оплачен, hold, canceled, expired, draft) и дате создания created_from/"
-        "created_to, новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
+        "completed — оплачен, hold, canceled, expired, draft), датам создания created_from/"
+        "created_to, срока оплаты expiration_from/expiration_to и оплаты paid_from/paid_to, "
+        "новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
         "page, page_size, total_count и truncated — признак, что показаны не все. В кратком "
         "виде данных покупателя нет. Ничего не меняет."
     ),

@@ -31,6 +31,7 @@ from adapters.invoicebox.sandbox.orders import (
     _create_order,
     _get_order,
     _list_orders,
+    _update_order,
 )
 from adapters.invoicebox.sandbox.payment import _pay, _payment_page
 from adapters.invoicebox.sandbox.refunds import _create_refund, _get_refundable_items, _list_refunds
@@ -73,7 +74,7 @@ _ROUTES: tuple[_Route, ...] = (
     _Route(re.compile(r"/v3/billing/api/order/order"), {"POST": _create_order}),
     _Route(
         re.compile(r"/v3/billing/api/order/order/(?P<order_id>[^/]+)"),
-        {"GET": _get_order, "DELETE": _cancel_order},
+        {"GET": _get_order, "PUT": _update_order, "DELETE": _cancel_order},
     ),
     _Route(re.compile(r"/v3/filter/api/order/order"), {"GET": _list_orders}),
     _Route(
