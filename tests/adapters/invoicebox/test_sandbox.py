@@ -943,7 +943,7 @@ def test_unknown_path_is_a_json_404(http: Http) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("PATCH", ORDERS), ("GET", ORDERS), ("POST", FILTER), ("PUT", f"{ORDERS}/{uuid.uuid4()}")],
+    [("PATCH", ORDERS), ("GET", ORDERS), ("POST", FILTER), ("PATCH", f"{ORDERS}/{uuid.uuid4()}")],
 )
 def test_wrong_method_is_a_json_405(http: Http, method: str, path: str) -> None:
     response = http(method, path, {})
