@@ -67,6 +67,8 @@ def results(assistant: Assistant) -> dict[str, dict[str, Any]]:
                                                               "response_format": "detailed"})[1]
     out["lookup_company_by_inn"] = assistant.call("lookup_company_by_inn",
                                                   {"inn": "7710044140"})[1]
+    out["update_order"] = execute(assistant, "update_order",
+                                  {"order_id": unpaid["data"]["order_id"], "description": "Иное"})
     out["cancel_order"] = execute(assistant, "cancel_order",
                                   {"order_id": unpaid["data"]["order_id"]})
     refund_args = {"parent_order_id": paid, "description": "возврат"}
