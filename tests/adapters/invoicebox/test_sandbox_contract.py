@@ -1,4 +1,5 @@
-"""The sandbox's PUT /billing/api/order/order/{id} (docs merchant/order/update.md) and its units."""
+"""The sandbox held to the documented contract: PUT on orders (docs merchant/order/update.md),
+OKEI units, the documented list filters."""
 
 from __future__ import annotations
 
@@ -114,3 +115,15 @@ def test_a_measure_must_be_a_sign_of_its_okei_code(
         error = _error(response)
         assert (error["code"], error["fields"][0]["name"]) == ("validation",
                                                                "basketItems[0].measure")
+
+
+@pytest.mark.parametrize("path", ["/sandbox/invoicebox/v3/filter/api/order/shipment",
+                                  "/sandbox/invoicebox/v3/filter/api/order/refund-order"])
+def test_shipment_and_refund_lists_take_the_documented_merchant_filter(http: Http,
+                                                                        path: str) -> None:
+    # docs merchant/order/shipment_get.md:29-32 and merchant/refund/get.md:41.
+    mine = http("GET", path, query={"merchantId": DEMO_MERCHANT_ID})
+    other = http("GET", path, query={"merchantId": "11111111-2222-3333-4444-555555555555"})
+
+    assert (mine.status_code, other.status_code) == (200, 200), (mine.content, other.content)
+    assert loads(other.content)["data"] == []
