@@ -32,7 +32,7 @@ VALID_ORDER: dict[str, Any] = {
         {
             "sku": "ROOM-STD",
             "name": "Бронирование номера",
-            "measure": "шт.",
+            "measure": "шт",
             "quantity": 3,
             "amount": "12200",
             "total_amount": "36600",
@@ -110,6 +110,7 @@ def reader(read_only_contour: Contour) -> Assistant:
 def sandbox_orders(http: Client, **filters: str) -> list[dict[str, Any]]:
     """What the sandbox holds for the demo merchant, read over its own HTTP API."""
     response = http.get(f"{SANDBOX}/filter/api/order/order", data={"_pageSize": "100", **filters},
-                        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}", HTTP_USER_AGENT="tests/1.0")
+                        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}", HTTP_USER_AGENT="tests/1.0",
+                        CONTENT_TYPE="application/json")
     assert response.status_code == 200, response.content
     return response.json()["data"]

@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from tools.errors import Problem
 from tools.params import (
-    MEASURE_CODES,
+    AMBIGUOUS_MEASURES,
     OKEI_UNITS,
     format_rub,
+    measure_code_of,
     normalise_measure,
     round_kopecks,
     vat_rate,
@@ -61,7 +62,16 @@ def quantity_text(quantity: float) -> str:
 
 def resolve_unit(item: BasketItemLike) -> Unit | str:
     """The unit of a line from either field, or the reason it can't be known."""
-    code_from_name = MEASURE_CODES.get(normalise_measure(item.measure)) if item.measure else None
+    ambiguous = AMBIGUOUS_MEASURES.get(normalise_measure(item.measure or ""))
+    if ambiguous and not item.measure_code:
+        return f"единица «{item.measure}» неоднозначна: {ambiguous} Передайте measure_code"
+    if item.measure_code and item.measure_code not in OKEI_UNITS:
+        known = ", ".join(f"{c} {n}" for c, n in OKEI_UNITS.items())
+        return f"measure_code {item.measure_code} не из таблицы шлюза; известны: {known}"
+    if ambiguous:
+        code_from_name = item.measure_code if item.measure_code in ("625", "112") else "625"
+    else:
+        code_from_name = measure_code_of(item.measure) if item.measure else None
     if item.measure and code_from_name is None:
         known = ", ".join(sorted(set(OKEI_UNITS.values())))
         return f"единица «{item.measure}» не из справочника ОКЕИ; известны: {known}"
@@ -70,7 +80,7 @@ def resolve_unit(item: BasketItemLike) -> Unit | str:
                 f"measure_code {item.measure_code} ({OKEI_UNITS[item.measure_code]})")
     code = item.measure_code or code_from_name
     if code is None:
-        return "нужна единица измерения: measure (например «шт.») или measure_code (например 796)"
+        return "нужна единица измерения: measure (например «шт») или measure_code (например 796)"
     return Unit(measure=OKEI_UNITS[code], measure_code=code)
 
 

@@ -115,20 +115,35 @@ def vat_rate(code: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-# OKEI units: code -> the measure name sent upstream (reference §4 and the catalog's table).
+# OKEI units: code -> the sign sent as `measure` (docs/invoicebox-api.md, "Units"): the docs'
+# OKEI table where it lists the code, the Rosstat classifier the vendor bundles otherwise.
 OKEI_UNITS: dict[str, str] = {
-    "796": "шт.", "003": "мм", "004": "см", "006": "м", "008": "км", "055": "м2",
+    "796": "шт", "003": "мм", "004": "см", "006": "м", "008": "км", "055": "м2",
     "112": "л", "113": "м3", "163": "г", "166": "кг", "168": "т", "356": "ч",
-    "359": "сут", "362": "мес", "366": "год", "778": "упак", "839": "компл",
-    "715": "пар", "704": "набор", "625": "лист",
+    "359": "сут", "362": "мес", "366": "лет", "778": "упак", "839": "компл",
+    "715": "пар", "704": "набор", "625": "л.",
 }
+# Words an assistant may type that are names, not signs ("год": the sign "г" is also грамм).
+MEASURE_ALIASES: dict[str, str] = {"год": "366", "лист": "625", "штука": "796"}
+# "л." is the sign of лист, but reads as литр with a habitual dot: never guess which.
+AMBIGUOUS_MEASURES: dict[str, str] = {"л.": "л. — это лист (625) или литр (112, знак «л»)?"}
 
 
 def normalise_measure(name: str) -> str:
-    return name.strip().lower().rstrip(".")
+    return " ".join(name.strip().lower().split())
 
 
-MEASURE_CODES: dict[str, str] = {normalise_measure(n): c for c, n in OKEI_UNITS.items()}
+MEASURE_CODES: dict[str, str] = {
+    **{normalise_measure(n): c for c, n in OKEI_UNITS.items()}, **MEASURE_ALIASES,
+}
+
+
+def measure_code_of(name: str) -> str | None:
+    """The OKEI code a typed unit names: its sign or an alias, a trailing dot forgiven."""
+    text = normalise_measure(name)
+    return MEASURE_CODES.get(text) or MEASURE_CODES.get(text.rstrip("."))
+
+
 MeasureCode = Literal[
     "796", "003", "004", "006", "008", "055", "112", "113", "163", "166", "168", "356",
     "359", "362", "366", "778", "839", "715", "704", "625",

@@ -259,6 +259,34 @@ class NewOrder:
         return body
 
 
+@dataclass(frozen=True)
+class OrderUpdate:
+    """An UpdateOrderRequest (docs merchant/order/update.md): only the fields that change."""
+
+    description: str | None = None
+    amount: int | None = None
+    vat_amount: int | None = None
+    expiration_date: datetime | None = None
+    basket: list[BasketLine] | None = None
+    customer: Customer | None = None
+
+    def as_api(self) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if self.description is not None:
+            body["description"] = self.description
+        if self.amount is not None:
+            body["amount"] = to_roubles(self.amount)
+        if self.vat_amount is not None:
+            body["vatAmount"] = to_roubles(self.vat_amount)
+        if self.expiration_date is not None:
+            body["expirationDate"] = atom(self.expiration_date)
+        if self.basket is not None:
+            body["basketItems"] = [line.as_api() for line in self.basket]
+        if self.customer is not None:
+            body["customer"] = self.customer.as_api()
+        return body
+
+
 class UpstreamCompany(_Upstream):
     id: Text | None = None
     vat_number: Text | None = Field(None, alias="vatNumber")
@@ -581,6 +609,10 @@ class InvoiceboxClient:
         statuses: list[str] | tuple[str, ...] = (),
         created_from: datetime | None = None,
         created_to: datetime | None = None,
+        expiration_from: datetime | None = None,
+        expiration_to: datetime | None = None,
+        paid_from: datetime | None = None,
+        paid_to: datetime | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> OrderPage:
@@ -596,6 +628,11 @@ class InvoiceboxClient:
             params.append(("createdAt[_ge]", atom(created_from)))
         if created_to:
             params.append(("createdAt[_le]", atom(created_to)))
+        # Documented filters (docs merchant/order/get.md): expirationDate and paidAt.
+        for name, bounds in (("expirationDate", (expiration_from, expiration_to)),
+                             ("paidAt", (paid_from, paid_to))):
+            params.extend((f"{name}[{op}]", atom(moment))
+                          for op, moment in zip(("_ge", "_le"), bounds, strict=True) if moment)
         data, envelope = self._request("GET", "/filter/api/order/order", params=params)
         if not isinstance(data, list):
             raise self._bad_response("список счетов пришёл не массивом")
@@ -615,6 +652,11 @@ class InvoiceboxClient:
         )
         return self._parse_order(data, write=True)
 
+    def update_order(self, order_id: str, update: OrderUpdate) -> Order:
+        data, _ = self._request("PUT", f"/billing/api/order/order/{order_id}",
+                                body=update.as_api(), write=True)
+        return self._parse_order(data, write=True)
+
     def cancel_order(self, order_id: str) -> Order:
         data, _ = self._request("DELETE", f"/billing/api/order/order/{order_id}", write=True)
         return self._parse_order(data, write=True)
@@ -631,7 +673,7 @@ class InvoiceboxClient:
     ) -> ShipmentPage:
         # Oldest first: shipments made while paging land on a later page, none is skipped.
         params: list[tuple[str, str]] = [
-            ("_page", str(page)), ("_pageSize", str(page_size)), ("_order[createdAt]", "asc"),
+            ("_page", str(page)), ("_pageSize", str(page_size)), ("_order[id]", "asc"),
         ]
         if order_id:
             params.append(("orderId", order_id))
@@ -744,7 +786,7 @@ class InvoiceboxClient:
             raise InvoiceboxError(
                 "unauthorized", "токен Инвойсбокс не задан: адрес API или режим контура "
                 "изменились, владельцу нужно ввести токен заново", code="token_missing")
-        headers = {"Authorization": f"Bearer {self._token}"}
+        headers = {"Authorization": f"Bearer {self._token}", "Content-Type": "application/json"}
         content = None
         if body is not None:
             content = simplejson.dumps(body, use_decimal=True, ensure_ascii=False).encode()

@@ -103,7 +103,8 @@ def test_seed_is_idempotent_and_journal_verifies(live: dict[str, Any]):
 
 def test_sandbox_is_served_at_its_path(live: dict[str, Any]):
     response = httpx.get(f"{live['base']}/sandbox/invoicebox/v3/security/api/auth/auth",
-                         headers={"Authorization": "Bearer wrong", "User-Agent": "t/1"},
+                         headers={"Authorization": "Bearer wrong", "User-Agent": "t/1",
+                                  "Content-Type": "application/json"},
                          timeout=5)
 
     assert response.status_code == 401

@@ -16,7 +16,7 @@ from tools.params import OrderStatus
 pytestmark = pytest.mark.django_db
 
 IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+\b")
-SHIP_LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт.", "quantity": 1,
+SHIP_LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт", "quantity": 1,
              "amount": "12200", "total_amount": "12200", "total_vat_amount": "2200",
              "vat_code": "RUS_VAT22", "type": "service"}
 
@@ -67,6 +67,8 @@ def results(assistant: Assistant) -> dict[str, dict[str, Any]]:
                                                               "response_format": "detailed"})[1]
     out["lookup_company_by_inn"] = assistant.call("lookup_company_by_inn",
                                                   {"inn": "7710044140"})[1]
+    out["update_order"] = execute(assistant, "update_order",
+                                  {"order_id": unpaid["data"]["order_id"], "description": "Иное"})
     out["cancel_order"] = execute(assistant, "cancel_order",
                                   {"order_id": unpaid["data"]["order_id"]})
     refund_args = {"parent_order_id": paid, "description": "возврат"}

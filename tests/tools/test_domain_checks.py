@@ -114,7 +114,7 @@ def test_measure_code_alone_is_enough_and_fills_the_name(assistant: Assistant):
     _, body = assistant.call("create_order", args)
 
     assert body["status"] == "confirmation_required", body
-    assert "3 шт." in body["confirmation"]["summary"]
+    assert "3 шт " in body["confirmation"]["summary"]
 
 
 def test_ip_customer_without_kpp_passes(assistant: Assistant):

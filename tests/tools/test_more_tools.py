@@ -16,7 +16,7 @@ from tools.models import PendingConfirmation
 
 pytestmark = pytest.mark.django_db
 
-SHIP_LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт.", "quantity": 1,
+SHIP_LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт", "quantity": 1,
              "amount": "12200", "total_amount": "12200", "total_vat_amount": "2200",
              "vat_code": "RUS_VAT22", "type": "service"}
 
@@ -55,7 +55,7 @@ def operator() -> Client:
 def test_catalog_order_is_pinned():
     assert [spec.name for spec in catalog.CATALOG] == [
         "lookup_company_by_inn", "get_order", "find_orders", "find_shipments",
-        "create_order", "cancel_order", "create_shipment", "create_refund",
+        "create_order", "cancel_order", "create_shipment", "create_refund", "update_order",
     ]
 
 

@@ -134,15 +134,23 @@ class FindOrdersParams(StrictModel):
     created_to: Timestamp | None = Field(
         None, description="Создан не позже (ISO 8601 с часовым поясом)."
     )
+    expiration_from: Timestamp | None = Field(None, description="Срок оплаты не раньше.")
+    expiration_to: Timestamp | None = Field(None, description="Срок оплаты не позже.")
+    paid_from: Timestamp | None = Field(None, description="Оплачен не раньше.")
+    paid_to: Timestamp | None = Field(None, description="Оплачен не позже.")
     page: int = Field(1, ge=1, le=1000, description="Страница, с 1.")
     page_size: int = Field(20, ge=1, le=50, description="Счетов на странице, до 50.")
     response_format: ResponseFormat = Field("concise", description="concise или detailed.")
 
 
 def check_find_orders(params: FindOrdersParams, contour: Contour) -> list[Problem]:
-    if params.created_from and params.created_to and params.created_from > params.created_to:
-        return [Problem("created_from", "created_from позже created_to: пустой интервал")]
-    return []
+    problems = []
+    for name in ("created", "expiration", "paid"):
+        low, high = getattr(params, f"{name}_from"), getattr(params, f"{name}_to")
+        if low and high and low > high:
+            problems.append(Problem(f"{name}_from",
+                                    f"{name}_from позже {name}_to: пустой интервал"))
+    return problems
 
 
 def find_orders(ctx: CallContext, params: FindOrdersParams) -> dict[str, Any]:
@@ -151,6 +159,10 @@ def find_orders(ctx: CallContext, params: FindOrdersParams) -> dict[str, Any]:
         statuses=params.status or (),
         created_from=params.created_from,
         created_to=params.created_to,
+        expiration_from=params.expiration_from,
+        expiration_to=params.expiration_to,
+        paid_from=params.paid_from,
+        paid_to=params.paid_to,
         page=params.page,
         page_size=params.page_size,
     )
@@ -200,10 +212,10 @@ class BasketItemParams(StrictModel):
     type: ItemType = Field("commodity", description="commodity — товар, service — услуга.")
     measure: str | None = Field(
         None, min_length=1, max_length=10,
-        description="Единица измерения словом (шт., кг, ч...). Достаточно её или measure_code.",
+        description="Знак единицы по ОКЕИ (шт, кг, ч, мес...). Достаточно его или measure_code.",
     )
     measure_code: str | None = Field(
-        None, pattern=r"^[0-9]{3}$", description="Код единицы по ОКЕИ (796 — шт., 166 — кг, 356 — ч)."
+        None, pattern=r"^[0-9]{3}$", description="Код единицы по ОКЕИ (796 — шт, 166 — кг, 356 — ч)."
     )
     quantity: float = Field(gt=0, le=1_000_000, description="Количество, больше нуля.")
     amount: Kopecks = Field(description="Цена за единицу с НДС, копейки строкой.")
@@ -213,7 +225,10 @@ class BasketItemParams(StrictModel):
     total_amount: Kopecks = Field(description="Сумма позиции с НДС (цена × количество), копейки.")
     total_vat_amount: Kopecks = Field(description="НДС всей позиции, копейки строкой.")
     vat_code: VatCode = Field(description="Ставка НДС: RUS_VAT22, RUS_VAT20, ..., RUS_VAT0, VATNONE.")
-    payment_type: PaymentType = Field("full_payment", description="Признак способа расчёта.")
+    payment_type: PaymentType = Field(
+        "full_prepayment", description="Способ расчёта. full_prepayment: при оплате чек 100 % "
+        "предоплаты, при отгрузке — чек полного расчёта.",
+    )
 
 
 class CreateOrderParams(StrictModel):
@@ -426,8 +441,9 @@ FIND_ORDERS = ToolSpec(
     check=check_find_orders,
     description_ru=(
         "Ищет счета магазина по номеру merchant_order_id, статусам (created — не оплачен, "
-        "completed — оплачен, hold, canceled, expired, draft) и дате создания created_from/"
-        "created_to, новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
+        "completed — оплачен, hold, canceled, expired, draft), датам создания created_from/"
+        "created_to, срока оплаты expiration_from/expiration_to и оплаты paid_from/paid_to, "
+        "новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
         "page, page_size, total_count и truncated — признак, что показаны не все. В кратком "
         "виде данных покупателя нет. Ничего не меняет."
     ),
@@ -468,7 +484,7 @@ CREATE_ORDER = ToolSpec(
             "description": "Бронирование номера, 3 ночи",
             "customer": {"type": "legal", "name": "ООО «Ромашка»", "vat_number": "7710044140"},
             "basket_items": [{"sku": "ROOM-STD", "name": "Бронирование номера", "type": "service",
-                              "measure": "шт.", "quantity": 3, "amount": "12200",
+                              "measure": "шт", "quantity": 3, "amount": "12200",
                               "total_amount": "36600", "total_vat_amount": "6600",
                               "vat_code": "RUS_VAT22"}],
             "amount": "36600", "vat_amount": "6600", "currency_id": "RUB",

@@ -22,7 +22,10 @@ DOCUMENTS_NOTE = (
     "отгрузка запускает закрывающие документы: акт или ТОРГ-12, счёт-фактуру или УПД, "
     "и чек полного расчёта"
 )
-FINAL_NOTE = "финальная отгрузка закрывает счёт: остаток резерва разблокируется, новых отгрузок не будет"
+# `final` is the official MCP server's field, absent from the docs: nothing beyond the mark is
+# promised (docs/invoicebox-api.md, "Shipment final").
+FINAL_NOTE = ("отметка «последняя отгрузка» уходит в Инвойсбокс; что она меняет на его стороне, "
+              "документация API не описывает")
 
 
 def shipment_row(shipment: Shipment, currency: str, response_format: str) -> dict[str, Any]:
@@ -117,9 +120,11 @@ class CreateShipmentParams(StrictModel):
     basket_items: list[BasketItemParams] = Field(
         min_length=1, max_length=100, description="Что отгружено: позиции, как в счёте."
     )
-    final: bool = Field(False, description="true — последняя отгрузка, счёт закрывается.")
+    final: bool = Field(
+        False, description="true — отметить отгрузку последней; её действие в API не описано."
+    )
     document_number: str | None = Field(
-        None, min_length=1, max_length=100, description="Номер отгрузочного документа."
+        None, min_length=1, max_length=36, description="Номер отгрузочного документа."
     )
     document_date: date | None = Field(None, description="Дата документа, ГГГГ-ММ-ДД.")
     confirmation_token: str | None = Field(
@@ -237,8 +242,9 @@ CREATE_SHIPMENT = ToolSpec(
         "чек полного расчёта. Работает в два шага: первый вызов проверяет счёт и остаток и "
         "возвращает сводку и одноразовый confirmation_token; отгрузка создаётся только вторым "
         "вызовом с теми же параметрами и этим токеном, после согласия человека. Позиции как в "
-        "счёте (суммы — копейки строкой); отгрузить больше суммы счёта нельзя; final закрывает "
-        "счёт. Возвращает shipment_id, order_id, status, amount и final."
+        "счёте (суммы — копейки строкой); отгрузить больше суммы счёта нельзя; final — отметка "
+        "последней отгрузки, её действие в API не описано. Возвращает shipment_id, order_id, "
+        "status, amount и final."
     ),
     summary_ru=(
         "Подтвердить отгрузку по оплаченному счёту (запускает акт/ТОРГ-12, счёт-фактуру, УПД): "

@@ -14,7 +14,12 @@ from django.db.models import F
 from adapters.invoicebox.models import SandboxAccount, SandboxFaults
 from adapters.invoicebox.sandbox.accounts import _account_for_token
 from adapters.invoicebox.sandbox.calls import _Call, _read_json_object
-from adapters.invoicebox.sandbox.responses import SandboxResponse, _ApiError, _field_error
+from adapters.invoicebox.sandbox.responses import (
+    SandboxResponse,
+    _ApiError,
+    _field_error,
+    _validation_error,
+)
 
 MAX_LATENCY_MS = 60_000
 MAX_FAIL_NEXT = 1_000_000
@@ -178,12 +183,7 @@ def _put_faults(call: _Call) -> SandboxResponse:
     if not problems:
         problems = _fault_problems(values)
     if problems:
-        raise _ApiError(
-            422,
-            "validation_error",
-            "Validation Error",
-            [_field_error(name, "wrong_value", hint) for name, hint in problems],
-        )
+        raise _validation_error([_field_error(name, "wrong_value", hint) for name, hint in problems])
     faults = _store_faults(call.account, values)
     return call.ok({"data": _faults_payload(faults), "extendedData": []})
 

@@ -31,10 +31,12 @@ from adapters.invoicebox.sandbox.orders import (
     _create_order,
     _get_order,
     _list_orders,
+    _update_order,
 )
 from adapters.invoicebox.sandbox.payment import _pay, _payment_page
 from adapters.invoicebox.sandbox.refunds import _create_refund, _get_refundable_items, _list_refunds
 from adapters.invoicebox.sandbox.responses import (
+    _JSON,
     SandboxResponse,
     _ApiError,
     _error_response,
@@ -64,6 +66,7 @@ class _Route:
     api: bool = True  # needs a User-Agent and a Bearer token
     anonymous: bool = False  # answers without a token (the auth-check quirk)
     faults: bool = True  # the account's fault switches apply
+    contract: bool = True  # a real API path (not a /_sandbox control): its headers are checked
 
 
 _ROUTES: tuple[_Route, ...] = (
@@ -71,7 +74,7 @@ _ROUTES: tuple[_Route, ...] = (
     _Route(re.compile(r"/v3/billing/api/order/order"), {"POST": _create_order}),
     _Route(
         re.compile(r"/v3/billing/api/order/order/(?P<order_id>[^/]+)"),
-        {"GET": _get_order, "DELETE": _cancel_order},
+        {"GET": _get_order, "PUT": _update_order, "DELETE": _cancel_order},
     ),
     _Route(re.compile(r"/v3/filter/api/order/order"), {"GET": _list_orders}),
     _Route(
@@ -87,8 +90,12 @@ _ROUTES: tuple[_Route, ...] = (
         re.compile(r"/v3/_sandbox/faults"),
         {"GET": _get_faults, "PUT": _put_faults, "DELETE": _delete_faults},
         faults=False,
+        contract=False,
     ),
-    _Route(re.compile(r"/v3/_sandbox/pay/(?P<order_id>[^/]+)"), {"POST": _pay}, faults=False),
+    _Route(
+        re.compile(r"/v3/_sandbox/pay/(?P<order_id>[^/]+)"), {"POST": _pay}, faults=False,
+        contract=False,
+    ),
     _Route(re.compile(r"/pay/(?P<container_id>[^/]+)"), {"GET": _payment_page}, api=False),
 )
 
@@ -138,6 +145,10 @@ def _dispatch(
     if not headers.get("user-agent", "").strip():
         # The docs make User-Agent mandatory; the 400 and its body are our reading.
         raise _ApiError(400, "bad_request", "The User-Agent header is required")
+    if route.contract and _media_type(headers) != _JSON:
+        # The docs make Content-Type: application/json mandatory on every request (api/api.md)
+        # and the SDK sends it on GET and DELETE too; the 415 and its code are our reading.
+        raise _ApiError(415, "unsupported_media_type", "Content-Type must be application/json")
     call.account = _authenticate(headers, route.anonymous)
     timed_out = False
     if call.account is not None:
@@ -154,6 +165,10 @@ def _dispatch(
             call.now = timezone.now()
     response = handler(call)
     return replace(response, dropped=True) if timed_out else response
+
+
+def _media_type(headers: Mapping[str, str]) -> str:
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
 def handle(

@@ -15,12 +15,17 @@ from django.db.models import F, OrderBy, Q, QuerySet
 
 from adapters.invoicebox.models import SandboxOrder
 from adapters.invoicebox.sandbox.calls import _Call
-from adapters.invoicebox.sandbox.responses import SandboxResponse, _ApiError, _field_error
+from adapters.invoicebox.sandbox.responses import SandboxResponse, _ApiError, _filter_error
 from adapters.invoicebox.sandbox.values import _bad_text, _parse_datetime
 
 DEFAULT_PAGE_SIZE = 30
 MAX_PAGE_SIZE = 100  # [sandbox] the real maximum is unknown; larger requests are clamped.
 MAX_PAGE = 1_000_000
+# Paging: the docs say page/pageSize (api/filters.md), the MCP server and backend-test-app
+# send _page/_pageSize. Both are accepted; the two spellings disagreeing is refused.
+PAGE_NAMES = ("_page", "page")
+PAGE_SIZE_NAMES = ("_pageSize", "pageSize")
+_CONTROL_PARAMS = frozenset({*PAGE_NAMES, *PAGE_SIZE_NAMES, "_order"})
 
 _QueryValue = str | list[str] | dict[str, str]
 _QUERY_KEY = re.compile(r"([^\[\]]+)(?:\[([^\[\]]*)\])?")
@@ -84,10 +89,9 @@ def _php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
 
 
 def _bad_query(name: str, message: str) -> _ApiError:
-    # [sandbox] the real code for a malformed filter is undocumented; the catalog only says 422.
-    return _ApiError(
-        422, "validation_error", "Validation Error", [_field_error(name, "wrong_value", message)]
-    )
+    # The code is backend-test-app's WrongFilterFormat; the MCP server notes a malformed
+    # _order answered with 422 (src/tools/reads.ts). Field entries and messages are ours.
+    return _filter_error(name, message)
 
 
 def _status_q(value: str, now: dt.datetime) -> Q:
@@ -135,9 +139,13 @@ def _filter_q(
 def _filters(
     params: Mapping[str, _QueryValue], now: dt.datetime, listing: _Listing = _ORDER_LISTING
 ) -> Q:
-    # [sandbox] unknown parameters are ignored, as a lenient PHP filter would.
     condition = Q()
     table = listing.filters
+    for name in params:
+        # [sandbox] refused, not ignored: a misspelt filter or paging name (limit, per_page)
+        # would otherwise look applied. The docs: a request off the contract gets an error.
+        if name not in table and name not in _CONTROL_PARAMS:
+            raise _bad_query(name, "Unknown filter.")
     for name, (_, _, ops) in table.items():
         raw = params.get(name)
         if raw is None:
@@ -180,8 +188,7 @@ def _ordering(
 def _int_param(
     params: Mapping[str, _QueryValue], names: tuple[str, str], default: int, high: int | None
 ) -> int:
-    # The docs say page/pageSize, Invoicebox's own test app says _page/_pageSize: accept both,
-    # the underscore form winning when a client sends the two.
+    values: dict[str, int] = {}
     for name in names:
         raw = params.get(name)
         if raw is None:
@@ -191,8 +198,10 @@ def _int_param(
         value = int(raw)
         if high is not None and value > high:
             raise _bad_query(name, f"At most {high}.")
-        return value
-    return default
+        values[name] = value
+    if len(set(values.values())) > 1:
+        raise _bad_query(names[1], f"{names[0]} and {names[1]} disagree.")
+    return next(iter(values.values()), default)
 
 
 def _paged(
@@ -200,10 +209,8 @@ def _paged(
 ) -> SandboxResponse:
     """One page of the merchant's rows under the query's filters, with metaData."""
     params = _php_query(call.query)
-    page = _int_param(params, ("_page", "page"), 1, MAX_PAGE)
-    page_size = min(
-        _int_param(params, ("_pageSize", "pageSize"), DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE
-    )
+    page = _int_param(params, PAGE_NAMES, 1, MAX_PAGE)
+    page_size = min(_int_param(params, PAGE_SIZE_NAMES, DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE)
     rows = rows.filter(merchant_id=call.merchant_id).filter(_filters(params, call.now, listing))
     ordering = _ordering(params.get("_order"), listing)
     total = rows.count()

@@ -41,6 +41,7 @@ _REFUND_LISTING = _Listing(
         "id": ("refund_id", "uuid", frozenset({"_eq", "_ne"})),
         "parentId": ("parent__order_id", "uuid", frozenset({"_eq", "_ne"})),
         "merchantOrderId": ("merchant_order_id", "string", frozenset({"_eq", "_ne", "_start"})),
+        "merchantId": ("merchant_id", "uuid", frozenset({"_eq", "_ne"})),  # docs refund/get.md
         "status": ("status", "string", frozenset({"_eq", "_ne"})),
         "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
     },

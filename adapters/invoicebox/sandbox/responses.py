@@ -52,6 +52,18 @@ def _field_error(name: str, code: str = "wrong_value", message: str = "") -> dic
     return {"name": name, "code": code, "message": message}
 
 
+def _validation_error(fields: list[dict[str, str]]) -> _ApiError:
+    """A request off the method's contract. Code and message are those of Invoicebox's own
+    backend skeleton (backend-test-app: Validator.php, ErrorResponseListener.php: the code is
+    the exception class in snake case); the docs list no code for it."""
+    return _ApiError(422, "validation", "Validation error", fields)
+
+
+def _filter_error(name: str, message: str) -> _ApiError:
+    """A malformed list query: backend-test-app's WrongFilterFormat (422, "wrong_filter_format")."""
+    return _ApiError(422, "wrong_filter_format", message, [_field_error(name, "wrong_value", message)])
+
+
 def _calculation_error(code: str, name: str) -> _ApiError:
     return _ApiError(422, code, "Calculation Error", [_field_error(name)])
 

@@ -12,7 +12,13 @@ from adapters.invoicebox.models import SandboxOrder, SandboxShipment
 from adapters.invoicebox.sandbox.calls import _Call, _read_json_object
 from adapters.invoicebox.sandbox.listing import _COMPARISONS, _Listing, _paged
 from adapters.invoicebox.sandbox.orders import _items_out, _order_or_404, _wrong_order_status
-from adapters.invoicebox.sandbox.responses import SandboxResponse, _ApiError, _dumps, _field_error
+from adapters.invoicebox.sandbox.responses import (
+    SandboxResponse,
+    _ApiError,
+    _dumps,
+    _field_error,
+    _validation_error,
+)
 from adapters.invoicebox.sandbox.validation import _check_lines, _line_sums, _Spec, _validate
 from adapters.invoicebox.sandbox.values import _atom, _money_out, _parse_datetime
 
@@ -22,9 +28,10 @@ SHIPPABLE = frozenset({SandboxOrder.Status.COMPLETED, SandboxOrder.Status.HOLD})
 
 _SHIPMENT_SPEC: dict[str, _Spec] = {
     "orderId": _Spec("uuid", required=True),
-    "documentNumber": _Spec("string", max_len=256),  # [sandbox] the limit is ours
+    "documentNumber": _Spec("string", max_len=36),  # docs shipment_create.md: string(36)
     "documentDate": _Spec("string", max_len=64),  # the value: checked below
     "basketItems": _Spec("items", required=True),
+    # Not in the docs' CreateShipmentRequest; the official MCP server sends it (writes.ts).
     "final": _Spec("bool"),
 }
 _SHIPMENT_LISTING = _Listing(
@@ -32,9 +39,11 @@ _SHIPMENT_LISTING = _Listing(
         "id": ("id", "int", frozenset({"_eq", "_ne"})),
         "orderId": ("order__order_id", "uuid", frozenset({"_eq", "_ne"})),
         "status": ("status", "string", frozenset({"_eq", "_ne"})),
+        "merchantId": ("merchant_id", "uuid", frozenset({"_eq", "_ne"})),
         "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
     },
-    {"createdAt": "created_at", "id": "id"},
+    # Sorts by documented properties only: ShipmentResponse has no createdAt (shipment_create.md).
+    {"id": "id"},
     tie="id",
 )
 
@@ -64,11 +73,8 @@ def _create_shipment(call: _Call) -> SandboxResponse:
     document_date = data.get("documentDate")
     # [sandbox] the format is undocumented: a date (Y-m-d) or an ATOM datetime, echoed as sent.
     if document_date is not None and _parse_datetime(document_date) is None:
-        raise _ApiError(
-            422,
-            "validation_error",
-            "Validation Error",
-            [_field_error("documentDate", "wrong_value", "A date (Y-m-d) is expected.")],
+        raise _validation_error(
+            [_field_error("documentDate", "wrong_value", "A date (Y-m-d) is expected.")]
         )
     items = data["basketItems"]
     # [sandbox] lines are reconciled like order lines; their skus are not matched against

@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import Any
 
-from adapters.invoicebox.sandbox.responses import _ApiError, _calculation_error, _field_error
+from adapters.invoicebox.sandbox.okei import measure_mismatch
+from adapters.invoicebox.sandbox.responses import (
+    _ApiError,
+    _calculation_error,
+    _field_error,
+    _validation_error,
+)
 from adapters.invoicebox.sandbox.values import (
     CENT,
     MONEY_LIMIT,
@@ -89,8 +95,12 @@ class _Problems:
 def _clean_fields(
     data: Mapping[str, Any], specs: Mapping[str, _Spec], prefix: str, problems: _Problems
 ) -> dict[str, Any]:
-    """Check the known fields, keep their cleaned values; unknown fields are dropped."""
+    """Check the known fields, keep their cleaned values; an unknown field is refused (the docs:
+    a request off the method's contract gets an error)."""
     out: dict[str, Any] = {}
+    for key in data:
+        if key not in specs:
+            problems.add(f"{prefix}{key}", "wrong_value", "This field was not expected.")
     for key, spec in specs.items():
         name = f"{prefix}{key}"
         if key not in data or data[key] is None:
@@ -194,14 +204,21 @@ def _validate(data: Mapping[str, Any], specs: Mapping[str, _Spec]) -> dict[str, 
     problems = _Problems()
     cleaned = _clean_fields(data, specs, "", problems)
     if problems.items:
-        # [sandbox] "validation_error" and the fields[].code values are not documented; the
-        # body shape is the real one (tests/mock/wrong-amount-response.json of the SDK).
-        raise _ApiError(422, "validation_error", "Validation Error", problems.items)
+        # The body shape is the real one (the SDK's tests/mock/wrong-amount-response.json).
+        raise _validation_error(problems.items)
     return cleaned
 
 
 def _check_lines(items: list[dict[str, Any]]) -> None:
-    """The line checks shared by orders, shipments and refunds: VAT code, then arithmetic."""
+    """The line checks shared by orders, shipments and refunds: unit, VAT code, arithmetic."""
+    units = _Problems()
+    for index, item in enumerate(items):
+        # [sandbox] refusing a sign that isn't its code's is our strictness; its code is ours.
+        mismatch = measure_mismatch(item["measure"], item["measureCode"])
+        if mismatch:
+            units.add(f"basketItems[{index}].measure", "wrong_value", mismatch)
+    if units.items:
+        raise _validation_error(units.items)
     for index, item in enumerate(items):
         if item["vatCode"] not in VAT_RATES:
             # [sandbox] the real code for an unknown vatCode is undocumented.

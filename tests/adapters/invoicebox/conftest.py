@@ -65,7 +65,7 @@ def reference_order(merchant_id: str = DEMO_MERCHANT_ID, **overrides: Any) -> di
             {
                 "sku": "ROOM-STD",
                 "name": "Бронирование номера",
-                "measure": "шт.",
+                "measure": "шт",
                 "measureCode": "796",
                 "quantity": 3,
                 "amount": Decimal("123.96"),
@@ -121,6 +121,9 @@ def http(client: Client) -> Callable[..., Any]:
             extra["HTTP_AUTHORIZATION"] = f"Bearer {token}"
         if user_agent is not None:
             extra["HTTP_USER_AGENT"] = user_agent
+        if content_type:
+            # Django sets CONTENT_TYPE only with a body; the API wants it on every request.
+            extra["CONTENT_TYPE"] = content_type
         if method == "GET":
             return client.get(path, query or {}, **extra)
         data = raw if raw is not None else (dumps(body) if body is not None else "")
@@ -138,7 +141,8 @@ def in_process(db: None) -> Iterator[Callable[..., httpx.Client]]:
         opened_client = httpx.Client(
             transport=InProcessTransport(),
             base_url="http://testserver/sandbox/invoicebox",
-            headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
+            headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT,
+                     "Content-Type": "application/json"},
             timeout=timeout,
         )
         opened.append(opened_client)

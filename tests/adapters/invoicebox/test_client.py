@@ -46,7 +46,7 @@ D = Decimal
 def new_order(**changes: Any) -> NewOrder:
     """The reference example in kopecks: 3 x 123.96 = 371.88, VAT 20 % = 61.98."""
     line = BasketLine(
-        sku="ROOM-STD", name="Бронирование номера", measure="шт.", measure_code="796",
+        sku="ROOM-STD", name="Бронирование номера", measure="шт", measure_code="796",
         quantity=D(3), amount=12396, amount_wo_vat=10330, total_amount=37188,
         total_vat_amount=6198, vat_code="RUS_VAT20", type="service",
         payment_type="full_prepayment",

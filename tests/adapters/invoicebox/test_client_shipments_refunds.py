@@ -384,7 +384,7 @@ def test_a_shipment_without_sums_is_worth_its_lines(remote: Remote) -> None:
                          total_vat_amount=0)])
 
 
-ITEM = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт.",
+ITEM = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт",
         "measureCode": "796", "quantity": 3, "amount": D("123.96"), "amountWoVat": D("103.3"),
         "totalAmount": D("371.88"), "totalVatAmount": D("61.98"), "vatCode": "RUS_VAT20",
         "type": 4, "paymentType": "full_prepayment"}
@@ -411,7 +411,7 @@ def test_refundable_items_map_to_kopecks_and_default_to_the_whole_line(
     assert remote.requests[0].url.path == (
         f"/v3/billing/api/order/order/{ORDER_ID}/refund-basket-item")
     assert item == RefundableItem(
-        sku="ROOM-STD", name="Бронирование номера", measure="шт.", measure_code="796",
+        sku="ROOM-STD", name="Бронирование номера", measure="шт", measure_code="796",
         quantity=D(3), amount=12396, amount_wo_vat=10330, total_amount=37188,
         total_vat_amount=6198, vat_code="RUS_VAT20", type="4", payment_type="full_prepayment",
         available_amount=available, available_vat_amount=available_vat)

@@ -126,12 +126,28 @@ def test_create_order_in_process_answers_the_same_shape(ib: httpx.Client) -> Non
     assert SandboxOrder.objects.filter(order_id=order["id"]).exists()
 
 
-def test_unknown_fields_are_dropped_and_optional_fields_echoed(http: Http) -> None:
-    order = _create(http, merchantOrderIdVisible="№ 123", bogusField=1, metaData={"@type": "X"})
+def test_optional_fields_are_echoed(http: Http) -> None:
+    order = _create(http, merchantOrderIdVisible="№ 123", metaData={"@type": "X"})
 
     assert order["merchantOrderIdVisible"] == "№ 123"
     assert order["metaData"] == {"@type": "X"}
-    assert "bogusField" not in order
+
+
+def test_unknown_fields_anywhere_in_an_order_are_refused_and_nothing_is_stored(
+    http: Http,
+) -> None:
+    body = reference_order(bogusField=1)
+    body["customer"]["inn"] = "7710044140"
+    body["basketItems"][0]["price"] = 1
+
+    response = http("POST", ORDERS, body)
+
+    assert response.status_code == 422
+    error = _error(response)
+    assert (error["code"], error["message"]) == ("validation", "Validation error")
+    assert sorted(f["name"] for f in error["fields"]) == [
+        "basketItems[0].price", "bogusField", "customer.inn"]
+    assert not SandboxOrder.objects.filter(merchant_order_id=body["merchantOrderId"]).exists()
 
 
 @pytest.mark.parametrize(
@@ -332,7 +348,7 @@ def test_missing_and_ill_typed_fields_are_listed_one_by_one(http: Http) -> None:
 
     assert response.status_code == 422
     error = _error(response)
-    assert error["code"] == "validation_error"
+    assert error["code"] == "validation"
     assert {(f["name"], f["code"]) for f in error["fields"]} == {
         ("description", "required"),
         ("amount", "wrong_type"),
@@ -356,7 +372,7 @@ def test_money_with_three_decimals_is_refused(http: Http, where: str, value: Dec
 
     assert response.status_code == 422
     error = _error(response)
-    assert error["code"] == "validation_error"
+    assert error["code"] == "validation"
     assert [f["name"] for f in error["fields"]] == [where]
 
 
@@ -600,7 +616,8 @@ def _ids(response: Any) -> list[str]:
         ({"paidAt[_ge]": "2020-01-01T00:00:00+00:00"}, ["gw-b"]),
         ({"_order[createdAt]": "asc"}, ["gw-a", "gw-b", "gw-c"]),
         ({"_order[createdAt]": "desc"}, ["gw-c", "gw-b", "gw-a"]),
-        ({"unknownFilter": "x"}, ["gw-c", "gw-b", "gw-a"]),
+        ({"expirationDate[_ge]": "2000-01-01T00:00:00+00:00"}, ["gw-c", "gw-b", "gw-a"]),
+        ({"expirationDate[_lt]": "2000-01-01T00:00:00+00:00"}, []),
     ],
 )
 def test_list_filters_and_sorts(
@@ -626,9 +643,9 @@ def test_list_by_id_finds_one(http: Http, contour: Contour, three_orders: dict[s
         ({"_page": 2, "_pageSize": 2}, {"totalCount": 3, "pageSize": 2, "page": 2}, ["gw-a"]),
         ({"page": 1, "pageSize": 2}, {"totalCount": 3, "pageSize": 2, "page": 1}, ["gw-c", "gw-b"]),
         (
-            {"_page": 1, "page": 2, "_pageSize": 1},
-            {"totalCount": 3, "pageSize": 1, "page": 1},
-            ["gw-c"],
+            {"_page": 2, "page": 2, "_pageSize": 1},
+            {"totalCount": 3, "pageSize": 1, "page": 2},
+            ["gw-b"],
         ),
         ({"_page": 9}, {"totalCount": 3, "pageSize": 30, "page": 9}, []),
         (
@@ -672,13 +689,21 @@ def test_list_paging_meta_data(
         # An unencoded "+" is a space once decoded, so the offset no longer parses.
         "createdAt[_ge]=2026-01-15T00:00:00+00:00",
         "merchantOrderId=%00",
+        # A name off the contract is refused, never silently ignored.
+        "unknownFilter=x",
+        "limit=5",
+        "per_page=5",
+        # The two paging spellings (docs: page, vendor code: _page) disagreeing.
+        "_page=1&page=2",
+        "_pageSize=5&pageSize=6",
     ],
 )
 def test_malformed_list_queries_are_422(http: Http, contour: Contour, query: str) -> None:
     response = _list(http, contour, query)
 
     assert response.status_code == 422
-    assert _error(response)["code"] == "validation_error"
+    # backend-test-app's WrongFilterFormat: the vendor's code for a malformed list query.
+    assert _error(response)["code"] == "wrong_filter_format"
 
 
 # --------------------------------------------------------------------------- cancel, pay, expire
@@ -883,7 +908,7 @@ def test_faults_endpoint_refuses_bad_values(
     response = http("PUT", FAULTS, body, token=contour.token)
 
     assert response.status_code == 422
-    assert _error(response)["code"] == "validation_error"
+    assert _error(response)["code"] == "validation"
     assert not SandboxFaults.objects.exists()
 
 
@@ -918,7 +943,7 @@ def test_unknown_path_is_a_json_404(http: Http) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("PATCH", ORDERS), ("GET", ORDERS), ("POST", FILTER), ("PUT", f"{ORDERS}/{uuid.uuid4()}")],
+    [("PATCH", ORDERS), ("GET", ORDERS), ("POST", FILTER), ("PATCH", f"{ORDERS}/{uuid.uuid4()}")],
 )
 def test_wrong_method_is_a_json_405(http: Http, method: str, path: str) -> None:
     response = http(method, path, {})
@@ -950,12 +975,34 @@ def test_handle_takes_plain_mappings() -> None:
         "GET",
         "/v3/security/api/auth/auth",
         [],
-        {"authorization": f"Bearer {DEMO_TOKEN}", "user-agent": USER_AGENT},
+        {"authorization": f"Bearer {DEMO_TOKEN}", "user-agent": USER_AGENT,
+         "content-type": "application/json"},
         b"",
     )
 
     assert response.status == 200
     assert response.json()["data"]["userId"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/v3/filter/api/order/order"), ("GET", "/v3/security/api/auth/auth"),
+     ("DELETE", f"/v3/billing/api/order/order/{uuid.uuid4()}")],
+)
+@pytest.mark.parametrize("content_type", [None, "text/plain"])
+def test_every_api_request_needs_content_type_json(
+    method: str, path: str, content_type: str | None
+) -> None:
+    # The docs make the header mandatory on every request (api/api.md); the SDK sends it
+    # on GET and DELETE too.
+    headers = {"authorization": f"Bearer {DEMO_TOKEN}", "user-agent": USER_AGENT}
+    if content_type:
+        headers["content-type"] = content_type
+
+    response = handle(method, path, [], headers, b"")
+
+    assert response.status == 415
+    assert response.json()["error"]["code"] == "unsupported_media_type"
 
 
 def _deep(levels: int) -> str:

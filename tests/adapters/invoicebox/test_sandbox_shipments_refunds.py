@@ -42,7 +42,7 @@ UNIT_TOTALS = {1: (D("123.96"), D("20.66")), 2: (D("247.92"), D("41.32")),
 def _line(units: int = 1, sku: str = "ROOM-STD", **changes: Any) -> dict[str, Any]:
     total, vat = UNIT_TOTALS[units]
     line = {
-        "sku": sku, "name": "Бронирование номера", "measure": "шт.", "measureCode": "796",
+        "sku": sku, "name": "Бронирование номера", "measure": "шт", "measureCode": "796",
         "quantity": units, "amount": D("123.96"), "amountWoVat": D("103.3"),
         "totalAmount": total, "totalVatAmount": vat, "vatCode": "RUS_VAT20",
         "type": "service", "paymentType": "full_prepayment",
@@ -169,7 +169,7 @@ def test_counterparty_without_vat_number_is_422_and_needs_a_token(http: Http) ->
     missing = http("GET", COUNTERPARTY)
     anonymous = http("GET", COUNTERPARTY, token=None, query={"vatNumber": "7710044140"})
 
-    assert (missing.status_code, _error(missing)["code"]) == (422, "validation_error")
+    assert (missing.status_code, _error(missing)["code"]) == (422, "wrong_filter_format")
     assert (anonymous.status_code, _error(anonymous)["code"]) == (401, "unauthorized")
 
 
@@ -272,12 +272,17 @@ def test_shipment_lines_are_reconciled_like_order_lines(
         {"orderId": str(uuid.uuid4()), "basketItems": []},
         {"orderId": str(uuid.uuid4()), "basketItems": [_line()], "final": "yes"},
         {"orderId": str(uuid.uuid4()), "basketItems": [_line()], "documentDate": "25.08.2026"},
+        # The docs' CreateShipmentRequest: documentNumber is string(36); no other fields.
+        {"orderId": str(uuid.uuid4()), "basketItems": [_line()], "documentNumber": "N" * 37},
+        {"orderId": str(uuid.uuid4()), "basketItems": [_line()], "comment": "x"},
+        {"orderId": str(uuid.uuid4()), "basketItems": [{**_line(), "measure": "шт."}]},
     ],
 )
 def test_malformed_shipments_are_validation_errors(http: Http, body: dict[str, Any]) -> None:
     response = http("POST", SHIPMENTS, body)
 
-    assert (response.status_code, _error(response)["code"]) == (422, "validation_error")
+    assert (response.status_code, _error(response)["code"]) == (422, "validation")
+    assert not SandboxShipment.objects.exists()
 
 
 def test_shipment_of_another_merchants_order_is_not_found(http: Http, contour: Contour) -> None:
@@ -314,12 +319,16 @@ def test_shipment_list_pages_and_refuses_a_junk_order_id(http: Http) -> None:
     ids = [_data(_ship(http, order["id"], _line(1)))["id"] for _ in range(3)]
 
     second_page = http("GET", SHIPMENT_LIST, query={
-        "orderId": order["id"], "_pageSize": "2", "_page": "2", "_order[createdAt]": "asc"})
+        "orderId": order["id"], "_pageSize": "2", "_page": "2", "_order[id]": "asc"})
     junk = http("GET", SHIPMENT_LIST, query={"orderId": "nope"})
+    # ShipmentResponse has no createdAt in the docs: sorting by it is refused, not ignored.
+    by_created = http("GET", SHIPMENT_LIST, query={"orderId": order["id"],
+                                                   "_order[createdAt]": "asc"})
 
     assert [s["id"] for s in loads(second_page.content)["data"]] == [ids[2]]
     assert loads(second_page.content)["metaData"] == {"totalCount": 3, "pageSize": 2, "page": 2}
-    assert (junk.status_code, _error(junk)["code"]) == (422, "validation_error")
+    assert (junk.status_code, _error(junk)["code"]) == (422, "wrong_filter_format")
+    assert (by_created.status_code, _error(by_created)["code"]) == (422, "wrong_filter_format")
 
 
 def test_cancel_after_a_shipment_is_wrong_order_status(http: Http) -> None:
@@ -445,9 +454,9 @@ def test_refund_of_an_item_not_in_the_order_is_refused(http: Http) -> None:
          "wrong_refund_amount"),
         ({"basketItems": [_line(1, totalAmount=D("123.97"))], "amount": D("123.97")},
          "wrong_basket_item_total_amount"),
-        ({"parentId": "junk"}, "validation_error"),
-        ({"status": "completed"}, "validation_error"),
-        ({"merchantOrderId": None}, "validation_error"),
+        ({"parentId": "junk"}, "validation"),
+        ({"status": "completed"}, "validation"),
+        ({"merchantOrderId": None}, "validation"),
     ],
 )
 def test_refund_arithmetic_and_shape_are_checked(
