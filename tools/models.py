@@ -15,6 +15,12 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from adapters.invoicebox.notify import (
+    DEFAULT_ALGORITHM,
+    DEFAULT_METHOD,
+    SIGNATURE_ALGORITHMS,
+    SIGNATURE_METHODS,
+)
 from tools.secret_box import EncryptedTextField
 
 
@@ -127,6 +133,18 @@ class Contour(models.Model):
     disabled_tools = models.JSONField("выключенные инструменты", default=list, blank=True)
     # The key Invoicebox signs payment notifications with (X-Signature); write-only like the token.
     notification_key = EncryptedTextField("ключ подписи уведомлений", blank=True)
+    # The shop's notification settings in the Invoicebox account choose how X-Signature is
+    # made (HMAC-SHA1 by default); the contour must say the same to verify it.
+    notification_signature_method = models.CharField(
+        "метод подписи уведомлений", max_length=8, default=DEFAULT_METHOD,
+        choices=[(method, method.upper()) for method in SIGNATURE_METHODS],
+    )
+    notification_signature_algorithm = models.CharField(
+        "алгоритм подписи уведомлений", max_length=16, default=DEFAULT_ALGORITHM,
+        choices=[(name, name) for name in SIGNATURE_ALGORITHMS],
+        help_text="как в настройках уведомлений магазина в личном кабинете Инвойсбокс; "
+                  "по умолчанию sha1",
+    )
     # Who may approve this contour's writes in /approvals/ (members of the operators group;
     # superusers see every contour).
     operators = models.ManyToManyField(
@@ -425,7 +443,8 @@ class TrackedOrder(models.Model):
 
 
 class ProcessedNotification(models.Model):
-    """A payment notification handled once: its id is unique per contour (Invoicebox retries)."""
+    """A payment notification handled once per (contour, id, status): Invoicebox retries one,
+    and its `id` is the order's, so "hold" then "completed" of one order are two."""
 
     contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="notifications")
     notification_id = models.CharField(max_length=64)
@@ -438,8 +457,8 @@ class ProcessedNotification(models.Model):
         verbose_name = "уведомление"
         verbose_name_plural = "уведомления"
         constraints = [
-            models.UniqueConstraint(fields=["contour", "notification_id"],
-                                    name="one_notification_per_id"),
+            models.UniqueConstraint(fields=["contour", "notification_id", "status"],
+                                    name="one_notification_per_id_and_status"),
         ]
 
     def __str__(self) -> str:
