@@ -38,7 +38,7 @@ class Upstream:
         seen = self.requests
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the http.server hook name
+            def do_GET(self) -> None:
                 seen.append({"path": self.path, "headers": dict(self.headers.items())})
                 body = json.dumps({"data": [], "metaData": {"totalCount": 0}}).encode()
                 self.send_response(200)
@@ -47,7 +47,7 @@ class Upstream:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_POST = do_PUT = do_DELETE = do_GET  # noqa: N815
+            do_POST = do_PUT = do_DELETE = do_GET
 
             def log_message(self, *args: Any) -> None:
                 pass
