@@ -19,6 +19,12 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from adapters.invoicebox.notify import (
+    DEFAULT_ALGORITHM,
+    DEFAULT_METHOD,
+    SIGNATURE_ALGORITHMS,
+    SIGNATURE_METHODS,
+)
 from audit import journal
 from tools import catalog
 from tools.approvals import OPERATORS_GROUP
@@ -56,6 +62,14 @@ AUDITED_FIELDS = (
 SECRET_FIELDS = ("api_token", "notification_key")
 # The journal masks values under a key called "name" as personal data; a contour's name isn't.
 JOURNAL_KEYS = {"name": "contour_name"}
+
+
+# How the contour verifies payment notifications (issue 15.8): audited like the rest.
+SIGNATURE_FIELDS = ("notification_signature_method", "notification_signature_algorithm")
+AUDITED_FIELDS += SIGNATURE_FIELDS
+NOTIFICATION_FIELDSET = ("Уведомления об оплате", {"fields": SIGNATURE_FIELDS})
+CUSTOM_MODE_WARNING = ("режим custom: токен Инвойсбокс уходит на этот адрес, а не на "
+                       "официальный API; только свой прокси или тестовый двойник")
 
 
 def actor(request: HttpRequest) -> str:
@@ -106,6 +120,18 @@ class ContourForm(forms.ModelForm):
         help_text="запись в другой валюте отклоняется; если заданы потолки сумм, у каждой "
                   "разрешённой валюты должен быть свой потолок, иначе запись в ней отклоняется",
     )
+    # Optional in the form (a form that doesn't send them keeps what is stored).
+    notification_signature_method = forms.ChoiceField(
+        label="метод подписи уведомлений", required=False,
+        choices=[(m, m.upper()) for m in SIGNATURE_METHODS],
+        help_text="только HMAC: метод hash из SDK не использует ключ и ничего не доказывает",
+    )
+    notification_signature_algorithm = forms.ChoiceField(
+        label="алгоритм подписи уведомлений", required=False,
+        choices=[(name, name) for name in SIGNATURE_ALGORITHMS],
+        help_text="как в настройках уведомлений магазина в личном кабинете Инвойсбокс; "
+                  "по умолчанию sha1",
+    )
 
     class Meta:
         model = Contour
@@ -121,6 +147,9 @@ class ContourForm(forms.ModelForm):
                                    "валюта без порога — всегда оператор",
             "approval_for_all_writes": "иначе достаточно подтверждения в чате (ниже порога)",
             "dedup_window_seconds": "та же запись в этом окне вернёт прежний результат",
+            "mode": "demo и production — только официальный API по https; custom — свой "
+                    "адрес (прокси, тестовый двойник): токен уходит туда, проверьте адрес; "
+                    "смена режима или адреса стирает токен",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -167,6 +196,14 @@ class ContourForm(forms.ModelForm):
             raise forms.ValidationError("неизвестный часовой пояс, например Europe/Moscow"
                                         ) from None
         return value
+
+    def clean_notification_signature_method(self) -> str:
+        return self.cleaned_data.get("notification_signature_method") or (
+            self.instance.notification_signature_method or DEFAULT_METHOD)
+
+    def clean_notification_signature_algorithm(self) -> str:
+        return self.cleaned_data.get("notification_signature_algorithm") or (
+            self.instance.notification_signature_algorithm or DEFAULT_ALGORITHM)
 
     def clean_api_token(self) -> str:
         token = self.cleaned_data.get("api_token", "")
@@ -260,6 +297,21 @@ class ContourAdmin(admin.ModelAdmin):
                                    "notification_key", "clear_notification_key")}),
         ("Операторы", {"fields": ("operators",)}),
     )
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        return [*super().get_fieldsets(request, obj), NOTIFICATION_FIELDSET]
+
+    def get_list_display(self, request: HttpRequest) -> list[str]:
+        return ["mode_display" if name == "mode" else name
+                for name in super().get_list_display(request)]
+
+    @admin.display(description="режим", ordering="mode")
+    def mode_display(self, obj: Contour) -> str:
+        label = InvoiceboxMode(obj.mode).label if obj.mode in InvoiceboxMode.values else obj.mode
+        if obj.mode != InvoiceboxMode.CUSTOM:
+            return label
+        return format_html('<span class="gw-custom-mode" style="color:#ba2121" title="{}">'
+                           "⚠ {}: {}</span>", CUSTOM_MODE_WARNING, label, obj.base_url)
 
     @admin.display(description="наборы")
     def toolsets_display(self, obj: Contour) -> str:

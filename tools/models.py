@@ -15,6 +15,12 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from adapters.invoicebox.notify import (
+    DEFAULT_ALGORITHM,
+    DEFAULT_METHOD,
+    SIGNATURE_ALGORITHMS,
+    SIGNATURE_METHODS,
+)
 from tools.secret_box import EncryptedTextField
 
 
@@ -48,6 +54,19 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+def is_own_sandbox(url: str) -> bool:
+    """This project's sandbox: the configured URL, or its mount on a loopback host or on this
+    gateway's own host (another process of the same installation, as the cluster tests run)."""
+    sandbox = settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/")
+    if url == sandbox:
+        return True
+    parts, mount = urlsplit(url), urlsplit(sandbox).path.rstrip("/")
+    own_host = urlsplit(settings.GATEWAY_SITE_URL).hostname
+    return (parts.scheme in ("http", "https") and parts.path.rstrip("/") == mount
+            and (is_loopback(parts.hostname) or parts.hostname == own_host)
+            and not parts.query and not parts.fragment and not parts.username)
+
+
 def base_url_problem(mode: str, base_url: str) -> str:
     """Why a base URL is not allowed for a mode (in Russian), or "" when it is."""
     url = (base_url or "").rstrip("/")
@@ -57,8 +76,13 @@ def base_url_problem(mode: str, base_url: str) -> str:
             return (f"в режиме {mode} адрес API только {OFFICIAL_API_ORIGIN}, получен {url!r}; "
                     "другой адрес — режим custom")
         return ""
-    if mode == InvoiceboxMode.SANDBOX and url == settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/"):
-        return ""  # this project's own sandbox, reached in-process
+    if mode == InvoiceboxMode.SANDBOX:
+        # The bundled sandbox only: a token must not leave for another host under a mode
+        # the admin shows as harmless (issue 13.2; any other host is mode custom).
+        return "" if is_own_sandbox(url) else (
+            f"в режиме sandbox адрес API — только встроенная песочница "
+            f"({settings.INVOICEBOX_SANDBOX_BASE_URL}), получен {url!r}; другой адрес — "
+            "режим custom")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"адрес API должен быть http(s)://хост, получен {url!r}"
     if parts.scheme == "http" and not is_loopback(parts.hostname):
@@ -127,6 +151,18 @@ class Contour(models.Model):
     disabled_tools = models.JSONField("выключенные инструменты", default=list, blank=True)
     # The key Invoicebox signs payment notifications with (X-Signature); write-only like the token.
     notification_key = EncryptedTextField("ключ подписи уведомлений", blank=True)
+    # The shop's notification settings in the Invoicebox account choose how X-Signature is
+    # made (HMAC-SHA1 by default); the contour must say the same to verify it.
+    notification_signature_method = models.CharField(
+        "метод подписи уведомлений", max_length=8, default=DEFAULT_METHOD,
+        choices=[(method, method.upper()) for method in SIGNATURE_METHODS],
+    )
+    notification_signature_algorithm = models.CharField(
+        "алгоритм подписи уведомлений", max_length=16, default=DEFAULT_ALGORITHM,
+        choices=[(name, name) for name in SIGNATURE_ALGORITHMS],
+        help_text="как в настройках уведомлений магазина в личном кабинете Инвойсбокс; "
+                  "по умолчанию sha1",
+    )
     # Who may approve this contour's writes in /approvals/ (members of the operators group;
     # superusers see every contour).
     operators = models.ManyToManyField(
@@ -425,7 +461,8 @@ class TrackedOrder(models.Model):
 
 
 class ProcessedNotification(models.Model):
-    """A payment notification handled once: its id is unique per contour (Invoicebox retries)."""
+    """A payment notification handled once per (contour, id, status): Invoicebox retries one,
+    and its `id` is the order's, so "hold" then "completed" of one order are two."""
 
     contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="notifications")
     notification_id = models.CharField(max_length=64)
@@ -438,8 +475,8 @@ class ProcessedNotification(models.Model):
         verbose_name = "уведомление"
         verbose_name_plural = "уведомления"
         constraints = [
-            models.UniqueConstraint(fields=["contour", "notification_id"],
-                                    name="one_notification_per_id"),
+            models.UniqueConstraint(fields=["contour", "notification_id", "status"],
+                                    name="one_notification_per_id_and_status"),
         ]
 
     def __str__(self) -> str:

@@ -1,10 +1,12 @@
 """Invoicebox payment notifications, tools side: the webhook view, once-only processing, journal.
 
 POST /invoicebox/notifications/<contour slug>. adapters/invoicebox/notify.py checks the
-signature and reads the body; here the notification meets what this gateway issued
-(TrackedOrder), is processed once per (contour, id) (ProcessedNotification), and every
-notification, refused ones included, lands in the journal (channel webhook, phase notify).
-The answer is always HTTP 200 with JSON, as Invoicebox requires (reference §6).
+signature (with the contour's method and algorithm) and reads the body; here the notification
+meets what this gateway issued (TrackedOrder), is processed once per (contour, id, status)
+(ProcessedNotification: a notification's id is its order's, so "hold" then "completed" are
+two), and every notification, refused ones included, lands in the journal (channel webhook,
+phase notify). The answer is always HTTP 200 with JSON, as Invoicebox requires; the decisions
+behind each answer are in docs/invoicebox-api-notifications.md.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
 from adapters.invoicebox import notify
-from adapters.invoicebox.notify import SUCCESS, Answer, NotificationError, OrderNotification
+from adapters.invoicebox.notify import (
+    SUCCESS,
+    Answer,
+    NotificationError,
+    OrderNotification,
+    answer_from,
+)
 from audit import journal
 from tools import tasks
 from tools.models import Contour, ProcessedNotification, TrackedOrder
@@ -32,8 +40,11 @@ logger = logging.getLogger(__name__)
 CHANNEL = "webhook"
 PHASE = "notify"
 PAID = "completed"
+HOLD = "hold"
 # Terminal statuses a notification may move an unpaid order to; anything else is recorded only.
 CLOSED = frozenset({"canceled", "cancelled", "expired"})
+# Statuses nothing has been paid or held in yet: a "hold" notification may move them on.
+UNPAID = frozenset({"created", "draft", ""})
 
 
 @dataclass
@@ -76,8 +87,17 @@ def process(slug: str, body: bytes, signature: str | None, *, actor: str = "invo
     if not contour.notification_key:
         return _refuse(record, notify.error(
             "signature_error", "у контура не задан ключ подписи уведомлений"))
-    if not notify.signature_valid(body, signature, contour.notification_key):
-        reason = "нет подписи X-Signature" if not signature else "подпись X-Signature не сошлась"
+    try:
+        valid = notify.signature_valid(body, signature, contour.notification_key,
+                                       method=contour.notification_signature_method,
+                                       algorithm=contour.notification_signature_algorithm)
+    except ValueError as error:  # a setting written past the admin's choices
+        return _refuse(record, notify.error("signature_error", str(error)))
+    if not valid:
+        reason = "нет подписи X-Signature" if not signature else (
+            "подпись X-Signature не сошлась (метод "
+            f"{contour.notification_signature_method}, алгоритм "
+            f"{contour.notification_signature_algorithm})")
         return _refuse(record, notify.error("signature_error", reason))
     try:
         note = notify.parse(body)
@@ -99,9 +119,9 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         tracked = _tracked_order(contour, note)
         # Checked under the order's row lock: a concurrent copy of this notification waits
         # here and then sees the first one's record.
-        if ProcessedNotification.objects.filter(contour=contour,
-                                                notification_id=note.id).exists():
-            return _journal(record, SUCCESS, code="duplicate",
+        seen = _processed(contour, note)
+        if seen is not None:
+            return _journal(record, answer_from(seen.answer), code="duplicate",
                             message="это уведомление уже обработано; ответ прежний")
         if tracked is None:
             return _journal(record, notify.error(
@@ -111,22 +131,59 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         if problem is not None:
             return _journal(record, problem)
         if note.is_paid and tracked.status == PAID:
-            return _journal(record, notify.error(
-                "order_already_paid", f"счёт {tracked.merchant_order_id} уже оплачен"))
+            if _paid_by_another(contour, tracked, note):
+                return _journal(record, notify.error(
+                    "order_already_paid", f"счёт {tracked.merchant_order_id} уже оплачен "
+                                          "другим платежом"))
+            # The same payment, already known (the status poll saw it first): a retry of it
+            # is answered success, as the docs ask for a notification processed before.
+            answer, code = SUCCESS, "already_applied"
+            message = f"счёт {tracked.merchant_order_id}: эта оплата уже учтена"
+        elif note.is_paid and tracked.status in CLOSED:
+            # Money taken for an order already closed: the shop won't deliver. The payment is
+            # still a fact, so the order is marked paid for refunds and the status poll.
+            answer, code = _unavailable(tracked), "shipping_unavailable"
+            message = answer.message
+            _update(tracked, note)
+        else:
+            answer, code, message = SUCCESS, "", _update(tracked, note)
         try:
             with transaction.atomic():
                 processed = ProcessedNotification.objects.create(
                     contour=contour, notification_id=note.id, order_id=tracked.order_id,
-                    status=note.status, answer=SUCCESS.as_dict())
+                    status=note.status, answer=answer.as_dict())
         except IntegrityError:  # a concurrent copy that found no tracked row to lock
-            return _journal(record, SUCCESS, code="duplicate",
+            return _journal(record, answer, code="duplicate",
                             message="это уведомление уже обработано; ответ прежний")
-        message = _update(tracked, note)
         # After commit: confirm by a read of the order upstream (a notification is a claim,
         # the API is the record). robust: a broker hiccup never turns success into an error.
         transaction.on_commit(lambda: tasks.process_notification.delay(processed.pk),
                               robust=True)
-        return _journal(record, SUCCESS, message=message)
+        return _journal(record, answer, code=code, message=message)
+
+
+def _processed(contour: Contour, note: OrderNotification) -> ProcessedNotification | None:
+    return ProcessedNotification.objects.filter(
+        contour=contour, notification_id=note.id, status=note.status).first()
+
+
+def _paid_by_another(contour: Contour, tracked: TrackedOrder, note: OrderNotification) -> bool:
+    """True when the tracked order's payment came from another Invoicebox order (same
+    merchantOrderId, another id) than the one this notification is about."""
+    if note.id != tracked.order_id:
+        return True
+    return ProcessedNotification.objects.filter(
+        contour=contour, order_id=tracked.order_id, status=PAID,
+    ).exclude(notification_id=note.id).exists()
+
+
+def _unavailable(tracked: TrackedOrder) -> Answer:
+    """A payment for an order already closed: the goods or service won't be provided. The
+    answer returns no money by itself (docs: notification/shipping-unavailable.md)."""
+    return notify.error(
+        "shipping_unavailable",
+        f"счёт {tracked.merchant_order_id} уже закрыт ({tracked.status}), а пришла оплата: "
+        "товар или услуга не будут предоставлены; деньги сами не вернутся, нужен возврат")
 
 
 def _tracked_order(contour: Contour, note: OrderNotification) -> TrackedOrder | None:
@@ -138,8 +195,9 @@ def _tracked_order(contour: Contour, note: OrderNotification) -> TrackedOrder | 
 
 
 def _mismatch(tracked: TrackedOrder, note: OrderNotification) -> Answer | None:
+    # Another currency is another sum: order_wrong_amount is the documented code for it.
     if note.currency_id and note.currency_id != tracked.currency:
-        return notify.error("order_wrong_currency",
+        return notify.error("order_wrong_amount",
                             f"валюта {note.currency_id}, а счёт выставлен в {tracked.currency}")
     if note.amount_kopecks != tracked.amount:
         return notify.error("order_wrong_amount",
@@ -148,6 +206,8 @@ def _mismatch(tracked: TrackedOrder, note: OrderNotification) -> Answer | None:
 
 
 def _update(tracked: TrackedOrder, note: OrderNotification) -> str:
+    """Move the tracked order on: a payment always (it is a fact), a hold only from unpaid,
+    a closing status never over a payment."""
     if note.is_paid:
         paid_at = note.model_extra.get("paidAt") if note.model_extra else None
         tracked.status = PAID
@@ -155,6 +215,10 @@ def _update(tracked: TrackedOrder, note: OrderNotification) -> str:
                            ) or timezone.now()
         tracked.save(update_fields=["status", "paid_at", "updated_at"])
         return f"счёт {tracked.merchant_order_id} оплачен"
+    if note.status == HOLD and tracked.status in UNPAID:
+        tracked.status = HOLD
+        tracked.save(update_fields=["status", "updated_at"])
+        return f"счёт {tracked.merchant_order_id}: деньги заблокированы (hold)"
     if note.status in CLOSED and tracked.status != PAID:
         tracked.status = note.status
         tracked.save(update_fields=["status", "updated_at"])

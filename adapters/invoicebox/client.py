@@ -680,6 +680,8 @@ class InvoiceboxClient:
         data, envelope = self._request("GET", "/filter/api/order/shipment", params=params)
         rows = self._rows(data, "список отгрузок пришёл не массивом")
         shipments = [self._parse(Shipment.parse, row, "отгрузку") for row in rows]
+        # Another order's shipments would be counted as shipped from this one.
+        self._check_filtered(shipments, "отгрузку", order_id=order_id)
         total, page, page_size = self._meta(envelope, len(shipments), page, page_size)
         return ShipmentPage(shipments=shipments, total_count=total, page=page,
                             page_size=page_size)

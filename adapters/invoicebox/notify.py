@@ -1,49 +1,77 @@
 """Invoicebox payment notifications: the X-Signature check, the OrderNotification shape, answers.
 
-Reference: /work/shared/reference/invoicebox-api.md §6. The signature is the lowercase hex
-HMAC-SHA1 of the raw request body with the shop's notification key; the answer is always
-HTTP 200 with JSON. What a notification *does* (tracked orders, once-only processing, the
+Reference: /work/shared/reference/invoicebox-api.md §6 and docs/invoicebox-api-notifications.md.
+The signature is the lowercase hex HMAC of the raw request body with the shop's notification
+key; the algorithm is a shop setting (SHA-1 by default), so a contour names it. The answer is
+always HTTP 200 with JSON, its error codes only those of the docs' NotificationErrorCode
+list. What a notification *does* (tracked orders, once-only processing, the
 journal) lives on the tools side (tools/notifications.py): this module imports nothing of ours
 but the money conversion, so the sandbox can sign with it too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from adapters.invoicebox.money import to_kopecks
 
 SIGNATURE_HEADER = "X-Signature"
-# Invoicebox's monitoring sends this id (with an empty merchantOrderId): answer, change nothing.
+# Invoicebox's monitoring sends this id (with an empty or null merchantOrderId): answer after
+# the signature and merchantId checks, change nothing.
 PROBE_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 PAID_STATUS = "completed"
 MAX_BODY_BYTES = 256 * 1024
 
-# The documented answer codes (§6), plus the SDK's order_wrong_status and Bitrix's
-# order_wrong_currency.
+# Exactly the docs' NotificationErrorCode list (merchant/notification/status.md). The SDK's
+# order_wrong_status and Bitrix's order_wrong_currency are not on it: Invoicebox may not know
+# them, so a currency mismatch is answered as order_wrong_amount.
 ErrorCode = Literal[
     "out_of_service", "order_wrong_amount", "order_already_paid", "order_not_found",
-    "shipping_unavailable", "signature_error", "order_wrong_status", "order_wrong_currency",
+    "shipping_unavailable", "signature_error",
 ]
 
+# The signature method: only HMAC. The SDK's other method, `hash`, calls PHP's
+# hash($algo, $body, $key), where the key lands in the `binary` flag: an unkeyed digest any
+# sender can compute, so it proves nothing and is not offered.
+SIGNATURE_METHODS = ("hmac",)
+DEFAULT_METHOD = "hmac"
+# Algorithms by their PHP hash_algos() names (what the SDK passes to hash_hmac), mapped to
+# hashlib's; only ones every Python build guarantees. SHA-1 is the documented default.
+SIGNATURE_ALGORITHMS = {
+    "sha1": "sha1", "sha224": "sha224", "sha256": "sha256", "sha384": "sha384",
+    "sha512": "sha512", "sha3-224": "sha3_224", "sha3-256": "sha3_256",
+    "sha3-384": "sha3_384", "sha3-512": "sha3_512", "md5": "md5",
+}
+DEFAULT_ALGORITHM = "sha1"
 
-def sign(body: bytes, key: str) -> str:
-    """X-Signature of a raw body: lowercase hex HMAC-SHA1 with the notification key."""
-    return hmac.new(key.encode("utf-8"), body, hashlib.sha1).hexdigest()
+
+def sign(body: bytes, key: str, *, method: str = DEFAULT_METHOD,
+         algorithm: str = DEFAULT_ALGORITHM) -> str:
+    """X-Signature of a raw body: lowercase hex HMAC with the notification key.
+
+    ValueError for a method or algorithm not offered (a contour can't store one).
+    """
+    if method not in SIGNATURE_METHODS:
+        raise ValueError(f"метод подписи {method!r} не поддерживается; только hmac")
+    digest = SIGNATURE_ALGORITHMS.get(algorithm)
+    if digest is None:
+        raise ValueError(f"алгоритм подписи {algorithm!r} не поддерживается; "
+                         f"доступны {', '.join(SIGNATURE_ALGORITHMS)}")
+    return hmac.new(key.encode("utf-8"), body, digest).hexdigest()
 
 
-def signature_valid(body: bytes, signature: str | None, key: str) -> bool:
+def signature_valid(body: bytes, signature: str | None, key: str, *,
+                    method: str = DEFAULT_METHOD, algorithm: str = DEFAULT_ALGORITHM) -> bool:
     """Constant-time check; no key or no signature is never valid."""
     if not key or not signature:
         return False
-    expected = sign(body, key)
+    expected = sign(body, key, method=method, algorithm=algorithm)
     # Compare bytes: compare_digest refuses non-ASCII str, and a forged header may carry any.
     return hmac.compare_digest(expected.encode("ascii"),
                                signature.strip().lower().encode("utf-8", "replace"))
@@ -60,6 +88,12 @@ class OrderNotification(BaseModel):
     merchant_order_id: str = Field("", alias="merchantOrderId", max_length=256)
     amount: Decimal | None = None
     currency_id: str = Field("", alias="currencyId", max_length=3)
+
+    @field_validator("merchant_order_id", mode="before")
+    @classmethod
+    def _absent_is_empty(cls, value: Any) -> Any:
+        # The monitoring probe sends an empty merchantOrderId, or null.
+        return "" if value is None else value
 
     @property
     def is_probe(self) -> bool:
@@ -100,6 +134,8 @@ def parse(body: bytes) -> OrderNotification:
         raise NotificationError("тело уведомления не JSON") from None
     if not isinstance(data, dict):
         raise NotificationError("тело уведомления не JSON-объект")
+    if isinstance(data.get("id"), str) and data["id"].lower() == PROBE_ID:
+        return _probe(data)
     if isinstance(data.get("amount"), bool) or not isinstance(data.get("amount"),
                                                                int | Decimal | None):
         raise NotificationError("amount уведомления не число")
@@ -108,6 +144,16 @@ def parse(body: bytes) -> OrderNotification:
     except ValidationError as error:
         fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in error.errors()[:5])
         raise NotificationError(f"в уведомлении не хватает или неверны поля: {fields}") from None
+
+
+def _probe(data: dict[str, Any]) -> OrderNotification:
+    """The monitoring probe: only id and merchantId matter (the docs promise no more of it)."""
+    merchant_id = data.get("merchantId")
+    if not isinstance(merchant_id, str) or not merchant_id:
+        raise NotificationError("в проверочном уведомлении нет merchantId")
+    return OrderNotification.model_construct(
+        id=PROBE_ID, status=str(data.get("status") or "")[:32], merchant_id=merchant_id[:36],
+        merchant_order_id="", amount=None, currency_id="")
 
 
 @dataclass(frozen=True)
@@ -125,6 +171,14 @@ class Answer:
 
 
 SUCCESS = Answer("success")
+
+
+def answer_from(stored: dict[str, Any]) -> Answer:
+    """The Answer a processed notification got, from its as_dict() form."""
+    if stored.get("status") != "error":
+        return SUCCESS
+    return Answer("error", str(stored.get("code") or "out_of_service"),
+                  str(stored.get("message") or ""))
 
 
 def error(code: ErrorCode, message: str) -> Answer:
