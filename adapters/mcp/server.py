@@ -175,7 +175,8 @@ def build_server(resolve: CallerResolver) -> Server[Any]:
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = await resolve(ctx)
         return types.ListToolsResult(
-            tools=[tool_definition(spec) for spec in gateway.visible_tools(caller.contour)]
+            tools=[tool_definition(spec) for spec in
+                   gateway.visible_tools(caller.contour, caller.actor)]
         )
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
