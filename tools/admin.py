@@ -115,6 +115,11 @@ class ContourForm(forms.ModelForm):
         help_text="не показывается; тело подписано HMAC-SHA256, заголовок X-Gateway-Signature",
     )
     base_url = forms.URLField(label="адрес API", max_length=500, assume_scheme="https")
+    notify_webhook_url = forms.URLField(
+        label="адрес вебхука для операторов", max_length=500, required=False,
+        assume_scheme="https",
+        help_text="необязательно: JSON о каждой операции, ждущей оператора (ретранслятор в "
+                  "Telegram или Slack); без данных клиента")
     allowed_currencies = forms.MultipleChoiceField(
         label="разрешённые валюты записей", widget=forms.CheckboxSelectMultiple,
         choices=[(code, code) for code in get_args(Currency)],
@@ -408,6 +413,8 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         form.secrets_before = (  # type: ignore[attr-defined]
             {name: getattr(stored, name) for name in SECRET_FIELDS} if stored else {})
         super().save_model(request, obj, form, change)
+        if not change and not request.user.is_superuser:
+            roles.grant(request.user, Role.OWNER, obj, by=actor(request))
 
     def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: Any,
                      change: bool) -> None:

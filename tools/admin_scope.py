@@ -64,7 +64,8 @@ class OwnerScoped:
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         if self.model is Contour:  # type: ignore[attr-defined]
-            return bool(request.user.is_superuser)  # a new contour has no owner to scope by
+            # An owner may start another contour and owns it (ContourAdmin.save_model).
+            return roles.has_role(request.user, None, Role.OWNER)
         return (super().has_add_permission(request, *args)  # type: ignore[misc]
                 and self._perm(request, "add", None))
 

@@ -10,8 +10,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit import journal
-from tools.errors import ToolError
 from tools import roles
+from tools.errors import ToolError
 from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation, Role
 from tools.params import format_rub
 from tools.spec import ToolSpec

@@ -3,21 +3,20 @@ secrets, keys shown once, the tool catalog, and the read-only journal."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.db.models.signals import post_save
 from django.test import Client
 
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tests.people.conftest import logged_in
-from tools.models import ApiKey, Ceiling, Contour
+from tools.models import ApiKey, Ceiling, Contour, ContourRole
 
 pytestmark = pytest.mark.django_db
 
@@ -25,9 +24,17 @@ NEW_TOKEN = "fresh-invoicebox-token-0123456789"
 
 
 @pytest.fixture
-def owner(make_user: Callable[..., User]) -> Client:
-    call_command("setup_roles", stdout=io.StringIO())
-    return logged_in(make_user("oleg", "owners", staff=True))
+def owner(make_user: Callable[..., User]) -> Iterator[Client]:
+    """Oleg owns every contour of the test, also those its other fixtures create after him."""
+    oleg = make_user("oleg", "owners", staff=True)
+
+    def own(sender: Any, instance: Contour, created: bool, **kwargs: Any) -> None:
+        if created:
+            ContourRole.objects.get_or_create(user=oleg, contour=instance, role="owner")
+
+    post_save.connect(own, sender=Contour, weak=False, dispatch_uid="test-owner")
+    yield logged_in(oleg)
+    post_save.disconnect(sender=Contour, dispatch_uid="test-owner")
 
 
 @pytest.fixture
@@ -73,7 +80,7 @@ def configure_entries() -> list[JournalEntry]:
     return list(JournalEntry.objects.filter(phase="configure").order_by("id"))
 
 
-def test_the_admin_has_the_gateways_russian_header(owner: Client):
+def test_the_admin_has_the_gateways_russian_header(owner: Client, contour: Contour):
     index = owner.get("/admin/").content.decode()
     login = Client().get("/accounts/login/").content.decode()
 

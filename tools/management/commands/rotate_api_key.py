@@ -26,7 +26,7 @@ class Command(BaseCommand):
         if len(found) > 1:
             raise CommandError(f"prefix {options['prefix']!r} is ambiguous")
         try:
-            new, raw = keys.rotate(found[0])
+            _, raw = keys.rotate(found[0])
         except keys.KeySetupError as error:
             raise CommandError(str(error)) from None
         old = ApiKey.objects.get(pk=found[0].pk)
