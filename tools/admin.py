@@ -413,8 +413,6 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         form.secrets_before = (  # type: ignore[attr-defined]
             {name: getattr(stored, name) for name in SECRET_FIELDS} if stored else {})
         super().save_model(request, obj, form, change)
-        if not change and not request.user.is_superuser:
-            roles.grant(request.user, Role.OWNER, obj, by=actor(request))
 
     def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: Any,
                      change: bool) -> None:
@@ -448,6 +446,9 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
             else f"контур {obj.slug} создан: наборы {describe(obj.toolsets)}",
             secrets=[*obj.secrets(), obj.notify_webhook_url, *old_secrets.values()],
         )
+        if not change and not request.user.is_superuser:
+            # An owner who starts a contour owns it (and nothing else changes hands).
+            roles.grant(request.user, Role.OWNER, obj, by=actor(request))
         if change and any(key in changes for key in ("toolsets", "disabled_tools")):
             messages.info(request, "Набор инструментов изменён: ассистент увидит его при "
                                    "следующем вызове.")

@@ -103,6 +103,8 @@ class ContourRoleInline(admin.TabularInline):
 def save_role_formset(request: HttpRequest, formset: Any, contour: Contour) -> None:
     """The role inline's changes as journaled grants and revokes, never raw saves."""
     by = f"user:{request.user.get_username()}"
+    # What the admin's own history message reads (our journal entries say the rest).
+    formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
     for form in formset.deleted_forms:
         if form.instance.pk:
             roles.revoke(form.instance.user, form.instance.role, contour, by=by)
