@@ -14,8 +14,8 @@ from tools.models import Contour, Role
 
 class Command(BaseCommand):
     help = ("Give a user a role on a contour (journaled). Owners and auditors also get is_staff "
-            "to open /admin/. --create makes the user (password from standard input when "
-            "piped, else unusable: set it with changepassword).")
+            "to open /admin/. --create makes the user (password from standard input with "
+            "--password-stdin, else unusable: set it with changepassword).")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
@@ -23,6 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("slug")
         parser.add_argument("--create", action="store_true", help="create the user if missing")
         parser.add_argument("--email", default="", help="where operators' alerts go")
+        parser.add_argument("--password-stdin", action="store_true",
+                            help="with --create: read the password from standard input")
 
     def handle(self, *args: Any, **options: Any) -> None:
         contour = Contour.objects.filter(slug=options["slug"]).first()
@@ -35,7 +37,7 @@ class Command(BaseCommand):
                 raise CommandError(f"user {options['username']!r} does not exist "
                                    "(add --create to make it)")
             user = model.objects.create_user(options["username"], email=options["email"])
-            password = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.readline()
+            password = sys.stdin.readline() if options["password_stdin"] else ""
             if password.strip():
                 user.set_password(password.strip())
             else:
