@@ -115,7 +115,10 @@ def sweep_alerts() -> int:
         .filter(~Exists(reminded)).values_list("pk", flat=True))
     for confirmation_id in due_reminders:
         queue_alerts.delay(str(confirmation_id), AlertKind.REMINDER.value)
-    retries = list(OperatorAlert.objects.filter(state=AlertState.PENDING, attempts__gt=0,
+    # Due retries, and first attempts whose queued message was lost (never picked up).
+    lost = Q(attempts=0, created_at__lte=now - timedelta(minutes=2))
+    retries = list(OperatorAlert.objects.filter(Q(attempts__gt=0) | lost,
+                                                state=AlertState.PENDING,
                                                 next_attempt_at__lte=now)
                    .values_list("pk", flat=True))
     for alert_id in retries:
@@ -143,10 +146,13 @@ def deliver_alert(self: Task, alert_id: int) -> str:
     if not is_waiting(alert.confirmation):
         OperatorAlert.objects.filter(pk=alert.pk).update(state=AlertState.SKIPPED)
         return "obsolete"
-    # Claimed by a conditional update: a Celery retry and the sweep never both send it.
-    claimed = OperatorAlert.objects.filter(pk=alert.pk, state=AlertState.PENDING,
-                                           attempts=alert.attempts
-                                           ).update(attempts=F("attempts") + 1)
+    # Claimed by a conditional update that also leases it: a Celery retry and the sweep never
+    # both send it; a worker that dies mid-send leaves it due again when the lease ends.
+    now = timezone.now()
+    lease = timedelta(seconds=2 * settings.GATEWAY_ALERT_TIMEOUT_SECONDS + 60)
+    claimed = OperatorAlert.objects.filter(
+        pk=alert.pk, state=AlertState.PENDING, attempts=alert.attempts, next_attempt_at__lte=now,
+    ).update(attempts=F("attempts") + 1, next_attempt_at=now + lease)
     if not claimed:
         return "busy"
     attempt = alert.attempts + 1
@@ -266,6 +272,7 @@ def _journal(alert: OperatorAlert, attempt: int, status: str, code: str, message
 def undelivered(contour_ids: Any) -> list[OperatorAlert]:
     """For the owner's dashboard: alerts that failed or are still being retried."""
     return list(OperatorAlert.objects.select_related("confirmation", "contour")
-                .filter(Q(state=AlertState.FAILED) | Q(state=AlertState.PENDING, attempts__gt=0),
+                .filter(Q(state=AlertState.FAILED)
+                        | (Q(state=AlertState.PENDING, attempts__gt=0) & ~Q(last_error="")),
                         contour_id__in=contour_ids)
                 .order_by("-created_at")[:50])
