@@ -465,6 +465,28 @@ class ApiKeyCreateForm(forms.Form):
         queryset=get_user_model().objects.order_by("username"),
         help_text="человек, у которого ключ: он не сможет одобрять то, что ключ подготовил",
     )
+    toolsets = forms.MultipleChoiceField(
+        label="наборы ключа", choices=Toolset.choices, required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="пусто — как у контура; ключ никогда не шире контура (например, только "
+                  "чтение на контуре с записью)")
+    tools = forms.MultipleChoiceField(
+        label="только инструменты", required=False, widget=forms.CheckboxSelectMultiple,
+        choices=[(spec.name, tool_label(spec)) for spec in catalog.CATALOG],
+        help_text="пусто — все инструменты выбранных наборов")
+    expires_at = forms.DateTimeField(label="действует до", required=False,
+                                     help_text="после этого момента ключ получает 401")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            data["toolsets"], data["tools"] = keys.parse_scope(
+                ",".join(data.get("toolsets") or []), ",".join(data.get("tools") or []))
+        except keys.KeySetupError as error:
+            raise forms.ValidationError(str(error)) from None
+        if data.get("expires_at") and data["expires_at"] <= timezone.now():
+            self.add_error("expires_at", "момент должен быть в будущем")
+        return data
 
 
 @admin.register(ApiKey)
@@ -489,7 +511,7 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
         if "user" in form.base_fields:
             form.base_fields["user"].queryset = roles.people_for(request.user)
         return form
-    actions = ["revoke"]
+    actions = ["revoke", "rotate"]
 
     @admin.display(description="состояние")
     def state(self, obj: ApiKey) -> str:
@@ -516,12 +538,10 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
         context = {**self.admin_site.each_context(request), "opts": self.model._meta,
                    "title": "Новый ключ API", "form": form}
         if request.method == "POST" and form.is_valid():
-            with transaction.atomic():
-                key, raw = ApiKey.issue(form.cleaned_data["contour"],
-                                        label=form.cleaned_data["label"],
-                                        user=form.cleaned_data["user"])
-                self._journal_key(request, key, "api_key_issued",
-                                  f"выдан ключ {key.prefix}… для контура {key.contour.slug}")
+            data = form.cleaned_data
+            key, raw = keys.issue(data["contour"], label=data["label"], user=data["user"],
+                                  toolsets=data["toolsets"], tools=data["tools"],
+                                  expires_at=data["expires_at"], actor=actor(request))
             response = TemplateResponse(request, "admin/tools/apikey/issued.html",
                                         {**context, "title": "Ключ выдан", "key": key,
                                          "raw": raw})
@@ -545,6 +565,24 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
                 self._journal_key(request, key, "api_key_revoked", f"ключ {key.prefix}… отозван")
                 count += 1
         self.message_user(request, f"Отозвано ключей: {count}.")
+
+    @admin.action(description="Заменить ключ (прежний действует ещё срок замены контура)")
+    def rotate(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> HttpResponse | None:
+        chosen = list(queryset.select_related("contour")[:2])
+        if len(chosen) != 1:
+            self.message_user(request, "Выберите один ключ.", messages.WARNING)
+            return None
+        try:
+            key, raw = keys.rotate(chosen[0], actor=actor(request))
+        except keys.KeySetupError:
+            self.message_user(request, "Ключ отозван или истёк: выдайте новый.", messages.ERROR)
+            return None
+        chosen[0].refresh_from_db()
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
+                   "title": "Ключ заменён", "key": key, "raw": raw, "replaced": chosen[0]}
+        response = TemplateResponse(request, "admin/tools/apikey/issued.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
 
     def _journal_key(self, request: HttpRequest, key: ApiKey, code: str, message: str) -> None:
         journal.record(

@@ -195,3 +195,45 @@ def test_the_last_use_is_not_rewritten_on_every_call(contour: Contour, read_key:
     assert ApiKey.objects.get(prefix=read_key.key[:12]).last_used_at == first
     assert keys.LAST_USE_PRECISION >= timedelta(seconds=30)
 
+
+
+def owner_of(contour: Contour) -> Client:
+    oleg = User.objects.create_user("oleg", is_staff=True)
+    ContourRole.objects.create(user=oleg, contour=contour, role="owner")
+    http = Client()
+    http.force_login(oleg)
+    return http
+
+
+def test_an_owner_issues_a_read_only_expiring_key_in_the_admin(contour: Contour):
+    owner = owner_of(contour)
+    until = (timezone.localtime() + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S")
+
+    page = owner.post("/admin/tools/apikey/add/", {"contour": contour.pk, "label": "витрина",
+                                                   "toolsets": ["read"],
+                                                   "expires_at": until})
+
+    raw = page.context["raw"]
+    key = ApiKey.objects.get(prefix=raw[:12])
+    assert (key.toolsets, key.expires_at is not None) == (["read"], True)
+    refused = Assistant(http=Client(), key=raw, contour=contour).call("create_order",
+                                                                     order_args())
+    assert refused[1]["code"] == "forbidden"
+    issued = JournalEntry.objects.get(code="api_key_issued")
+    assert (issued.actor, issued.channel) == ("user:oleg", "admin")
+
+
+def test_an_owner_rotates_a_key_in_the_admin_and_sees_the_new_one_once(contour: Contour):
+    owner = owner_of(contour)
+    old_raw = run("create_api_key", contour.slug)
+    old = ApiKey.objects.get(prefix=old_raw[:12])
+
+    page = owner.post("/admin/tools/apikey/", {"action": "rotate", "_selected_action": [old.pk]})
+
+    text = page.content.decode()
+    new_raw = page.context["raw"]
+    assert new_raw.startswith("ibg_") and new_raw in text and 'id="replaced-key"' in text
+    assert "no-store" in page["Cache-Control"]
+    old.refresh_from_db()
+    assert old.expires_at is not None
+    assert JournalEntry.objects.get(code="api_key_rotated").actor == "user:oleg"
