@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from celery.exceptions import Retry
 from django.contrib.auth.models import User
 from django.core import mail
 from django.test import Client
@@ -235,3 +236,25 @@ def test_a_decided_item_sends_nothing_more(
 
     assert OperatorAlert.objects.get(transport="webhook").state == AlertState.SKIPPED
     assert len(relay.received) == 1
+
+
+def test_a_worker_schedules_the_retry_with_the_backoff(
+        people: dict[str, User], relay: Relay, shop: Contour):
+    relay.answers = [503]
+    assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
+    confirmation_id = assistant.call("create_order", order_args())[1]["confirmation"]["id"]
+    # Queued only (the test's transaction never commits): delivered below as a worker would.
+    alerts.queue_alerts(confirmation_id, "waiting")
+    hook = OperatorAlert.objects.get(transport="webhook")
+    task = alerts.deliver_alert
+    task.push_request(is_eager=False, retries=0, id="a-1", called_directly=False,
+                      args=[hook.pk], kwargs={})
+    try:
+        with pytest.raises(Retry) as retry:
+            task.run(hook.pk)
+    finally:
+        task.pop_request()
+
+    assert retry.value.when == 30  # the first backoff step
+    hook.refresh_from_db()
+    assert (hook.state, hook.attempts) == (AlertState.PENDING, 1)
