@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from audit import journal
-from tools import catalog, keys, roles
+from tools import alerts, catalog, keys, roles
 from tools.admin_scope import (
     ContourRoleInline,
     OwnerScoped,
@@ -173,6 +173,13 @@ class ContourForm(forms.ModelForm):
             if isinstance(kopecks, bool) or not isinstance(kopecks, int) or kopecks < 0:
                 raise forms.ValidationError(f"{currency}: целое неотрицательное число копеек")
         return value
+
+    def clean_notify_webhook_url(self) -> str:
+        url = self.cleaned_data.get("notify_webhook_url") or ""
+        problem = alerts.webhook_url_problem(url) if url else ""
+        if problem:
+            raise forms.ValidationError(problem)
+        return url
 
     def clean_time_zone(self) -> str:
         value = self.cleaned_data.get("time_zone", "")

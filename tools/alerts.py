@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
 import smtplib
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from celery import Task, shared_task
@@ -50,6 +52,30 @@ SIGNATURE_HEADER = "X-Gateway-Signature"
 # expiry; a per-contour approval window would change it here (and in approval_deadline).
 DEADLINE_FIELD = "expires_at"
 PERMANENT_HTTP = frozenset(range(400, 500)) - {408, 425, 429}
+
+
+def webhook_url_problem(url: str) -> str:
+    """Why the gateway must not post alerts to this URL ('' when it may).
+
+    An owner chooses the URL and the gateway's own network sends to it: in production only
+    https to a public host name or address (no loopback, private or link-local literal), so an
+    owner cannot point it at the gateway's neighbours. Outside production loopback http is fine
+    (a relay on the same machine, the tests). Host names are not resolved here.
+    """
+    parts = urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "нужен адрес http(s)://хост/…"
+    try:
+        address = ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        address = None
+    if not settings.PRODUCTION:
+        return ""
+    if parts.scheme != "https":
+        return "в рабочем режиме вебхук только по https"
+    if parts.hostname.lower() == "localhost" or (address is not None and not address.is_global):
+        return "вебхук на локальный или внутренний адрес запрещён"
+    return ""
 
 
 def approval_deadline(confirmation: PendingConfirmation) -> datetime:
@@ -235,6 +261,9 @@ def _send_webhook(alert: OperatorAlert) -> None:
     contour = alert.contour
     if not contour.notify_webhook_url:
         raise DeliveryError("у контура больше нет адреса вебхука", permanent=True)
+    problem = webhook_url_problem(contour.notify_webhook_url)
+    if problem:
+        raise DeliveryError(problem, permanent=True)
     payload = {"event": f"confirmation.{alert.kind}", "sent_at": timezone.now().isoformat(),
                **facts(alert.confirmation)}
     body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()

@@ -258,3 +258,20 @@ def test_a_worker_schedules_the_retry_with_the_backoff(
     assert retry.value.when == 30  # the first backoff step
     hook.refresh_from_db()
     assert (hook.state, hook.attempts) == (AlertState.PENDING, 1)
+
+
+@pytest.mark.parametrize(("url", "production", "refused"), [
+    ("https://relay.example.org/hook", True, False),
+    ("http://relay.example.org/hook", True, True),
+    ("https://127.0.0.1/hook", True, True),
+    ("https://10.0.0.5/hook", True, True),
+    ("https://169.254.169.254/latest", True, True),
+    ("https://localhost/hook", True, True),
+    ("http://127.0.0.1:9000/hook", False, False),
+    ("ftp://relay.example.org/", False, True),
+])
+def test_the_webhook_may_not_point_inside_in_production(url: str, production: bool,
+                                                        refused: bool, settings: Any):
+    settings.PRODUCTION = production
+
+    assert bool(alerts.webhook_url_problem(url)) is refused
