@@ -7,6 +7,7 @@ an expired key is unauthenticated (401) on every endpoint.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -86,8 +87,9 @@ def parse_scope(toolsets: str, tools: str) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(chosen_sets)), list(dict.fromkeys(chosen_tools))
 
 
-def issue(contour: Contour, *, label: str = "", user: Any = None, toolsets: list[str] = (),
-          tools: list[str] = (), expires_at: datetime | None = None, actor: str = "manage.py",
+def issue(contour: Contour, *, label: str = "", user: Any = None,
+          toolsets: Sequence[str] = (), tools: Sequence[str] = (),
+          expires_at: datetime | None = None, actor: str = "manage.py",
           channel: str = "admin") -> tuple[ApiKey, str]:
     """Issue a key (narrower than the contour when asked) and journal it."""
     if expires_at is not None and expires_at <= timezone.now():
