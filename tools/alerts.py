@@ -85,7 +85,16 @@ def approval_deadline(confirmation: PendingConfirmation) -> datetime:
 def waiting_started(confirmation: PendingConfirmation) -> None:
     """The core calls this when a confirmation needs a human; the alerts go after commit."""
     confirmation_id = str(confirmation.id)
-    transaction.on_commit(lambda: queue_alerts.delay(confirmation_id, AlertKind.WAITING.value))
+    transaction.on_commit(lambda: _queue_safely(confirmation_id, AlertKind.WAITING.value))
+
+
+def _queue_safely(confirmation_id: str, kind: str) -> None:
+    # Telling operators must never fail the assistant's call (a broker down, a bug here):
+    # logged, and the sweep queues what was missed.
+    try:
+        queue_alerts.delay(confirmation_id, kind)
+    except Exception:
+        logger.exception("alerts of confirmation %s not queued; the sweep will", confirmation_id)
 
 
 def is_waiting(confirmation: PendingConfirmation, now: datetime | None = None) -> bool:
@@ -141,6 +150,16 @@ def sweep_alerts() -> int:
         .filter(~Exists(reminded)).values_list("pk", flat=True))
     for confirmation_id in due_reminders:
         queue_alerts.delay(str(confirmation_id), AlertKind.REMINDER.value)
+    # Waiting items whose first alerts were never queued (the broker was down at the time).
+    told = OperatorAlert.objects.filter(confirmation=OuterRef("pk"), kind=AlertKind.WAITING)
+    someone = Q(contour__notify_webhook_url__gt="") | Q(contour__roles__role=Role.OPERATOR)
+    missed = list(
+        PendingConfirmation.objects.filter(
+            someone, status=ConfirmationStatus.PENDING, requires_approval=True,
+            created_at__lte=now - timedelta(minutes=2), **{f"{DEADLINE_FIELD}__gt": now})
+        .filter(~Exists(told)).values_list("pk", flat=True).distinct())
+    for confirmation_id in missed:
+        queue_alerts.delay(str(confirmation_id), AlertKind.WAITING.value)
     # Due retries, and first attempts whose queued message was lost (never picked up).
     lost = Q(attempts=0, created_at__lte=now - timedelta(minutes=2))
     retries = list(OperatorAlert.objects.filter(Q(attempts__gt=0) | lost,
@@ -149,7 +168,7 @@ def sweep_alerts() -> int:
                    .values_list("pk", flat=True))
     for alert_id in retries:
         deliver_alert.delay(alert_id)
-    return len(due_reminders) + len(retries)
+    return len(due_reminders) + len(missed) + len(retries)
 
 
 class DeliveryError(Exception):

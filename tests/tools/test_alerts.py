@@ -275,3 +275,25 @@ def test_the_webhook_may_not_point_inside_in_production(url: str, production: bo
     settings.PRODUCTION = production
 
     assert bool(alerts.webhook_url_problem(url)) is refused
+
+
+def test_a_broker_down_never_fails_the_call_and_the_sweep_tells_later(
+        people: dict[str, User], relay: Relay, shop: Contour,
+        django_capture_on_commit_callbacks: Callable[..., Any]):
+    assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
+
+    def broker_down(*args: Any) -> None:
+        raise ConnectionError("broker unreachable")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(alerts.queue_alerts, "delay", broker_down)
+        with django_capture_on_commit_callbacks(execute=True):
+            status, body = assistant.call("create_order", order_args())
+    assert (status, body["status"]) == (200, "confirmation_required")
+    assert not OperatorAlert.objects.exists() and mail.outbox == []
+
+    PendingConfirmation.objects.update(created_at=timezone.now() - timedelta(minutes=3))
+    with django_capture_on_commit_callbacks(execute=True):
+        alerts.sweep_alerts()
+
+    assert len(mail.outbox) == 2 and len(relay.received) == 1
