@@ -1,19 +1,55 @@
-"""Who may read the journal: auditors (group `auditors`) by session or auditor token, superusers."""
+"""Who may read the journal, and which contours: auditors by session or auditor token.
+
+Roles are per contour and live in the tools app, which this app never imports: tools
+registers the lookup at start (set_contour_source). Superusers read every contour and the
+entries that name none; everyone else only the contours of their roles, and a token only
+the contours it names (within those).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest
 
 from audit.models import AuditorToken
 
-AUDITORS_GROUP = "auditors"
+AUDITOR = "auditor"
+OWNER = "owner"
+# (user, roles) -> slugs of the contours where the user holds one of roles; None: all.
+ContourSource = Callable[[Any, tuple[str, ...]], "set[str] | None"]
+_source: ContourSource | None = None
+
+
+def set_contour_source(source: ContourSource) -> None:
+    global _source
+    _source = source
+
+
+def contours_of(user: Any, *roles: str) -> set[str] | None:
+    """Slugs the user may read in these roles; None means every contour (superusers)."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return set()
+    if user.is_superuser:
+        return None
+    if _source is None:  # roles not loaded: nothing is readable rather than everything
+        return set()
+    return _source(user, roles)
 
 
 def is_auditor(user: Any) -> bool:
-    return bool(user is not None and user.is_authenticated and user.is_active and (
-        user.is_superuser or user.groups.filter(name=AUDITORS_GROUP).exists()))
+    allowed = contours_of(user, AUDITOR)
+    return allowed is None or bool(allowed)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Who reads the journal over HTTP and which contours (None: every one)."""
+
+    user: Any
+    contours: set[str] | None
 
 
 def bearer(request: HttpRequest) -> str | None:
@@ -27,14 +63,29 @@ def bearer(request: HttpRequest) -> str | None:
     return value.strip()
 
 
-def request_user(request: HttpRequest) -> Any:
-    """The user an auditor token names (it acts as that user), else the session's user.
+def request_reader(request: HttpRequest) -> Reader | None:
+    """The auditor behind the request: an auditor token (it acts as its user, limited to the
+    contours it names), else the session's user. None when nobody is authenticated.
 
-    A presented token that is unknown or revoked gives no user at all, even with a session:
+    A presented token that is unknown or revoked gives no reader at all, even with a session:
     a wrong credential is an error, not a fallback.
     """
     raw = bearer(request)
     if raw is None:
-        return request.user
+        user = request.user
+        if not user.is_authenticated:
+            return None
+        return Reader(user, contours_of(user, AUDITOR))
     token = AuditorToken.authenticate(raw)
-    return token.user if token is not None else None
+    if token is None:
+        return None
+    allowed = contours_of(token.user, AUDITOR)
+    if token.contours is not None:
+        named = set(token.contours)
+        allowed = named if allowed is None else allowed & named
+    return Reader(token.user, allowed)
+
+
+def request_user(request: HttpRequest) -> Any:
+    reader = request_reader(request)
+    return reader.user if reader is not None else None

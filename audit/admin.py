@@ -7,10 +7,11 @@ from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.utils.http import urlencode
 
 from audit import journal
+from audit.access import AUDITOR, OWNER, contours_of
 from audit.models import AuditorToken, JournalEntry
 
 # Changelist filter parameters -> the export's query parameters.
@@ -54,6 +55,29 @@ class JournalEntryAdmin(admin.ModelAdmin):
         extra = {**(extra_context or {}), "export_query": export_query(request.GET)}
         return super().changelist_view(request, extra)
 
+    # Owners and auditors read the journal of their contours only; superusers all of it.
+    def get_queryset(self, request: HttpRequest) -> QuerySet[JournalEntry]:
+        allowed = contours_of(request.user, OWNER, AUDITOR)
+        qs = super().get_queryset(request)
+        return qs if allowed is None else qs.filter(contour__in=sorted(allowed))
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None
+                   ) -> JournalEntry:
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            raise Http404("нет такой записи среди ваших контуров")
+        return obj
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        allowed = contours_of(request.user, OWNER, AUDITOR)
+        return allowed is None or bool(allowed)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = contours_of(request.user, OWNER, AUDITOR)
+        if allowed is None:
+            return True
+        return bool(allowed) and (obj is None or obj.contour in allowed)
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -75,6 +99,19 @@ class AuditorTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # `manage.py create_auditor_token` prints a new token once
 
+    # Superusers see every token; an auditor only their own.
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AuditorToken]:
+        qs = super().get_queryset(request)
+        return qs if request.user.is_superuser else qs.filter(user=request.user)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        allowed = contours_of(request.user, AUDITOR)
+        return allowed is None or bool(allowed)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request) and (
+            obj is None or request.user.is_superuser or obj.user_id == request.user.pk)
+
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -82,7 +119,7 @@ class AuditorTokenAdmin(admin.ModelAdmin):
         return False
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("audit.change_auditortoken")
+        return bool(request.user.is_superuser)
 
     @admin.action(description="Отозвать выбранные токены", permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[AuditorToken]) -> None:

@@ -169,6 +169,9 @@ class AuditorToken(models.Model):
     token_hash = models.CharField("хеш токена", max_length=64, unique=True)
     created_at = models.DateTimeField("создан", auto_now_add=True)
     revoked_at = models.DateTimeField("отозван", null=True, blank=True)
+    # The contour slugs the token may read (always within what its user audits now); null
+    # for tokens issued before tokens named contours: they follow the user's roles.
+    contours = models.JSONField("контуры", null=True, blank=True)
 
     objects = AuditorTokenQuerySet.as_manager()
 
@@ -180,11 +183,12 @@ class AuditorToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
     @classmethod
-    def issue(cls, user: Any, label: str = "") -> tuple[AuditorToken, str]:
+    def issue(cls, user: Any, label: str = "", contours: list[str] | None = None
+              ) -> tuple[AuditorToken, str]:
         """Create a token and return it with the full secret, which is never stored."""
         raw = "iba_" + secrets.token_urlsafe(32)
         token = cls.objects.create(user=user, label=label, prefix=raw[: cls.PREFIX_LENGTH],
-                                   token_hash=_sha256(raw))
+                                   token_hash=_sha256(raw), contours=contours)
         return token, raw
 
     @classmethod

@@ -13,7 +13,7 @@ from django.utils.http import urlencode
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from audit.access import is_auditor, request_user
+from audit.access import Reader, request_reader
 from audit.export import aiterate, batched, entries, iter_csv, iter_jsonl, rows
 from audit.models import Channel, Status
 
@@ -39,15 +39,19 @@ def _refusal(status: int, code: str, message: str, **extra: Any) -> JsonResponse
     return response
 
 
-def _authorize(request: HttpRequest) -> JsonResponse | None:
-    user = request_user(request)
-    if user is None or not user.is_authenticated:
+def _authorize(request: HttpRequest) -> Reader | JsonResponse:
+    reader = request_reader(request)
+    if reader is None:
         return _refusal(401, "unauthenticated",
                         "нужен вход аудитора (сессия) или токен аудитора: "
                         "Authorization: Bearer <токен>")
-    if not is_auditor(user):
-        return _refusal(403, "forbidden", "журнал читают только аудиторы (группа auditors)")
-    return None
+    if reader.contours is not None and not reader.contours:
+        return _refusal(403, "forbidden", "журнал читают только аудиторы контуров")
+    asked = request.GET.get("contour")
+    if asked and reader.contours is not None and asked not in reader.contours:
+        return _refusal(403, "forbidden", f"журнал контура {asked[:64]!r} вам не доступен",
+                        hint="доступны: " + ", ".join(sorted(reader.contours)))
+    return reader
 
 
 def _moment(name: str, value: str) -> datetime:
@@ -73,9 +77,11 @@ def _filters(request: HttpRequest) -> dict[str, Any]:
             "tool": query.get("tool") or None, "status": status}
 
 
-def _selected(filters: dict[str, Any]) -> Any:
-    return entries(filters["since"], filters["until"], filters["contour"], tool=filters["tool"],
-                   status=filters["status"])
+def _selected(filters: dict[str, Any], reader: Reader) -> Any:
+    qs = entries(filters["since"], filters["until"], filters["contour"], tool=filters["tool"],
+                 status=filters["status"])
+    # "All contours" means all the reader may read: never a row of another contour.
+    return qs if reader.contours is None else qs.filter(contour__in=sorted(reader.contours))
 
 
 def _bad_query(error: BadQuery) -> JsonResponse:
@@ -87,14 +93,14 @@ def _bad_query(error: BadQuery) -> JsonResponse:
 @require_GET
 def export(request: HttpRequest) -> HttpResponse:
     """GET /api/v1/journal/export?format=csv|jsonl&since=&until=&contour=&tool=&status="""
-    refused = _authorize(request)
-    if refused is not None:
-        return refused
+    reader = _authorize(request)
+    if isinstance(reader, JsonResponse):
+        return reader
     fmt = request.GET.get("format", "csv")
     if fmt not in CONTENT_TYPES:
         return _bad_query(BadQuery("format", "допустимо: csv, jsonl"))
     try:
-        qs = _selected(_filters(request))
+        qs = _selected(_filters(request), reader)
     except BadQuery as error:
         return _bad_query(error)
     # Rows are read in chunks by a server-side iterator and written as they come: memory
@@ -116,9 +122,9 @@ def listing(request: HttpRequest) -> HttpResponse:
     Keyset pages in id order: `next` carries the last id seen, so a page costs the same at
     the millionth entry as at the first and entries appended meanwhile are not skipped.
     """
-    refused = _authorize(request)
-    if refused is not None:
-        return refused
+    reader = _authorize(request)
+    if isinstance(reader, JsonResponse):
+        return reader
     try:
         filters = _filters(request)
         after = _integer(request, "after", 0, minimum=0)
@@ -128,7 +134,7 @@ def listing(request: HttpRequest) -> HttpResponse:
             raise BadQuery("channel", "допустимо: " + ", ".join(Channel.values))
     except BadQuery as error:
         return _bad_query(error)
-    qs = _selected(filters).filter(id__gt=after)
+    qs = _selected(filters, reader).filter(id__gt=after)
     if channel is not None:
         qs = qs.filter(channel=channel)
     page = list(rows(qs[: limit + 1]))

@@ -104,6 +104,12 @@ INSTALLED_APPS = [
     "conformance",
 ]
 
+# Per-contour roles (tools/roles.py) are django-rules predicates; ModelBackend for the rest.
+AUTHENTICATION_BACKENDS = [
+    "rules.permissions.ObjectPermissionBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -207,6 +213,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "audit.tasks.write_journal_checkpoint",
         "schedule": env.float("GATEWAY_JOURNAL_CHECKPOINT_EVERY_SECONDS", default=3600.0),
     },
+    "operator-alerts": {  # reminders before the approval deadline, and due retries
+        "task": "tools.alerts.sweep_alerts",
+        "schedule": env.float("GATEWAY_ALERTS_EVERY_SECONDS", default=60.0),
+    },
 }
 # Where the beat task writes journal checkpoints, one new file each time (never overwritten).
 # Ship them off this host (docs/production.md): a checkpoint is only an anchor where the
@@ -261,6 +271,20 @@ GATEWAY_DEDUP_WINDOW_SECONDS = env.int("GATEWAY_DEDUP_WINDOW_SECONDS", default=1
 GATEWAY_SYNC_THREADS = env.int("GATEWAY_SYNC_THREADS", default=32)
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.
 GATEWAY_APPROVAL_THRESHOLD_RUB = env.int("GATEWAY_APPROVAL_THRESHOLD_RUB", default=10_000_000)
+
+# Operators are told of writes waiting for them (tools/alerts.py): email through Django's
+# backends (console in the demo), an optional signed webhook per contour.
+EMAIL_BACKEND = env.str("EMAIL_BACKEND",
+                        default="django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gateway@localhost")
+# A reminder goes out this long before the approval deadline; attempts per alert, and the
+# webhook's timeout.
+GATEWAY_ALERT_REMINDER_SECONDS = env.int("GATEWAY_ALERT_REMINDER_SECONDS", default=5 * 60)
+GATEWAY_ALERT_MAX_ATTEMPTS = env.int("GATEWAY_ALERT_MAX_ATTEMPTS", default=6)
+GATEWAY_ALERT_TIMEOUT_SECONDS = env.float("GATEWAY_ALERT_TIMEOUT_SECONDS", default=5.0)
 
 # MCP Streamable HTTP at /mcp: Host and Origin allowlists against DNS rebinding ("host:*" = any
 # port). Loopback only by default; behind a real hostname list it here, or clients get 421.

@@ -114,3 +114,18 @@ def sandbox_orders(http: Client, **filters: str) -> list[dict[str, Any]]:
                         CONTENT_TYPE="application/json")
     assert response.status_code == 200, response.content
     return response.json()["data"]
+
+
+# The former global groups, as the roles they became (tools/migrations/0007): a test that puts
+# someone "in the operators group" gives them that role on every contour that exists now.
+# Rows are written directly, like the users themselves: set-up is not a journaled grant.
+GROUP_ROLES = {"owners": "owner", "operators": "operator", "auditors": "auditor"}
+
+
+def grant_everywhere(user: Any, *groups: str) -> None:
+    from tools.models import Contour, ContourRole
+
+    for group in groups:
+        for contour in Contour.objects.all():
+            ContourRole.objects.get_or_create(user=user, contour=contour,
+                                              role=GROUP_ROLES.get(group, group))

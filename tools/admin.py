@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from adapters.invoicebox.notify import (
@@ -26,16 +27,24 @@ from adapters.invoicebox.notify import (
     SIGNATURE_METHODS,
 )
 from audit import journal
-from tools import catalog
-from tools.approvals import OPERATORS_GROUP
+from tools import alerts, catalog, keys, roles
+from tools.admin_scope import (
+    ContourRoleInline,
+    OwnerScoped,
+    contour_filter,
+    key_last_use,
+    save_role_formset,
+)
 from tools.models import (
     ApiKey,
     Ceiling,
     CeilingKind,
     Contour,
+    ContourRole,
     InvoiceboxMode,
     Operation,
     PendingConfirmation,
+    Role,
     Toolset,
     mask_secret,
 )
@@ -57,9 +66,10 @@ CONFIRM_FIELD = "_confirm_writes"
 AUDITED_FIELDS = (
     "slug", "name", "mode", "base_url", "merchant_id", "toolsets", "disabled_tools",
     "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
-    "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone",
+    "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone", "key_grace_hours",
 )
-SECRET_FIELDS = ("api_token", "notification_key")
+# The webhook URL counts as a secret: a relay's URL (Telegram) carries its token.
+SECRET_FIELDS = ("api_token", "notification_key", "notify_webhook_url", "notify_webhook_secret")
 # The journal masks values under a key called "name" as personal data; a contour's name isn't.
 JOURNAL_KEYS = {"name": "contour_name"}
 
@@ -113,7 +123,17 @@ class ContourForm(forms.ModelForm):
     clear_notification_key = forms.BooleanField(
         label="удалить ключ подписи уведомлений", required=False,
     )
+    notify_webhook_secret = forms.CharField(
+        label="секрет подписи вебхука", required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="не показывается; тело подписано HMAC-SHA256, заголовок X-Gateway-Signature",
+    )
     base_url = forms.URLField(label="адрес API", max_length=500, assume_scheme="https")
+    notify_webhook_url = forms.URLField(
+        label="адрес вебхука для операторов", max_length=500, required=False,
+        assume_scheme="https",
+        help_text="необязательно: JSON о каждой операции, ждущей оператора (ретранслятор в "
+                  "Telegram или Slack); без данных клиента")
     allowed_currencies = forms.MultipleChoiceField(
         label="разрешённые валюты записей", widget=forms.CheckboxSelectMultiple,
         choices=[(code, code) for code in get_args(Currency)],
@@ -139,7 +159,7 @@ class ContourForm(forms.ModelForm):
             "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
             "confirmation_ttl_seconds", "dedup_window_seconds", "approval_thresholds",
             "allowed_currencies", "approval_for_all_writes", "time_zone", "disabled_tools",
-            "notification_key", "operators",
+            "notification_key", "notify_webhook_url", "notify_webhook_secret", "key_grace_hours",
         )
         help_texts = {
             "approval_thresholds": 'копейки по валютам, например {"RUB": 10000000} = '
@@ -163,11 +183,6 @@ class ContourForm(forms.ModelForm):
         self.fields["notification_key"].help_text = (
             f"сейчас: {key}; " if key else "сейчас не задан; ") + (
             "не показывается; введите новый, чтобы заменить")
-        if "operators" in self.fields:
-            self.fields["operators"].queryset = get_user_model().objects.filter(
-                groups__name=OPERATORS_GROUP).order_by("username").distinct()
-            self.fields["operators"].help_text = (
-                "пусто — операции контура видят все операторы; иначе только отмеченные")
 
     def clean_toolsets(self) -> list[str]:
         chosen = set(self.cleaned_data.get("toolsets") or []) | {Toolset.READ}
@@ -187,6 +202,13 @@ class ContourForm(forms.ModelForm):
             if isinstance(kopecks, bool) or not isinstance(kopecks, int) or kopecks < 0:
                 raise forms.ValidationError(f"{currency}: целое неотрицательное число копеек")
         return value
+
+    def clean_notify_webhook_url(self) -> str:
+        url = self.cleaned_data.get("notify_webhook_url") or ""
+        problem = alerts.webhook_url_problem(url) if url else ""
+        if problem:
+            raise forms.ValidationError(problem)
+        return url
 
     def clean_time_zone(self) -> str:
         value = self.cleaned_data.get("time_zone", "")
@@ -219,6 +241,8 @@ class ContourForm(forms.ModelForm):
             data["notification_key"] = ""
         elif not data.get("notification_key") and self.instance.pk:
             data["notification_key"] = self.instance.notification_key
+        if not data.get("notify_webhook_secret") and self.instance.pk:
+            data["notify_webhook_secret"] = self.instance.notify_webhook_secret
         return data
 
 
@@ -262,7 +286,6 @@ def snapshot(contour: Contour | None) -> dict[str, Any]:
     if contour is None or contour.pk is None:
         return {}
     state = {JOURNAL_KEYS.get(name, name): getattr(contour, name) for name in AUDITED_FIELDS}
-    state["operators"] = sorted(contour.operators.values_list("username", flat=True))
     state["ceilings"] = sorted(
         f"{c.kind} {c.currency or '-'} {c.limit}" for c in contour.ceilings.all())
     return state
@@ -279,14 +302,14 @@ def describe(value: Any) -> str:
 
 
 @admin.register(Contour)
-class ContourAdmin(admin.ModelAdmin):
+class ContourAdmin(OwnerScoped, admin.ModelAdmin):
+    contour_path = "pk"
     form = ContourForm
     list_display = ("slug", "name", "mode", "toolsets_display", "policy_display", "masked_token",
                     "active_keys")
     list_filter = ("mode", "approval_for_all_writes")
     search_fields = ("slug", "name")
-    inlines = [CeilingInline, ApiKeyInline]
-    filter_horizontal = ("operators",)
+    inlines = [CeilingInline, ApiKeyInline, ContourRoleInline]
     fieldsets = (
         (None, {"fields": ("slug", "name")}),
         ("Что может ассистент", {"fields": ("toolsets", "disabled_tools")}),
@@ -295,7 +318,8 @@ class ContourAdmin(admin.ModelAdmin):
             "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone")}),
         ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
                                    "notification_key", "clear_notification_key")}),
-        ("Операторы", {"fields": ("operators",)}),
+        ("Оповещения операторов и ключи", {"fields": (
+            "notify_webhook_url", "notify_webhook_secret", "key_grace_hours")}),
     )
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
@@ -349,7 +373,7 @@ class ContourAdmin(admin.ModelAdmin):
     def catalog_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        contours = list(Contour.objects.order_by("slug"))
+        contours = list(self.get_queryset(request).order_by("slug"))
         rows = []
         for spec in catalog.CATALOG:
             rows.append({
@@ -449,6 +473,13 @@ class ContourAdmin(admin.ModelAdmin):
             {name: getattr(stored, name) for name in SECRET_FIELDS} if stored else {})
         super().save_model(request, obj, form, change)
 
+    def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: Any,
+                     change: bool) -> None:
+        if formset.model is ContourRole:
+            save_role_formset(request, formset, form.instance)
+            return
+        super().save_formset(request, form, formset, change)
+
     def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: Any,
                      change: bool) -> None:
         super().save_related(request, form, formsets, change)
@@ -472,8 +503,11 @@ class ContourAdmin(admin.ModelAdmin):
             status="ok", code="contour_changed" if change else "contour_created",
             message=(f"контур {obj.slug} изменён: " + "; ".join(parts)) if change
             else f"контур {obj.slug} создан: наборы {describe(obj.toolsets)}",
-            secrets=[obj.api_token, obj.notification_key, *old_secrets.values()],
+            secrets=[*obj.secrets(), obj.notify_webhook_url, *old_secrets.values()],
         )
+        if not change and not request.user.is_superuser:
+            # An owner who starts a contour owns it (and nothing else changes hands).
+            roles.grant(request.user, Role.OWNER, obj, by=actor(request))
         if change and any(key in changes for key in ("toolsets", "disabled_tools")):
             messages.info(request, "Набор инструментов изменён: ассистент увидит его при "
                                    "следующем вызове.")
@@ -490,20 +524,61 @@ class ApiKeyCreateForm(forms.Form):
         queryset=get_user_model().objects.order_by("username"),
         help_text="человек, у которого ключ: он не сможет одобрять то, что ключ подготовил",
     )
+    toolsets = forms.MultipleChoiceField(
+        label="наборы ключа", choices=Toolset.choices, required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="пусто — как у контура; ключ никогда не шире контура (например, только "
+                  "чтение на контуре с записью)")
+    tools = forms.MultipleChoiceField(
+        label="только инструменты", required=False, widget=forms.CheckboxSelectMultiple,
+        choices=[(spec.name, tool_label(spec)) for spec in catalog.CATALOG],
+        help_text="пусто — все инструменты выбранных наборов")
+    expires_at = forms.DateTimeField(label="действует до", required=False,
+                                     help_text="после этого момента ключ получает 401")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            data["toolsets"], data["tools"] = keys.parse_scope(
+                ",".join(data.get("toolsets") or []), ",".join(data.get("tools") or []))
+        except keys.KeySetupError as error:
+            raise forms.ValidationError(str(error)) from None
+        if data.get("expires_at") and data["expires_at"] <= timezone.now():
+            self.add_error("expires_at", "момент должен быть в будущем")
+        return data
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "contour", "label", "user", "created_at", "state")
-    list_filter = ("contour", ("revoked_at", admin.EmptyFieldListFilter))
+class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
+    list_display = ("prefix", "contour", "label", "user", "created_at", "state", "scope",
+                    "last_use")
+    list_filter = (contour_filter, ("revoked_at", admin.EmptyFieldListFilter))
     search_fields = ("prefix", "label")
-    fields = ("contour", "prefix", "label", "user", "created_at", "revoked_at")
-    readonly_fields = ("contour", "prefix", "created_at", "revoked_at")
-    actions = ["revoke"]
+    fields = ("contour", "prefix", "label", "user", "created_at", "revoked_at", "toolsets",
+              "tools", "expires_at", "last_use")
+    readonly_fields = ("contour", "prefix", "created_at", "revoked_at", "toolsets", "tools",
+                       "expires_at", "last_use")
+    last_use = key_last_use
+
+    @admin.display(description="доступ")
+    def scope(self, obj: ApiKey) -> str:
+        return keys.describe_scope(obj).strip(" ()") or "как у контура"
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False,
+                 **kwargs: Any) -> type[forms.ModelForm]:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if "user" in form.base_fields:
+            form.base_fields["user"].queryset = roles.people_for(request.user)
+        return form
+    actions = ["revoke", "rotate"]
 
     @admin.display(description="состояние")
     def state(self, obj: ApiKey) -> str:
-        return "отозван" if obj.revoked_at else "действует"
+        if obj.revoked_at:
+            return "отозван"
+        if obj.expires_at and obj.expires_at <= timezone.now():
+            return "истёк"
+        return "действует"
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # revoke instead: the prefix stays to read the journal by
@@ -516,15 +591,16 @@ class ApiKeyAdmin(admin.ModelAdmin):
             raise PermissionDenied
         form = ApiKeyCreateForm(request.POST or None,
                                 initial={"contour": request.GET.get("contour")})
+        form.fields["contour"].queryset = roles.contours_for(
+            request.user, Role.OWNER).order_by("slug")
+        form.fields["user"].queryset = roles.people_for(request.user)
         context = {**self.admin_site.each_context(request), "opts": self.model._meta,
                    "title": "Новый ключ API", "form": form}
         if request.method == "POST" and form.is_valid():
-            with transaction.atomic():
-                key, raw = ApiKey.issue(form.cleaned_data["contour"],
-                                        label=form.cleaned_data["label"],
-                                        user=form.cleaned_data["user"])
-                self._journal_key(request, key, "api_key_issued",
-                                  f"выдан ключ {key.prefix}… для контура {key.contour.slug}")
+            data = form.cleaned_data
+            key, raw = keys.issue(data["contour"], label=data["label"], user=data["user"],
+                                  toolsets=data["toolsets"], tools=data["tools"],
+                                  expires_at=data["expires_at"], actor=actor(request))
             response = TemplateResponse(request, "admin/tools/apikey/issued.html",
                                         {**context, "title": "Ключ выдан", "key": key,
                                          "raw": raw})
@@ -548,6 +624,24 @@ class ApiKeyAdmin(admin.ModelAdmin):
                 self._journal_key(request, key, "api_key_revoked", f"ключ {key.prefix}… отозван")
                 count += 1
         self.message_user(request, f"Отозвано ключей: {count}.")
+
+    @admin.action(description="Заменить ключ (прежний действует ещё срок замены контура)")
+    def rotate(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> HttpResponse | None:
+        chosen = list(queryset.select_related("contour")[:2])
+        if len(chosen) != 1:
+            self.message_user(request, "Выберите один ключ.", messages.WARNING)
+            return None
+        try:
+            key, raw = keys.rotate(chosen[0], actor=actor(request))
+        except keys.KeySetupError:
+            self.message_user(request, "Ключ отозван или истёк: выдайте новый.", messages.ERROR)
+            return None
+        chosen[0].refresh_from_db()
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
+                   "title": "Ключ заменён", "key": key, "raw": raw, "replaced": chosen[0]}
+        response = TemplateResponse(request, "admin/tools/apikey/issued.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
 
     def _journal_key(self, request: HttpRequest, key: ApiKey, code: str, message: str) -> None:
         journal.record(
@@ -574,10 +668,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(PendingConfirmation)
-class PendingConfirmationAdmin(ReadOnlyAdmin):
+class PendingConfirmationAdmin(OwnerScoped, ReadOnlyAdmin):
     list_display = ("created_at", "contour", "tool", "status", "requires_approval",
                     "expires_at", "decided_by", "approval_link")
-    list_filter = ("status", "tool", "contour", "requires_approval")
+    list_filter = ("status", "tool", contour_filter, "requires_approval")
     exclude = ("token_hash",)
     ordering = ("-created_at",)
 
@@ -590,10 +684,10 @@ class PendingConfirmationAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Operation)
-class OperationAdmin(ReadOnlyAdmin):
+class OperationAdmin(OwnerScoped, ReadOnlyAdmin):
     list_display = ("key", "contour", "tool", "state", "merchant_order_id", "amount", "currency",
                     "created_at")
-    list_filter = ("state", "tool", "contour")
+    list_filter = ("state", "tool", contour_filter)
 
 
 __all__ = ["ApiKeyAdmin", "ContourAdmin", "snapshot"]

@@ -6,16 +6,15 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit import journal
+from tools import roles
 from tools.errors import ToolError
-from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation
+from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation, Role
 from tools.params import format_rub
 from tools.spec import ToolSpec
-
-OPERATORS_GROUP = "operators"
 
 
 def requirement(spec: ToolSpec, contour: Contour, amount: int | None, currency: str | None,
@@ -49,20 +48,14 @@ def approval_url(confirmation: PendingConfirmation) -> str:
 
 
 def can_decide(user: Any) -> bool:
-    """The role: an active superuser or a member of the operators group."""
-    return bool(user.is_active and (
-        user.is_superuser or user.groups.filter(name=OPERATORS_GROUP).exists()))
+    """The role: an active superuser or an operator of at least one contour."""
+    return user.has_perm("tools.decide_confirmation")
 
 
 def visible_contours(user: Any) -> QuerySet[Contour]:
-    """Contours whose confirmations this operator sees: those naming them as an operator, and
-    those that name no operators at all (open to the whole group); every one for superusers."""
-    if not can_decide(user):
-        return Contour.objects.none()
-    if user.is_superuser:
-        return Contour.objects.all()
-    return (Contour.objects.annotate(operator_count=Count("operators"))
-            .filter(Q(operators=user) | Q(operator_count=0)).distinct())
+    """Contours whose confirmations this operator sees: those where they hold the operator
+    role (tools/roles.py); every one for superusers."""
+    return roles.contours_for(user, Role.OPERATOR)
 
 
 def may_see(user: Any, contour: Contour) -> bool:
@@ -113,7 +106,7 @@ def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = ""
     own API key did not prepare it (nobody approves their own request).
     """
     if not can_decide(user):
-        raise ToolError("forbidden", "решать может только оператор (группа operators)")
+        raise ToolError("forbidden", "решать может только оператор контура")
     reason = reason.strip()
     if not approve and not reason:
         raise ToolError("invalid_arguments", "при отклонении нужна причина")

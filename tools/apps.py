@@ -12,3 +12,8 @@ class ToolsConfig(AppConfig):
         from tools.ops.hooks import observe_upstream
 
         set_upstream_observer(observe_upstream)
+
+        from audit.access import set_contour_source
+        from tools import roles  # registers the per-contour permissions with django-rules
+
+        set_contour_source(roles.audited_slugs)

@@ -16,9 +16,10 @@ from pydantic import BaseModel
 
 from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
 from audit import journal
-from tools import approvals, catalog, ceilings, confirmations
+from tools import alerts, approvals, catalog, ceilings, confirmations, keys
 from tools.errors import Outcome, Problem, ToolError, invalid_arguments
 from tools.models import (
+    ApiKey,
     ConfirmationStatus,
     Contour,
     Operation,
@@ -65,6 +66,7 @@ class _Trace:
     upstream_request_id: str = ""
     upstream_status: int | None = None
     started: float = field(default_factory=time.monotonic)
+    key: ApiKey | None = None
 
 
 def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: str) -> Outcome:
@@ -72,6 +74,9 @@ def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: st
     trace = _Trace(contour=contour, channel=channel, actor=actor,
                    tool=printable(name) if isinstance(name, str) else "", arguments=arguments)
     try:
+        trace.key = keys.key_of(contour, actor)
+        if trace.key is not None:
+            keys.note_use(trace.key, channel)
         _refuse_unreadable(trace, name, arguments)
         outcome = _pipeline(trace, name, arguments)
     except ToolError as error:
@@ -141,9 +146,11 @@ def reject(contour: Contour | None, code: str, message: str, *, channel: str, ac
     return _journal(trace, Outcome.from_error(ToolError(code, message, hint=hint)))
 
 
-def visible_tools(contour: Contour) -> list[ToolSpec]:
-    return [spec for spec in catalog.CATALOG
-            if contour.has_toolset(spec.toolset) and contour.tool_enabled(spec.name)]
+def visible_tools(contour: Contour, actor: str = "") -> list[ToolSpec]:
+    """The contour's tools, narrowed to the calling key's scope when actor names a key."""
+    return keys.visible([spec for spec in catalog.CATALOG
+                         if contour.has_toolset(spec.toolset) and contour.tool_enabled(spec.name)],
+                        keys.key_of(contour, actor))
 
 
 # -- the pipeline ----------------------------------------------------------------------------
@@ -168,6 +175,7 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     if not contour.tool_enabled(spec.name):
         raise ToolError("forbidden", f"инструмент {spec.name} выключен владельцем контура "
                         f"«{contour.slug}»", hint="включить его может только владелец контура")
+    keys.check_scope(trace.key, spec)
     params = validate(spec.params, arguments)
     problems = spec.check(params, contour) if spec.check else []
     if problems:
@@ -219,6 +227,8 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     )
     trace.confirmation_id = str(confirmation.id)
     url = approvals.approval_url(confirmation) if approvals.needs_human(spec, confirmation) else ""
+    if url:
+        alerts.waiting_started(confirmation)  # idempotent: a reused item alerts no one twice
     hint = ("перескажите сводку человеку; если он согласен, повторите вызов с теми же "
             "параметрами и confirmation_token")
     if url:

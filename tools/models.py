@@ -163,13 +163,15 @@ class Contour(models.Model):
         help_text="как в настройках уведомлений магазина в личном кабинете Инвойсбокс; "
                   "по умолчанию sha1",
     )
-    # Who may approve this contour's writes in /approvals/ (members of the operators group;
-    # superusers see every contour).
-    operators = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, blank=True, related_name="operated_contours",
-        verbose_name="операторы",
-        help_text="пользователи группы operators, которые видят и одобряют операции контура",
-    )
+    # Operators are told about writes waiting for them (tools/alerts.py); this optional relay
+    # (Telegram, Slack) gets the same facts as JSON signed with the secret (HMAC-SHA256). The
+    # secret is write-only and encrypted at rest like the token.
+    notify_webhook_url = models.URLField("адрес вебхука для операторов", max_length=500,
+                                         blank=True)
+    notify_webhook_secret = EncryptedTextField("секрет подписи вебхука", blank=True)
+    # After rotate_api_key the old key keeps working this long, so the assistant can switch.
+    key_grace_hours = models.PositiveIntegerField("старый ключ действует после замены, ч",
+                                                  default=24)
     created_at = models.DateTimeField("создан", auto_now_add=True)
 
     class Meta:
@@ -235,7 +237,8 @@ class Contour(models.Model):
 
     def secrets(self) -> list[str]:
         """What the journal, logs and errors must never show of this contour."""
-        return [secret for secret in (self.api_token, self.notification_key) if secret]
+        return [secret for secret in (self.api_token, self.notification_key,
+                                      self.notify_webhook_secret) if secret]
 
     @property
     def masked_token(self) -> str:
@@ -296,7 +299,8 @@ def sha256_hex(value: str) -> str:
 
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def active(self) -> ApiKeyQuerySet:
-        return self.filter(revoked_at__isnull=True)
+        unexpired = models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=timezone.now())
+        return self.filter(unexpired, revoked_at__isnull=True)
 
 
 class ApiKey(models.Model):
@@ -314,6 +318,16 @@ class ApiKey(models.Model):
     key_hash = models.CharField("хеш ключа", max_length=64, unique=True)
     created_at = models.DateTimeField("создан", auto_now_add=True)
     revoked_at = models.DateTimeField("отозван", null=True, blank=True)
+    # A key may be narrower than its contour (never wider): empty means "as the contour".
+    toolsets = models.JSONField("наборы ключа", default=list, blank=True,
+                                help_text="пусто — все наборы контура")
+    tools = models.JSONField("инструменты ключа", default=list, blank=True,
+                             help_text="пусто — все инструменты его наборов")
+    expires_at = models.DateTimeField("действует до", null=True, blank=True)
+    last_used_at = models.DateTimeField("последний вызов", null=True, blank=True)
+    last_used_channel = models.CharField("канал последнего вызова", max_length=16, blank=True)
+    last_used_address = models.GenericIPAddressField("адрес последнего вызова", null=True,
+                                                     blank=True)
 
     objects = ApiKeyQuerySet.as_manager()
 
@@ -325,14 +339,26 @@ class ApiKey(models.Model):
         return f"{self.prefix}… ({self.contour.slug})"
 
     @classmethod
-    def issue(cls, contour: Contour, label: str = "", user: Any = None) -> tuple[ApiKey, str]:
+    def issue(cls, contour: Contour, label: str = "", user: Any = None, *,
+              toolsets: list[str] | None = None, tools: list[str] | None = None,
+              expires_at: timezone.datetime | None = None) -> tuple[ApiKey, str]:
         """Create a key and return it with the full secret, which is never stored."""
         raw = "ibg_" + secrets.token_urlsafe(32)
         key = cls.objects.create(
             contour=contour, label=label, prefix=raw[: cls.PREFIX_LENGTH], key_hash=sha256_hex(raw),
-            user=user,
+            user=user, toolsets=list(toolsets or []), tools=list(tools or []),
+            expires_at=expires_at,
         )
         return key, raw
+
+    def allows(self, toolset: str, tool: str) -> bool:
+        """Whether this key's own scope covers the tool (the contour's is checked apart)."""
+        return ((not self.toolsets or toolset in self.toolsets)
+                and (not self.tools or tool in self.tools))
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.toolsets or self.tools)
 
     @classmethod
     def authenticate(cls, raw: str) -> ApiKey | None:
@@ -481,3 +507,80 @@ class ProcessedNotification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.notification_id} ({self.status})"
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "владелец"
+    OPERATOR = "operator", "оператор"
+    AUDITOR = "auditor", "аудитор"
+
+
+class ContourRole(models.Model):
+    """One person's role on one contour (tools/roles.py grants, revokes and journals it)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="contour_roles", verbose_name="пользователь")
+    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="roles",
+                                verbose_name="контур")
+    role = models.CharField("роль", max_length=16, choices=Role.choices)
+    granted_by = models.CharField("выдал", max_length=200, blank=True)
+    granted_at = models.DateTimeField("выдана", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "роль в контуре"
+        verbose_name_plural = "роли в контурах"
+        constraints = [models.UniqueConstraint(fields=["user", "contour", "role"],
+                                               name="one_role_per_user_contour")]
+        indexes = [models.Index(fields=["contour", "role"])]
+
+    def __str__(self) -> str:
+        return f"{self.user} — {self.get_role_display()} ({self.contour.slug})"
+
+
+class AlertKind(models.TextChoices):
+    WAITING = "waiting", "ждёт оператора"
+    REMINDER = "reminder", "напоминание перед сроком"
+
+
+class AlertTransport(models.TextChoices):
+    EMAIL = "email", "письмо"
+    WEBHOOK = "webhook", "вебхук"
+
+
+class AlertState(models.TextChoices):
+    PENDING = "pending", "ждёт отправки"
+    SENT = "sent", "доставлено"
+    FAILED = "failed", "не доставлено"
+    SKIPPED = "skipped", "не понадобилось: решение принято или срок истёк"
+
+
+class OperatorAlert(models.Model):
+    """One message to one operator (or the contour's webhook) about a write waiting for them.
+
+    Unique per (confirmation, kind, transport, recipient): queuing twice sends once.
+    """
+
+    confirmation = models.ForeignKey(PendingConfirmation, on_delete=models.CASCADE,
+                                     related_name="alerts")
+    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="alerts")
+    kind = models.CharField("повод", max_length=16, choices=AlertKind.choices)
+    transport = models.CharField("способ", max_length=16, choices=AlertTransport.choices)
+    # The operator's user id for email, "" for the contour's webhook.
+    recipient = models.CharField("получатель", max_length=64, blank=True)
+    state = models.CharField("состояние", max_length=16, choices=AlertState.choices,
+                             default=AlertState.PENDING)
+    attempts = models.PositiveIntegerField("попыток", default=0)
+    last_error = models.CharField("последняя ошибка", max_length=300, blank=True)
+    next_attempt_at = models.DateTimeField("следующая попытка", default=timezone.now)
+    created_at = models.DateTimeField("создано", auto_now_add=True)
+    sent_at = models.DateTimeField("отправлено", null=True, blank=True)
+
+    class Meta:
+        verbose_name = "оповещение оператора"
+        verbose_name_plural = "оповещения операторов"
+        constraints = [models.UniqueConstraint(
+            fields=["confirmation", "kind", "transport", "recipient"], name="one_alert_each")]
+        indexes = [models.Index(fields=["state", "next_attempt_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.transport} {self.confirmation_id} ({self.state})"

@@ -163,3 +163,7 @@ def _note(contour: Contour, phase: str, status: str, code: str, message: str,
     journal.record(contour=contour.slug, channel="celery", actor="celery", tool="",
                    phase=phase, arguments=facts, status=status, code=code, message=message,
                    secrets=[s for s in (contour.api_token, contour.notification_key) if s])
+
+
+# Operators' alerts live in tools/alerts.py; imported here so the worker registers them.
+from tools.alerts import deliver_alert, queue_alerts, sweep_alerts  # noqa: E402, F401

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters.mcp.server import Caller, build_server, run_sync
-from tools import gateway
+from tools import gateway, keys
 from tools.models import ApiKey
 
 PATH = "/mcp"
@@ -35,11 +35,14 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def _authenticate(header: str) -> ApiKey | None:
+def _authenticate(header: str, address: str | None = None) -> ApiKey | None:
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
         return None
-    return ApiKey.authenticate(raw.strip())
+    key = ApiKey.authenticate(raw.strip())
+    if key is not None:
+        keys.note_address(key, address)
+    return key
 
 
 class ContourKeyAuth:
@@ -65,9 +68,10 @@ class ContourKeyAuth:
             await refusal(scope, receive, send)
             return
         header = request.headers.get("authorization", "")
-        key = await run_sync(_authenticate, header)
+        key = await run_sync(_authenticate, header,
+                             request.client.host if request.client else None)
         if key is None:
-            message = ("ключ API не найден или отозван" if header
+            message = ("ключ API не найден, отозван или истёк" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
             outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
                                      channel=CHANNEL, actor="anonymous", tool=PATH)

@@ -174,9 +174,9 @@ def build_server(resolve: CallerResolver) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = await resolve(ctx)
-        return types.ListToolsResult(
-            tools=[tool_definition(spec) for spec in gateway.visible_tools(caller.contour)]
-        )
+        # In a thread: the key's scope is read from the database.
+        specs = await run_sync(gateway.visible_tools, caller.contour, caller.actor)
+        return types.ListToolsResult(tools=[tool_definition(spec) for spec in specs])
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -9,6 +9,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from tools import keys
 from tools.models import ApiKey, Contour
 
 
@@ -37,7 +38,8 @@ class ContourKeyAuthentication(BaseAuthentication):
             raise AuthenticationFailed("нужен заголовок Authorization: Bearer <ключ контура>")
         key = ApiKey.authenticate(header[1])
         if key is None:
-            raise AuthenticationFailed("ключ API не найден или отозван")
+            raise AuthenticationFailed("ключ API не найден, отозван или истёк")
+        keys.note_address(key, request.META.get("REMOTE_ADDR"))
         return ContourPrincipal(contour=key.contour, key=key), key
 
     def authenticate_header(self, request: Request) -> str:

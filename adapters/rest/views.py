@@ -73,7 +73,7 @@ class ToolsView(ContourView):
                 channel=CHANNEL, actor=principal.actor, tool="tools/list",
             )
             return Response(outcome.as_dict(), status=outcome.http_status)
-        specs = gateway.visible_tools(principal.contour)
+        specs = gateway.visible_tools(principal.contour, principal.actor)
         body = export_tools(fmt, specs)
         if request.query_params.get("stats") in ("1", "true"):
             # The size an assistant pays for these definitions in every request.

@@ -1,16 +1,18 @@
-"""create_auditor_token prints a working token once; setup_roles makes the role groups."""
+"""create_auditor_token prints a working token once, naming the contours it may read."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from audit.models import AuditorToken
+from audit.models import AuditorToken, JournalEntry
+from tools import roles
+from tools.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
@@ -22,39 +24,40 @@ def run(*args: str) -> str:
 
 
 def test_create_auditor_token_prints_only_a_token_that_works_and_is_not_stored():
-    run("setup_roles")
     anna = User.objects.create_user("anna")
-    anna.groups.add(Group.objects.get(name="auditors"))
+    roles.grant(anna, "auditor", create_contour("shop", mode="sandbox"), by="test")
 
     raw = run("create_auditor_token", "anna", "--label", "nightly").strip()
 
     assert raw.startswith("iba_") and "\n" not in raw
     stored = AuditorToken.objects.get()
     assert (stored.user, stored.label, stored.prefix) == (anna, "nightly", raw[:12])
+    assert stored.contours == ["shop"]  # without --contours: what anna audits
     assert raw not in (stored.token_hash, stored.prefix)
     response = Client().get("/api/v1/journal", HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert response.status_code == 200
+    issued = JournalEntry.objects.get(code="auditor_token_issued")
+    assert issued.arguments["contours"] == ["shop"] and raw not in issued.message
+
+
+def test_a_token_names_only_contours_its_user_audits():
+    anna = User.objects.create_user("anna")
+    for slug in ("a", "b"):
+        roles.grant(anna, "auditor", create_contour(slug, mode="sandbox"), by="test")
+    create_contour("c", mode="sandbox")
+
+    raw = run("create_auditor_token", "anna", "--contours", "b").strip()
+    with pytest.raises(CommandError, match="does not audit c"):
+        run("create_auditor_token", "anna", "--contours", "a,c")
+
+    assert AuditorToken.objects.get().contours == ["b"] and raw.startswith("iba_")
 
 
 def test_create_auditor_token_refuses_a_user_who_is_no_auditor():
     User.objects.create_user("ivan")
 
-    with pytest.raises(CommandError, match="not active in the auditors group"):
+    with pytest.raises(CommandError, match="audits no contour"):
         run("create_auditor_token", "ivan")
     with pytest.raises(CommandError, match="does not exist"):
         run("create_auditor_token", "nobody")
     assert AuditorToken.objects.count() == 0
-
-
-def test_setup_roles_is_idempotent_and_grants_no_journal_changes():
-    run("setup_roles")
-    run("setup_roles")
-
-    groups = {g.name: set(g.permissions.values_list("codename", flat=True))
-              for g in Group.objects.all()}
-    assert set(groups) == {"owners", "operators", "auditors"}
-    assert "change_contour" in groups["owners"] and "add_apikey" in groups["owners"]
-    assert "delete_contour" not in groups["owners"]
-    assert groups["auditors"] == {"view_journalentry", "view_auditortoken"}
-    every = set().union(*groups.values())
-    assert not {"add_journalentry", "change_journalentry", "delete_journalentry"} & every

@@ -11,13 +11,15 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connections
 from django.test import AsyncClient, Client
 
 from audit.export import FIELDS, spreadsheet_safe
 from audit.models import AuditorToken, JournalEntry
+from tests.conftest import grant_everywhere
+from tools.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +28,7 @@ EXPORT = "/api/v1/journal/export"
 
 def user(name: str, *groups: str, superuser: bool = False) -> User:
     person = User.objects.create_user(name, password="pw-12345678", is_superuser=superuser)
-    for group in groups:
-        person.groups.add(Group.objects.get_or_create(name=group)[0])
+    grant_everywhere(person, *groups)
     return person
 
 
@@ -39,6 +40,13 @@ def session(person: User) -> Client:
 
 def body(response: Any) -> str:
     return b"".join(response.streaming_content).decode()
+
+
+@pytest.fixture(autouse=True)
+def contours(db: None) -> None:
+    """The contours the entries name: auditors hold their roles on these."""
+    create_contour("demo", mode="sandbox")
+    create_contour("shop", mode="sandbox")
 
 
 @pytest.fixture
@@ -176,7 +184,7 @@ def test_an_auditor_token_exports_and_a_revoked_one_does_not(entries: list[Journ
 def test_a_token_stops_working_when_its_user_leaves_the_auditors(entries: list[JournalEntry]):
     anna = user("anna", "auditors")
     _, raw = AuditorToken.issue(anna)
-    anna.groups.clear()
+    anna.contour_roles.all().delete()
 
     response = Client().get(EXPORT, HTTP_AUTHORIZATION=f"Bearer {raw}")
 

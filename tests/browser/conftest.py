@@ -10,7 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
+
+from tests.conftest import grant_everywhere
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -60,8 +62,7 @@ def screenshots(tmp_path: Path) -> Path:
 def person(transactional_db: None) -> Callable[..., User]:
     def _make(name: str, *groups: str, staff: bool = False) -> User:
         user = User.objects.create_user(name, password=f"pw-{name}-123", is_staff=staff)
-        for group in groups:
-            user.groups.add(Group.objects.get_or_create(name=group)[0])
+        grant_everywhere(user, *groups)
         return user
 
     return _make

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 
 from audit.models import JournalEntry
 from tests.browser.conftest import RestAssistant, log_in
@@ -121,7 +120,6 @@ def test_a_decided_item_cannot_be_decided_again_from_a_stale_page(
 
 def test_owner_turns_writes_on_in_the_admin_and_the_next_call_is_allowed(
         page: Any, person: Callable[..., User], live_server: Any, screenshots: Path):
-    call_command("setup_roles", stdout=io.StringIO())
     contour = create_contour("viewer", mode="sandbox", name="Только чтение")
     assistant = RestAssistant(live_server.url, issue_key(contour))
     person("oleg", "owners", staff=True)
@@ -154,7 +152,6 @@ def test_owner_turns_writes_on_in_the_admin_and_the_next_call_is_allowed(
 def test_auditor_downloads_a_csv_whose_rows_match_the_journal(
         page: Any, person: Callable[..., User], guarded_assistant: RestAssistant,
         tmp_path: Path, screenshots: Path):
-    call_command("setup_roles", stdout=io.StringIO())
     guarded_assistant.call("get_order", {"order_id": "00000000-0000-0000-0000-000000000001"})
     guarded_assistant.call("create_order", order_args())
     person("anna", "auditors", staff=True)

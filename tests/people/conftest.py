@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
-from tests.conftest import Assistant, order_args
+from tests.conftest import Assistant, grant_everywhere, order_args
 from tools.contours import create_contour, issue_key
 from tools.models import Contour
 
@@ -20,8 +20,7 @@ def make_user(db: None) -> Callable[..., User]:
     def _make(name: str, *groups: str, staff: bool = False, superuser: bool = False) -> User:
         user = User.objects.create_user(name, password=f"pw-{name}-123", is_staff=staff,
                                         is_superuser=superuser)
-        for group in groups:
-            user.groups.add(Group.objects.get_or_create(name=group)[0])
+        grant_everywhere(user, *groups)
         return user
 
     return _make

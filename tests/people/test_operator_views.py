@@ -11,6 +11,8 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.people.conftest import logged_in, prepare_order
+from tools import roles
+from tools.contours import create_contour
 from tools.models import ApiKey, PendingConfirmation
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +60,7 @@ def test_the_queue_asks_for_a_login_and_refuses_non_operators(
     assert anonymous.status_code == 302
     assert anonymous["Location"].startswith("/accounts/login/?next=/approvals/")
     assert outsider.status_code == 403
-    assert "группа <code>operators</code>" in outsider.content.decode()
+    assert "только операторам контуров" in outsider.content.decode()
     assert outsider_rows.status_code == 403
 
 
@@ -151,8 +153,10 @@ def test_own_key_items_show_a_note_instead_of_the_buttons(guarded_assistant: Ass
 
 
 def test_an_operator_of_other_contours_gets_404_for_this_one(
-        guarded_assistant: Assistant, olga: User, make_user: Callable[..., User]):
-    guarded_assistant.contour.operators.add(make_user("pavel", "operators"))
+        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    other = create_contour("elsewhere", mode="sandbox")
+    olga = make_user("olga")
+    roles.grant(olga, "operator", other, by="test")
     _, body = prepare_order(guarded_assistant)
 
     response = logged_in(olga).get(f"/approvals/{body['confirmation']['id']}/")

@@ -3,21 +3,20 @@ secrets, keys shown once, the tool catalog, and the read-only journal."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.db.models.signals import post_save
 from django.test import Client
 
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tests.people.conftest import logged_in
-from tools.models import ApiKey, Ceiling, Contour
+from tools.models import ApiKey, Ceiling, Contour, ContourRole
 
 pytestmark = pytest.mark.django_db
 
@@ -25,9 +24,17 @@ NEW_TOKEN = "fresh-invoicebox-token-0123456789"
 
 
 @pytest.fixture
-def owner(make_user: Callable[..., User]) -> Client:
-    call_command("setup_roles", stdout=io.StringIO())
-    return logged_in(make_user("oleg", "owners", staff=True))
+def owner(make_user: Callable[..., User]) -> Iterator[Client]:
+    """Oleg owns every contour of the test, also those its other fixtures create after him."""
+    oleg = make_user("oleg", "owners", staff=True)
+
+    def own(sender: Any, instance: Contour, created: bool, **kwargs: Any) -> None:
+        if created:
+            ContourRole.objects.get_or_create(user=oleg, contour=instance, role="owner")
+
+    post_save.connect(own, sender=Contour, weak=False, dispatch_uid="test-owner")
+    yield logged_in(oleg)
+    post_save.disconnect(sender=Contour, dispatch_uid="test-owner")
 
 
 @pytest.fixture
@@ -46,12 +53,13 @@ def contour_form(contour: Contour, **changes: Any) -> dict[str, Any]:
         "approval_thresholds": json.dumps(contour.approval_thresholds),
         "allowed_currencies": list(contour.allowed_currencies),
         "time_zone": contour.time_zone, "api_token": "", "notification_key": "",
-        "_save": "Сохранить",
+        "key_grace_hours": contour.key_grace_hours, "_save": "Сохранить",
     }
     if contour.approval_for_all_writes:
         data["approval_for_all_writes"] = "on"
     for prefix, count in (("ceilings", contour.ceilings.count()),
-                          ("api_keys", contour.api_keys.count())):
+                          ("api_keys", contour.api_keys.count()),
+                          ("roles", contour.roles.count())):
         data.update({f"{prefix}-TOTAL_FORMS": count, f"{prefix}-INITIAL_FORMS": count,
                      f"{prefix}-MIN_NUM_FORMS": 0, f"{prefix}-MAX_NUM_FORMS": 1000})
     for index, ceiling in enumerate(contour.ceilings.all()):
@@ -61,6 +69,8 @@ def contour_form(contour: Contour, **changes: Any) -> dict[str, Any]:
                      f"ceilings-{index}-limit": ceiling.limit})
     for index, key in enumerate(contour.api_keys.all()):
         data.update({f"api_keys-{index}-id": key.pk, f"api_keys-{index}-contour": contour.pk})
+    for index, role in enumerate(contour.roles.all()):
+        data.update({f"roles-{index}-id": role.pk, f"roles-{index}-contour": contour.pk})
     data.update(changes)
     return data
 
@@ -73,7 +83,7 @@ def configure_entries() -> list[JournalEntry]:
     return list(JournalEntry.objects.filter(phase="configure").order_by("id"))
 
 
-def test_the_admin_has_the_gateways_russian_header(owner: Client):
+def test_the_admin_has_the_gateways_russian_header(owner: Client, contour: Contour):
     index = owner.get("/admin/").content.decode()
     login = Client().get("/accounts/login/").content.decode()
 
@@ -256,7 +266,9 @@ def test_the_journal_is_read_only_even_for_a_superuser(root: Client, assistant: 
     assert JournalEntry.objects.get().message == entry.message
 
 
-def test_a_new_contour_with_writes_is_confirmed_then_created_and_journaled(owner: Client):
+def test_a_new_contour_with_writes_is_confirmed_then_created_and_journaled(
+        owner: Client, contour: Contour):
+    post_save.disconnect(sender=Contour, dispatch_uid="test-owner")  # the admin grants here
     form = {"slug": "fresh", "name": "Новый", "mode": "sandbox",
             "base_url": "http://127.0.0.1:8000/sandbox/invoicebox",
             "merchant_id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "api_token": NEW_TOKEN,
@@ -264,7 +276,8 @@ def test_a_new_contour_with_writes_is_confirmed_then_created_and_journaled(owner
             "dedup_window_seconds": 600, "approval_thresholds": '{"RUB": 10000000}',
                 "allowed_currencies": ["RUB"],
             "time_zone": "Europe/Moscow", "_save": "Сохранить",
-            **{f"{p}-{k}": v for p in ("ceilings", "api_keys")
+            "key_grace_hours": 24,
+            **{f"{p}-{k}": v for p in ("ceilings", "api_keys", "roles")
                for k, v in (("TOTAL_FORMS", 0), ("INITIAL_FORMS", 0), ("MIN_NUM_FORMS", 0),
                             ("MAX_NUM_FORMS", 1000))}}
 
@@ -277,6 +290,9 @@ def test_a_new_contour_with_writes_is_confirmed_then_created_and_journaled(owner
     assert done.status_code == 302
     fresh = Contour.objects.get(slug="fresh")
     assert (fresh.toolsets, fresh.api_token) == (["read", "write"], NEW_TOKEN)
-    [entry] = configure_entries()
+    entry, granted = configure_entries()
     assert entry.code == "contour_created" and entry.contour == "fresh"
+    # The owner who started it owns it: a journaled grant.
+    assert (granted.code, granted.contour, granted.arguments["user"]) == (
+        "role_granted", "fresh", "oleg")
     assert NEW_TOKEN not in json.dumps(entry.arguments) + entry.message

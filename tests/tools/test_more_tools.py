@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from adapters.invoicebox.sandbox import pay_order
 from audit.models import JournalEntry
-from tests.conftest import Assistant, order_args
+from tests.conftest import Assistant, grant_everywhere, order_args
 from tools import catalog
 from tools.models import PendingConfirmation
 
@@ -46,7 +46,7 @@ def refunder(assistant: Assistant) -> Assistant:
 @pytest.fixture
 def operator() -> Client:
     user = User.objects.create_user("olga", password="pw-olga-123")
-    user.groups.add(Group.objects.get_or_create(name="operators")[0])
+    grant_everywhere(user, "operators")
     http = Client()
     http.force_login(user)
     return http

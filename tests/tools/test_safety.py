@@ -6,12 +6,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
 from audit.models import JournalEntry
-from tests.conftest import Assistant, order_args, sandbox_orders
+from tests.conftest import Assistant, grant_everywhere, order_args, sandbox_orders
 from tools.models import Ceiling, PendingConfirmation
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ def execute(assistant: Assistant, args: dict[str, Any]) -> tuple[int, dict[str, 
 @pytest.fixture
 def operator(db: None) -> Client:
     user = User.objects.create_user("olga", password="pw-olga-123")
-    user.groups.add(Group.objects.get_or_create(name="operators")[0])
+    grant_everywhere(user, "operators")
     http = Client()
     http.force_login(user)
     return http

@@ -8,7 +8,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
@@ -17,11 +17,11 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from audit.models import JournalEntry, Phase, Status
-from tools.models import CeilingKind, Contour, PendingConfirmation
+from tools import alerts, roles
+from tools.models import CeilingKind, Contour, PendingConfirmation, Role
 from tools.ops import charts, state
 from tools.params import format_rub
 
-OWNERS_GROUP = "owners"
 # Entries an assistant's call produced (approvals, notifications, configuration are not calls).
 CALL_PHASES = (Phase.CALL, Phase.READ, Phase.PREPARE, Phase.EXECUTE)
 REFUSED = (Status.REJECTED, Status.ERROR)
@@ -72,8 +72,8 @@ class PendingRow:
 
 
 def is_owner(user: Any) -> bool:
-    return bool(user.is_active and (
-        user.is_superuser or user.groups.filter(name=OWNERS_GROUP).exists()))
+    """An owner of at least one contour (roles are per contour), or a superuser."""
+    return roles.has_role(user, None, Role.OWNER)
 
 
 def _counts(slug: str, since: datetime, trunc: type[TruncHour] | type[TruncDay],
@@ -152,13 +152,14 @@ def _panel(slug: str, name: str, mode: str, circuit: str, tz: ZoneInfo, now: dat
     )
 
 
-def panels(now: datetime) -> list[Panel]:
+def panels(now: datetime, contours: QuerySet[Contour], *, orphans: bool = True
+           ) -> list[Panel]:
     breakers = dict(state.circuits(now))
     pending = {}
     for stat in state.pending_stats(now):
         pending[stat.contour] = pending.get(stat.contour, 0) + stat.count
     result = []
-    for contour in Contour.objects.order_by("slug"):
+    for contour in contours.order_by("slug"):
         panel = _panel(contour.slug, contour.name, contour.get_mode_display(),
                        breakers.get(contour.slug, "closed"), ZoneInfo(contour.time_zone), now)
         panel.pending = pending.get(contour.slug, 0)
@@ -166,13 +167,15 @@ def panels(now: datetime) -> list[Panel]:
         panel.invoiced = [format_rub(total, currency) for currency, total
                           in state.invoiced(contour, now - timedelta(days=DAYS)).items()]
         result.append(panel)
-    orphans = _panel("", "Без контура (ключ не опознан)", "", "", ZoneInfo("UTC"), now)
-    if orphans.month_calls:
-        result.append(orphans)
+    if not orphans:
+        return result
+    unnamed = _panel("", "Без контура (ключ не опознан)", "", "", ZoneInfo("UTC"), now)
+    if unnamed.month_calls:
+        result.append(unnamed)
     return result
 
 
-def pending_rows(now: datetime) -> list[PendingRow]:
+def pending_rows(now: datetime, contours: QuerySet[Contour]) -> list[PendingRow]:
     return [
         PendingRow(
             confirmation=confirmation, age=now - confirmation.created_at,
@@ -180,7 +183,7 @@ def pending_rows(now: datetime) -> list[PendingRow]:
             else format_rub(confirmation.amount, confirmation.currency or "RUB"),
             waiting_for="оператора" if confirmation.requires_approval else "ассистента",
         )
-        for confirmation in state.oldest_pending(now)
+        for confirmation in state.oldest_pending(now, contours=contours)
     ]
 
 
@@ -188,8 +191,11 @@ def pending_rows(now: datetime) -> list[PendingRow]:
 @require_GET
 def dashboard_view(request: HttpRequest) -> HttpResponse:
     if not is_owner(request.user):
-        return HttpResponseForbidden("Только для владельцев (группа owners).")
+        return HttpResponseForbidden("Только для владельцев контуров.")
     now = timezone.now()
+    contours = roles.contours_for(request.user, Role.OWNER)
     return render(request, "dashboard/index.html", {
-        "panels": panels(now), "pending": pending_rows(now), "now": now,
+        "panels": panels(now, contours, orphans=request.user.is_superuser),
+        "pending": pending_rows(now, contours), "now": now,
+        "undelivered": alerts.undelivered(contours.values("pk")),
     })

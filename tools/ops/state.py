@@ -72,8 +72,12 @@ def pending_stats(now: datetime) -> list[PendingStat]:
     return stats
 
 
-def oldest_pending(now: datetime, limit: int = 10) -> list[PendingConfirmation]:
-    return list(open_confirmations(now).select_related("contour").order_by("created_at")[:limit])
+def oldest_pending(now: datetime, limit: int = 10, contours: QuerySet[Contour] | None = None
+                   ) -> list[PendingConfirmation]:
+    qs = open_confirmations(now)
+    if contours is not None:
+        qs = qs.filter(contour__in=contours)
+    return list(qs.select_related("contour").order_by("created_at")[:limit])
 
 
 def ceiling_usage(now: datetime, contour: Contour | None = None) -> list[CeilingUsage]:

@@ -1,4 +1,4 @@
-"""manage.py create_auditor_token <username> [--label TEXT]: prints the new token alone."""
+"""manage.py create_auditor_token <username> [--contours a,b] [--label TEXT]: prints the token."""
 
 from __future__ import annotations
 
@@ -7,24 +7,47 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit.access import AUDITORS_GROUP, is_auditor
+from audit import journal
+from audit.access import AUDITOR, contours_of
 from audit.models import AuditorToken
 
 
 class Command(BaseCommand):
-    help = ("Issue a journal-export token for an auditor (a user in the auditors group). "
-            "It is shown once; only its hash is stored.")
+    help = ("Issue a journal-export token for an auditor, naming the contours it may read "
+            "(default: every contour the user audits now). Shown once; only its hash is stored.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
+        parser.add_argument("--contours", default="",
+                            help="comma-separated contour slugs, each audited by the user")
         parser.add_argument("--label", default="")
 
     def handle(self, *args: Any, **options: Any) -> None:
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
             raise CommandError(f"user {options['username']!r} does not exist")
-        if not is_auditor(user):
-            raise CommandError(f"user {user.get_username()!r} is not active in the "
-                               f"{AUDITORS_GROUP} group: add them first (manage.py setup_roles)")
-        _, raw = AuditorToken.issue(user, label=options["label"])
+        audited = contours_of(user, AUDITOR)
+        if audited is not None and not audited:
+            raise CommandError(f"user {user.get_username()!r} audits no contour: "
+                               "manage.py grant <username> auditor <slug> first")
+        named = [s.strip() for s in options["contours"].split(",") if s.strip()]
+        if named:
+            outside = sorted(set(named) - audited) if audited is not None else []
+            if outside:
+                raise CommandError(f"user {user.get_username()!r} does not audit "
+                                   f"{', '.join(outside)}")
+            contours = sorted(set(named))
+        elif audited is None:
+            raise CommandError("a superuser's token must name its contours: --contours a,b")
+        else:
+            contours = sorted(audited)
+        token, raw = AuditorToken.issue(user, label=options["label"], contours=contours)
+        journal.record(
+            contour="", channel="admin", actor="manage.py", tool="", phase="configure",
+            arguments={"object": "auditor_token", "prefix": token.prefix,
+                       "holder": user.get_username(), "contours": contours},
+            status="ok", code="auditor_token_issued",
+            message=f"токен аудитора {token.prefix}… для {user.get_username()}: "
+                    + ", ".join(contours),
+        )
         self.stdout.write(raw)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import httpx
@@ -149,3 +150,35 @@ def test_django_still_serves_everything_else(live: Gateway):
     assert response.status_code == 200
     assert [t["name"] for t in response.json()["tools"]] == [
         spec.name for spec in CATALOG if spec.toolset == "read"]
+
+
+def test_a_read_only_key_lists_and_calls_only_reads_over_mcp(live: Gateway):
+    """The key's scope is the core's: MCP refuses a write exactly as REST does."""
+    read_key = live.manage("create_api_key", "acme", "--toolsets", "read").strip()
+    session = open_session(live, read_key)
+    headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}
+
+    listed = post(live, rpc("tools/list", id=2), key=read_key, **headers)
+    refused = post(live, rpc("tools/call", {"name": "create_order", "arguments": {}}, id=3),
+                   key=read_key, **headers)
+
+    assert listed.status_code == 200 and "find_orders" in listed.text
+    assert '"create_order"' not in listed.text
+    assert refused.status_code == 200
+    assert '"isError":true' in refused.text.replace(" ", "")
+    assert "forbidden" in refused.text
+    [entry] = live.journal(channel="mcp-http", tool="create_order", actor=f"key:{read_key[:12]}")
+    assert entry["code"] == "forbidden"
+
+
+def test_an_expired_key_gets_401_over_mcp(live: Gateway):
+    raw = live.manage("create_api_key", "acme", "--expires", "2999-01-01T00:00:00+00:00").strip()
+    assert post(live, modern_list(), key=raw, **MODERN_HEADERS).status_code == 200
+    with sqlite3.connect(live.db) as conn:
+        conn.execute("UPDATE tools_apikey SET expires_at = '2001-01-01 00:00:00' "
+                     "WHERE prefix = ?", (raw[:12],))
+
+    expired = post(live, modern_list(), key=raw, **MODERN_HEADERS)
+
+    assert expired.status_code == 401
+    assert expired.json()["code"] == "unauthenticated"

@@ -7,20 +7,20 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
 from audit import journal
-from tests.conftest import Assistant
+from tests.conftest import Assistant, grant_everywhere
 from tests.tools.ops.conftest import distinctive_order, valid_inn
-from tools.models import Ceiling, CeilingKind
+from tools.models import Ceiling, CeilingKind, Contour
 from tools.ops import charts
 
 
 def user_in(group: str, username: str) -> User:
     user = User.objects.create_user(username, password="pw-for-tests-1")
-    user.groups.add(Group.objects.get_or_create(name=group)[0])
+    grant_everywhere(user, group)
     return user
 
 
@@ -45,7 +45,7 @@ def charted(panel: str) -> list[tuple[int, int]]:
 
 
 @pytest.mark.django_db
-def test_only_owners_see_the_dashboard():
+def test_only_owners_see_the_dashboard(contour: Contour):
     operator, owner = user_in("operators", "olga"), user_in("owners", "oleg")
     anonymous, as_operator, as_owner = Client(), Client(), Client()
     as_operator.force_login(operator)

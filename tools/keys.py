@@ -1,0 +1,151 @@
+"""API keys narrower than their contour: scope, expiry, rotation with a grace period, last use.
+
+The core (tools/gateway.py) resolves the calling key from its actor ("key:<prefix>") and asks
+here, so every protocol gets the same scope check; expiry is part of ApiKey.authenticate, so
+an expired key is unauthenticated (401) on every endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit import journal
+from tools import catalog
+from tools.errors import ToolError
+from tools.models import ApiKey, Contour, Toolset
+from tools.spec import ToolSpec
+
+KEY_ACTOR = "key:"
+# Last use is written at most this often per key and channel: a busy key is not a hot row.
+LAST_USE_PRECISION = timedelta(seconds=60)
+
+
+class KeySetupError(ValueError):
+    """A key can't be issued as asked; the message says why."""
+
+
+def key_of(contour: Contour | None, actor: str) -> ApiKey | None:
+    """The key behind an actor "key:<prefix>" of this contour; None for people and stdio."""
+    if contour is None or not actor.startswith(KEY_ACTOR):
+        return None
+    return (ApiKey.objects.filter(contour=contour, prefix=actor.removeprefix(KEY_ACTOR))
+            .order_by("-pk").first())
+
+
+def note_use(key: ApiKey, channel: str, now: datetime | None = None) -> None:
+    now = now or timezone.now()
+    if (key.last_used_channel == channel and key.last_used_at is not None
+            and now - key.last_used_at < LAST_USE_PRECISION):
+        return
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=now, last_used_channel=channel)
+
+
+def note_address(key: ApiKey, address: str | None) -> None:
+    """Called by the authenticating adapter, the only place that sees the peer's address."""
+    if address and key.last_used_address != address:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_address=address)
+        key.last_used_address = address
+
+
+def check_scope(key: ApiKey | None, spec: ToolSpec) -> None:
+    """Refuse a tool outside the key's own scope (the contour's scope is checked before)."""
+    if key is None or key.allows(spec.toolset, spec.name):
+        return
+    if key.toolsets and spec.toolset not in key.toolsets:
+        message = (f"ключ {key.prefix}… выдан только для наборов "
+                   f"{', '.join(key.toolsets)}: инструмент {spec.name} из набора "
+                   f"«{spec.toolset}» ему недоступен")
+    else:
+        message = f"ключ {key.prefix}… не допускает инструмент {spec.name}"
+    raise ToolError("forbidden", message,
+                    hint="нужен другой ключ контура: его выдаёт владелец контура")
+
+
+def visible(specs: list[ToolSpec], key: ApiKey | None) -> list[ToolSpec]:
+    return [spec for spec in specs if key is None or key.allows(spec.toolset, spec.name)]
+
+
+def parse_scope(toolsets: str, tools: str) -> tuple[list[str], list[str]]:
+    chosen_sets = [t.strip() for t in toolsets.split(",") if t.strip()]
+    unknown = sorted(set(chosen_sets) - set(Toolset.values))
+    if unknown:
+        raise KeySetupError(f"unknown toolsets {', '.join(unknown)}; "
+                            f"known: {', '.join(Toolset.values)}")
+    chosen_tools = [t.strip() for t in tools.split(",") if t.strip()]
+    missing = sorted(set(chosen_tools) - set(catalog.names()))
+    if missing:
+        raise KeySetupError(f"unknown tools {', '.join(missing)}")
+    for name in chosen_tools:
+        spec = catalog.get(name)
+        if chosen_sets and spec is not None and spec.toolset not in chosen_sets:
+            raise KeySetupError(f"tool {name} is in toolset {spec.toolset}, outside --toolsets")
+    return list(dict.fromkeys(chosen_sets)), list(dict.fromkeys(chosen_tools))
+
+
+def issue(contour: Contour, *, label: str = "", user: Any = None,
+          toolsets: Sequence[str] = (), tools: Sequence[str] = (),
+          expires_at: datetime | None = None, actor: str = "manage.py",
+          channel: str = "admin") -> tuple[ApiKey, str]:
+    """Issue a key (narrower than the contour when asked) and journal it."""
+    if expires_at is not None and expires_at <= timezone.now():
+        raise KeySetupError("--expires must be in the future")
+    with transaction.atomic():
+        key, raw = ApiKey.issue(contour, label=label, user=user, toolsets=list(toolsets),
+                                tools=list(tools), expires_at=expires_at)
+        _journal(key, "api_key_issued", f"выдан ключ {key.prefix}… для контура {contour.slug}"
+                 + describe_scope(key), actor=actor, channel=channel)
+    return key, raw
+
+
+def rotate(old: ApiKey, *, actor: str = "manage.py", channel: str = "admin"
+           ) -> tuple[ApiKey, str]:
+    """A new key with the old one's scope; the old one stays valid for the contour's grace
+    period (never longer than it already had)."""
+    contour = old.contour
+    grace_end = timezone.now() + timedelta(hours=contour.key_grace_hours)
+    with transaction.atomic():
+        locked = ApiKey.objects.select_for_update().get(pk=old.pk)
+        if locked.revoked_at is not None or (locked.expires_at is not None
+                                             and locked.expires_at <= timezone.now()):
+            raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
+        new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
+                                toolsets=locked.toolsets, tools=locked.tools,
+                                expires_at=locked.expires_at)
+        if locked.expires_at is None or locked.expires_at > grace_end:
+            locked.expires_at = grace_end
+            locked.save(update_fields=["expires_at"])
+        _journal(new, "api_key_rotated",
+                 f"ключ {locked.prefix}… заменён ключом {new.prefix}…; прежний действует до "
+                 f"{timezone.localtime(locked.expires_at):%d.%m.%Y %H:%M}",
+                 actor=actor, channel=channel, replaces=locked.prefix)
+    return new, raw
+
+
+def describe_scope(key: ApiKey) -> str:
+    parts = []
+    if key.toolsets:
+        parts.append("наборы " + ", ".join(key.toolsets))
+    if key.tools:
+        parts.append("инструменты " + ", ".join(key.tools))
+    if key.expires_at:
+        parts.append(f"до {timezone.localtime(key.expires_at):%d.%m.%Y %H:%M}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _journal(key: ApiKey, code: str, message: str, *, actor: str, channel: str,
+             replaces: str = "") -> None:
+    arguments: dict[str, Any] = {
+        "object": "api_key", "prefix": key.prefix, "label": key.label,
+        "holder": key.user.get_username() if key.user else "", "toolsets": key.toolsets,
+        "tools": key.tools, "expires_at": key.expires_at.isoformat() if key.expires_at else None,
+    }
+    if replaces:
+        arguments["replaces"] = replaces
+    journal.record(contour=key.contour.slug, channel=channel, actor=actor, tool="",
+                   phase="configure", arguments=arguments, status="ok", code=code,
+                   message=message, secrets=key.contour.secrets())
