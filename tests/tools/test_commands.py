@@ -223,10 +223,10 @@ def test_seed_demo_twice_keeps_one_contour_one_key_and_one_admin(tmp_path: Path)
     found = ApiKey.authenticate(key)
     assert found is not None and found.contour_id == contour.id
     assert ApiKey.objects.count() == 1
-    key_file = tmp_path / "demo-api-key"
+    (key_file,) = tmp_path.glob("demo/*/demo-api-key")
     assert key_file.read_text().strip() == key
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
-    assert stat.S_IMODE((tmp_path / "demo-admin").stat().st_mode) == 0o600
+    assert stat.S_IMODE((key_file.parent / "demo-admin").stat().st_mode) == 0o600
 
     admins = get_user_model().objects.filter(is_superuser=True)
     assert list(admins.values_list("username", "is_staff")) == [("admin", True)]
@@ -235,3 +235,22 @@ def test_seed_demo_twice_keeps_one_contour_one_key_and_one_admin(tmp_path: Path)
     assert password.group(1) in first
     assert Client().login(username="admin", password=password.group(1))
     assert not Client().login(username="admin", password=password.group(1) + "x")
+
+
+def test_seed_demo_repairs_an_admin_password_that_no_longer_works(tmp_path: Path) -> None:
+    # given: the admin's password was changed after the demo saved its own
+    first = run("seed_demo", "--state-dir", str(tmp_path))
+    old = re.search(r"login admin / password (\S+)", first).group(1)
+    admin = get_user_model().objects.get(username="admin")
+    admin.set_password("changed-by-hand")
+    admin.save()
+
+    # when
+    again = run("seed_demo", "--state-dir", str(tmp_path))
+
+    # then: what it prints works, the stale one does not; the key is unchanged
+    printed = re.search(r"login admin / password (\S+)", again).group(1)
+    assert printed != old
+    assert Client().login(username="admin", password=printed)
+    assert _printed(again, "API key:") == _printed(first, "API key:")
+    assert ApiKey.objects.count() == 1
