@@ -8,9 +8,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from tools import notifications
 from tools.ops.dashboard import dashboard_view
 from tools.ops.health import health_view
+from tools.ops.home import home_view
 from tools.ops.metrics import metrics_view
 
 urlpatterns = [
+    path("", home_view, name="home"),  # public: what this is, where to go
     path("admin/", admin.site.urls),
     path("approvals/", include("tools.urls")),
     path("dashboard/", dashboard_view, name="ops-dashboard"),  # owners
