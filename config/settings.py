@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from here, never a CDN
     "audit",
     "tools",
     "adapters.invoicebox",
@@ -175,6 +176,14 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Шлюз между ИИ-ассистентами и API Инвойсбокс: один каталог инструментов, одно ядро.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayRequestDuration": True},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "adapters.rest.openapi.add_journal_and_schemes",
+    ],
 }
 
 # Celery: eager by default so a fresh machine needs no broker; production needs Redis.
