@@ -3,6 +3,7 @@
 import hashlib
 import hmac
 import ipaddress
+import os
 import re
 from pathlib import Path
 
@@ -268,7 +269,16 @@ GATEWAY_DEDUP_WINDOW_SECONDS = env.int("GATEWAY_DEDUP_WINDOW_SECONDS", default=1
 # Threads per process for core calls made from async code (MCP); each may wait on Invoicebox.
 GATEWAY_SYNC_THREADS = env.int("GATEWAY_SYNC_THREADS", default=32)
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.
-GATEWAY_APPROVAL_THRESHOLD_RUB = env.int("GATEWAY_APPROVAL_THRESHOLD_RUB", default=10_000_000)
+# GATEWAY_APPROVAL_THRESHOLD_RUB was the old, misleading name (it was kopecks all along): still
+# read, with a warning from `manage.py check` (tools.apps), when the new name is not set.
+GATEWAY_DEPRECATED_SETTINGS = [
+    name for name in ("GATEWAY_APPROVAL_THRESHOLD_RUB",)
+    if name in os.environ and "GATEWAY_APPROVAL_THRESHOLD_KOPECKS" not in os.environ
+]
+GATEWAY_APPROVAL_THRESHOLD_KOPECKS = env.int(
+    "GATEWAY_APPROVAL_THRESHOLD_KOPECKS",
+    default=env.int("GATEWAY_APPROVAL_THRESHOLD_RUB", default=10_000_000),
+)
 
 # MCP Streamable HTTP at /mcp: Host and Origin allowlists against DNS rebinding ("host:*" = any
 # port). Loopback only by default; behind a real hostname list it here, or clients get 421.

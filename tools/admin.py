@@ -21,6 +21,7 @@ from django.utils.html import format_html
 
 from audit import journal
 from tools import catalog
+from tools.admin_money import MoneyInput, ThresholdsField, parse_roubles, roubles_text
 from tools.approvals import OPERATORS_GROUP
 from tools.models import (
     ApiKey,
@@ -100,6 +101,11 @@ class ContourForm(forms.ModelForm):
         label="удалить ключ подписи уведомлений", required=False,
     )
     base_url = forms.URLField(label="адрес API", max_length=500, assume_scheme="https")
+    approval_thresholds = ThresholdsField(
+        label="порог одобрения оператором", required=False,
+        help_text="в рублях и копейках, например 100 000,00; запись выше порога одобряет "
+                  "оператор; валюта без порога (пустое поле) — всегда оператор",
+    )
     allowed_currencies = forms.MultipleChoiceField(
         label="разрешённые валюты записей", widget=forms.CheckboxSelectMultiple,
         choices=[(code, code) for code in get_args(Currency)],
@@ -116,9 +122,6 @@ class ContourForm(forms.ModelForm):
             "notification_key", "operators",
         )
         help_texts = {
-            "approval_thresholds": 'копейки по валютам, например {"RUB": 10000000} = '
-                                   "100 000,00 ₽; запись выше порога одобряет оператор, "
-                                   "валюта без порога — всегда оператор",
             "approval_for_all_writes": "иначе достаточно подтверждения в чате (ниже порога)",
             "dedup_window_seconds": "та же запись в этом окне вернёт прежний результат",
         }
@@ -186,13 +189,37 @@ class ContourForm(forms.ModelForm):
 
 
 class CeilingForm(forms.ModelForm):
+    # Sums are typed in roubles and kopecks, the hourly count in pieces; the kind decides.
+    limit = forms.CharField(
+        label="предел", widget=MoneyInput(attrs={"size": 12}),
+        help_text="сумма — в рублях (100 000,00), число записей — штуками (20)",
+    )
+
     class Meta:
         model = Ceiling
         fields = ("kind", "currency", "limit")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial["limit"] = (str(self.instance.limit)
+                                     if self.instance.kind == CeilingKind.PER_HOUR
+                                     else roubles_text(self.instance.limit))
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         kind, currency = data.get("kind"), (data.get("currency") or "").strip()
+        raw = str(data.get("limit") or "").strip()
+        if raw and kind == CeilingKind.PER_HOUR:
+            if raw.isascii() and raw.isdigit():
+                data["limit"] = int(raw)
+            else:
+                self.add_error("limit", "число записей — целое число, например 20")
+        elif raw:
+            try:
+                data["limit"] = parse_roubles(raw)
+            except forms.ValidationError as error:
+                self.add_error("limit", error)
         if kind == CeilingKind.PER_HOUR and currency:
             self.add_error("currency", "у числа записей валюты нет: оставьте пустым")
         if kind in (CeilingKind.PER_ORDER, CeilingKind.PER_DAY) and not (
@@ -206,6 +233,16 @@ class CeilingInline(admin.TabularInline):
     model = Ceiling
     form = CeilingForm
     extra = 0
+    fields = ("kind", "currency", "limit", "limit_display")
+    readonly_fields = ("limit_display",)
+
+    @admin.display(description="сейчас")
+    def limit_display(self, obj: Ceiling) -> str:
+        if obj.pk is None:
+            return ""
+        if obj.kind == CeilingKind.PER_HOUR:
+            return f"{obj.limit} в час"
+        return format_rub(obj.limit, obj.currency or "RUB")
 
 
 class ApiKeyInline(admin.TabularInline):

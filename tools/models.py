@@ -84,7 +84,7 @@ def _default_allowed_currencies() -> list[str]:
 
 
 def _default_approval_thresholds() -> dict[str, int]:
-    return {"RUB": settings.GATEWAY_APPROVAL_THRESHOLD_RUB}
+    return {"RUB": settings.GATEWAY_APPROVAL_THRESHOLD_KOPECKS}
 
 
 class Contour(models.Model):

@@ -95,7 +95,8 @@ def test_daily_ceiling_counts_executed_orders_and_says_what_is_left(assistant: A
     assert over[1]["code"] == "ceiling_exceeded"
     assert "остаток 0,00 ₽" in over[1]["message"]
     assert over[1]["data"] == {"ceiling": "per_day", "currency": "RUB", "limit": "48800",
-                               "used": "48800", "remaining": "0"}
+                               "used": "48800", "remaining": "0", "limit_human": "488,00 ₽",
+                               "used_human": "488,00 ₽", "remaining_human": "0,00 ₽"}
 
 
 def test_daily_ceiling_is_checked_again_at_execution(assistant: Assistant):
