@@ -6,8 +6,10 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from audit.access import AUDITORS_GROUP, is_auditor
+from audit.cli import record_configure
 from audit.models import AuditorToken
 
 
@@ -26,5 +28,12 @@ class Command(BaseCommand):
         if not is_auditor(user):
             raise CommandError(f"user {user.get_username()!r} is not active in the "
                                f"{AUDITORS_GROUP} group: add them first (manage.py setup_roles)")
-        _, raw = AuditorToken.issue(user, label=options["label"])
+        with transaction.atomic():
+            token, raw = AuditorToken.issue(user, label=options["label"])
+            record_configure(
+                contour="", code="auditor_token_issued",
+                message=f"выдан токен аудитора {token.prefix}… для {user.get_username()}",
+                arguments={"object": "auditor_token", "prefix": token.prefix,
+                           "label": token.label, "holder": user.get_username()},
+            )
         self.stdout.write(raw)

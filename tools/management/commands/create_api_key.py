@@ -6,7 +6,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
+from tools.contours import journal_key_issued
 from tools.models import ApiKey, Contour
 
 
@@ -30,5 +32,7 @@ class Command(BaseCommand):
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
                 raise CommandError(f"user {options['user']!r} does not exist")
-        _, raw = ApiKey.issue(contour, label=options["label"], user=user)
+        with transaction.atomic():
+            key, raw = ApiKey.issue(contour, label=options["label"], user=user)
+            journal_key_issued(key)
         self.stdout.write(raw)

@@ -14,7 +14,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
-from tools.contours import connect_sandbox_notifications, create_contour, issue_key
+from tools.contours import (
+    connect_sandbox_notifications,
+    create_contour,
+    journal_contour_created,
+    journal_key_issued,
+    remember_site_url,
+)
 from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
 
 SLUG = "demo"
@@ -28,12 +34,16 @@ class Command(BaseCommand):
                             help="where the demo key and admin password are kept (git-ignored)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        remember_site_url(options["state_dir"])
         state = Path(options["state_dir"]) / "demo" / database_tag()
         state.mkdir(parents=True, exist_ok=True)
-        contour = Contour.objects.filter(slug=SLUG).first() or create_contour(
-            SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
-            toolsets=[Toolset.READ, Toolset.WRITE],
-        )
+        contour = Contour.objects.filter(slug=SLUG).first()
+        if contour is None:
+            contour = create_contour(
+                SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
+                toolsets=[Toolset.READ, Toolset.WRITE],
+            )
+            journal_contour_created(contour)
         if contour.mode == InvoiceboxMode.SANDBOX:
             # Idempotent; also connects a demo contour seeded before notifications existed.
             connect_sandbox_notifications(contour, own_account=False, claim_shared=True)
@@ -60,7 +70,8 @@ class Command(BaseCommand):
             found = ApiKey.authenticate(saved)
             if found is not None and found.contour_id == contour.id:
                 return saved
-        raw = issue_key(contour, label="demo")
+        key, raw = ApiKey.issue(contour, label="demo")
+        journal_key_issued(key)
         _write_private(path, raw)
         return raw
 
