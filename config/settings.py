@@ -266,6 +266,9 @@ INVOICEBOX_SANDBOX_NOTIFICATION_KEY = env.str(
 # Gateway policy defaults (a contour may override its own).
 GATEWAY_CONFIRMATION_TTL_SECONDS = env.int("GATEWAY_CONFIRMATION_TTL_SECONDS", default=15 * 60)
 GATEWAY_DEDUP_WINDOW_SECONDS = env.int("GATEWAY_DEDUP_WINDOW_SECONDS", default=10 * 60)
+# How long a write waiting for an operator stays open: people need hours, not the minutes a
+# chat confirmation gets.
+GATEWAY_APPROVAL_WINDOW_HOURS = env.int("GATEWAY_APPROVAL_WINDOW_HOURS", default=24)
 # Threads per process for core calls made from async code (MCP); each may wait on Invoicebox.
 GATEWAY_SYNC_THREADS = env.int("GATEWAY_SYNC_THREADS", default=32)
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.

@@ -52,7 +52,7 @@ CONFIRM_FIELD = "_confirm_writes"
 AUDITED_FIELDS = (
     "slug", "name", "mode", "base_url", "merchant_id", "toolsets", "disabled_tools",
     "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
-    "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone",
+    "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds", "time_zone",
 )
 SECRET_FIELDS = ("api_token", "notification_key")
 # The journal masks values under a key called "name" as personal data; a contour's name isn't.
@@ -117,13 +117,16 @@ class ContourForm(forms.ModelForm):
         model = Contour
         fields = (
             "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
-            "confirmation_ttl_seconds", "dedup_window_seconds", "approval_thresholds",
+            "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
+            "approval_thresholds",
             "allowed_currencies", "approval_for_all_writes", "time_zone", "disabled_tools",
             "notification_key", "operators",
         )
         help_texts = {
             "approval_for_all_writes": "иначе достаточно подтверждения в чате (ниже порога)",
             "dedup_window_seconds": "та же запись в этом окне вернёт прежний результат",
+            "confirmation_ttl_seconds": "сколько живёт токен подтверждения в чате",
+            "approval_window_hours": "сколько запись, ждущая оператора, остаётся открытой",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -292,7 +295,8 @@ class ContourAdmin(admin.ModelAdmin):
         ("Что может ассистент", {"fields": ("toolsets", "disabled_tools")}),
         ("Подтверждение записей", {"fields": (
             "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
-            "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone")}),
+            "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
+            "time_zone")}),
         ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
                                    "notification_key", "clear_notification_key")}),
         ("Операторы", {"fields": ("operators",)}),

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -79,6 +80,10 @@ def _default_dedup_window() -> int:
     return settings.GATEWAY_DEDUP_WINDOW_SECONDS
 
 
+def _default_approval_window() -> int:
+    return settings.GATEWAY_APPROVAL_WINDOW_HOURS
+
+
 def _default_allowed_currencies() -> list[str]:
     return ["RUB"]
 
@@ -107,6 +112,11 @@ class Contour(models.Model):
     )
     dedup_window_seconds = models.PositiveIntegerField(
         "окно защиты от дублей, с", default=_default_dedup_window
+    )
+    # A write that waits for an operator lives this long instead of confirmation_ttl_seconds.
+    approval_window_hours = models.PositiveIntegerField(
+        "срок на решение оператора, ч", default=_default_approval_window,
+        validators=[MinValueValidator(1)],
     )
     # Kopecks per currency; a write above it waits for an operator. A currency missing here
     # always needs one: an unknown scale is no reason to skip the human.
@@ -208,6 +218,10 @@ class Contour(models.Model):
     @property
     def confirmation_ttl(self) -> timedelta:
         return timedelta(seconds=self.confirmation_ttl_seconds)
+
+    @property
+    def approval_window(self) -> timedelta:
+        return timedelta(hours=self.approval_window_hours)
 
     def allows_currency(self, currency: str) -> bool:
         return currency in (self.allowed_currencies or [])

@@ -447,7 +447,8 @@ def _kind(value: Any) -> str:
 def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
     """Parse a model reply, journal every refused candidate, run the accepted calls as one batch
     (identical ones once) and answer with the `POST /api/v1/text/call` body."""
-    parsed = parse(text, catalog.names())
+    # The names the model was shown in <tools>: a refusal lists only what it may call.
+    parsed = parse(text, [spec.name for spec in gateway.visible_tools(contour)])
     refused: dict[int, Outcome] = {}
     for refusal in parsed.refusals:
         outcome = gateway.reject(

@@ -50,6 +50,7 @@ def contour_form(contour: Contour, **changes: Any) -> dict[str, Any]:
         "toolsets": list(contour.toolsets), "disabled_tools": list(contour.disabled_tools),
         "confirmation_ttl_seconds": contour.confirmation_ttl_seconds,
         "dedup_window_seconds": contour.dedup_window_seconds,
+        "approval_window_hours": contour.approval_window_hours,
         **thresholds_form(contour.approval_thresholds),
         "allowed_currencies": list(contour.allowed_currencies),
         "time_zone": contour.time_zone, "api_token": "", "notification_key": "",
@@ -269,7 +270,8 @@ def test_a_new_contour_with_writes_is_confirmed_then_created_and_journaled(owner
             "base_url": "http://127.0.0.1:8000/sandbox/invoicebox",
             "merchant_id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "api_token": NEW_TOKEN,
             "toolsets": ["write"], "confirmation_ttl_seconds": 900,
-            "dedup_window_seconds": 600, **thresholds_form({"RUB": 10000000}),
+            "dedup_window_seconds": 600, "approval_window_hours": 24,
+            **thresholds_form({"RUB": 10000000}),
                 "allowed_currencies": ["RUB"],
             "time_zone": "Europe/Moscow", "_save": "Сохранить",
             **{f"{p}-{k}": v for p in ("ceilings", "api_keys")

@@ -166,6 +166,7 @@ def test_rejection_reaches_the_assistant_with_the_reason(assistant: Assistant,
 
     assert (status, body["code"]) == (409, "approval_rejected")
     assert "не тот покупатель" in body["message"]
+    assert "без токена" in body["hint"]  # what to do next: a new call, not this token again
     assert sandbox_orders(assistant.http) == []
 
 
