@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
@@ -20,6 +21,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from audit import journal
+from audit.admin import RevokedFilter, shortened
 from tools import catalog
 from tools.admin_money import MoneyInput, ThresholdsField, parse_roubles, roubles_text
 from tools.approvals import OPERATORS_GROUP
@@ -41,6 +43,8 @@ admin.site.site_header = "Шлюз Инвойсбокс для ассистен�
 admin.site.site_title = "Шлюз Инвойсбокс"
 admin.site.index_title = "Управление шлюзом"
 admin.site.site_url = "/approvals/"  # "Открыть сайт": the operators' queue
+# The model list is on the index page; the sidebar would take the width the journal needs.
+admin.site.enable_nav_sidebar = False
 
 KIND_LABELS = {"read": "чтение", "write": "запись", "money": "деньги"}
 WRITE_TOOLSETS = (Toolset.WRITE, Toolset.REFUND)
@@ -232,6 +236,15 @@ class CeilingForm(forms.ModelForm):
         return data
 
 
+class RussianAddText(helpers.InlineAdminFormSet):
+    """Django capitalises the model name inside «Добавить еще один …»; say it plainly."""
+
+    def inline_formset_data(self) -> str:
+        data = json.loads(super().inline_formset_data())
+        data["options"]["addText"] = f"Добавить ещё {self.opts.verbose_name}"
+        return json.dumps(data)
+
+
 class CeilingInline(admin.TabularInline):
     model = Ceiling
     form = CeilingForm
@@ -320,6 +333,12 @@ class ContourAdmin(admin.ModelAdmin):
     @admin.display(description="ключей")
     def active_keys(self, obj: Contour) -> int:
         return obj.api_keys.active().count()
+
+    def get_inline_formsets(self, *args: Any, **kwargs: Any) -> list[helpers.InlineAdminFormSet]:
+        formsets = super().get_inline_formsets(*args, **kwargs)
+        for formset in formsets:
+            formset.__class__ = RussianAddText
+        return formsets
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # The journal outlives a contour, but its confirmations and operations would not:
@@ -484,7 +503,7 @@ class ApiKeyCreateForm(forms.Form):
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     list_display = ("prefix", "contour", "label", "user", "created_at", "state")
-    list_filter = ("contour", ("revoked_at", admin.EmptyFieldListFilter))
+    list_filter = ("contour", RevokedFilter)
     search_fields = ("prefix", "label")
     fields = ("contour", "prefix", "label", "user", "created_at", "revoked_at")
     readonly_fields = ("contour", "prefix", "created_at", "revoked_at")
@@ -564,11 +583,19 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(PendingConfirmation)
 class PendingConfirmationAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "contour", "tool", "status", "requires_approval",
-                    "expires_at", "decided_by", "approval_link")
+    list_display = ("created_at", "contour", "tool", "status", "operator_needed",
+                    "expires_at", "decided_by_short", "approval_link")
     list_filter = ("status", "tool", "contour", "requires_approval")
     exclude = ("token_hash",)
     ordering = ("-created_at",)
+
+    @admin.display(description="оператор", boolean=True, ordering="requires_approval")
+    def operator_needed(self, obj: PendingConfirmation) -> bool:
+        return obj.requires_approval
+
+    @admin.display(description="решил", ordering="decided_by")
+    def decided_by_short(self, obj: PendingConfirmation) -> str:
+        return shortened(obj.decided_by, 18)
 
     @admin.display(description="страница оператора")
     def approval_link(self, obj: PendingConfirmation) -> str:

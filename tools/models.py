@@ -16,6 +16,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from tools.params import format_rub
 from tools.secret_box import EncryptedTextField
 
 
@@ -241,7 +242,7 @@ class Ceiling(models.Model):
     """An owner's limit on what a contour's assistant may do; checked twice, the second time
     under the contour's row lock, in the transaction that records the operation."""
 
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="ceilings")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="ceilings")
     kind = models.CharField("вид", max_length=16, choices=CeilingKind.choices)
     currency = models.CharField(
         "валюта", max_length=3, blank=True, help_text="для сумм; у числа записей пусто"
@@ -258,7 +259,9 @@ class Ceiling(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} {self.currency} {self.limit}"
+        if self.kind == CeilingKind.PER_HOUR:
+            return f"{self.get_kind_display()}: {self.limit}"
+        return f"{self.get_kind_display()}: {format_rub(self.limit, self.currency or 'RUB')}"
 
 
 def mask_secret(value: str) -> str:
@@ -282,7 +285,7 @@ class ApiKey(models.Model):
 
     PREFIX_LENGTH = 12
 
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="api_keys")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="api_keys")
     label = models.CharField("метка", max_length=200, blank=True)
     # The person who holds the key, when known: an operator may not approve what their own
     # key prepared.
@@ -337,7 +340,8 @@ class PendingConfirmation(models.Model):
     """The first phase of a write: what will be done, bound to one contour, tool and arguments."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="confirmations")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур",
+                                related_name="confirmations")
     tool = models.CharField("инструмент", max_length=64)
     arguments = models.JSONField("канонические аргументы")
     args_hash = models.CharField("хеш аргументов", max_length=64)
@@ -383,7 +387,7 @@ class Operation(models.Model):
     """Idempotency record: one upstream write per key, guaranteed by the unique constraint."""
 
     key = models.CharField("ключ операции", max_length=64, unique=True)
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="operations")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="operations")
     tool = models.CharField("инструмент", max_length=64)
     confirmation = models.OneToOneField(
         PendingConfirmation, on_delete=models.PROTECT, related_name="operation"
@@ -415,7 +419,7 @@ class Operation(models.Model):
 class TrackedOrder(models.Model):
     """An order this gateway issued: what notifications and status refreshes compare against."""
 
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="orders")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="orders")
     order_id = models.CharField(max_length=64)
     merchant_order_id = models.CharField(max_length=256)
     amount = models.BigIntegerField("сумма, копейки")
@@ -441,7 +445,8 @@ class TrackedOrder(models.Model):
 class ProcessedNotification(models.Model):
     """A payment notification handled once: its id is unique per contour (Invoicebox retries)."""
 
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="notifications")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур",
+                                related_name="notifications")
     notification_id = models.CharField(max_length=64)
     order_id = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=32)
