@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import uuid
 from typing import Any, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -25,6 +26,7 @@ from audit.admin import RevokedFilter, shortened
 from tools import catalog
 from tools.admin_money import MoneyInput, ThresholdsField, parse_roubles, roubles_text
 from tools.approvals import OPERATORS_GROUP
+from tools.contours import connect_sandbox_notifications
 from tools.models import (
     ApiKey,
     Ceiling,
@@ -144,6 +146,10 @@ class ContourForm(forms.ModelForm):
         self.fields["notification_key"].help_text = (
             f"сейчас: {key}; " if key else "сейчас не задан; ") + (
             "не показывается; введите новый, чтобы заменить")
+        self.fields["merchant_id"].required = False
+        if not stored:
+            self.fields["merchant_id"].help_text = (
+                "новая песочница без токена и магазина получит свой магазин песочницы")
         if "operators" in self.fields:
             self.fields["operators"].queryset = get_user_model().objects.filter(
                 groups__name=OPERATORS_GROUP).order_by("username").distinct()
@@ -184,10 +190,21 @@ class ContourForm(forms.ModelForm):
             return token
         if self.instance.pk:
             return self.instance.api_token
+        if self.data.get("mode") == InvoiceboxMode.SANDBOX:
+            return ""  # a sandbox merchant of its own is minted in clean()
         raise forms.ValidationError("для нового контура нужен токен")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if (not self.instance.pk and data.get("mode") == InvoiceboxMode.SANDBOX
+                and not data.get("api_token")):
+            # Its own sandbox merchant: a tester of isolation must not see another's orders.
+            data["api_token"] = f"sbx_{secrets.token_hex(16)}"
+            data["merchant_id"] = str(uuid.uuid4())
+            self.minted_sandbox = True
+        elif not data.get("merchant_id") and "merchant_id" not in self.errors:
+            self.add_error("merchant_id", "обязательное поле (для новой песочницы без токена "
+                                          "его можно оставить пустым)")
         if data.get("clear_notification_key"):
             data["notification_key"] = ""
         elif not data.get("notification_key") and self.instance.pk:
@@ -456,6 +473,8 @@ class ContourAdmin(admin.ModelAdmin):
         form.secrets_before = (  # type: ignore[attr-defined]
             {name: getattr(stored, name) for name in SECRET_FIELDS} if stored else {})
         super().save_model(request, obj, form, change)
+        if getattr(form, "minted_sandbox", False):
+            connect_sandbox_notifications(obj, own_account=True)
 
     def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: Any,
                      change: bool) -> None:
