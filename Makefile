@@ -8,9 +8,15 @@ export PORT
 
 .PHONY: demo test lint serve setup clean worker beat
 
+# `make demo` installs what the server needs; `make test` adds the test tools (Playwright,
+# schemathesis, the platform SDKs...) on top, once.
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(BIN)/.installed-test: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
@@ -21,7 +27,19 @@ setup: $(BIN)/.installed
 	$(BIN)/python manage.py seed_demo
 
 # WORKERS=2 DATABASE_URL=postgres://... serves the same app from two processes on PostgreSQL.
+# With several workers /metrics must add up every process's counters: prometheus_client needs
+# a directory they share, emptied of old samples before the start (docs/production.md).
+ifeq ($(shell [ "$(WORKERS)" -gt 1 ] 2>/dev/null && echo many),many)
+PROMETHEUS_MULTIPROC_DIR ?= $(CURDIR)/var/prometheus-multiproc
+export PROMETHEUS_MULTIPROC_DIR
+endif
+
 demo: setup
+	@if [ -n "$(PROMETHEUS_MULTIPROC_DIR)" ]; then \
+	  mkdir -p "$(PROMETHEUS_MULTIPROC_DIR)" && \
+	  find "$(PROMETHEUS_MULTIPROC_DIR)" -maxdepth 1 -name '*.db' -delete && \
+	  echo "metrics of $(WORKERS) workers: PROMETHEUS_MULTIPROC_DIR=$(PROMETHEUS_MULTIPROC_DIR)"; \
+	fi
 	$(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port $(PORT) --workers $(WORKERS)
 
 # Background work beside `make demo` when CELERY_TASK_ALWAYS_EAGER=false (docs/production.md).
@@ -31,12 +49,12 @@ worker: $(BIN)/.installed
 beat: $(BIN)/.installed
 	$(BIN)/celery -A config beat --loglevel INFO --schedule var/celerybeat-schedule
 
-test: $(BIN)/.installed
+test: $(BIN)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
 
-lint: $(BIN)/.installed
+lint: $(BIN)/.installed-test
 	$(BIN)/ruff check .
 
 clean:

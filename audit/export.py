@@ -95,10 +95,15 @@ def spreadsheet_safe(value: Any) -> Any:
     return value
 
 
-def iter_csv(qs: QuerySet[JournalEntry]) -> Iterator[str]:
+def iter_csv(qs: QuerySet[JournalEntry], *, excel: bool = False) -> Iterator[str]:
     """A header line, then one CSV line per entry; arguments as compact JSON in one column,
-    text cells that look like spreadsheet formulas prefixed with a quote."""
-    writer = csv.writer(_Echo())
+    text cells that look like spreadsheet formulas prefixed with a quote.
+
+    `excel`: what a Russian Excel opens by double click: a BOM (else it reads cp1251) and `;`
+    (the comma is the decimal separator in the Russian locale)."""
+    writer = csv.writer(_Echo(), delimiter=";" if excel else ",")
+    if excel:
+        yield "\ufeff"
     yield writer.writerow(FIELDS)
     for row in rows(qs):
         row["arguments"] = json.dumps(row["arguments"], ensure_ascii=False, separators=(",", ":"))

@@ -44,6 +44,7 @@ class Channel(models.TextChoices):
     TEXT = "text", "текстовые теги"
     UI = "ui", "интерфейс оператора"
     ADMIN = "admin", "админка"
+    CLI = "cli", "командная строка"
     CELERY = "celery", "Celery"
     WEBHOOK = "webhook", "вебхук"
 

@@ -105,7 +105,8 @@ def export(request: HttpRequest) -> HttpResponse:
         return _bad_query(error)
     # Rows are read in chunks by a server-side iterator and written as they come: memory
     # stays flat however long the journal is.
-    body = batched(iter_csv(qs) if fmt == "csv" else iter_jsonl(qs))
+    excel = request.GET.get("excel", "") in ("1", "true")
+    body = batched(iter_csv(qs, excel=excel) if fmt == "csv" else iter_jsonl(qs))
     content = aiterate(body) if isinstance(request, ASGIRequest) else body
     response = StreamingHttpResponse(content, content_type=CONTENT_TYPES[fmt])
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")

@@ -3,6 +3,7 @@
 import hashlib
 import hmac
 import ipaddress
+import os
 import re
 from pathlib import Path
 
@@ -96,6 +97,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from here, never a CDN
     "audit",
     "tools",
     "adapters.invoicebox",
@@ -182,6 +184,14 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Шлюз между ИИ-ассистентами и API Инвойсбокс: один каталог инструментов, одно ядро.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayRequestDuration": True},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "adapters.rest.openapi.add_journal_and_schemes",
+    ],
 }
 
 # Celery: eager by default so a fresh machine needs no broker; production needs Redis.
@@ -267,10 +277,22 @@ INVOICEBOX_SANDBOX_NOTIFICATION_KEY = env.str(
 # Gateway policy defaults (a contour may override its own).
 GATEWAY_CONFIRMATION_TTL_SECONDS = env.int("GATEWAY_CONFIRMATION_TTL_SECONDS", default=15 * 60)
 GATEWAY_DEDUP_WINDOW_SECONDS = env.int("GATEWAY_DEDUP_WINDOW_SECONDS", default=10 * 60)
+# How long a write waiting for an operator stays open: people need hours, not the minutes a
+# chat confirmation gets.
+GATEWAY_APPROVAL_WINDOW_HOURS = env.int("GATEWAY_APPROVAL_WINDOW_HOURS", default=24)
 # Threads per process for core calls made from async code (MCP); each may wait on Invoicebox.
 GATEWAY_SYNC_THREADS = env.int("GATEWAY_SYNC_THREADS", default=32)
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.
-GATEWAY_APPROVAL_THRESHOLD_RUB = env.int("GATEWAY_APPROVAL_THRESHOLD_RUB", default=10_000_000)
+# GATEWAY_APPROVAL_THRESHOLD_RUB was the old, misleading name (it was kopecks all along): still
+# read, with a warning from `manage.py check` (tools.apps), when the new name is not set.
+GATEWAY_DEPRECATED_SETTINGS = [
+    name for name in ("GATEWAY_APPROVAL_THRESHOLD_RUB",)
+    if name in os.environ and "GATEWAY_APPROVAL_THRESHOLD_KOPECKS" not in os.environ
+]
+GATEWAY_APPROVAL_THRESHOLD_KOPECKS = env.int(
+    "GATEWAY_APPROVAL_THRESHOLD_KOPECKS",
+    default=env.int("GATEWAY_APPROVAL_THRESHOLD_RUB", default=10_000_000),
+)
 
 # Operators are told of writes waiting for them (tools/alerts.py): email through Django's
 # backends (console in the demo), an optional signed webhook per contour.

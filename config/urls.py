@@ -3,14 +3,17 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
+from adapters.rest.openapi import SchemaView
 from tools import notifications
 from tools.ops.dashboard import dashboard_view
 from tools.ops.health import health_view
+from tools.ops.home import home_view
 from tools.ops.metrics import metrics_view
 
 urlpatterns = [
+    path("", home_view, name="home"),  # public: what this is, where to go
     path("admin/", admin.site.urls),
     path("approvals/", include("tools.urls")),
     path("dashboard/", dashboard_view, name="ops-dashboard"),  # owners
@@ -20,7 +23,7 @@ urlpatterns = [
          name="login"),
     path("api/v1/", include("audit.urls")),  # the journal for auditors
     path("api/v1/", include("adapters.rest.urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("sandbox/invoicebox/", include("adapters.invoicebox.urls")),
     # Invoicebox payment notifications (webhook), one URL per contour.

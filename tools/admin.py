@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import secrets
+import uuid
 from typing import Any, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
@@ -27,7 +29,9 @@ from adapters.invoicebox.notify import (
     SIGNATURE_METHODS,
 )
 from audit import journal
+from audit.admin import RevokedFilter, shortened
 from tools import alerts, catalog, keys, roles
+from tools.admin_money import MoneyInput, ThresholdsField, parse_roubles, roubles_text
 from tools.admin_scope import (
     ContourRoleInline,
     OwnerScoped,
@@ -35,6 +39,7 @@ from tools.admin_scope import (
     key_last_use,
     save_role_formset,
 )
+from tools.contours import connect_sandbox_notifications
 from tools.models import (
     ApiKey,
     Ceiling,
@@ -55,6 +60,8 @@ admin.site.site_header = "Шлюз Инвойсбокс для ассистен�
 admin.site.site_title = "Шлюз Инвойсбокс"
 admin.site.index_title = "Управление шлюзом"
 admin.site.site_url = "/approvals/"  # "Открыть сайт": the operators' queue
+# The model list is on the index page; the sidebar would take the width the journal needs.
+admin.site.enable_nav_sidebar = False
 
 KIND_LABELS = {"read": "чтение", "write": "запись", "money": "деньги"}
 WRITE_TOOLSETS = (Toolset.WRITE, Toolset.REFUND)
@@ -66,7 +73,8 @@ CONFIRM_FIELD = "_confirm_writes"
 AUDITED_FIELDS = (
     "slug", "name", "mode", "base_url", "merchant_id", "toolsets", "disabled_tools",
     "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
-    "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone", "key_grace_hours",
+    "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds", "time_zone",
+    "key_grace_hours",
 )
 # The webhook URL counts as a secret: a relay's URL (Telegram) carries its token.
 SECRET_FIELDS = ("api_token", "notification_key", "notify_webhook_url", "notify_webhook_secret")
@@ -134,6 +142,11 @@ class ContourForm(forms.ModelForm):
         assume_scheme="https",
         help_text="необязательно: JSON о каждой операции, ждущей оператора (ретранслятор в "
                   "Telegram или Slack); без данных клиента")
+    approval_thresholds = ThresholdsField(
+        label="порог одобрения оператором", required=False,
+        help_text="в рублях и копейках, например 100 000,00; запись выше порога одобряет "
+                  "оператор; валюта без порога (пустое поле) — всегда оператор",
+    )
     allowed_currencies = forms.MultipleChoiceField(
         label="разрешённые валюты записей", widget=forms.CheckboxSelectMultiple,
         choices=[(code, code) for code in get_args(Currency)],
@@ -157,19 +170,19 @@ class ContourForm(forms.ModelForm):
         model = Contour
         fields = (
             "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
-            "confirmation_ttl_seconds", "dedup_window_seconds", "approval_thresholds",
+            "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
+            "approval_thresholds",
             "allowed_currencies", "approval_for_all_writes", "time_zone", "disabled_tools",
             "notification_key", "notify_webhook_url", "notify_webhook_secret", "key_grace_hours",
         )
         help_texts = {
-            "approval_thresholds": 'копейки по валютам, например {"RUB": 10000000} = '
-                                   "100 000,00 ₽; запись выше порога одобряет оператор, "
-                                   "валюта без порога — всегда оператор",
             "approval_for_all_writes": "иначе достаточно подтверждения в чате (ниже порога)",
             "dedup_window_seconds": "та же запись в этом окне вернёт прежний результат",
             "mode": "demo и production — только официальный API по https; custom — свой "
                     "адрес (прокси, тестовый двойник): токен уходит туда, проверьте адрес; "
                     "смена режима или адреса стирает токен",
+            "confirmation_ttl_seconds": "сколько живёт токен подтверждения в чате",
+            "approval_window_hours": "сколько запись, ждущая оператора, остаётся открытой",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -183,6 +196,10 @@ class ContourForm(forms.ModelForm):
         self.fields["notification_key"].help_text = (
             f"сейчас: {key}; " if key else "сейчас не задан; ") + (
             "не показывается; введите новый, чтобы заменить")
+        self.fields["merchant_id"].required = False
+        if not stored:
+            self.fields["merchant_id"].help_text = (
+                "новая песочница без токена и магазина получит свой магазин песочницы")
 
     def clean_toolsets(self) -> list[str]:
         chosen = set(self.cleaned_data.get("toolsets") or []) | {Toolset.READ}
@@ -233,10 +250,21 @@ class ContourForm(forms.ModelForm):
             return token
         if self.instance.pk:
             return self.instance.api_token
+        if self.data.get("mode") == InvoiceboxMode.SANDBOX:
+            return ""  # a sandbox merchant of its own is minted in clean()
         raise forms.ValidationError("для нового контура нужен токен")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if (not self.instance.pk and data.get("mode") == InvoiceboxMode.SANDBOX
+                and not data.get("api_token")):
+            # Its own sandbox merchant: a tester of isolation must not see another's orders.
+            data["api_token"] = f"sbx_{secrets.token_hex(16)}"
+            data["merchant_id"] = str(uuid.uuid4())
+            self.minted_sandbox = True
+        elif not data.get("merchant_id") and "merchant_id" not in self.errors:
+            self.add_error("merchant_id", "обязательное поле (для новой песочницы без токена "
+                                          "его можно оставить пустым)")
         if data.get("clear_notification_key"):
             data["notification_key"] = ""
         elif not data.get("notification_key") and self.instance.pk:
@@ -247,13 +275,37 @@ class ContourForm(forms.ModelForm):
 
 
 class CeilingForm(forms.ModelForm):
+    # Sums are typed in roubles and kopecks, the hourly count in pieces; the kind decides.
+    limit = forms.CharField(
+        label="предел", widget=MoneyInput(attrs={"size": 12}),
+        help_text="сумма — в рублях (100 000,00), число записей — штуками (20)",
+    )
+
     class Meta:
         model = Ceiling
         fields = ("kind", "currency", "limit")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial["limit"] = (str(self.instance.limit)
+                                     if self.instance.kind == CeilingKind.PER_HOUR
+                                     else roubles_text(self.instance.limit))
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         kind, currency = data.get("kind"), (data.get("currency") or "").strip()
+        raw = str(data.get("limit") or "").strip()
+        if raw and kind == CeilingKind.PER_HOUR:
+            if raw.isascii() and raw.isdigit():
+                data["limit"] = int(raw)
+            else:
+                self.add_error("limit", "число записей — целое число, например 20")
+        elif raw:
+            try:
+                data["limit"] = parse_roubles(raw)
+            except forms.ValidationError as error:
+                self.add_error("limit", error)
         if kind == CeilingKind.PER_HOUR and currency:
             self.add_error("currency", "у числа записей валюты нет: оставьте пустым")
         if kind in (CeilingKind.PER_ORDER, CeilingKind.PER_DAY) and not (
@@ -263,10 +315,29 @@ class CeilingForm(forms.ModelForm):
         return data
 
 
+class RussianAddText(helpers.InlineAdminFormSet):
+    """Django capitalises the model name inside «Добавить еще один …»; say it plainly."""
+
+    def inline_formset_data(self) -> str:
+        data = json.loads(super().inline_formset_data())
+        data["options"]["addText"] = f"Добавить ещё {self.opts.verbose_name}"
+        return json.dumps(data)
+
+
 class CeilingInline(admin.TabularInline):
     model = Ceiling
     form = CeilingForm
     extra = 0
+    fields = ("kind", "currency", "limit", "limit_display")
+    readonly_fields = ("limit_display",)
+
+    @admin.display(description="сейчас")
+    def limit_display(self, obj: Ceiling) -> str:
+        if obj.pk is None:
+            return ""
+        if obj.kind == CeilingKind.PER_HOUR:
+            return f"{obj.limit} в час"
+        return format_rub(obj.limit, obj.currency or "RUB")
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -315,7 +386,8 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         ("Что может ассистент", {"fields": ("toolsets", "disabled_tools")}),
         ("Подтверждение записей", {"fields": (
             "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
-            "confirmation_ttl_seconds", "dedup_window_seconds", "time_zone")}),
+            "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
+            "time_zone")}),
         ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
                                    "notification_key", "clear_notification_key")}),
         ("Оповещения операторов и ключи", {"fields": (
@@ -355,6 +427,12 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
     @admin.display(description="ключей")
     def active_keys(self, obj: Contour) -> int:
         return obj.api_keys.active().count()
+
+    def get_inline_formsets(self, *args: Any, **kwargs: Any) -> list[helpers.InlineAdminFormSet]:
+        formsets = super().get_inline_formsets(*args, **kwargs)
+        for formset in formsets:
+            formset.__class__ = RussianAddText
+        return formsets
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # The journal outlives a contour, but its confirmations and operations would not:
@@ -472,6 +550,8 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         form.secrets_before = (  # type: ignore[attr-defined]
             {name: getattr(stored, name) for name in SECRET_FIELDS} if stored else {})
         super().save_model(request, obj, form, change)
+        if getattr(form, "minted_sandbox", False):
+            connect_sandbox_notifications(obj, own_account=True)
 
     def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: Any,
                      change: bool) -> None:
@@ -552,7 +632,7 @@ class ApiKeyCreateForm(forms.Form):
 class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
     list_display = ("prefix", "contour", "label", "user", "created_at", "state", "scope",
                     "last_use")
-    list_filter = (contour_filter, ("revoked_at", admin.EmptyFieldListFilter))
+    list_filter = (contour_filter, RevokedFilter)
     search_fields = ("prefix", "label")
     fields = ("contour", "prefix", "label", "user", "created_at", "revoked_at", "toolsets",
               "tools", "expires_at", "last_use")
@@ -669,11 +749,19 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(PendingConfirmation)
 class PendingConfirmationAdmin(OwnerScoped, ReadOnlyAdmin):
-    list_display = ("created_at", "contour", "tool", "status", "requires_approval",
-                    "expires_at", "decided_by", "approval_link")
+    list_display = ("created_at", "contour", "tool", "status", "operator_needed",
+                    "expires_at", "decided_by_short", "approval_link")
     list_filter = ("status", "tool", contour_filter, "requires_approval")
     exclude = ("token_hash",)
     ordering = ("-created_at",)
+
+    @admin.display(description="оператор", boolean=True, ordering="requires_approval")
+    def operator_needed(self, obj: PendingConfirmation) -> bool:
+        return obj.requires_approval
+
+    @admin.display(description="решил", ordering="decided_by")
+    def decided_by_short(self, obj: PendingConfirmation) -> str:
+        return shortened(obj.decided_by, 18)
 
     @admin.display(description="страница оператора")
     def approval_link(self, obj: PendingConfirmation) -> str:

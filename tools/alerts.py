@@ -48,8 +48,8 @@ from tools.params import format_rub
 logger = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Gateway-Signature"
-# The field holding the moment an operator's decision stops counting. Today the confirmation's
-# expiry; a per-contour approval window would change it here (and in approval_deadline).
+# A write waiting for an operator expires at the end of the contour's approval window
+# (confirmations.py sets expires_at from approval_window_hours for such writes).
 DEADLINE_FIELD = "expires_at"
 PERMANENT_HTTP = frozenset(range(400, 500)) - {408, 425, 429}
 

@@ -1,6 +1,22 @@
 """The tool catalog and the shared core every adapter calls."""
 
+from typing import Any
+
 from django.apps import AppConfig
+from django.conf import settings
+from django.core import checks
+
+RENAMED = {"GATEWAY_APPROVAL_THRESHOLD_RUB": "GATEWAY_APPROVAL_THRESHOLD_KOPECKS"}
+
+
+def deprecated_settings(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    return [
+        checks.Warning(
+            f"{old} is deprecated: its value was always in kopecks; rename it to {RENAMED[old]}",
+            hint=f"{RENAMED[old]}=10000000 means 100 000,00 ₽", id="gateway.W001",
+        )
+        for old in getattr(settings, "GATEWAY_DEPRECATED_SETTINGS", [])
+    ]
 
 
 class ToolsConfig(AppConfig):
@@ -17,3 +33,4 @@ class ToolsConfig(AppConfig):
         from tools import roles  # registers the per-contour permissions with django-rules
 
         set_contour_source(roles.audited_slugs)
+        checks.register(deprecated_settings, checks.Tags.compatibility)

@@ -122,12 +122,17 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
             # never the other way.
             existing.requires_approval = True
             existing.approval_reason = approval_reason
-            existing.save(update_fields=["requires_approval", "approval_reason"])
+            # Now it waits for a person: it gets the operator's window, never less time.
+            existing.expires_at = max(existing.expires_at,
+                                      existing.created_at + contour.approval_window)
+            existing.save(update_fields=["requires_approval", "approval_reason", "expires_at"])
         return existing, token_for(existing)
     confirmation = PendingConfirmation(
         contour=contour, tool=spec.name, arguments=canonical, args_hash=digest,
         summary=summary.text, summary_data={**summary.data, "warnings": summary.warnings},
-        created_by=actor, expires_at=now + contour.confirmation_ttl,
+        created_by=actor,
+        # An operator decides in hours; a chat confirmation is a matter of minutes.
+        expires_at=now + (contour.approval_window if approval_reason else contour.confirmation_ttl),
         requires_approval=bool(approval_reason), approval_reason=approval_reason[:200],
         amount=summary.amount, currency=summary.currency or "",
     )
@@ -167,7 +172,10 @@ def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: 
         )
     if confirmation.status == ConfirmationStatus.REJECTED:
         reason = f": {confirmation.decision_reason}" if confirmation.decision_reason else ""
-        raise ToolError("approval_rejected", f"оператор отклонил операцию{reason}")
+        raise ToolError("approval_rejected", f"оператор отклонил операцию{reason}",
+                        hint="не повторяйте этот токен: расскажите человеку причину отказа; "
+                             "если он исправит условия, вызовите инструмент заново без токена "
+                             "с новыми параметрами")
     if confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired():
         if not _may_expire(confirmation):
             # Its execution began and may have happened: the token keeps naming it, so the

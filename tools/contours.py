@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
+import secrets
+import uuid
+from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from audit.cli import record_configure
 from tools.models import (
     OFFICIAL_API_ORIGIN,
     ApiKey,
@@ -55,7 +59,11 @@ def create_contour(
     base_url: str = "",
     token: str = "",
     merchant_id: str = "",
+    own_sandbox_merchant: bool = False,
 ) -> Contour:
+    """`own_sandbox_merchant`: a sandbox contour without a token gets a fresh sandbox merchant
+    and token of its own, so it never reads another contour's orders (the default shared demo
+    shop is what the seeded `demo` contour and the published demo token use)."""
     if mode not in InvoiceboxMode.values:
         raise ContourSetupError(f"mode must be one of {', '.join(InvoiceboxMode.values)}")
     if Contour.objects.filter(slug=slug).exists():
@@ -72,6 +80,8 @@ def create_contour(
     problem = base_url_problem(mode, url)
     if problem:
         raise ContourSetupError(f"--base-url: {problem}")
+    if mode == InvoiceboxMode.SANDBOX and own_sandbox_merchant and not token:
+        token, merchant_id = f"sbx_{secrets.token_hex(16)}", str(uuid.uuid4())
     own_token = bool(token)
     try:
         contour = Contour.objects.create(
@@ -88,6 +98,28 @@ def create_contour(
     if mode == InvoiceboxMode.SANDBOX:
         connect_sandbox_notifications(contour, own_account=own_token)
     return contour
+
+
+SITE_URL_FILE = "site-url"
+
+
+def remember_site_url(state_dir: str | Path) -> None:
+    """Written by `make demo` (seed_demo): where the server it starts will listen."""
+    path = Path(state_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / SITE_URL_FILE).write_text(settings.GATEWAY_SITE_URL + "\n")
+
+
+def running_site_url(state_dir: str | Path, environ: dict[str, str]) -> str:
+    """The gateway's own URL as a later command should print it: the environment when it says
+    (PORT, GATEWAY_SITE_URL), else what `make demo` last served on, else the settings."""
+    if "GATEWAY_SITE_URL" in environ or "PORT" in environ:
+        return settings.GATEWAY_SITE_URL
+    try:
+        remembered = (Path(state_dir) / SITE_URL_FILE).read_text().strip()
+    except OSError:
+        remembered = ""
+    return remembered.rstrip("/") or settings.GATEWAY_SITE_URL
 
 
 def notification_url(contour: Contour) -> str:
@@ -123,3 +155,27 @@ def connect_sandbox_notifications(contour: Contour, *, own_account: bool,
 def issue_key(contour: Contour, label: str = "") -> str:
     _, raw = ApiKey.issue(contour, label=label)
     return raw
+
+
+def journal_contour_created(contour: Contour) -> None:
+    """A contour made from the command line, journaled as the admin journals its own."""
+    state = {"mode": contour.mode, "base_url": contour.base_url,
+             "merchant_id": contour.merchant_id, "toolsets": list(contour.toolsets)}
+    record_configure(
+        contour=contour.slug, code="contour_created",
+        message=f"контур {contour.slug} создан: наборы {', '.join(contour.toolsets)}",
+        arguments={"object": "contour", "action": "created",
+                   "changes": {key: {"before": None, "after": value}
+                               for key, value in state.items()}},
+        secrets=[contour.api_token, contour.notification_key],
+    )
+
+
+def journal_key_issued(key: ApiKey) -> None:
+    record_configure(
+        contour=key.contour.slug, code="api_key_issued",
+        message=f"выдан ключ {key.prefix}… для контура {key.contour.slug}",
+        arguments={"object": "api_key", "prefix": key.prefix, "label": key.label,
+                   "holder": key.user.get_username() if key.user else ""},
+        secrets=[key.contour.api_token, key.contour.notification_key],
+    )

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
 from audit import journal
-from tools import alerts, approvals, catalog, ceilings, confirmations, keys
+from tools import alerts, approvals, catalog, ceilings, confirmations, keys, phrases
 from tools.errors import Outcome, Problem, ToolError, invalid_arguments
 from tools.models import (
     ApiKey,
@@ -160,9 +160,11 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     assert contour is not None
     spec = catalog.get(name) if isinstance(name, str) else None
     if spec is None:
-        raise ToolError("unknown_tool", f"инструмента {str(name)[:64]!r} нет; есть: "
-                        + ", ".join(catalog.names()),
-                        data={"known_tools": catalog.names()})
+        # Only what this contour may call: naming the rest would only invite `forbidden`.
+        visible = [tool.name for tool in visible_tools(contour)]
+        raise ToolError("unknown_tool", f"инструмента {str(name)[:64]!r} нет; этому контуру "
+                        "доступны: " + (", ".join(visible) or "ни одного"),
+                        data={"known_tools": visible})
     if not isinstance(arguments, dict):
         raise ToolError("arguments_not_object",
                         f"arguments должен быть JSON-объектом, а пришёл {_json_kind(arguments)}",
@@ -192,7 +194,7 @@ def _read(trace: _Trace, spec: ToolSpec, params: BaseModel) -> Outcome:
     with _client(trace.contour) as client:
         data = _upstream(trace, client, lambda: spec.handler(CallContext(trace.contour, client),
                                                             params))
-        return Outcome(status="ok", code="ok", message=f"{spec.title}: готово",
+        return Outcome(status="ok", code="ok", message=phrases.read_message(spec, data),
                        data=_with_context(trace, data))
 
 
@@ -441,9 +443,7 @@ def _finish(operation: Operation, confirmation: PendingConfirmation, state: str,
 
 
 def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool) -> Outcome:
-    message = f"{spec.title}: выполнено"
-    if replayed:
-        message += " ранее; повтор не создал новой операции"
+    message = phrases.done_message(spec, replayed=replayed)
     return Outcome(status="ok", code="ok", message=message, data=data, replayed=replayed)
 
 

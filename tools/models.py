@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -21,6 +22,7 @@ from adapters.invoicebox.notify import (
     SIGNATURE_ALGORITHMS,
     SIGNATURE_METHODS,
 )
+from tools.params import format_rub
 from tools.secret_box import EncryptedTextField
 
 
@@ -103,12 +105,16 @@ def _default_dedup_window() -> int:
     return settings.GATEWAY_DEDUP_WINDOW_SECONDS
 
 
+def _default_approval_window() -> int:
+    return settings.GATEWAY_APPROVAL_WINDOW_HOURS
+
+
 def _default_allowed_currencies() -> list[str]:
     return ["RUB"]
 
 
 def _default_approval_thresholds() -> dict[str, int]:
-    return {"RUB": settings.GATEWAY_APPROVAL_THRESHOLD_RUB}
+    return {"RUB": settings.GATEWAY_APPROVAL_THRESHOLD_KOPECKS}
 
 
 class Contour(models.Model):
@@ -131,6 +137,11 @@ class Contour(models.Model):
     )
     dedup_window_seconds = models.PositiveIntegerField(
         "окно защиты от дублей, с", default=_default_dedup_window
+    )
+    # A write that waits for an operator lives this long instead of confirmation_ttl_seconds.
+    approval_window_hours = models.PositiveIntegerField(
+        "срок на решение оператора, ч", default=_default_approval_window,
+        validators=[MinValueValidator(1)],
     )
     # Kopecks per currency; a write above it waits for an operator. A currency missing here
     # always needs one: an unknown scale is no reason to skip the human.
@@ -248,6 +259,10 @@ class Contour(models.Model):
     def confirmation_ttl(self) -> timedelta:
         return timedelta(seconds=self.confirmation_ttl_seconds)
 
+    @property
+    def approval_window(self) -> timedelta:
+        return timedelta(hours=self.approval_window_hours)
+
     def allows_currency(self, currency: str) -> bool:
         return currency in (self.allowed_currencies or [])
 
@@ -266,7 +281,7 @@ class Ceiling(models.Model):
     """An owner's limit on what a contour's assistant may do; checked twice, the second time
     under the contour's row lock, in the transaction that records the operation."""
 
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="ceilings")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="ceilings")
     kind = models.CharField("вид", max_length=16, choices=CeilingKind.choices)
     currency = models.CharField(
         "валюта", max_length=3, blank=True, help_text="для сумм; у числа записей пусто"
@@ -283,7 +298,9 @@ class Ceiling(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} {self.currency} {self.limit}"
+        if self.kind == CeilingKind.PER_HOUR:
+            return f"{self.get_kind_display()}: {self.limit}"
+        return f"{self.get_kind_display()}: {format_rub(self.limit, self.currency or 'RUB')}"
 
 
 def mask_secret(value: str) -> str:
@@ -308,7 +325,7 @@ class ApiKey(models.Model):
 
     PREFIX_LENGTH = 12
 
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="api_keys")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="api_keys")
     label = models.CharField("метка", max_length=200, blank=True)
     # The person who holds the key, when known: an operator may not approve what their own
     # key prepared.
@@ -385,7 +402,8 @@ class PendingConfirmation(models.Model):
     """The first phase of a write: what will be done, bound to one contour, tool and arguments."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="confirmations")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур",
+                                related_name="confirmations")
     tool = models.CharField("инструмент", max_length=64)
     arguments = models.JSONField("канонические аргументы")
     args_hash = models.CharField("хеш аргументов", max_length=64)
@@ -431,7 +449,7 @@ class Operation(models.Model):
     """Idempotency record: one upstream write per key, guaranteed by the unique constraint."""
 
     key = models.CharField("ключ операции", max_length=64, unique=True)
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="operations")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="operations")
     tool = models.CharField("инструмент", max_length=64)
     confirmation = models.OneToOneField(
         PendingConfirmation, on_delete=models.PROTECT, related_name="operation"
@@ -463,7 +481,7 @@ class Operation(models.Model):
 class TrackedOrder(models.Model):
     """An order this gateway issued: what notifications and status refreshes compare against."""
 
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="orders")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="orders")
     order_id = models.CharField(max_length=64)
     merchant_order_id = models.CharField(max_length=256)
     amount = models.BigIntegerField("сумма, копейки")
@@ -490,7 +508,8 @@ class ProcessedNotification(models.Model):
     """A payment notification handled once per (contour, id, status): Invoicebox retries one,
     and its `id` is the order's, so "hold" then "completed" of one order are two."""
 
-    contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="notifications")
+    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур",
+                                related_name="notifications")
     notification_id = models.CharField(max_length=64)
     order_id = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=32)

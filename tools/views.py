@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -54,6 +55,18 @@ class Item:
     warnings: list[str] = field(default_factory=list)
     time_left: str = ""
     own: bool = False
+    deadline: str = ""
+
+
+def deadline_text(moment: datetime, zone_name: str) -> str:
+    """"04.12.2026 10:15 (Europe/Moscow, UTC+03:00)": the zone is named, never implied."""
+    try:
+        zone = ZoneInfo(zone_name)
+    except (ZoneInfoNotFoundError, ValueError):
+        zone, zone_name = ZoneInfo("UTC"), "UTC"
+    local = moment.astimezone(zone)
+    offset = local.strftime("%z")
+    return f"{local:%d.%m.%Y %H:%M} ({zone_name}, UTC{offset[:3]}:{offset[3:]})"
 
 
 def _time_left(expires_at: datetime, now: datetime) -> str:
@@ -123,6 +136,7 @@ def present(c: PendingConfirmation, user: Any, now: datetime | None = None) -> I
         lines=_lines(c.arguments if isinstance(c.arguments, dict) else {}, currency),
         warnings=[str(w) for w in data.get("warnings") or []],
         time_left=_time_left(c.expires_at, now),
+        deadline=deadline_text(c.expires_at, c.contour.time_zone),
         own=approvals.prepared_by(user, c),
     )
 

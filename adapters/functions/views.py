@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from adapters.functions import gigachat, openai, yandexgpt
 from adapters.functions.calls import Reply
+from adapters.rest.openapi import GIGACHAT_EXAMPLES, OPENAI_EXAMPLES, YANDEXGPT_EXAMPLES
 from adapters.rest.views import ContourView, Envelope
 
 # The body is the platform's own assistant message, the answer its own next message.
@@ -28,7 +29,7 @@ def _answer(view: ContourView, request: Request, respond: Callable[..., Reply]) 
 class GigaChatCallView(ContourView):
 
     @extend_schema(summary="Вызов функции GigaChat: v1 function_call или v2 content",
-                   **_SCHEMA)
+                   examples=GIGACHAT_EXAMPLES, **_SCHEMA)
     def post(self, request: Request) -> Response:
         return _answer(self, request, gigachat.respond)
 
@@ -36,7 +37,7 @@ class GigaChatCallView(ContourView):
 class YandexGPTCallView(ContourView):
 
     @extend_schema(summary="Вызовы функций YandexGPT: toolCallList -> toolResultList",
-                   **_SCHEMA)
+                   examples=YANDEXGPT_EXAMPLES, **_SCHEMA)
     def post(self, request: Request) -> Response:
         return _answer(self, request, yandexgpt.respond)
 
@@ -44,6 +45,6 @@ class YandexGPTCallView(ContourView):
 class OpenAICallView(ContourView):
 
     @extend_schema(summary="Вызовы инструментов OpenAI: tool_calls -> сообщения role: tool",
-                   **_SCHEMA)
+                   examples=OPENAI_EXAMPLES, **_SCHEMA)
     def post(self, request: Request) -> Response:
         return _answer(self, request, openai.respond)

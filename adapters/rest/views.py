@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from adapters.functions.schema import measure
 from adapters.rest.authentication import ContourKeyAuthentication, ContourPrincipal, HasContourKey
 from adapters.rest.formats import all_formats, export_tools
+from adapters.rest.openapi import CALL_EXAMPLES
 from tools import gateway
 from tools.models import PendingConfirmation
 
@@ -87,6 +88,7 @@ class CallView(ContourView):
         summary="Вызов инструмента",
         request=CallRequestSerializer,
         responses={code: Envelope for code in (200, 400, 403, 404, 409, 422, 429, 502, 504)},
+        examples=CALL_EXAMPLES,
     )
     def post(self, request: Request) -> Response:
         principal = self.principal(request)

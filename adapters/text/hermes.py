@@ -198,10 +198,15 @@ class _JsonRefused(Exception):
         self.offset = offset
 
 
-def parse(text: str, known: Collection[str] | None = None) -> Parsed:
+def parse(text: str, known: Collection[str] | None = None,
+          listed: Collection[str] | None = None) -> Parsed:
     """Every <tool_call> block (an unclosed last one too) and every call-like text outside them
-    is one candidate, numbered in text order. Nothing is repaired. Linear in len(text)."""
+    is one candidate, numbered in text order. Nothing is repaired. Linear in len(text).
+
+    `known` names are accepted; an unknown one is refused naming `listed` (default: `known`),
+    the tools the caller may use."""
     names = list(known) if known is not None else catalog.names()
+    shown = list(listed) if listed is not None else names
     verdicts: list[_Verdict] = []
     seen = 0
     overflow_at: int | None = None
@@ -229,7 +234,7 @@ def parse(text: str, known: Collection[str] | None = None) -> Parsed:
         body_end = closing if closing >= 0 else len(text)
         end = closing + len(CLOSE) if closing >= 0 else len(text)
         add(opening, lambda o=opening, b=body_start, e=body_end, c=end, z=closing >= 0:
-            _block(text, o, b, e, c, closed=z, known=names))
+            _block(text, o, b, e, c, closed=z, known=names, listed=shown))
         pos = end
     outside(pos, len(text))
     if overflow_at is not None:
@@ -256,7 +261,7 @@ def _answer_start(text: str) -> int:
 
 
 def _block(text: str, opening: int, body_start: int, body_end: int, end: int, *, closed: bool,
-           known: list[str]) -> _Verdict:
+           known: list[str], listed: list[str] | None = None) -> _Verdict:
     body = text[body_start:body_end]
     stripped = body.strip(_JSON_WS)
     lead = len(body) - len(body.lstrip(_JSON_WS))
@@ -284,11 +289,12 @@ def _block(text: str, opening: int, body_start: int, body_end: int, end: int, *,
                         hint=_json_hint(stripped, error.message),
                         problems=(("", error.message),), data={"json_error": error.message})
     notes = () if closed else ("блок не закрыт </tool_call>: принят как последний в ответе",)
-    return _judge(value, span, notes, known)
+    return _judge(value, span, notes, known, listed)
 
 
-def _judge(value: Any, span: dict[str, int], notes: tuple[str, ...], known: list[str]
-           ) -> _Verdict:
+def _judge(value: Any, span: dict[str, int], notes: tuple[str, ...], known: list[str],
+           listed: list[str] | None = None) -> _Verdict:
+    shown = known if listed is None else listed
     if not isinstance(value, dict):
         hint = ("по одному вызову на блок: " if isinstance(value, list) else "нужен вызов: ")
         return _Verdict(**span, reason="not_an_object",
@@ -305,8 +311,8 @@ def _judge(value: Any, span: dict[str, int], notes: tuple[str, ...], known: list
                          f"name должен быть непустой строкой, а пришло {_kind(name)}"))
     elif name not in known:
         problems.append(("unknown_function", ".name",
-                         f"инструмента {name[:64]!r} нет; есть: {', '.join(known)}"))
-        data["known_tools"] = list(known)
+                         f"инструмента {name[:64]!r} нет; есть: {', '.join(shown)}"))
+        data["known_tools"] = list(shown)
         hint = "вызывайте только инструменты из списка <tools>"
     arguments = value.get("arguments")
     if "arguments" not in value:
@@ -447,7 +453,10 @@ def _kind(value: Any) -> str:
 def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
     """Parse a model reply, journal every refused candidate, run the accepted calls as one batch
     (identical ones once) and answer with the `POST /api/v1/text/call` body."""
-    parsed = parse(text, catalog.names())
+    # A refusal lists only what the model was shown in <tools>; a known tool it may not call
+    # still goes to the core, which answers `forbidden`.
+    parsed = parse(text, catalog.names(),
+                   listed=[spec.name for spec in gateway.visible_tools(contour)])
     refused: dict[int, Outcome] = {}
     for refusal in parsed.refusals:
         outcome = gateway.reject(

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from adapters.rest.openapi import TEXT_EXAMPLES
 from adapters.rest.views import ContourView
 from adapters.text import hermes
 from tools import gateway
@@ -37,6 +38,7 @@ class TextCallView(ContourView):
         summary="Вызовы из текста модели (<tool_call>, Hermes / Qwen)",
         request=TextCallRequestSerializer,
         responses={200: TextCallResponse},
+        examples=TEXT_EXAMPLES,
     )
     def post(self, request: Request) -> Response:
         principal = self.principal(request)

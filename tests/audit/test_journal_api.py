@@ -254,3 +254,18 @@ def test_export_journal_command_filters_by_tool_and_status(entries: list[Journal
 
     assert [json.loads(line)["id"] for line in out.getvalue().splitlines()] == [
         entries[2].id, entries[3].id]
+
+
+def test_excel_option_gives_semicolons_and_a_bom_with_the_same_rows(entries: list[JournalEntry]):
+    # given
+    auditor = session(user("alla", "auditors"))
+
+    # when
+    plain = body(auditor.get(EXPORT, {"format": "csv"}))
+    excel = body(auditor.get(EXPORT, {"format": "csv", "excel": "1"}))
+
+    # then: a BOM first, ';' between cells, and the very same cells
+    assert excel.startswith("\ufeff") and not plain.startswith("\ufeff")
+    assert excel[1:].splitlines()[0] == ";".join(FIELDS)
+    assert list(csv.reader(io.StringIO(excel[1:]), delimiter=";")) == list(
+        csv.reader(io.StringIO(plain)))

@@ -16,6 +16,7 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tests.people.conftest import logged_in
+from tools.admin_money import CURRENCIES, roubles_text
 from tools.models import ApiKey, Ceiling, Contour, ContourRole
 
 pytestmark = pytest.mark.django_db
@@ -42,6 +43,12 @@ def root(make_user: Callable[..., User]) -> Client:
     return logged_in(make_user("root", staff=True, superuser=True))
 
 
+def thresholds_form(thresholds: dict[str, int]) -> dict[str, str]:
+    """The money widget's inputs: roubles per currency, empty for none."""
+    return {f"approval_thresholds_{code}": roubles_text(thresholds[code]) if code in thresholds
+            else "" for code in CURRENCIES}
+
+
 def contour_form(contour: Contour, **changes: Any) -> dict[str, Any]:
     """What the change form posts for this contour as stored, with changes applied."""
     data: dict[str, Any] = {
@@ -50,7 +57,8 @@ def contour_form(contour: Contour, **changes: Any) -> dict[str, Any]:
         "toolsets": list(contour.toolsets), "disabled_tools": list(contour.disabled_tools),
         "confirmation_ttl_seconds": contour.confirmation_ttl_seconds,
         "dedup_window_seconds": contour.dedup_window_seconds,
-        "approval_thresholds": json.dumps(contour.approval_thresholds),
+        "approval_window_hours": contour.approval_window_hours,
+        **thresholds_form(contour.approval_thresholds),
         "allowed_currencies": list(contour.allowed_currencies),
         "time_zone": contour.time_zone, "api_token": "", "notification_key": "",
         "key_grace_hours": contour.key_grace_hours, "_save": "Сохранить",
@@ -66,7 +74,8 @@ def contour_form(contour: Contour, **changes: Any) -> dict[str, Any]:
         data.update({f"ceilings-{index}-id": ceiling.pk, f"ceilings-{index}-contour": contour.pk,
                      f"ceilings-{index}-kind": ceiling.kind,
                      f"ceilings-{index}-currency": ceiling.currency,
-                     f"ceilings-{index}-limit": ceiling.limit})
+                     f"ceilings-{index}-limit": (ceiling.limit if ceiling.kind == "per_hour"
+                                                 else roubles_text(ceiling.limit))})
     for index, key in enumerate(contour.api_keys.all()):
         data.update({f"api_keys-{index}-id": key.pk, f"api_keys-{index}-contour": contour.pk})
     for index, role in enumerate(contour.roles.all()):
@@ -144,7 +153,7 @@ def test_changes_without_new_writes_save_at_once_and_are_journaled(
     response = owner.post(change_url(acme), contour_form(
         acme, disabled_tools=["cancel_order"], approval_for_all_writes="on",
         **{"ceilings-TOTAL_FORMS": 1, "ceilings-0-kind": "per_day", "ceilings-0-currency": "rub",
-           "ceilings-0-limit": 500000}))
+           "ceilings-0-limit": "5 000,00"}))
     acme.refresh_from_db()
     status, body = assistant.call("cancel_order",
                                   {"order_id": "00000000-0000-0000-0000-000000000001"})
@@ -273,7 +282,8 @@ def test_a_new_contour_with_writes_is_confirmed_then_created_and_journaled(
             "base_url": "http://127.0.0.1:8000/sandbox/invoicebox",
             "merchant_id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "api_token": NEW_TOKEN,
             "toolsets": ["write"], "confirmation_ttl_seconds": 900,
-            "dedup_window_seconds": 600, "approval_thresholds": '{"RUB": 10000000}',
+            "dedup_window_seconds": 600, "approval_window_hours": 24,
+            **thresholds_form({"RUB": 10000000}),
                 "allowed_currencies": ["RUB"],
             "time_zone": "Europe/Moscow", "_save": "Сохранить",
             "key_grace_hours": 24,

@@ -58,7 +58,8 @@ def test_make_demo_serves_from_two_processes_on_postgres(tmp_path: Path):
     with scratch_database(params, name) as dbname:
         # ensure_database would create it too; the scratch one is dropped afterwards.
         url = database_url(params, dbname)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("DJANGO_", "CELERY_", "PROMETHEUS_"))}
         env.update({"GATEWAY_STATE_DIR": str(tmp_path / "state"), "LOG_LEVEL": "WARNING"})
         # -o: the virtualenv is the one running these tests; never reinstall from here.
         demo = subprocess.Popen(
@@ -97,12 +98,22 @@ def test_make_demo_serves_from_two_processes_on_postgres(tmp_path: Path):
                 orders = conn.execute("select count(*) from invoicebox_sandboxorder").fetchone()
             assert operations == [("done",)]
             assert orders == (1,)
+            # Every scrape, whichever worker answers, adds up both workers' counters.
+            totals = {calls_total(httpx.get(f"{base}/metrics", timeout=10).text)
+                      for _ in range(8)}
+            assert totals == {7.0}, totals
+            assert "PROMETHEUS_MULTIPROC_DIR=" in log.read_text()
         finally:
             os.killpg(demo.pid, signal.SIGTERM)
             try:
                 demo.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(demo.pid, signal.SIGKILL)
+
+
+def calls_total(metrics: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith("gateway_calls_total{"))
 
 
 def wait_for_workers(master: int, count: int = 2, seconds: float = 30) -> list[int]:

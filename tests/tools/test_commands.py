@@ -18,6 +18,7 @@ from django.db import connection
 from django.test import Client
 
 from adapters.invoicebox.client import InvoiceboxError, make_client
+from tests.conftest import order_args
 from tools.contours import DEMO_MERCHANT_ID, DEMO_TOKEN
 from tools.models import ApiKey, Contour
 
@@ -25,6 +26,12 @@ pytestmark = pytest.mark.django_db
 
 OWN_TOKEN = "9f86d081884c7d659a2feaa0c55ad015"
 OWN_MERCHANT = "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
+
+
+@pytest.fixture(autouse=True)
+def _own_state_dir(settings: Any, tmp_path: Path) -> None:
+    # What a `make demo` of this checkout remembered (its port) must not leak into the tests.
+    settings.GATEWAY_STATE_DIR = str(tmp_path)
 
 
 def run(*args: str, **options: Any) -> str:
@@ -36,7 +43,7 @@ def run(*args: str, **options: Any) -> str:
 # --------------------------------------------------------------------------- create_contour
 
 
-def test_sandbox_contour_defaults_to_demo_shop_and_read_only() -> None:
+def test_sandbox_contour_gets_its_own_sandbox_merchant_and_is_read_only() -> None:
     # when
     output = run("create_contour", "acme", "--mode", "sandbox")
 
@@ -44,15 +51,57 @@ def test_sandbox_contour_defaults_to_demo_shop_and_read_only() -> None:
     contour = Contour.objects.get(slug="acme")
     assert contour.mode == "sandbox"
     assert contour.name == "acme"
-    assert contour.api_token == DEMO_TOKEN
-    assert contour.merchant_id == DEMO_MERCHANT_ID
+    assert contour.api_token.startswith("sbx_") and contour.api_token != DEMO_TOKEN
+    assert contour.merchant_id != DEMO_MERCHANT_ID
     assert contour.base_url == settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/")
     assert contour.toolsets == ["read"]
-    assert DEMO_TOKEN not in output
-    assert output.strip() == (
+    assert contour.api_token not in output
+    assert output.splitlines()[0] == (
         f"contour acme: mode sandbox, toolsets read, "
-        f"base URL {contour.base_url}, token ***{DEMO_TOKEN[-4:]}"
+        f"base URL {contour.base_url}, token ***{contour.api_token[-4:]}"
     )
+    assert f"sandbox merchant {contour.merchant_id}: this contour's own" in output
+
+
+def test_two_sandbox_contours_do_not_see_each_others_orders() -> None:
+    # given: two contours made by the command, each with a key
+    run("create_contour", "first", "--mode", "sandbox", "--toolsets", "read,write")
+    run("create_contour", "second", "--mode", "sandbox")
+    first, second = (Client(), Client())
+    key_a = run("create_api_key", "first").strip()
+    key_b = run("create_api_key", "second").strip()
+
+    def call(http: Client, key: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return http.post("/api/v1/call", {"name": name, "arguments": arguments},
+                         content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {key}").json()
+
+    # when: the first issues an order
+    args = order_args()
+    token = call(first, key_a, "create_order", args)["confirmation"]["token"]
+    made = call(first, key_a, "create_order", {**args, "confirmation_token": token})
+    assert made["status"] == "ok", made
+
+    # then: the first finds it, the second does not
+    assert call(first, key_a, "find_orders", {})["data"]["orders"]
+    assert call(second, key_b, "find_orders", {})["data"]["orders"] == []
+
+
+def test_create_contour_prints_the_port_make_demo_serves_on(tmp_path: Path,
+                                                              monkeypatch: Any) -> None:
+    # given: `make demo PORT=9123` seeded and remembered its URL; this shell has no PORT
+    monkeypatch.delenv("PORT", raising=False)
+    monkeypatch.delenv("GATEWAY_SITE_URL", raising=False)
+    monkeypatch.delenv("INVOICEBOX_SANDBOX_BASE_URL", raising=False)
+    (tmp_path / "site-url").write_text("http://127.0.0.1:9123\n")
+
+    # when
+    output = run("create_contour", "acme", "--mode", "sandbox")
+
+    # then
+    contour = Contour.objects.get(slug="acme")
+    assert contour.base_url == "http://127.0.0.1:9123/sandbox/invoicebox"
+    assert "gateway: http://127.0.0.1:9123/api/v1/ and http://127.0.0.1:9123/mcp" in output
 
 
 def test_toolsets_option_enables_writes() -> None:
@@ -223,10 +272,10 @@ def test_seed_demo_twice_keeps_one_contour_one_key_and_one_admin(tmp_path: Path)
     found = ApiKey.authenticate(key)
     assert found is not None and found.contour_id == contour.id
     assert ApiKey.objects.count() == 1
-    key_file = tmp_path / "demo-api-key"
+    (key_file,) = tmp_path.glob("demo/*/demo-api-key")
     assert key_file.read_text().strip() == key
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
-    assert stat.S_IMODE((tmp_path / "demo-admin").stat().st_mode) == 0o600
+    assert stat.S_IMODE((key_file.parent / "demo-admin").stat().st_mode) == 0o600
 
     admins = get_user_model().objects.filter(is_superuser=True)
     assert list(admins.values_list("username", "is_staff")) == [("admin", True)]
@@ -235,3 +284,22 @@ def test_seed_demo_twice_keeps_one_contour_one_key_and_one_admin(tmp_path: Path)
     assert password.group(1) in first
     assert Client().login(username="admin", password=password.group(1))
     assert not Client().login(username="admin", password=password.group(1) + "x")
+
+
+def test_seed_demo_repairs_an_admin_password_that_no_longer_works(tmp_path: Path) -> None:
+    # given: the admin's password was changed after the demo saved its own
+    first = run("seed_demo", "--state-dir", str(tmp_path))
+    old = re.search(r"login admin / password (\S+)", first).group(1)
+    admin = get_user_model().objects.get(username="admin")
+    admin.set_password("changed-by-hand")
+    admin.save()
+
+    # when
+    again = run("seed_demo", "--state-dir", str(tmp_path))
+
+    # then: what it prints works, the stale one does not; the key is unchanged
+    printed = re.search(r"login admin / password (\S+)", again).group(1)
+    assert printed != old
+    assert Client().login(username="admin", password=printed)
+    assert _printed(again, "API key:") == _printed(first, "API key:")
+    assert ApiKey.objects.count() == 1

@@ -95,7 +95,8 @@ def test_daily_ceiling_counts_executed_orders_and_says_what_is_left(assistant: A
     assert over[1]["code"] == "ceiling_exceeded"
     assert "остаток 0,00 ₽" in over[1]["message"]
     assert over[1]["data"] == {"ceiling": "per_day", "currency": "RUB", "limit": "48800",
-                               "used": "48800", "remaining": "0"}
+                               "used": "48800", "remaining": "0", "limit_human": "488,00 ₽",
+                               "used_human": "488,00 ₽", "remaining_human": "0,00 ₽"}
 
 
 def test_daily_ceiling_is_checked_again_at_execution(assistant: Assistant):
@@ -165,6 +166,7 @@ def test_rejection_reaches_the_assistant_with_the_reason(assistant: Assistant,
 
     assert (status, body["code"]) == (409, "approval_rejected")
     assert "не тот покупатель" in body["message"]
+    assert "без токена" in body["hint"]  # what to do next: a new call, not this token again
     assert sandbox_orders(assistant.http) == []
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
@@ -57,6 +58,7 @@ class Panel:
     pending: int = 0
     ceilings: list[CeilingRow] = field(default_factory=list)
     invoiced: list[str] = field(default_factory=list)
+    zone: str = "UTC"  # the clock of its charts, named on the page
 
     @property
     def circuit_label(self) -> str:
@@ -149,7 +151,14 @@ def _panel(slug: str, name: str, mode: str, circuit: str, tz: ZoneInfo, now: dat
         day_refusals=sum(bar.refusals for bar in hours),
         month_calls=sum(bar.calls for bar in days),
         month_refusals=sum(bar.refusals for bar in days),
+        zone=zone_label(tz, now),
     )
+
+
+def zone_label(tz: ZoneInfo, now: datetime) -> str:
+    """"Europe/Moscow, UTC+03:00": which clock the hours and days of a chart follow."""
+    offset = now.astimezone(tz).strftime("%z")
+    return f"{tz.key}, UTC{offset[:3]}:{offset[3:]}"
 
 
 def panels(now: datetime, contours: QuerySet[Contour], *, orphans: bool = True
@@ -198,4 +207,5 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         "panels": panels(now, contours, orphans=request.user.is_superuser),
         "pending": pending_rows(now, contours), "now": now,
         "undelivered": alerts.undelivered(contours.values("pk")),
+        "server_zone": zone_label(ZoneInfo(settings.TIME_ZONE), now),
     })

@@ -6,9 +6,10 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
-from audit import journal
 from audit.access import AUDITOR, contours_of
+from audit.cli import record_configure
 from audit.models import AuditorToken
 
 
@@ -41,13 +42,14 @@ class Command(BaseCommand):
             raise CommandError("a superuser's token must name its contours: --contours a,b")
         else:
             contours = sorted(audited)
-        token, raw = AuditorToken.issue(user, label=options["label"], contours=contours)
-        journal.record(
-            contour="", channel="admin", actor="manage.py", tool="", phase="configure",
-            arguments={"object": "auditor_token", "prefix": token.prefix,
-                       "holder": user.get_username(), "contours": contours},
-            status="ok", code="auditor_token_issued",
-            message=f"токен аудитора {token.prefix}… для {user.get_username()}: "
-                    + ", ".join(contours),
-        )
+        with transaction.atomic():
+            token, raw = AuditorToken.issue(user, label=options["label"], contours=contours)
+            record_configure(
+                contour="", code="auditor_token_issued",
+                message=f"выдан токен аудитора {token.prefix}… для {user.get_username()}: "
+                        + ", ".join(contours),
+                arguments={"object": "auditor_token", "prefix": token.prefix,
+                           "label": token.label, "holder": user.get_username(),
+                           "contours": contours},
+            )
         self.stdout.write(raw)

@@ -44,6 +44,8 @@ class Command(BaseCommand):
         parser.add_argument("--tool", help="tool name, e.g. create_order; all tools when omitted")
         parser.add_argument("--status", choices=Status.values,
                             help="outcome status; all statuses when omitted")
+        parser.add_argument("--excel", action="store_true",
+                            help="CSV for a Russian Excel: ';' separator and a BOM")
 
     def handle(self, *args: Any, **options: Any) -> None:
         since = _parse_moment("--since", options["since"])
@@ -52,7 +54,8 @@ class Command(BaseCommand):
             raise CommandError("--since must be earlier than --until")
         qs = entries(since, until, options["contour"], tool=options["tool"],
                      status=options["status"])
-        lines = iter_csv(qs) if options["format"] == "csv" else iter_jsonl(qs)
+        lines = (iter_csv(qs, excel=options["excel"]) if options["format"] == "csv"
+                 else iter_jsonl(qs))
         try:
             for chunk in batched(lines):
                 self.stdout.write(chunk, ending="")

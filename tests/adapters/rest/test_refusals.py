@@ -41,12 +41,14 @@ def test_revoked_key_is_unauthenticated(assistant: Assistant):
     assert (status, body["code"]) == (401, "unauthenticated")
 
 
-def test_unknown_tool_lists_known_names(assistant: Assistant):
+def test_unknown_tool_lists_only_the_names_this_contour_may_call(assistant: Assistant):
     status, body = assistant.call("delete_everything", {})
 
     assert (status, body["code"]) == (404, "unknown_tool")
     assert "create_order" in body["message"]
-    assert body["data"]["known_tools"] == catalog.names()
+    visible = [name for name in catalog.names() if name != "create_refund"]  # refunds are off
+    assert body["data"]["known_tools"] == visible
+    assert "create_refund" not in body["message"]
 
 
 @pytest.mark.parametrize("arguments", [[], "order_id=1", 42, None, True])

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from audit.cli import cli_actor
 from tools import keys
 from tools.models import Contour
 
@@ -50,7 +51,8 @@ class Command(BaseCommand):
         try:
             toolsets, tools = keys.parse_scope(options["toolsets"], options["tools"])
             _, raw = keys.issue(contour, label=options["label"], user=user, toolsets=toolsets,
-                                tools=tools, expires_at=expires)
+                                tools=tools, expires_at=expires,
+                                channel="cli", actor=cli_actor())
         except keys.KeySetupError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(raw)

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
-from tools.contours import ContourSetupError, create_contour, parse_toolsets
+from tools.contours import (
+    ContourSetupError,
+    create_contour,
+    journal_contour_created,
+    parse_toolsets,
+    running_site_url,
+)
 from tools.models import InvoiceboxMode
 
 
@@ -31,18 +40,31 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         token = self._read_token(options["token_file"])
+        site = running_site_url(settings.GATEWAY_STATE_DIR, dict(os.environ))
+        base_url = options["base_url"]
+        sandbox = options["mode"] == InvoiceboxMode.SANDBOX
+        if sandbox and not base_url and "INVOICEBOX_SANDBOX_BASE_URL" not in os.environ:
+            # The bundled sandbox answers on the port the gateway runs on, not on 8000.
+            base_url = f"{site}/sandbox/invoicebox"
         try:
-            contour = create_contour(
-                options["slug"], mode=options["mode"], name=options["name"],
-                toolsets=parse_toolsets(options["toolsets"]), base_url=options["base_url"],
-                token=token, merchant_id=options["merchant_id"],
-            )
+            with transaction.atomic():
+                contour = create_contour(
+                    options["slug"], mode=options["mode"], name=options["name"],
+                    toolsets=parse_toolsets(options["toolsets"]), base_url=base_url,
+                    token=token, merchant_id=options["merchant_id"], own_sandbox_merchant=True,
+                )
+                journal_contour_created(contour)
         except ContourSetupError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(
             f"contour {contour.slug}: mode {contour.mode}, toolsets {','.join(contour.toolsets)}, "
             f"base URL {contour.base_url}, token {contour.masked_token}"
         )
+        if sandbox and not token:
+            self.stdout.write(f"sandbox merchant {contour.merchant_id}: this contour's own, "
+                              "other contours don't see its orders")
+        self.stdout.write(f"gateway: {site}/api/v1/ and {site}/mcp "
+                          f"(key: manage.py create_api_key {contour.slug})")
 
     def _read_token(self, source: str) -> str:
         if not source:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -10,8 +12,15 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection
 
-from tools.contours import connect_sandbox_notifications, create_contour, issue_key
+from tools.contours import (
+    connect_sandbox_notifications,
+    create_contour,
+    journal_contour_created,
+    journal_key_issued,
+    remember_site_url,
+)
 from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
 
 SLUG = "demo"
@@ -25,12 +34,16 @@ class Command(BaseCommand):
                             help="where the demo key and admin password are kept (git-ignored)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        state = Path(options["state_dir"])
+        remember_site_url(options["state_dir"])
+        state = Path(options["state_dir"]) / "demo" / database_tag()
         state.mkdir(parents=True, exist_ok=True)
-        contour = Contour.objects.filter(slug=SLUG).first() or create_contour(
-            SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
-            toolsets=[Toolset.READ, Toolset.WRITE],
-        )
+        contour = Contour.objects.filter(slug=SLUG).first()
+        if contour is None:
+            contour = create_contour(
+                SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
+                toolsets=[Toolset.READ, Toolset.WRITE],
+            )
+            journal_contour_created(contour)
         if contour.mode == InvoiceboxMode.SANDBOX:
             # Idempotent; also connects a demo contour seeded before notifications existed.
             connect_sandbox_notifications(contour, own_account=False, claim_shared=True)
@@ -45,6 +58,7 @@ class Command(BaseCommand):
                 f"API key:  {key}",
                 f"Admin:    {base}/admin/  login {username} / password {password}",
                 f"Try:      curl -H 'Authorization: Bearer {key}' {base}/api/v1/tools",
+                f"Kept in:  {state} (this database's own; checked on every run)",
                 "",
             ])
         )
@@ -56,22 +70,45 @@ class Command(BaseCommand):
             found = ApiKey.authenticate(saved)
             if found is not None and found.contour_id == contour.id:
                 return saved
-        raw = issue_key(contour, label="demo")
+        key, raw = ApiKey.issue(contour, label="demo")
+        journal_key_issued(key)
         _write_private(path, raw)
         return raw
 
     def _admin(self, path: Path) -> tuple[str, str]:
         user_model = get_user_model()
         username = "admin"
-        if path.exists() and user_model.objects.filter(username=username).exists():
-            return username, path.read_text().strip()
+        user = user_model.objects.filter(username=username).first()
+        if path.exists() and user is not None:
+            saved = path.read_text().strip()
+            # Verified, not trusted: the file may predate this database or a manual change.
+            if user.check_password(saved) and user.is_active and user.is_superuser:
+                return username, saved
         password = secrets.token_urlsafe(12)
         user, _ = user_model.objects.get_or_create(username=username)
-        user.is_staff = user.is_superuser = True
+        user.is_staff = user.is_superuser = user.is_active = True
         user.set_password(password)
         user.save()
         _write_private(path, password)
         return username, password
+
+
+def database_tag() -> str:
+    """A file-name-safe name of the database in use: each keeps its own demo credentials.
+
+    A key or password minted for one database means nothing in another, so switching
+    DATABASE_URL back and forth must find each database's own files again.
+    """
+    params = connection.settings_dict
+    if connection.vendor == "sqlite":
+        where = str(Path(str(params["NAME"])).resolve())
+        label = Path(where).stem
+    else:
+        where = f"{params.get('HOST') or 'local'}:{params.get('PORT') or ''}/{params['NAME']}"
+        label = f"{params.get('HOST') or 'local'}-{params['NAME']}"
+    digest = hashlib.sha256(f"{connection.vendor}|{where}".encode()).hexdigest()[:10]
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:40]
+    return f"{connection.vendor}-{safe}-{digest}"
 
 
 def _write_private(path: Path, text: str) -> None:

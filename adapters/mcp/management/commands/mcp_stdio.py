@@ -12,6 +12,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST
 
+from adapters.mcp.drain import drained
 from adapters.mcp.server import Caller, build_server, run_sync
 from tools.models import Contour
 
@@ -30,14 +31,17 @@ class Command(BaseCommand):
         slug = options["contour"]
         contour = Contour.objects.filter(slug=slug).first()
         if contour is None:
-            raise CommandError(f"contour {slug!r} does not exist")
+            known = ", ".join(Contour.objects.order_by("slug").values_list("slug", flat=True))
+            raise CommandError(f"контур {slug!r} не найден; есть: {known or 'ни одного'} "
+                               "(создать: manage.py create_contour <код> --mode sandbox)")
         actor = f"stdio:{slug}"
 
         def reload() -> Contour:
             # Fresh per request: an owner may switch writes or toolsets while the client runs.
             found = Contour.objects.filter(pk=contour.pk).first()
             if found is None:
-                raise MCPError(INVALID_REQUEST, f"contour {slug!r} no longer exists")
+                raise MCPError(INVALID_REQUEST, f"контур {slug!r} удалён: перезапустите клиент "
+                                                "с другим контуром")
             return found
 
         async def resolve(ctx: ServerRequestContext[Any, Any]) -> Caller:
@@ -46,7 +50,8 @@ class Command(BaseCommand):
         server = build_server(resolve)
 
         async def serve() -> None:
-            async with stdio_server() as (read_stream, write_stream):
+            async with (stdio_server() as (stdin, stdout),
+                        drained(stdin, stdout) as (read_stream, write_stream)):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
 
         self.stderr.write(f"mcp_stdio: serving contour {slug!r} on stdin/stdout")
