@@ -65,7 +65,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         if url.path.endswith("/filter/api/order/order"):
@@ -82,7 +82,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._answer(200, {"data": [], "metaData": {"totalCount": 0}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         if urlsplit(self.path).path.endswith("/billing/api/order/order"):

@@ -140,7 +140,10 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+        {"timeout": 20, "transaction_mode": "IMMEDIATE",
+         # WAL: readers never wait for the writer; NORMAL: no fsync per commit (a power cut
+         # may lose the last commits, never corrupt the file): the demo's database, not prod.
+         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
