@@ -77,6 +77,8 @@ class Handler(BaseHTTPRequestHandler):
                 rows = [order("0c1d2e3f-0000-4000-8000-000000000001")]
             self._answer(200, {"data": rows, "metaData": {"totalCount": len(rows), "page": 1,
                                                           "pageSize": 20}})
+        elif "/billing/api/order/order/" in url.path:  # the reference reads one order by path
+            self._answer(200, {"data": order(url.path.rsplit("/", 1)[1])})
         elif url.path.endswith("/security/api/auth/auth"):
             self._answer(200, {"data": {"userId": "1"}})
         else:
