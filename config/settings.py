@@ -74,6 +74,9 @@ else:
 # Entries written before the chain was keyed carry no key id and a plain sha256 link. They are
 # accepted only up to this id (outside the database, so a rewrite cannot widen it); 0 = none.
 GATEWAY_JOURNAL_LEGACY_LAST_ID = env.int("GATEWAY_JOURNAL_LEGACY_LAST_ID", default=0)
+# Parallel hash chains ("lanes") per contour on PostgreSQL: a writer takes a lane no one holds
+# (SKIP LOCKED), so up to this many calls of one contour journal at once without waiting.
+GATEWAY_JOURNAL_LANES = env.int("GATEWAY_JOURNAL_LANES", default=8)
 
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
