@@ -13,7 +13,8 @@ from audit import checkpoints
 class Command(BaseCommand):
     help = ("Print (or write to a new file) every journal chain's head as a checkpoint: one JSON "
             "line per chain with chain, seq, last_id, last_hash, key_id and at. Keep it off the "
-            "database host; verify_journal --checkpoint FILE later proves the journal still extends it.")
+            "database host; verify_journal --checkpoint FILE later proves the journal still "
+            "extends it.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--output", metavar="PATH",
