@@ -7,7 +7,8 @@ entry from the time the journal was one global chain), so writers of different c
 wait on one lock. On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains
 ("lanes": `shop`, `shop~1`, ...); a writer takes a lane no other transaction holds, so calls
 of one contour do not queue either. Whoever can write the database can still cut a chain's
-tail and move its head back; a checkpoint exported earlier and kept elsewhere (audit.checkpoints) catches that.
+tail and move its head back; a checkpoint exported earlier and kept elsewhere
+(audit.checkpoints) catches that.
 """
 
 from __future__ import annotations
