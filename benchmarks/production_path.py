@@ -279,11 +279,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reference", default=os.environ.get("REFERENCE_SERVER_DIR", ""))
     parser.add_argument("--tag", default="", help="suffix of the results file")
     args = parser.parse_args(argv)
-    started = time.time()
+    started = time.monotonic()
     with bench_database(args.db, "prodpath") as url:
         result = run(args, url)
     markdown = render(result)
-    print(markdown)
     save(f"production_path-{args.db}{args.tag}", result, markdown, started)
 
 
