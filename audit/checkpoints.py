@@ -1,8 +1,10 @@
-"""Journal checkpoints: the head's (last_id, last_hash) exported to be kept off the database host.
+"""Journal checkpoints: each chain's head exported to be kept off the database host.
 
 A checkpoint proves nothing by itself; `verify_journal --checkpoint FILE` later proves the
-journal still extends it (audit.journal.check_chain). One JSON object per file:
-{"last_id": 50, "last_hash": "<64 hex>", "key_id": "k1", "at": "<ISO 8601 UTC>"}.
+journal still extends it (audit.journal.check_chain). One JSON object per chain, one per line:
+{"chain": "shop", "seq": 12, "last_id": 50, "last_hash": "<64 hex>", "key_id": "k1",
+"at": "<ISO 8601 UTC>"}. Files from before per-contour chains have no chain and seq: they pin
+the entry by id, which verifies the same way.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from audit.journal import HEAD_PK, Anchor
-from audit.models import JournalEntry, JournalHead
+from audit.journal import LEGACY_CHAIN, Anchor
+from audit.models import ChainHead, JournalEntry
 
 HASH_RE = re.compile(r"[0-9a-f]{64}")
 
@@ -30,46 +32,64 @@ class Checkpoint:
     last_hash: str
     key_id: str
     at: str
+    chain: str = LEGACY_CHAIN
+    seq: int | None = None
 
     def anchor(self) -> Anchor:
-        return Anchor(last_id=self.last_id, last_hash=self.last_hash)
+        return Anchor(last_id=self.last_id, last_hash=self.last_hash, chain=self.chain,
+                      seq=self.seq)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+        data = asdict(self)
+        if self.seq is None:
+            del data["chain"], data["seq"]
+        return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 
-def current() -> Checkpoint | None:
-    """The journal's head as a checkpoint; None for an empty journal (nothing to anchor).
+def current() -> list[Checkpoint]:
+    """Every chain's head as a checkpoint, chain by chain; empty for an empty journal.
 
     The head's entry must be present with the head's hash: a checkpoint of a journal whose
     head already disagrees with its rows would anchor nothing.
     """
-    head = JournalHead.objects.filter(pk=HEAD_PK).first()
-    last = (JournalEntry.objects.filter(id=head.last_id) if head is not None and head.last_id
-            else JournalEntry.objects.order_by("-id"))
-    entry = last.only("id", "hash", "key_id").first()
-    if entry is None:
-        if head is not None and head.last_id:
-            raise CheckpointError(f"the journal head names entry {head.last_id}, which is "
-                                  "missing: run verify_journal")
-        return None
-    if head is not None and head.last_id and entry.hash != head.last_hash:
-        raise CheckpointError(f"the journal head's hash differs from entry {entry.id}'s: "
-                              "run verify_journal")
-    return Checkpoint(last_id=entry.id, last_hash=entry.hash, key_id=entry.key_id,
-                      at=datetime.now(UTC).isoformat(timespec="seconds"))
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    heads = {head.chain: head for head in ChainHead.objects.all()}
+    found: list[Checkpoint] = []
+    chains = sorted(set(heads) | set(JournalEntry.objects.order_by()
+                                      .values_list("chain", flat=True).distinct()))
+    for chain in chains:
+        head = heads.get(chain)
+        last = (JournalEntry.objects.filter(chain=chain, seq=head.last_seq)
+                if head is not None and head.last_seq
+                else JournalEntry.objects.filter(chain=chain).order_by("-seq"))
+        entry = last.only("id", "seq", "chain", "hash", "key_id").first()
+        if entry is None:
+            if head is not None and head.last_seq:
+                raise CheckpointError(f"the journal head names entry {head.last_id}, which is "
+                                      "missing: run verify_journal")
+            continue
+        if head is not None and head.last_seq and entry.hash != head.last_hash:
+            raise CheckpointError(f"the journal head's hash differs from entry {entry.id}'s: "
+                                  "run verify_journal")
+        found.append(Checkpoint(last_id=entry.id, last_hash=entry.hash, key_id=entry.key_id,
+                                at=at, chain=entry.chain, seq=entry.seq))
+    return found
 
 
-def write_new(checkpoint: Checkpoint, directory: Path) -> Path:
-    """Write the checkpoint to a new file in `directory`; never replaces an existing file."""
+def as_lines(found: list[Checkpoint]) -> str:
+    return "".join(checkpoint.to_json() + "\n" for checkpoint in found)
+
+
+def write_new(found: list[Checkpoint], directory: Path) -> Path:
+    """Write the checkpoints to a new file in `directory`; never replaces an existing file."""
     directory.mkdir(parents=True, exist_ok=True)
-    stamp = checkpoint.at.replace(":", "").replace("+0000", "Z")
-    stem = f"journal-checkpoint-{stamp}-{checkpoint.last_id}"
+    stamp = found[0].at.replace(":", "").replace("+0000", "Z")
+    stem = f"journal-checkpoint-{stamp}-{max(c.last_id for c in found)}"
     for attempt in range(100):
         path = directory / (f"{stem}.json" if attempt == 0 else f"{stem}-{attempt}.json")
         try:
             with path.open("x", encoding="utf-8") as handle:
-                handle.write(checkpoint.to_json() + "\n")
+                handle.write(as_lines(found))
         except FileExistsError:
             continue
         return path
@@ -87,7 +107,13 @@ def parse(data: Any, where: str) -> Checkpoint:
         raise CheckpointError(f"{where}: last_hash must be 64 lowercase hex digits, "
                               f"got {last_hash!r}")
     key_id, at = data.get("key_id", ""), data.get("at", "")
-    return Checkpoint(last_id=last_id, last_hash=last_hash, key_id=str(key_id), at=str(at))
+    chain, seq = data.get("chain", LEGACY_CHAIN), data.get("seq")
+    if not isinstance(chain, str):
+        raise CheckpointError(f"{where}: chain must be a string, got {chain!r}")
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
+        raise CheckpointError(f"{where}: seq must be a positive integer, got {seq!r}")
+    return Checkpoint(last_id=last_id, last_hash=last_hash, key_id=str(key_id), at=str(at),
+                      chain=chain, seq=seq)
 
 
 def load(path: Path) -> list[Checkpoint]:

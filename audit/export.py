@@ -36,6 +36,9 @@ FIELDS: tuple[str, ...] = (
     "upstream_status",
     "duration_ms",
     "key_id",
+    "chain",
+    "seq",
+    "form",
     "prev_hash",
     "hash",
 )

@@ -1,9 +1,14 @@
 """The one journal writer, record(), and the chain check, check_chain().
 
 Each entry's hash is an HMAC-SHA256, under a key from GATEWAY_JOURNAL_KEYS (the environment,
-never the database), of the previous hash followed by the entry's canonical form. Whoever can
-write the database can still cut the tail and move the head back; a checkpoint exported
-earlier and kept elsewhere (audit.checkpoints) catches that.
+never the database), of the previous hash followed by the entry's canonical form. Entries are
+chained per contour (the chain is the contour's slug; "" holds entries of no contour and every
+entry from the time the journal was one global chain), so writers of different contours never
+wait on one lock. On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains
+("lanes": `shop`, `shop~1`, ...); a writer takes a lane no other transaction holds, so calls
+of one contour do not queue either. Whoever can write the database can still cut a chain's
+tail and move its head back; a checkpoint exported earlier and kept elsewhere
+(audit.checkpoints) catches that.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Q
 
-from audit.models import ZERO_HASH, Channel, JournalEntry, JournalHead, Phase, Status
+from audit.models import ZERO_HASH, ChainHead, Channel, JournalEntry, Phase, Status
 from audit.redaction import personal_values, redact, scrub_text
 
-HEAD_PK = 1
+LANE_MARK = "~"
+LEGACY_CHAIN = ""  # the global chain of form-1 entries, continued by entries of no contour
 VERIFY_CHUNK = 2000
 
 _CHANNELS = frozenset(Channel.values)
@@ -44,10 +51,17 @@ class ChainReport:
 
 @dataclass(frozen=True)
 class Anchor:
-    """A (last_id, last_hash) pair exported earlier: the journal must still contain it."""
+    """An entry exported earlier that the journal must still contain with that very hash.
+
+    A checkpoint names its place (chain and seq), so a rewritten tail at that place is caught
+    even when the entry now there has another id; an anchor given by id alone (an older
+    checkpoint, or --after-id) pins the entry with that id.
+    """
 
     last_id: int
     last_hash: str
+    chain: str = LEGACY_CHAIN
+    seq: int | None = None
 
 
 def _clean_text(text: str) -> str:
@@ -101,8 +115,12 @@ def _utc_iso(at: datetime) -> str:
 
 
 def canonical(entry: JournalEntry) -> str:
-    """The entry's content fields as canonical JSON, reproducible from a stored row."""
-    content = {
+    """The entry's content fields as canonical JSON, reproducible from a stored row.
+
+    Form 1 (one global chain) hashes the id; form 2 hashes the chain and the place in it
+    instead, because the id now comes from the table's sequence when the row is inserted.
+    """
+    content: dict[str, Any] = {
         "id": entry.id,
         "at": _utc_iso(entry.at),
         "contour": entry.contour,
@@ -120,6 +138,9 @@ def canonical(entry: JournalEntry) -> str:
         "upstream_status": entry.upstream_status,
         "duration_ms": entry.duration_ms,
     }
+    if entry.form >= 2:
+        del content["id"]
+        content.update(chain=entry.chain, seq=entry.seq)
     return json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
@@ -170,15 +191,39 @@ def _fit(field: str, value: str) -> str:
     return value[:limit] if limit else value
 
 
-def _locked_head() -> JournalHead:
-    head = JournalHead.objects.select_for_update().filter(pk=HEAD_PK).first()
+def _lane_chains(contour: str) -> Q:
+    # Lane 0 is named by the slug itself; slugs never hold "~", so no contour's lanes collide.
+    return Q(chain=contour) | Q(chain__startswith=f"{contour}{LANE_MARK}")
+
+
+def _free_lane(contour: str) -> ChainHead | None:
+    """A lane of the contour that no other transaction holds, locked; opening one if allowed."""
+    lanes: int = settings.GATEWAY_JOURNAL_LANES
+    if lanes <= 1 or not connection.features.has_select_for_update_skip_locked:
+        return None  # SQLite: one writer at a time anyway
+    free = (ChainHead.objects.select_for_update(skip_locked=True)
+            .filter(_lane_chains(contour)).order_by("last_seq").first())
+    if free is not None:
+        return free
+    taken = ChainHead.objects.filter(_lane_chains(contour)).count()
+    if taken >= lanes:
+        return None
+    chain = contour if taken == 0 else f"{contour}{LANE_MARK}{taken}"
+    return _locked_head(chain)
+
+
+def _locked_head(chain: str) -> ChainHead:
+    head = ChainHead.objects.select_for_update().filter(chain=chain).first()
     if head is not None:
         return head
-    # No head yet (fresh or flushed table): start it from the last entry, if any. A concurrent
-    # first writer makes get_or_create fall back to reading (and locking) the winner's row.
-    last = JournalEntry.objects.order_by("-id").values("id", "hash").first()
-    defaults = {"last_id": last["id"], "last_hash": last["hash"]} if last else {}
-    head, _ = JournalHead.objects.select_for_update().get_or_create(pk=HEAD_PK, defaults=defaults)
+    # No head yet (a new chain, or a flushed table): start it from the chain's last entry, if
+    # any. A concurrent first writer makes get_or_create fall back to reading (and locking)
+    # the winner's row.
+    last = (JournalEntry.objects.filter(chain=chain).order_by("-seq")
+            .values("seq", "id", "hash").first())
+    defaults = ({"last_seq": last["seq"], "last_id": last["id"], "last_hash": last["hash"]}
+                if last else {})
+    head, _ = ChainHead.objects.select_for_update().get_or_create(chain=chain, defaults=defaults)
     return head
 
 
@@ -200,10 +245,11 @@ def record(
     duration_ms: int = 0,
     secrets: Iterable[str] = (),
 ) -> JournalEntry:
-    """Append one entry: redact, lock the head, chain the hash, save, advance the head.
+    """Append one entry: redact, lock its contour's chain head, chain the hash, save, advance.
 
     Runs in its own atomic block (a savepoint when nested), so the head lock is held until the
-    outermost transaction ends and concurrent writers append one after another.
+    outermost transaction ends: writers of one contour append one after another, writers of
+    different contours side by side.
     """
     if channel not in _CHANNELS:
         raise ValueError(f"unknown journal channel {channel!r}")
@@ -234,72 +280,112 @@ def record(
     key_id = signing_key_id()
     secret = journal_keys()[key_id]
     with transaction.atomic():
-        head = _locked_head()
-        # The id comes from the locked head, not the sequence, because it is part of the hash.
-        entry.id = head.last_id + 1
+        head = _free_lane(entry.contour) or _locked_head(entry.contour)
+        entry.chain = head.chain
+        # The place comes from the locked head; the id from the sequence (it is not hashed).
+        entry.seq = head.last_seq + 1
         entry.at = _now()
         entry.prev_hash = head.last_hash
         entry.key_id = key_id
         entry.hash = entry_hash(entry.prev_hash, entry, secret)
         entry.save()
-        head.last_id = entry.id
-        head.last_hash = entry.hash
-        head.save(update_fields=["last_id", "last_hash"])
+        head.last_seq, head.last_id, head.last_hash = entry.seq, entry.id, entry.hash
+        head.save(update_fields=["last_seq", "last_id", "last_hash"])
     return entry
 
 
 def check_chain(anchors: Iterable[Anchor] = ()) -> ChainReport:
-    """Walk the journal in id order and report the first entry whose link does not hold.
+    """Walk every chain in order and report the first entry whose link does not hold.
 
     An entry is broken when its hash is not the HMAC of its content under the key it names (or
-    names no configured key), its prev_hash is not the previous entry's hash, or its id does
-    not follow the previous one (ids are handed out without gaps, so a gap means a deleted
-    row). Entries appended after the head is read are left for the next run; a head pointing
-    past the last entry means the tail was cut, and the first missing id is reported.
+    names no configured key), its prev_hash is not the previous entry's hash, or its place does
+    not follow the previous one (places are handed out without gaps, so a gap means a deleted
+    row). Entries appended after a head is read are left for the next run; a head pointing past
+    its chain's last entry means the tail was cut.
 
     Each anchor must still be in the journal: its entry present, with that very hash, at or
-    below the head. A cut tail with a rewritten head (and entries appended again after it)
-    verifies on its own, but not against a checkpoint taken before the cut.
+    below its chain's head. A cut tail with a rewritten head (and entries appended again after
+    it) verifies on its own, but not against a checkpoint taken before the cut.
     """
     keys = journal_keys()
     legacy_last_id: int = settings.GATEWAY_JOURNAL_LEGACY_LAST_ID
-    pinned = {anchor.last_id: anchor.last_hash for anchor in anchors}
-    head = JournalHead.objects.filter(pk=HEAD_PK).first()
-    entries = JournalEntry.objects.order_by("id")
-    if head is not None:
-        entries = entries.filter(id__lte=head.last_id)
-    expected_prev = ZERO_HASH
-    expected_id: int | None = None
-    checked = 0
-    for entry in entries.iterator(chunk_size=VERIFY_CHUNK):
-        if expected_id is not None and entry.id != expected_id:
-            reason = f"follows entry {expected_id - 1}: entries in between are missing"
-        elif entry.prev_hash != expected_prev:
-            reason = "prev_hash is not the previous entry's hash"
-        else:
-            reason = _link_problem(entry, keys, legacy_last_id)
-        if not reason and entry.id in pinned and pinned[entry.id] != entry.hash:
-            reason = (f"hash {entry.hash[:16]}… differs from the checkpoint's "
-                      f"{pinned[entry.id][:16]}…: the journal was rewritten from here or earlier")
-        if reason:
-            return ChainReport(checked=checked, broken_id=entry.id, reason=reason)
-        checked += 1
-        expected_prev = entry.hash
-        expected_id = entry.id + 1
-    last_seen = (expected_id or 1) - 1
-    if head is not None and head.last_id > 0:
-        if last_seen < head.last_id:
-            return ChainReport(checked=checked, broken_id=last_seen + 1,
-                               reason=f"missing: the head names entry {head.last_id}")
-        if expected_prev != head.last_hash:
-            return ChainReport(checked=checked - 1, broken_id=last_seen,
-                               reason="the head's hash differs from this entry's")
-    beyond = sorted(last_id for last_id in pinned if last_id > last_seen)
-    if beyond:
-        return ChainReport(checked=checked, broken_id=beyond[0],
+    anchors = list(anchors)
+    heads = {head.chain: head for head in ChainHead.objects.all()}
+    chains = sorted(set(heads) | set(JournalEntry.objects.order_by()
+                                      .values_list("chain", flat=True).distinct()))
+    walk = _Walk(keys, legacy_last_id, anchors)
+    for chain in chains:
+        report = walk.chain(chain, heads.get(chain))
+        if report is not None:
+            return report
+    return walk.missing_anchor() or ChainReport(checked=walk.checked, broken_id=None)
+
+
+class _Walk:
+    """One verify run over all chains: the running count, and which anchors were met."""
+
+    def __init__(self, keys: Mapping[str, str], legacy_last_id: int,
+                 anchors: list[Anchor]) -> None:
+        self.keys, self.legacy_last_id = keys, legacy_last_id
+        self.by_place = {(a.chain, a.seq): a for a in anchors if a.seq is not None}
+        self.by_id = {a.last_id: a for a in anchors if a.seq is None}
+        self.met: set[int] = set()  # id() of the anchors found in place
+        self.ends: dict[str, int] = {}  # chain -> id of its last entry seen
+        self.checked = 0
+
+    def _anchor_problem(self, entry: JournalEntry) -> str:
+        anchor = self.by_place.get((entry.chain, entry.seq)) or self.by_id.get(entry.id)
+        if anchor is None:
+            return ""
+        self.met.add(id(anchor))
+        if anchor.last_hash != entry.hash:
+            return (f"hash {entry.hash[:16]}… differs from the checkpoint's "
+                    f"{anchor.last_hash[:16]}… (its entry {anchor.last_id}): the journal was "
+                    "rewritten from here or earlier")
+        return ""
+
+    def chain(self, chain: str, head: ChainHead | None) -> ChainReport | None:
+        entries = JournalEntry.objects.filter(chain=chain).order_by("seq")
+        if head is not None:
+            entries = entries.filter(seq__lte=head.last_seq)
+        expected_prev, expected_seq, last_id = ZERO_HASH, None, None
+        for entry in entries.iterator(chunk_size=VERIFY_CHUNK):
+            if expected_seq is not None and entry.seq != expected_seq:
+                reason = f"follows entry {last_id}: entries in between are missing"
+            elif entry.prev_hash != expected_prev:
+                reason = "prev_hash is not the previous entry's hash"
+            else:
+                reason = (_link_problem(entry, self.keys, self.legacy_last_id)
+                          or self._anchor_problem(entry))
+            if reason:
+                return ChainReport(checked=self.checked, broken_id=entry.id, reason=reason)
+            self.checked += 1
+            expected_prev, expected_seq, last_id = entry.hash, entry.seq + 1, entry.id
+        last_seq = (expected_seq or 1) - 1
+        if last_id is not None:
+            self.ends[chain] = last_id
+        if head is not None and head.last_seq > 0:
+            if last_seq < head.last_seq:
+                missing = head.last_id if last_seq == head.last_seq - 1 or last_id is None \
+                    else last_id + 1
+                return ChainReport(checked=self.checked, broken_id=missing,
+                                   reason=f"missing: the head names entry {head.last_id}")
+            if expected_prev != head.last_hash:
+                return ChainReport(checked=self.checked - 1, broken_id=last_id,
+                                   reason="the head's hash differs from this entry's")
+        return None
+
+    def missing_anchor(self) -> ChainReport | None:
+        unmet = sorted((a for a in [*self.by_place.values(), *self.by_id.values()]
+                        if id(a) not in self.met), key=lambda a: a.last_id)
+        if not unmet:
+            return None
+        anchor = unmet[0]
+        end = self.ends.get(anchor.chain) if anchor.seq is not None else max(
+            self.ends.values(), default=0)
+        return ChainReport(checked=self.checked, broken_id=anchor.last_id,
                            reason=f"missing, though a checkpoint names it: the journal ends "
-                                  f"at entry {last_seen} (its tail was cut)")
-    return ChainReport(checked=checked, broken_id=None)
+                                  f"at entry {end or 0} (its tail was cut)")
 
 
 def verify_chain(anchors: Iterable[Anchor] = ()) -> int | None:

@@ -1,4 +1,4 @@
-"""The journal tables: append-only, hash-chained entries and the head that serializes writers."""
+"""The journal tables: append-only entries, hash-chained per contour, and one head per chain."""
 
 from __future__ import annotations
 
@@ -101,6 +101,12 @@ class JournalEntry(models.Model):
     # chain was keyed, whose hash is plain sha256 (accepted up to GATEWAY_JOURNAL_LEGACY_LAST_ID).
     key_id = models.CharField("ключ подписи", max_length=32, blank=True, default="",
                               db_default="")
+    # The chain the entry links into: its contour's slug, or a lane of it ("shop~2"); "" for
+    # entries of no contour and every entry from the one global chain; and its place in it.
+    chain = models.CharField("цепочка", max_length=80, blank=True, default="", db_default="")
+    seq = models.BigIntegerField("номер в цепочке")
+    # 1: one global chain, the id in the hashed form; 2: per-contour chains, chain and seq in it.
+    form = models.PositiveSmallIntegerField("форма", default=2, db_default=1)
     prev_hash = models.CharField("предыдущий хеш", max_length=64)
     hash = models.CharField("хеш", max_length=64, unique=True)
 
@@ -116,6 +122,8 @@ class JournalEntry(models.Model):
             models.Index(fields=["status"], name="audit_entry_status"),
             models.Index(fields=["channel"], name="audit_entry_channel"),
         ]
+        constraints = [models.UniqueConstraint(fields=["chain", "seq"],
+                                               name="audit_entry_chain_seq")]
 
     def __str__(self) -> str:
         return f"#{self.id} {self.tool or '-'} {self.phase} {self.status}"
@@ -130,19 +138,19 @@ class JournalEntry(models.Model):
         _refuse()
 
 
-class JournalHead(models.Model):
-    """The single row (pk=1) naming the last entry; locking it serializes appends."""
+class ChainHead(models.Model):
+    """One row per chain naming its last entry; locking it serializes that chain's appends only."""
 
-    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    chain = models.CharField(max_length=80, primary_key=True, blank=True)
+    last_seq = models.BigIntegerField(default=0)
     last_id = models.BigIntegerField(default=0)
     last_hash = models.CharField(max_length=64, default=ZERO_HASH)
 
     class Meta:
-        verbose_name = "вершина журнала"
-        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="audit_head_single")]
+        verbose_name = "вершина цепочки журнала"
 
     def __str__(self) -> str:
-        return f"head #{self.last_id}"
+        return f"head {self.chain or '-'} #{self.last_seq}"
 
 
 def _sha256(value: str) -> str:

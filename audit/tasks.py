@@ -19,10 +19,10 @@ def write_journal_checkpoint() -> str:
 
     Idempotent enough to rerun: a second run adds another file, never replaces one.
     """
-    checkpoint = checkpoints.current()
-    if checkpoint is None:
+    found = checkpoints.current()
+    if not found:
         logger.info("journal checkpoint skipped: the journal is empty")
         return ""
-    path = checkpoints.write_new(checkpoint, Path(settings.GATEWAY_JOURNAL_CHECKPOINT_DIR))
-    logger.info("journal checkpoint: entry %s written to %s", checkpoint.last_id, path)
+    path = checkpoints.write_new(found, Path(settings.GATEWAY_JOURNAL_CHECKPOINT_DIR))
+    logger.info("journal checkpoint: %s chain head(s) written to %s", len(found), path)
     return str(path)

@@ -28,9 +28,9 @@ from benchmarks._common import (
 GROWN_TABLES = ("audit_journalentry", "tools_pendingconfirmation")
 
 # Synthetic rows, one SQL statement per table over a generated series `g` (start..end).
-# The journal rows are NOT hash-chained: the per-call path reads only the head and the export
-# does not verify, so only the head is moved past them (verify_journal would report the first
-# synthetic id as broken; nothing here runs it). Hashes are unique 64-hex strings.
+# The journal rows are NOT hash-chained: they form a chain "synthetic" of their own that no
+# call appends to (verify_journal would report its first entry as broken; nothing here runs
+# it). Hashes are unique 64-hex strings.
 PG_SERIES = "generate_series(%(start)s, %(end)s) AS s(g)"
 SQLITE_SERIES = ("(WITH RECURSIVE s(g) AS (SELECT %(start)s UNION ALL SELECT g + 1 FROM s "
                  "WHERE g < %(end)s) SELECT g FROM s) AS s")
@@ -82,6 +82,9 @@ def _expressions(vendor: str, contour_id: int) -> dict[str, dict[str, str]]:
         "duration_ms": "(10 + g %% 50)",
         "prev_hash": hex64("p"),
         "hash": hex64("h"),
+        # A chain of their own, so the live chains' heads and places are untouched.
+        "chain": "'synthetic'",
+        "seq": "g",
     }
     created = ago("(g %% 2592000)")  # spread over 30 days
     executed = "(g %% 10 < 6)"
@@ -139,20 +142,22 @@ def _insert(model: Any, exprs: dict[str, str], start: int, end: int) -> None:
 
 def grow(contour_id: int, journal_rows: int, confirmations: int) -> float:
     """Append synthetic rows; move the journal head past them. Returns seconds spent."""
+    from django.core.management.color import no_style
     from django.db import connection, transaction
 
-    from audit.models import JournalEntry, JournalHead
+    from audit.models import JournalEntry
     from tools.models import PendingConfirmation
 
     start = time.monotonic()
     exprs = _expressions(connection.vendor, contour_id)
     with transaction.atomic():
-        head = JournalHead.objects.select_for_update().get(pk=1)
         if journal_rows:
-            first, last = head.last_id + 1, head.last_id + journal_rows
-            _insert(JournalEntry, exprs["audit_journalentry"], first, last)
-            last_hash = JournalEntry.objects.filter(pk=last).values_list("hash", flat=True)[0]
-            JournalHead.objects.filter(pk=1).update(last_id=last, last_hash=last_hash)
+            top = JournalEntry.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            _insert(JournalEntry, exprs["audit_journalentry"], top + 1, top + journal_rows)
+            # Ids were given explicitly: move the table's sequence past them.
+            with connection.cursor() as cursor:
+                for statement in connection.ops.sequence_reset_sql(no_style(), [JournalEntry]):
+                    cursor.execute(statement)
         if confirmations:
             offset = PendingConfirmation.objects.count() + 1
             _insert(PendingConfirmation, exprs["tools_pendingconfirmation"], offset,

@@ -17,7 +17,7 @@ import simplejson
 from django.conf import settings
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from adapters.invoicebox import limits
+from adapters.invoicebox import connections, limits
 from adapters.invoicebox.money import to_kopecks, to_roubles
 
 logger = logging.getLogger(__name__)
@@ -566,16 +566,12 @@ class InvoiceboxClient:
         self.last_status: int | None = None
         self._token = token
         self._account = limits.account_key(token)
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/") + "/v3",
-            transport=transport,
-            timeout=timeout or settings.INVOICEBOX_TIMEOUT_SECONDS,
-            follow_redirects=False,
-            headers={
-                "Accept": "application/json",
-                "User-Agent": settings.INVOICEBOX_USER_AGENT,
-            },
-        )
+        # Pooled per upstream account (keep-alive, TLS context built once); a test's or the
+        # in-process sandbox's transport, or a custom timeout, gets a client of its own.
+        timeout = timeout or settings.INVOICEBOX_TIMEOUT_SECONDS
+        self._owns_http = transport is not None or timeout != settings.INVOICEBOX_TIMEOUT_SECONDS
+        self._http = (connections.build(base_url, timeout=timeout, transport=transport)
+                      if self._owns_http else connections.shared(base_url, token, timeout=timeout))
 
     def __enter__(self) -> InvoiceboxClient:
         return self
@@ -584,7 +580,8 @@ class InvoiceboxClient:
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        if self._owns_http:
+            self._http.close()
 
     # -- endpoints -------------------------------------------------------------------------
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from adapters.invoicebox.models import CircuitState, UpstreamWindow
@@ -41,8 +42,8 @@ def rate() -> tuple[int, int]:
 def admit(account: str) -> Refusal | None:
     """Take one request from the account's budget and pass the circuit; or say why not.
 
-    No transaction and no row lock spans the check: every decision is one conditional UPDATE,
-    so workers sharing an account wait on each other only for that one statement.
+    No transaction and no row lock spans the check: the circuit is one read and the budget one
+    conditional upsert, so workers sharing an account wait on each other only for a statement.
     """
     refusal = _circuit(account)
     if refusal is not None:
@@ -50,39 +51,50 @@ def admit(account: str) -> Refusal | None:
     return _take(account, time.time())
 
 
+# One round trip takes a request from the window, opening the window when it is the first:
+# the condition is the sliding-window estimate, `count + 1 <= limit - previous * weight` (for
+# an integer count that is `count < floor(limit - carried)`). PostgreSQL and SQLite (3.35+)
+# both speak INSERT ... ON CONFLICT ... DO UPDATE ... WHERE ... RETURNING.
+_TAKE_SQL = """
+INSERT INTO {table} (account, window_start, count)
+SELECT %s, %s, 1 WHERE 1 <= %s - COALESCE(
+    (SELECT count FROM {table} WHERE account = %s AND window_start = %s), 0) * %s
+ON CONFLICT (account, window_start) DO UPDATE SET count = {table}.count + 1
+WHERE {table}.count + 1 <= %s - COALESCE(
+    (SELECT p.count FROM {table} p WHERE p.account = %s AND p.window_start = %s), 0) * %s
+RETURNING count
+"""
+
+
 def _take(account: str, now: float) -> Refusal | None:
     limit, period = rate()
     start = int(now // period) * period
-    window = _window(account, start)
-    previous = (UpstreamWindow.objects.filter(account=account, window_start=start - period)
-                .values_list("count", flat=True).first())
     # Sliding-window estimate: the previous window's requests still "in view", weighted.
-    carried = (previous or 0) * (1 - (now - start) / period)
-    room = math.floor(limit - carried)
-    taken = UpstreamWindow.objects.filter(pk=window.pk, count__lt=room).update(
-        count=F("count") + 1)
-    if not taken:
+    weight = 1 - (now - start) / period
+    table = connection.ops.quote_name(UpstreamWindow._meta.db_table)
+    previous = (account, start - period, weight)
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE_SQL.format(table=table),
+                       [account, start, limit, *previous, limit, *previous])
+        row = cursor.fetchone()
+    if row is None:
         return Refusal("rate", max(0.1, math.ceil((start + period - now) * 10) / 10))
+    if row[0] == 1:  # this request opened the window: the ones before the previous are done
+        UpstreamWindow.objects.filter(account=account, window_start__lt=start - period).delete()
     return None
 
 
-def _window(account: str, start: int) -> UpstreamWindow:
-    window = UpstreamWindow.objects.filter(account=account, window_start=start).first()
-    if window is not None:
-        return window
-    try:
-        with transaction.atomic():
-            window = UpstreamWindow.objects.create(account=account, window_start=start)
-    except IntegrityError:  # another worker opened the same window first
-        return UpstreamWindow.objects.get(account=account, window_start=start)
-    _, period = rate()
-    UpstreamWindow.objects.filter(account=account, window_start__lt=start - period).delete()
-    return window
+# Accounts whose circuit this thread just saw closed with no failures counted: a success then
+# has nothing to reset, and the read path saves a statement. (A failure another worker records
+# meanwhile is concurrent with this success; either order is a true history.)
+_seen = threading.local()
 
 
 def _circuit(account: str) -> Refusal | None:
-    opened_until = (CircuitState.objects.filter(account=account)
-                    .values_list("opened_until", flat=True).first())
+    state = (CircuitState.objects.filter(account=account)
+             .values_list("failures", "opened_until").first())
+    failures, opened_until = state or (0, None)
+    _seen.clean = account if failures == 0 and opened_until is None else None
     if opened_until is None:
         return None
     now = timezone.now()
@@ -101,10 +113,13 @@ def _circuit(account: str) -> Refusal | None:
 def record(account: str, *, server_fault: bool) -> None:
     """A 5xx, timeout or network error counts; any other answer closes the circuit."""
     if not server_fault:
+        if getattr(_seen, "clean", None) == account:
+            return
         CircuitState.objects.filter(account=account).filter(
             Q(failures__gt=0) | Q(opened_until__isnull=False)
         ).update(failures=0, opened_until=None)
         return
+    _seen.clean = None
     with transaction.atomic():
         state, _ = CircuitState.objects.select_for_update().get_or_create(account=account)
         state.failures += 1

@@ -17,7 +17,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from adapters.mcp.schema import input_schema, tool_definition, tool_result
 from tools import catalog, gateway
@@ -82,7 +82,14 @@ def _version() -> str:
 
 def _schema_of(name: str) -> dict[str, Any] | None:
     spec = catalog.get(name)
-    return input_schema(spec.params) if spec is not None else None
+    return _input_schema_of(spec.params) if spec is not None else None
+
+
+# The SDK asks for the schema on every modern request (Mcp-Param header check); pydantic takes
+# milliseconds to build it, and a params model never changes, so it is built once per model.
+@functools.lru_cache(maxsize=256)
+def _input_schema_of(params: type[BaseModel]) -> dict[str, Any]:
+    return input_schema(params)
 
 
 # The one form field of the confirmation dialog (a flat primitive schema, as elicitation requires).

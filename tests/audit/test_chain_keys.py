@@ -19,7 +19,7 @@ from django.db import connection
 from django.test import override_settings
 
 from audit.journal import canonical
-from audit.models import JournalEntry, JournalHead
+from audit.models import ChainHead, JournalEntry
 from audit.tasks import write_journal_checkpoint
 from config.celery import app as celery_app
 
@@ -40,7 +40,7 @@ def verify(*args: str) -> tuple[int, str, str]:
 
 
 def sql(template: str, params: list[Any]) -> None:
-    tables = {"entries": JournalEntry._meta.db_table, "head": JournalHead._meta.db_table}
+    tables = {"entries": JournalEntry._meta.db_table, "head": ChainHead._meta.db_table}
     with connection.cursor() as cursor:
         cursor.execute(template.format(**{k: connection.ops.quote_name(v)
                                           for k, v in tables.items()}), params)
@@ -48,16 +48,19 @@ def sql(template: str, params: list[Any]) -> None:
 
 def rechain_with_sha256(from_id: int, *, key_id: str | None = None) -> None:
     """What an attacker with the code but no key does: recompute every later link, move the head."""
-    prev = JournalEntry.objects.get(pk=from_id - 1).hash if from_id > 1 else "0" * 64
-    for entry in JournalEntry.objects.filter(id__gte=from_id).order_by("id"):
+    first = JournalEntry.objects.get(pk=from_id)
+    prev = (JournalEntry.objects.filter(chain=first.chain, seq=first.seq - 1)
+            .values_list("hash", flat=True).first() or "0" * 64)
+    for entry in JournalEntry.objects.filter(chain=first.chain, seq__gte=first.seq).order_by("seq"):
         if key_id is not None:
             entry.key_id = key_id
         new_hash = hashlib.sha256((prev + canonical(entry)).encode()).hexdigest()
         sql("UPDATE {entries} SET prev_hash = %s, hash = %s, key_id = %s WHERE id = %s",
             [prev, new_hash, entry.key_id, entry.id])
         prev = new_hash
-    last_id = JournalEntry.objects.order_by("-id").values_list("id", flat=True).first()
-    sql("UPDATE {head} SET last_id = %s, last_hash = %s WHERE id = 1", [last_id, prev])
+    last_id, seq = JournalEntry.objects.order_by("-id").values_list("id", "seq").first()
+    sql("UPDATE {head} SET last_id = %s, last_seq = %s, last_hash = %s WHERE chain = 'demo'",
+        [last_id, seq, prev])
 
 
 def take_checkpoint(path: Path) -> dict[str, Any]:
@@ -88,7 +91,8 @@ def test_cutting_the_tail_and_moving_the_head_fails_against_a_checkpoint(
     assert checkpoint["last_id"] == entries[-1].id
     kept = entries[2]
     sql("DELETE FROM {entries} WHERE id > %s", [kept.id])
-    sql("UPDATE {head} SET last_id = %s, last_hash = %s WHERE id = 1", [kept.id, kept.hash])
+    sql("UPDATE {head} SET last_id = %s, last_seq = %s, last_hash = %s WHERE chain = 'demo'",
+        [kept.id, kept.seq, kept.hash])
     for n in range(appended):
         write(arguments={"rewritten": n})  # the gateway itself signs the new tail
 
@@ -100,9 +104,12 @@ def test_cutting_the_tail_and_moving_the_head_fails_against_a_checkpoint(
     for code, out, err in (anchored, inline):
         assert code == 1
         assert out == ""
-        if appended:
-            assert f"broken: entry {entries[-1].id} hash " in err
+        if appended and err is anchored[2]:
+            # The checkpoint names the place (chain, seq): the entry now there is another one.
             assert "differs from the checkpoint" in err
+            assert f"(its entry {entries[-1].id})" in err
+        elif appended:  # --after-id pins the id, which the rewritten tail did not reuse
+            assert f"broken: entry {entries[-1].id} missing, though a checkpoint names it" in err
         else:
             assert f"broken: entry {entries[-1].id} missing, though a checkpoint names it" in err
             assert f"the journal ends at entry {kept.id}" in err
@@ -135,8 +142,9 @@ def test_a_checkpoint_names_the_head_its_key_and_time(write, tmp_path):
     call_command("journal_checkpoint", stdout=out)
 
     data = json.loads(out.getvalue())
-    assert set(data) == {"last_id", "last_hash", "key_id", "at"}
-    assert (data["last_id"], data["last_hash"], data["key_id"]) == (last.id, last.hash, "dev")
+    assert set(data) == {"chain", "seq", "last_id", "last_hash", "key_id", "at"}
+    assert (data["chain"], data["seq"], data["last_id"], data["last_hash"], data["key_id"]) == (
+        "demo", last.seq, last.id, last.hash, "dev")
     assert data["at"].endswith("+00:00")
 
 

@@ -73,7 +73,9 @@ def test_jsonl_has_one_object_per_line_with_unescaped_text(three_days):
     assert objects[1]["contour"] == "shop"
     assert objects[1]["arguments"]["customer"] == {"email": "iv***"}
     assert objects[2]["upstream_status"] is None
-    assert objects[2]["prev_hash"] == three_days[1].hash
+    # Chained per contour: the 3rd entry follows the 1st (both "demo"), not the "shop" one.
+    assert objects[2]["prev_hash"] == three_days[0].hash
+    assert [(o["chain"], o["seq"]) for o in objects] == [("demo", 1), ("shop", 1), ("demo", 2)]
 
 
 def test_since_is_inclusive_and_until_exclusive(three_days):

@@ -75,28 +75,42 @@ def _timeout() -> float:
 
 
 def check_database() -> dict[str, Any]:
-    """A fresh connection (a copy of the default one, with a short connect timeout): SELECT 1."""
+    """SELECT 1 on the request's own connection: the query a call would make, nothing more.
+
+    (A copy of the connection made /health pay a second connect and close on every probe.)
+    """
     started = time.perf_counter()
-    probe = connections[DEFAULT_DB_ALIAS].copy()
-    if probe.vendor == "postgresql":
-        probe.settings_dict.setdefault("OPTIONS", {})["connect_timeout"] = max(1, int(_timeout()))
+    connection = connections[DEFAULT_DB_ALIAS]
     try:
-        with probe.cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except DatabaseError as error:
         return {"status": "unavailable", "error": type(error).__name__}
-    finally:
-        try:
-            probe.close()
-        except DatabaseError:
-            pass
-    return {"status": "ok", "vendor": probe.vendor,
+    return {"status": "ok", "vendor": connection.vendor,
             "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
 
 
+# The broker's answer, kept this many seconds per process: a probe is a new TCP connection
+# (and AUTH) each time, which a load balancer polling every second should not pay. A kept
+# answer says how old it is.
+BROKER_CHECK_TTL_SECONDS = 5.0
+_broker_seen: tuple[str, float, dict[str, Any]] | None = None
+
+
 def check_broker() -> dict[str, Any]:
+    global _broker_seen
     url = str(settings.CELERY_BROKER_URL or "")
+    now = time.monotonic()
+    if _broker_seen is not None and _broker_seen[0] == url \
+            and now - _broker_seen[1] < BROKER_CHECK_TTL_SECONDS:
+        return {**_broker_seen[2], "age_s": round(now - _broker_seen[1], 1)}
+    result = _probe_broker(url)
+    _broker_seen = (url, now, result)
+    return result
+
+
+def _probe_broker(url: str) -> dict[str, Any]:
     if not url or url.startswith("memory://"):
         return {"status": "not_configured"}
     from kombu import Connection

@@ -11,9 +11,10 @@ from audit import checkpoints
 
 
 class Command(BaseCommand):
-    help = ("Print (or write to a new file) the journal head as a checkpoint: JSON with last_id, "
-            "last_hash, key_id and at. Keep it off the database host; verify_journal "
-            "--checkpoint FILE later proves the journal still extends it.")
+    help = ("Print (or write to a new file) every journal chain's head as a checkpoint: one JSON "
+            "line per chain with chain, seq, last_id, last_hash, key_id and at. Keep it off the "
+            "database host; verify_journal --checkpoint FILE later proves the journal still "
+            "extends it.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--output", metavar="PATH",
@@ -21,20 +22,21 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            checkpoint = checkpoints.current()
+            found = checkpoints.current()
         except checkpoints.CheckpointError as exc:
             raise CommandError(str(exc)) from None
-        if checkpoint is None:
+        if not found:
             raise CommandError("the journal is empty: there is nothing to anchor yet")
         if options["output"] is None:
-            self.stdout.write(checkpoint.to_json())
+            self.stdout.write(checkpoints.as_lines(found), ending="")
             return
         path = Path(options["output"])
         try:
             with path.open("x", encoding="utf-8") as handle:
-                handle.write(checkpoint.to_json() + "\n")
+                handle.write(checkpoints.as_lines(found))
         except FileExistsError:
             raise CommandError(f"{path} exists: a checkpoint is never overwritten") from None
         except OSError as exc:
             raise CommandError(f"{path}: cannot write the checkpoint ({exc})") from None
-        self.stdout.write(f"checkpoint at entry {checkpoint.last_id} written to {path}")
+        self.stdout.write(f"checkpoint of {len(found)} chain head(s), the latest at entry "
+                          f"{max(c.last_id for c in found)}, written to {path}")

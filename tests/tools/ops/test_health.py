@@ -153,3 +153,35 @@ def test_fingerprint_is_stable_and_follows_every_definition(monkeypatch):
 @pytest.mark.django_db
 def test_health_answers_get_only():
     assert Client().post("/health").status_code == 405
+
+
+@pytest.mark.django_db
+def test_health_is_three_statements_on_the_requests_own_connection():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    create_contour("shop", mode="sandbox")
+    with CaptureQueriesContext(connection) as queries:
+        status, _body, _ = get_health()
+
+    assert status == 200
+    # SELECT 1, the contours, their circuits: no second connection, no per-contour query.
+    assert len(queries.captured_queries) == 3
+
+
+@pytest.mark.django_db
+def test_a_kept_broker_answer_says_how_old_it_is(settings, monkeypatch):
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{closed_port()}/0"
+    probes: list[str] = []
+    real_probe = health._probe_broker
+    monkeypatch.setattr(health, "_probe_broker", lambda url: probes.append(url) or real_probe(url))
+
+    first = get_health()[1]["checks"]["broker"]
+    second = get_health()[1]["checks"]["broker"]
+
+    assert first["status"] == second["status"] == "unavailable"
+    assert "age_s" not in first and second["age_s"] >= 0
+    assert len(probes) == 1
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{closed_port()}/1"  # a new URL: probed anew
+    assert "age_s" not in get_health()[1]["checks"]["broker"]
+    assert len(probes) == 2

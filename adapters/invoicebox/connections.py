@@ -1,0 +1,95 @@
+"""Pooled upstream HTTP clients: one httpx.Client per (base URL, token) per process.
+
+Building an httpx.Client loads the CA bundle into a fresh SSL context (tens of milliseconds)
+and opens a new TCP + TLS connection for every call. Here the SSL context is built once per
+process, and each upstream account keeps one client with keep-alive connections. httpx's
+sync client is safe to share between threads (its connection pool locks), which is what both
+the WSGI workers and MCP (core calls on a thread pool under the ASGI loop) need.
+
+The key holds the base URL and a digest of the token, so an owner who changes a contour's
+address, token or mode (mode only ever changes the address and the token) gets a new client on
+the next call; the old one is dropped. Requests carry the token in their own headers, and the
+client keeps no cookies, so nothing of one call leaks into the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ssl
+import threading
+from collections import OrderedDict
+from functools import lru_cache
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+
+import httpx
+from django.conf import settings
+
+# A gateway serves a handful of contours; more than this and the least recently used client
+# is dropped (not closed: another thread may still be reading from it; its sockets close when
+# it is collected).
+MAX_CLIENTS = 64
+
+_lock = threading.Lock()
+_clients: OrderedDict[tuple[str, str, float], httpx.Client] = OrderedDict()
+
+
+@lru_cache(maxsize=1)
+def ssl_context() -> ssl.SSLContext:
+    """The CA bundle, loaded once per process (httpx's default verification, built by hand)."""
+    return httpx.create_ssl_context()
+
+
+def _no_cookies() -> httpx.Cookies:
+    return httpx.Cookies(CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
+
+
+def build(base_url: str, *, timeout: float,
+          transport: httpx.BaseTransport | None = None) -> httpx.Client:
+    """A client for API v3 under base_url, with the shared SSL context and today's limits."""
+    return httpx.Client(
+        base_url=base_url.rstrip("/") + "/v3",
+        transport=transport,
+        verify=ssl_context(),
+        timeout=timeout,
+        follow_redirects=False,
+        cookies=_no_cookies(),
+        headers={"Accept": "application/json", "User-Agent": settings.INVOICEBOX_USER_AGENT},
+    )
+
+
+def _key(base_url: str, token: str, timeout: float) -> tuple[str, str, float]:
+    # Only a digest of the token is kept, as the limiter does: the secret is not a dict key.
+    return base_url.rstrip("/"), hashlib.sha256(token.encode()).hexdigest(), timeout
+
+
+def shared(base_url: str, token: str, *, timeout: float) -> httpx.Client:
+    """The process's client for this upstream account; built on first use, then reused."""
+    key = _key(base_url, token, timeout)
+    with _lock:
+        client = _clients.get(key)
+        if client is not None:
+            _clients.move_to_end(key)
+            return client
+    client = build(base_url, timeout=timeout)  # outside the lock: building takes a while
+    with _lock:
+        winner = _clients.setdefault(key, client)
+        _clients.move_to_end(key)
+        while len(_clients) > MAX_CLIENTS:
+            _clients.popitem(last=False)
+    if winner is not client:  # another thread built one first; keep a single pool
+        client.close()
+    return winner
+
+
+def forget_all() -> None:
+    """Drop every pooled client (tests, and a worker that forked after using some)."""
+    with _lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        client.close()
+
+
+def pooled_count() -> int:
+    with _lock:
+        return len(_clients)
