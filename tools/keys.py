@@ -17,7 +17,7 @@ from django.utils import timezone
 from audit import journal
 from tools import catalog
 from tools.errors import ToolError
-from tools.models import ApiKey, Contour, Toolset
+from tools.models import AUTHENTICATED_KEY, ApiKey, Contour, Toolset
 from tools.spec import ToolSpec
 
 KEY_ACTOR = "key:"
@@ -33,8 +33,11 @@ def key_of(contour: Contour | None, actor: str) -> ApiKey | None:
     """The key behind an actor "key:<prefix>" of this contour; None for people and stdio."""
     if contour is None or not actor.startswith(KEY_ACTOR):
         return None
-    return (ApiKey.objects.filter(contour=contour, prefix=actor.removeprefix(KEY_ACTOR))
-            .order_by("-pk").first())
+    prefix = actor.removeprefix(KEY_ACTOR)
+    known = AUTHENTICATED_KEY.get()
+    if known is not None and known.prefix == prefix and known.contour_id == contour.pk:
+        return known  # authenticated moments ago in this request: no second lookup
+    return ApiKey.objects.filter(contour=contour, prefix=prefix).order_by("-pk").first()
 
 
 def note_use(key: ApiKey, channel: str, now: datetime | None = None) -> None:

@@ -6,6 +6,7 @@ import hashlib
 import ipaddress
 import secrets
 import uuid
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -381,13 +382,20 @@ class ApiKey(models.Model):
     def authenticate(cls, raw: str) -> ApiKey | None:
         if not raw:
             return None
-        return (
+        key = (
             cls.objects.active().select_related("contour").filter(key_hash=sha256_hex(raw)).first()
         )
+        # The core's scope check asks for this key again in the same request: keep it at hand.
+        AUTHENTICATED_KEY.set(key)
+        return key
 
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
         self.save(update_fields=["revoked_at"])
+
+
+# The key the current request (or task) authenticated with; see tools.keys.key_of.
+AUTHENTICATED_KEY: ContextVar[ApiKey | None] = ContextVar("authenticated_key", default=None)
 
 
 class ConfirmationStatus(models.TextChoices):
