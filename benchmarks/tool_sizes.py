@@ -16,14 +16,14 @@ CONTOURS = {"read": ["read"], "read+write": ["read", "write"],
 def run() -> dict[str, Any]:
     from django.test import Client
 
-    from adapters.rest.formats import all_formats
     from tools.contours import create_contour, issue_key
+    from tools.exports.registry import formats
 
     http = Client()
     keys = {label: issue_key(create_contour(f"size-{i}", mode="sandbox", toolsets=toolsets))
             for i, (label, toolsets) in enumerate(CONTOURS.items())}
     rows = []
-    for fmt in sorted(all_formats()):
+    for fmt in sorted(formats()):
         for label, key in keys.items():
             response = http.get("/api/v1/tools", {"format": fmt, "stats": "1"},
                                 HTTP_AUTHORIZATION=f"Bearer {key}")

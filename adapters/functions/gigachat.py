@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
 
-from adapters.functions import schema
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
 from tools import gateway
 from tools.errors import Problem
+from tools.exports import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 

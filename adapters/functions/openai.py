@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from adapters.functions import schema
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
 from tools import catalog, gateway
 from tools.errors import Outcome
+from tools.exports import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 
@@ -36,8 +36,16 @@ def export_strict(specs: list[ToolSpec]) -> dict[str, Any]:
         tool["function"]["parameters"] = schema.strict(tool["function"]["parameters"])
         tool["function"]["strict"] = True
         tools.append(tool)
-    # OpenAI: parallel calls "may not match strict schemas" (formats.md, [O6]).
-    return {"tools": tools, "parallel_tool_calls": False}
+    return {"tools": tools}
+
+
+def parallel_tool_calls(body: dict[str, Any], value: str) -> dict[str, Any]:
+    """`?parallel_tool_calls=false`: OpenAI says parallel calls "may not match strict schemas"
+    (formats.md, [O6]), but o-series models answer 400 to the parameter, so it is sent only on
+    request. Only false is offered: true is the platform's default anyway."""
+    if value != "false":
+        raise ValueError("parallel_tool_calls принимает только false (true — и так по умолчанию)")
+    return {**body, "parallel_tool_calls": False}
 
 
 # -- calls -----------------------------------------------------------------------------------

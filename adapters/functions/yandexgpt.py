@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from adapters.functions import openai, schema
+from adapters.functions import openai
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
 from tools import catalog, gateway
+from tools.exports import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 

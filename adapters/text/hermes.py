@@ -8,9 +8,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.functions.schema import describe, parameters
 from tools import catalog, gateway
 from tools.errors import Outcome, Problem
+from tools.exports.schema import describe, parameters
 from tools.models import Contour
 from tools.spec import ToolSpec
 from tools.validation import shape_problem

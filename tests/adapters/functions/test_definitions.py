@@ -13,11 +13,13 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import BaseModel, Field, TypeAdapter
 from yandex.cloud.ai.foundation_models.v1.text_common_pb2 import Tool as YandexTool
 
-from adapters.functions import FORMATS, gigachat, schema
+from adapters.functions import gigachat
+from adapters.functions.formats import FORMATS
 from tests.adapters.functions.conftest import definitions
 from tests.conftest import Assistant
 from tools import catalog
 from tools.contours import create_contour, issue_key
+from tools.exports import schema
 from tools.spec import ToolSpec
 from tools.validation import validate
 

@@ -298,6 +298,8 @@ def result_schema(spec: ToolSpec, profile: Profile = MINIMAL) -> dict[str, Any]:
 # -- size ------------------------------------------------------------------------------------
 
 def measure(definitions: Any) -> dict[str, Any]:
-    text = json.dumps(definitions, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON of the definitions; a prompt (a string) counts as the text itself."""
+    text = (definitions if isinstance(definitions, str)
+            else json.dumps(definitions, ensure_ascii=False, separators=(",", ":")))
     return {"characters": len(text), "tokens_estimate": math.ceil(len(text) / CHARS_PER_TOKEN),
             "token_estimate_method": TOKEN_METHOD}
