@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,33 +27,31 @@ TOKEN_BUDGET = 3700
 class _Level:
     """One step of fitting the block into the budget, from richest to leanest."""
 
-    short: bool
     field_limit: int
     examples: bool
-    returns: bool
 
 
+# Descriptions are the short ones: the schema carries the arguments. No return_parameters:
+# every result is the same envelope, and a generic schema of it per function was the largest
+# part of the block (the result message is self-describing JSON).
 LEVELS = (
-    _Level(short=False, field_limit=schema.FIELD_DESCRIPTION_LIMIT, examples=True, returns=True),
-    _Level(short=True, field_limit=schema.FIELD_DESCRIPTION_LIMIT, examples=True, returns=True),
-    _Level(short=True, field_limit=120, examples=True, returns=False),
-    _Level(short=True, field_limit=120, examples=False, returns=False),
+    _Level(field_limit=schema.FIELD_DESCRIPTION_LIMIT, examples=True),
+    _Level(field_limit=120, examples=True),
+    _Level(field_limit=120, examples=False),
 )
 
 
 def specification(spec: ToolSpec, level: _Level = LEVELS[0]) -> dict[str, Any]:
     """One function as both contracts define it: name, description, parameters, extras."""
-    profile = schema.Profile(constraints=schema.MINIMAL.constraints, field_limit=level.field_limit)
+    profile = dataclasses.replace(schema.MINIMAL, field_limit=level.field_limit)
     out: dict[str, Any] = {
         "name": spec.name,
-        "description": schema.describe(spec, short=level.short),
+        "description": schema.describe(spec, short=True),
         "parameters": schema.parameters(spec.params, profile),
     }
     if level.examples and spec.examples_ru:
         out["few_shot_examples"] = [{"request": e.request, "params": e.arguments}
                                     for e in spec.examples_ru]
-    if level.returns:
-        out["return_parameters"] = schema.result_schema(spec, profile)
     return out
 
 

@@ -20,7 +20,7 @@ CHANNEL = "openai"
 def function(spec: ToolSpec, profile: schema.Profile = schema.FULL) -> dict[str, Any]:
     return {"type": "function", "function": {
         "name": spec.name,
-        "description": schema.describe(spec),
+        "description": schema.describe(spec, short=True),
         "parameters": schema.parameters(spec.params, profile),
     }}
 

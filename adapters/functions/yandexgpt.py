@@ -20,7 +20,7 @@ def export(specs: list[ToolSpec]) -> dict[str, Any]:
     """The REST (proto3 JSON, camelCase) `tools` of a completion request."""
     return {"tools": [{"function": {
         "name": spec.name,
-        "description": schema.describe(spec),
+        "description": schema.describe(spec, short=True),
         "parameters": schema.parameters(spec.params),
     }} for spec in specs]}
 

@@ -45,7 +45,7 @@ def tool_definition(spec: ToolSpec) -> dict[str, Any]:
     function formats' one, so every platform sees the same arguments."""
     return {"type": "function", "function": {
         "name": spec.name,
-        "description": describe(spec),
+        "description": describe(spec, short=True),
         "parameters": parameters(spec.params),
     }}
 
