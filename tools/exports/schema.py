@@ -126,10 +126,11 @@ def parameters(model: type[BaseModel], profile: Profile = FULL) -> dict[str, Any
 def _parameters(model: type[BaseModel], profile: Profile) -> dict[str, Any]:
     raw = model.model_json_schema()
     root = {key: value for key, value in raw.items() if key not in ("description", "title")}
-    props = {name: _control(name, node) for name, node in root.get("properties", {}).items()
-             if name not in HIDDEN}
-    root = {**root, "properties": props,
-            "required": [name for name in root.get("required", []) if name in props]}
+    if "properties" in root:
+        props = {name: _control(name, node) for name, node in root["properties"].items()
+                 if name not in HIDDEN}
+        root = {**root, "properties": props,
+                "required": [name for name in root.get("required", []) if name in props]}
     return _node(root, raw.get("$defs", {}), profile, path=model.__name__, root=True)
 
 

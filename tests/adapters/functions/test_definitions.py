@@ -163,7 +163,7 @@ def test_shorten_keeps_the_marked_sentence_before_others():
 @pytest.mark.parametrize("spec", ALL, ids=lambda s: s.name)
 def test_schema_has_every_field_and_optional_means_not_required(spec: ToolSpec):
     def check(model: type[BaseModel], node: dict[str, Any]) -> None:
-        assert set(node["properties"]) == set(model.model_fields)
+        assert set(node["properties"]) == set(model.model_fields) - schema.HIDDEN
         required = {name for name, f in model.model_fields.items() if f.is_required()}
         assert set(node.get("required", [])) == required
         for name, f in model.model_fields.items():
@@ -206,10 +206,12 @@ def test_unions_refs_and_docstrings_are_handled_not_passed_through():
         value: int | str
 
     out = schema.parameters(Outer)
+    minimal = schema.parameters(Outer, schema.MINIMAL)
 
     assert out["properties"]["inner"] == {
         "type": "object", "properties": {"code": {"type": "string", "description": "Код."}},
-        "required": ["code"], "description": "Вложенный. Обязательные поля: code."}
+        "required": ["code"], "description": "Вложенный."}
+    assert minimal["properties"]["inner"]["description"] == "Вложенный. Обязательные поля: code."
     assert out["required"] == ["many"]
     assert "English" not in json.dumps(out)
     with pytest.raises(schema.SchemaError):
