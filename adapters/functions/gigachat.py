@@ -41,13 +41,18 @@ LEVELS = (
 )
 
 
-def specification(spec: ToolSpec, level: _Level = LEVELS[0]) -> dict[str, Any]:
+def profile_of(level: _Level) -> schema.Profile:
+    return dataclasses.replace(schema.MINIMAL, field_limit=level.field_limit)
+
+
+def specification(spec: ToolSpec, level: _Level = LEVELS[0],
+                  parameters: dict[str, Any] | None = None) -> dict[str, Any]:
     """One function as both contracts define it: name, description, parameters, extras."""
-    profile = dataclasses.replace(schema.MINIMAL, field_limit=level.field_limit)
     out: dict[str, Any] = {
         "name": spec.name,
         "description": schema.describe(spec, short=True),
-        "parameters": schema.parameters(spec.params, profile),
+        "parameters": (parameters if parameters is not None
+                       else schema.parameters(spec.params, profile_of(level))),
     }
     if level.examples and spec.examples_ru:
         out["few_shot_examples"] = [{"request": e.request, "params": e.arguments}
@@ -60,7 +65,9 @@ def fit(specs: list[ToolSpec]) -> list[dict[str, Any]]:
     catalog order go first (the order puts the everyday ones in front)."""
     for count in range(len(specs), 0, -1):
         for level in LEVELS:
-            functions = [specification(spec, level) for spec in specs[:count]]
+            shown = specs[:count]
+            functions = [specification(spec, level, params) for spec, params in zip(
+                shown, schema.parameters_for(shown, profile_of(level)), strict=True)]
             if schema.measure(functions)["tokens_estimate"] <= TOKEN_BUDGET:
                 return functions
     # Not even one tool fits: the leanest first tool, so the block is never silently empty.

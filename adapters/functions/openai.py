@@ -17,23 +17,23 @@ from tools.spec import ToolSpec
 CHANNEL = "openai"
 
 
-def function(spec: ToolSpec, profile: schema.Profile = schema.FULL) -> dict[str, Any]:
+def function(spec: ToolSpec, parameters: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {
         "name": spec.name,
         "description": schema.describe(spec, short=True),
-        "parameters": schema.parameters(spec.params, profile),
+        "parameters": parameters,
     }}
 
 
 def export(specs: list[ToolSpec]) -> dict[str, Any]:
-    return {"tools": [function(spec) for spec in specs]}
+    return {"tools": [function(spec, params) for spec, params
+                      in zip(specs, schema.parameters_for(specs), strict=True)]}
 
 
 def export_strict(specs: list[ToolSpec]) -> dict[str, Any]:
     tools = []
-    for spec in specs:
-        tool = function(spec, schema.STRICT)
-        tool["function"]["parameters"] = schema.strict(tool["function"]["parameters"])
+    for spec, params in zip(specs, schema.parameters_for(specs, schema.STRICT), strict=True):
+        tool = function(spec, schema.strict(params))
         tool["function"]["strict"] = True
         tools.append(tool)
     return {"tools": tools}

@@ -21,8 +21,8 @@ def export(specs: list[ToolSpec]) -> dict[str, Any]:
     return {"tools": [{"function": {
         "name": spec.name,
         "description": schema.describe(spec, short=True),
-        "parameters": schema.parameters(spec.params),
-    }} for spec in specs]}
+        "parameters": params,
+    }} for spec, params in zip(specs, schema.parameters_for(specs), strict=True)]}
 
 
 def export_openai(specs: list[ToolSpec]) -> dict[str, Any]:

@@ -38,23 +38,38 @@ def annotations(spec: ToolSpec) -> types.ToolAnnotations:
     )
 
 
-def tool_definition(spec: ToolSpec) -> types.Tool:
+READ_ONLY_RU = " Только чтение."
+
+
+def description(spec: ToolSpec) -> str:
+    """The short text; a read tool's "read only" is said by readOnlyHint, not twice."""
+    text = exports.describe(spec, short=True)
+    return text.removesuffix(READ_ONLY_RU) if not spec.writes else text
+
+
+def tool_definition(spec: ToolSpec, params: dict[str, Any] | None = None) -> types.Tool:
     return types.Tool(
         name=spec.name,
         title=spec.title,
         # The short text: the schema carries the arguments, so the description need not repeat
         # them. No outputSchema: every result is the same envelope (the server's instructions
         # name its fields), and a generic envelope schema per tool was 40 % of the list.
-        description=exports.describe(spec, short=True),
-        input_schema=input_schema(spec.params),
+        description=description(spec),
+        input_schema=params if params is not None else input_schema(spec.params),
         annotations=annotations(spec),
     )
 
 
+def tool_definitions(specs: list[ToolSpec]) -> list[types.Tool]:
+    """The listed tools; a nested model repeated by a later tool points back to the first."""
+    return [tool_definition(spec, params)
+            for spec, params in zip(specs, exports.parameters_for(specs), strict=True)]
+
+
 def tools_list(specs: list[ToolSpec]) -> dict[str, Any]:
     """The `tools/list` result as the server sends it (wire spelling, camelCase)."""
-    return {"tools": [tool_definition(spec).model_dump(by_alias=True, mode="json",
-                                                        exclude_none=True) for spec in specs]}
+    return {"tools": [tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+                      for tool in tool_definitions(specs)]}
 
 
 def tool_result(outcome: Outcome) -> types.CallToolResult:

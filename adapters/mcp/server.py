@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from adapters.mcp.schema import input_schema, tool_definition, tool_result
+from adapters.mcp.schema import input_schema, tool_definitions, tool_result
 from tools import catalog, gateway
 from tools.errors import Outcome
 from tools.models import Contour
@@ -175,7 +175,7 @@ def build_server(resolve: CallerResolver) -> Server[Any]:
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = await resolve(ctx)
         return types.ListToolsResult(
-            tools=[tool_definition(spec) for spec in gateway.visible_tools(caller.contour)]
+            tools=tool_definitions(gateway.visible_tools(caller.contour))
         )
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],

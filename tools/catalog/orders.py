@@ -128,12 +128,13 @@ class FindOrdersParams(StrictModel):
         None, max_length=6, description="Статусы: created — не оплачен, completed — оплачен, "
         "hold, canceled, expired, draft."
     )
-    created_from: Timestamp | None = Field(None, description="Создан не раньше.")
-    created_to: Timestamp | None = Field(None, description="Создан не позже.")
-    expiration_from: Timestamp | None = Field(None, description="Срок оплаты не раньше.")
-    expiration_to: Timestamp | None = Field(None, description="Срок оплаты не позже.")
-    paid_from: Timestamp | None = Field(None, description="Оплачен не раньше.")
-    paid_to: Timestamp | None = Field(None, description="Оплачен не позже.")
+    # Bounds of the creation, payment deadline and payment dates; the names say which.
+    created_from: Timestamp | None = None
+    created_to: Timestamp | None = None
+    expiration_from: Timestamp | None = None
+    expiration_to: Timestamp | None = None
+    paid_from: Timestamp | None = None
+    paid_to: Timestamp | None = None
     page: int = Field(1, ge=1, le=1000)
     page_size: int = Field(20, ge=1, le=50)
     response_format: ResponseFormat = Field("concise")
@@ -194,7 +195,7 @@ class CustomerParams(StrictModel):
 
 
 class BasketItemParams(StrictModel):
-    sku: str = Field(min_length=1, max_length=36, description="Артикул.")
+    sku: str = Field(min_length=1, max_length=36)
     name: str = Field(
         min_length=1, max_length=300,
         description="Название для чека: конкретное, не «Заказ №123».",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from tools.exports.schema import measure
+from tools.exports.schema import describe, measure, parameters_for
 from tools.spec import ToolSpec
 
 
@@ -62,7 +62,9 @@ def stats(fmt: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def neutral(specs: list[ToolSpec]) -> dict[str, Any]:
-    """The catalog as this gateway sees it: kinds, toolsets and the compact input schema."""
+    """The catalog as this gateway sees it: kinds, toolsets, the short description and the
+    common-subset input schema every other format is built from (the full texts are in the
+    admin's catalog page; read-only is `not requires_confirmation`)."""
     return {
         "format": "neutral",
         "tools": [
@@ -72,13 +74,11 @@ def neutral(specs: list[ToolSpec]) -> dict[str, Any]:
                 "kind": spec.kind,
                 "toolset": spec.toolset,
                 "requires_confirmation": spec.writes,
-                "read_only": not spec.writes,
                 "destructive": spec.destructive,
-                "description": spec.description_ru,
-                "description_short": spec.summary_ru,
-                "input_schema": spec.params.model_json_schema(),
+                "description": describe(spec, short=True),
+                "input_schema": params,
             }
-            for spec in specs
+            for spec, params in zip(specs, parameters_for(specs), strict=True)
         ],
     }
 

@@ -137,8 +137,8 @@ def _parameters(model: type[BaseModel], profile: Profile) -> dict[str, Any]:
 # The pipeline's own fields read the same on every write tool: one short text each, here, not a
 # paragraph per tool (the two steps are stated in the tool's description already).
 CONTROL_TEXTS = {
-    "confirmation_token": "Из ответа первого вызова; без него — только сводка.",
-    "allow_duplicate": "true — намеренный повтор; иначе повтор вернёт уже сделанное.",
+    "confirmation_token": "Из первого вызова.",
+    "allow_duplicate": "true — намеренный повтор, не прежний результат.",
 }
 # Accepted for prompts written for the reference server, never needed by a model: not offered.
 HIDDEN = frozenset({"confirm_amount"})
@@ -320,3 +320,42 @@ def measure(definitions: Any) -> dict[str, Any]:
             else json.dumps(definitions, ensure_ascii=False, separators=(",", ":")))
     return {"characters": len(text), "tokens_estimate": math.ceil(len(text) / CHARS_PER_TOKEN),
             "token_estimate_method": TOKEN_METHOD}
+
+
+# -- shared definitions ----------------------------------------------------------------------
+
+# A nested model with this many fields is worth pointing back to (basket item, customer).
+SHARED_MIN_FIELDS = 5
+
+
+def parameters_for(specs: list[ToolSpec], profile: Profile = FULL) -> list[dict[str, Any]]:
+    """Every tool's arguments for one export. A nested model already spelled out by an earlier
+    tool of the list comes again with its structure but without its fields' texts, pointing to
+    that tool: the model reads the whole list, so it reads them once (no format shares a
+    definition between functions, and GigaChat takes no $ref at all)."""
+    seen: dict[tuple[str, ...], str] = {}
+    out = []
+    for spec in specs:
+        params = parameters(spec.params, profile)
+        _share(params, spec.name, seen, profile)
+        out.append(params)
+    return out
+
+
+def _share(node: dict[str, Any], tool: str, seen: dict[tuple[str, ...], str],
+           profile: Profile) -> None:
+    for child in (node.get("properties") or {}).values():
+        target = child["items"] if child.get("type") == "array" else child
+        fields = tuple(target.get("properties") or ())
+        if len(fields) < SHARED_MIN_FIELDS:
+            _share(target, tool, seen, profile)
+            continue
+        if fields not in seen:
+            seen[fields] = tool
+            _share(target, tool, seen, profile)
+            continue
+        for _, inner in walk(target)[1:]:
+            inner.pop("description", None)
+        note = f"Поля — как в {seen[fields]}."
+        child["description"] = shorten(f"{child.get('description', '')} {note}".strip(),
+                                       profile.field_limit, keep=note)

@@ -310,3 +310,30 @@ def test_definitions_follow_the_contours_toolsets(reader: Assistant):
         everything = [f["name"] for f in functions_of(fmt, definitions(full, fmt))]
         assert readonly == [s.name for s in ALL if s.toolset == "read"]
         assert everything == [s.name for s in ALL]
+
+
+# -- parallel_tool_calls: o-series models refuse the parameter ----------------------------------
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", ["openai", "openai-strict"])
+def test_parallel_tool_calls_is_left_out_unless_asked(assistant: Assistant, fmt: str):
+    # when
+    plain = definitions(assistant, fmt)
+    asked = definitions(assistant, f"{fmt}&parallel_tool_calls=false")
+
+    # then
+    assert "parallel_tool_calls" not in plain
+    assert asked == {**plain, "parallel_tool_calls": False}
+
+
+@pytest.mark.django_db
+def test_parallel_tool_calls_takes_only_false_and_only_where_it_exists(assistant: Assistant):
+    # when
+    status, refused = assistant.get("/api/v1/tools?format=openai&parallel_tool_calls=true")
+    ignored = definitions(assistant, "yandexgpt-openai&parallel_tool_calls=false")
+
+    # then: true is the platform's default, so asking for it is a mistake worth naming
+    assert (status, refused["code"]) == (400, "invalid_arguments")
+    assert "parallel_tool_calls" in refused["message"]
+    # Yandex's OpenAI-compatible API documents no such parameter: it is never added there
+    assert "parallel_tool_calls" not in ignored
