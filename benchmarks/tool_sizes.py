@@ -11,19 +11,40 @@ from benchmarks._common import bench_database, md_table, save, setup_django
 # Contours that see more and more of the catalog: what an assistant pays per request grows.
 CONTOURS = {"read": ["read"], "read+write": ["read", "write"],
             "read+write+refund": ["read", "write", "refund"]}
+# The reference server's eight tools (all toolsets, our update_order switched off).
+REFERENCE_CONTOUR = "reference 8"
+REFERENCE_TOOLS = ("lookup_company_by_inn", "get_order", "find_orders", "find_shipments",
+                   "create_order", "cancel_order", "create_shipment", "create_refund")
+
+# InvoiceBox/invoicebox-mcp-server 0.2.1 (4b62bec), its 8 tools, compact JSON: `tools/list` over
+# the SDK 1.30.0 client (issue 14 quotes 13 992 for the same list); the function formats are its
+# own toFunctions() (src/interop/functions.ts, not served by it) wrapped as each platform takes
+# them; hermes is the Qwen template's tools section around those lines (as our tool_line prints
+# them). Measured with
+# benchmarks/reference_sizes.mjs (see the README).
+REFERENCE = {"mcp": 13_107, "openai": 9_926, "openai-strict": 9_926, "yandexgpt-openai": 9_926,
+             "gigachat": 9_705, "gigachat-v2": 9_743, "yandexgpt": 9_782, "hermes": 10_864,
+             "neutral": 13_107}
+ISSUE_REFERENCE_MCP = 13_992
 
 
 def run() -> dict[str, Any]:
     from django.test import Client
 
-    from adapters.rest.formats import all_formats
+    from tools import catalog
     from tools.contours import create_contour, issue_key
+    from tools.exports.registry import formats
 
     http = Client()
     keys = {label: issue_key(create_contour(f"size-{i}", mode="sandbox", toolsets=toolsets))
             for i, (label, toolsets) in enumerate(CONTOURS.items())}
+    reference = create_contour("size-reference", mode="sandbox",
+                               toolsets=["read", "write", "refund"])
+    reference.disabled_tools = [name for name in catalog.names() if name not in REFERENCE_TOOLS]
+    reference.save()
+    keys[REFERENCE_CONTOUR] = issue_key(reference)
     rows = []
-    for fmt in sorted(all_formats()):
+    for fmt in sorted(formats()):
         for label, key in keys.items():
             response = http.get("/api/v1/tools", {"format": fmt, "stats": "1"},
                                 HTTP_AUTHORIZATION=f"Bearer {key}")
@@ -36,7 +57,7 @@ def run() -> dict[str, Any]:
                          "method": stats.get("token_estimate_method", ""),
                          # Text formats hand back the prompt too: what the model actually reads.
                          "system_prompt_characters": len(body.get("system_prompt") or "")})
-    return {"rows": rows}
+    return {"rows": rows, "reference": REFERENCE, "issue_reference_mcp": ISSUE_REFERENCE_MCP}
 
 
 def render(data: dict[str, Any]) -> str:
@@ -46,11 +67,19 @@ def render(data: dict[str, Any]) -> str:
               f"{r['tokens_estimate']:,}",
               f"{r['system_prompt_characters']:,}" if r["system_prompt_characters"] else "—"]
              for r in rows]
-    return (f"Token estimate: {method}. The figures are the `stats` of the whole response body; "
-            "a text format's body also carries its `system_prompt` (and the definitions in "
-            "more than one form), so for those the last column is what a model reads.\n\n"
+    reference = data.get("reference", {})
+    against = [[r["format"], f"{r['characters']:,}", f"{reference[r['format']]:,}",
+                f"{r['characters'] / reference[r['format']]:.0%}",
+                f"{r['characters'] / data['issue_reference_mcp']:.0%}"]
+               for r in rows if r["contour"] == REFERENCE_CONTOUR and r["format"] in reference]
+    return (f"Token estimate: {method}. The figures are the `stats` of each format: what a "
+            "model reads (for `hermes` the system prompt, for the others the whole body).\n\n"
             + md_table(["format", "contour toolsets", "tools", "characters", "tokens (est.)",
-                        "system_prompt characters"], table))
+                        "system_prompt characters"], table)
+            + "\n\nAgainst the reference server (its 8 tools; ours with update_order off):\n\n"
+            + md_table(["format", "ours", "reference, same format", "share",
+                        f"share of its MCP list as issue 14 gives it "
+                        f"({data['issue_reference_mcp']:,})"], against))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -106,6 +106,8 @@ INSTALLED_APPS = [
     "adapters.invoicebox",
     "adapters.rest",
     "adapters.mcp",
+    "adapters.functions",
+    "adapters.text",
     "conformance",
 ]
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
 
-from adapters.functions import schema
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
 from tools import gateway
 from tools.errors import Problem
+from tools.exports import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 
@@ -26,33 +27,36 @@ TOKEN_BUDGET = 3700
 class _Level:
     """One step of fitting the block into the budget, from richest to leanest."""
 
-    short: bool
     field_limit: int
     examples: bool
-    returns: bool
 
 
+# Descriptions are the short ones: the schema carries the arguments. No return_parameters:
+# every result is the same envelope, and a generic schema of it per function was the largest
+# part of the block (the result message is self-describing JSON).
 LEVELS = (
-    _Level(short=False, field_limit=schema.FIELD_DESCRIPTION_LIMIT, examples=True, returns=True),
-    _Level(short=True, field_limit=schema.FIELD_DESCRIPTION_LIMIT, examples=True, returns=True),
-    _Level(short=True, field_limit=120, examples=True, returns=False),
-    _Level(short=True, field_limit=120, examples=False, returns=False),
+    _Level(field_limit=schema.FIELD_DESCRIPTION_LIMIT, examples=True),
+    _Level(field_limit=120, examples=True),
+    _Level(field_limit=120, examples=False),
 )
 
 
-def specification(spec: ToolSpec, level: _Level = LEVELS[0]) -> dict[str, Any]:
+def profile_of(level: _Level) -> schema.Profile:
+    return dataclasses.replace(schema.MINIMAL, field_limit=level.field_limit)
+
+
+def specification(spec: ToolSpec, level: _Level = LEVELS[0],
+                  parameters: dict[str, Any] | None = None) -> dict[str, Any]:
     """One function as both contracts define it: name, description, parameters, extras."""
-    profile = schema.Profile(constraints=schema.MINIMAL.constraints, field_limit=level.field_limit)
     out: dict[str, Any] = {
         "name": spec.name,
-        "description": schema.describe(spec, short=level.short),
-        "parameters": schema.parameters(spec.params, profile),
+        "description": schema.describe(spec, short=True),
+        "parameters": (parameters if parameters is not None
+                       else schema.parameters(spec.params, profile_of(level))),
     }
     if level.examples and spec.examples_ru:
         out["few_shot_examples"] = [{"request": e.request, "params": e.arguments}
                                     for e in spec.examples_ru]
-    if level.returns:
-        out["return_parameters"] = schema.result_schema(spec, profile)
     return out
 
 
@@ -61,7 +65,9 @@ def fit(specs: list[ToolSpec]) -> list[dict[str, Any]]:
     catalog order go first (the order puts the everyday ones in front)."""
     for count in range(len(specs), 0, -1):
         for level in LEVELS:
-            functions = [specification(spec, level) for spec in specs[:count]]
+            shown = specs[:count]
+            functions = [specification(spec, level, params) for spec, params in zip(
+                shown, schema.parameters_for(shown, profile_of(level)), strict=True)]
             if schema.measure(functions)["tokens_estimate"] <= TOKEN_BUDGET:
                 return functions
     # Not even one tool fits: the leanest first tool, so the block is never silently empty.

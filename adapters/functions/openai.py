@@ -7,37 +7,45 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from adapters.functions import schema
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
 from tools import catalog, gateway
 from tools.errors import Outcome
+from tools.exports import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 
 CHANNEL = "openai"
 
 
-def function(spec: ToolSpec, profile: schema.Profile = schema.FULL) -> dict[str, Any]:
+def function(spec: ToolSpec, parameters: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {
         "name": spec.name,
-        "description": schema.describe(spec),
-        "parameters": schema.parameters(spec.params, profile),
+        "description": schema.describe(spec, short=True),
+        "parameters": parameters,
     }}
 
 
 def export(specs: list[ToolSpec]) -> dict[str, Any]:
-    return {"tools": [function(spec) for spec in specs]}
+    return {"tools": [function(spec, params) for spec, params
+                      in zip(specs, schema.parameters_for(specs), strict=True)]}
 
 
 def export_strict(specs: list[ToolSpec]) -> dict[str, Any]:
     tools = []
-    for spec in specs:
-        tool = function(spec, schema.STRICT)
-        tool["function"]["parameters"] = schema.strict(tool["function"]["parameters"])
+    for spec, params in zip(specs, schema.parameters_for(specs, schema.STRICT), strict=True):
+        tool = function(spec, schema.strict(params))
         tool["function"]["strict"] = True
         tools.append(tool)
-    # OpenAI: parallel calls "may not match strict schemas" (formats.md, [O6]).
-    return {"tools": tools, "parallel_tool_calls": False}
+    return {"tools": tools}
+
+
+def parallel_tool_calls(body: dict[str, Any], value: str) -> dict[str, Any]:
+    """`?parallel_tool_calls=false`: OpenAI says parallel calls "may not match strict schemas"
+    (formats.md, [O6]), but o-series models answer 400 to the parameter, so it is sent only on
+    request. Only false is offered: true is the platform's default anyway."""
+    if value != "false":
+        raise ValueError("parallel_tool_calls принимает только false (true — и так по умолчанию)")
+    return {**body, "parallel_tool_calls": False}
 
 
 # -- calls -----------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from adapters.functions import openai, schema
+from adapters.functions import openai
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
 from tools import catalog, gateway
+from tools.exports import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 
@@ -19,9 +20,9 @@ def export(specs: list[ToolSpec]) -> dict[str, Any]:
     """The REST (proto3 JSON, camelCase) `tools` of a completion request."""
     return {"tools": [{"function": {
         "name": spec.name,
-        "description": schema.describe(spec),
-        "parameters": schema.parameters(spec.params),
-    }} for spec in specs]}
+        "description": schema.describe(spec, short=True),
+        "parameters": params,
+    }} for spec, params in zip(specs, schema.parameters_for(specs), strict=True)]}
 
 
 def export_openai(specs: list[ToolSpec]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.rest.formats import Exporter
+from tools.exports.registry import Exporter
 from tools.spec import ToolSpec
 
 

@@ -1,4 +1,4 @@
-"""MCP adapter as a Django app: only so that `manage.py mcp_stdio` is found."""
+"""MCP adapter as a Django app: `manage.py mcp_stdio` is found, the `mcp` format registered."""
 
 from django.apps import AppConfig
 
@@ -7,3 +7,10 @@ class McpAdapterConfig(AppConfig):
     name = "adapters.mcp"
     label = "gateway_mcp"
     verbose_name = "MCP"
+
+    def ready(self) -> None:
+        from adapters.mcp import FORMATS
+        from tools.exports import registry
+
+        for name, exporter in FORMATS.items():
+            registry.register(name, exporter)

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
-from adapters.mcp.schema import input_schema, tool_definition, tool_result
+from adapters.mcp.schema import input_schema, tool_definitions, tool_result
 from tools import catalog, gateway
 from tools.errors import Outcome
 from tools.models import Contour
@@ -183,7 +183,7 @@ def build_server(resolve: CallerResolver) -> Server[Any]:
         caller = await resolve(ctx)
         # In a thread: the key's scope is read from the database.
         specs = await run_sync(gateway.visible_tools, caller.contour, caller.actor)
-        return types.ListToolsResult(tools=[tool_definition(spec) for spec in specs])
+        return types.ListToolsResult(tools=tool_definitions(specs))
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:

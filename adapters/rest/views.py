@@ -10,11 +10,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adapters.functions.schema import measure
 from adapters.rest.authentication import ContourKeyAuthentication, ContourPrincipal, HasContourKey
-from adapters.rest.formats import all_formats, export_tools
 from adapters.rest.openapi import CALL_EXAMPLES
 from tools import gateway
+from tools.exports.registry import export_tools, formats, stats
 from tools.models import PendingConfirmation
 
 CHANNEL = "rest"
@@ -60,26 +59,34 @@ class ToolsView(ContourView):
                                      description="neutral, openai, gigachat, hermes, mcp, ..."),
                     OpenApiParameter("stats", str, required=False,
                                      description="1 — добавить stats: размер определений в "
-                                                 "символах и оценку токенов")],
+                                                 "символах и оценку токенов"),
+                    OpenApiParameter("parallel_tool_calls", str, required=False,
+                                     description="false — добавить parallel_tool_calls: false "
+                                                 "(openai, openai-strict); иначе не передаётся")],
         responses={200: serializers.DictField()},
     )
     def get(self, request: Request) -> Response:
         principal = self.principal(request)
         fmt = request.query_params.get("format", "neutral")
-        formats = all_formats()
-        if fmt not in formats:
+        known = formats()
+        if fmt not in known:
             outcome = gateway.reject(
                 principal.contour, "invalid_arguments",
-                f"формат {fmt[:40]!r} не поддерживается; есть: {', '.join(sorted(formats))}",
+                f"формат {fmt[:40]!r} не поддерживается; есть: {', '.join(sorted(known))}",
                 channel=CHANNEL, actor=principal.actor, tool="tools/list",
             )
             return Response(outcome.as_dict(), status=outcome.http_status)
         specs = gateway.visible_tools(principal.contour, principal.actor)
-        body = export_tools(fmt, specs)
+        try:
+            body = export_tools(fmt, specs, request.query_params)
+        except ValueError as error:
+            outcome = gateway.reject(principal.contour, "invalid_arguments", str(error),
+                                     channel=CHANNEL, actor=principal.actor, tool="tools/list")
+            return Response(outcome.as_dict(), status=outcome.http_status)
         if request.query_params.get("stats") in ("1", "true"):
             # The size an assistant pays for these definitions in every request.
             body = {**body, "stats": {"format": fmt, "tools_visible": len(specs),
-                                      **measure(body)}}
+                                      **stats(fmt, body)}}
         return Response(body)
 
 

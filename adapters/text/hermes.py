@@ -8,9 +8,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.functions.schema import describe, parameters
 from tools import catalog, gateway
 from tools.errors import Outcome, Problem
+from tools.exports.schema import describe, parameters, parameters_for
 from tools.models import Contour
 from tools.spec import ToolSpec
 from tools.validation import shape_problem
@@ -40,14 +40,19 @@ CALL_FORM = '<tool_call>\n{"name": "<инструмент>", "arguments": {...}}
 
 # -- the system prompt -----------------------------------------------------------------------
 
-def tool_definition(spec: ToolSpec) -> dict[str, Any]:
+def tool_definition(spec: ToolSpec, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """The line of one tool, in the shape the template expects; the schema generator is the
     function formats' one, so every platform sees the same arguments."""
     return {"type": "function", "function": {
         "name": spec.name,
-        "description": describe(spec),
-        "parameters": parameters(spec.params),
+        "description": describe(spec, short=True),
+        "parameters": params if params is not None else parameters(spec.params),
     }}
+
+
+def tool_definitions(specs: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [tool_definition(spec, params)
+            for spec, params in zip(specs, parameters_for(specs), strict=True)]
 
 
 def tool_line(definition: dict[str, Any]) -> str:
@@ -56,13 +61,14 @@ def tool_line(definition: dict[str, Any]) -> str:
 
 
 def tools_block(specs: list[ToolSpec]) -> str:
-    lines = "".join("\n" + tool_line(tool_definition(spec)) for spec in specs)
+    lines = "".join("\n" + tool_line(tool) for tool in tool_definitions(specs))
     return f"<tools>{lines}\n</tools>"
 
 
 def tools_section(specs: list[ToolSpec]) -> str:
     """What the template appends to the system message when tools are given."""
-    return TOOLS_HEADER + "".join("\n" + tool_line(tool_definition(s)) for s in specs) + TOOLS_FOOTER
+    lines = "".join("\n" + tool_line(tool) for tool in tool_definitions(specs))
+    return TOOLS_HEADER + lines + TOOLS_FOOTER
 
 
 def preamble(specs: list[ToolSpec]) -> str:
@@ -95,7 +101,7 @@ def export(specs: list[ToolSpec]) -> dict[str, Any]:
         "system_prompt": system_prompt(specs),
         "preamble": preamble(specs),
         "tools_block": tools_block(specs),
-        "tools": [tool_definition(spec) for spec in specs],
+        "tools": tool_definitions(specs),
         "tool_response_role": TOOL_RESPONSE_ROLE,
         "call_endpoint": "/api/v1/text/call",
     }

@@ -15,7 +15,7 @@ CACHE_SECONDS = 24 * 60 * 60
 
 
 class LookupCompanyParams(StrictModel):
-    inn: Inn = Field(description="ИНН: 10 цифр у организации, 12 у ИП.")
+    inn: Inn = Field(description="10 цифр у организации, 12 у ИП.")
 
 
 def lookup_company_by_inn(ctx: CallContext, params: LookupCompanyParams) -> dict[str, Any]:

@@ -31,7 +31,7 @@ CHANGES = ("description", "basket_items", "expiration_date", "customer")
 
 
 class UpdateOrderParams(StrictModel):
-    order_id: UUID = Field(description="Идентификатор неоплаченного счёта (UUID).")
+    order_id: UUID = Field(description="Неоплаченный счёт.")
     description: str | None = Field(None, min_length=1, max_length=1000,
                                     description="Новое назначение счёта.")
     basket_items: list[BasketItemParams] | None = Field(
@@ -41,7 +41,7 @@ class UpdateOrderParams(StrictModel):
     amount: Kopecks | None = Field(None, description="Новая сумма — сумма позиций, копейки.")
     vat_amount: Kopecks | None = Field(None, description="Новый НДС — сумма НДС позиций, копейки.")
     expiration_date: Timestamp | None = Field(
-        None, description="Новый срок оплаты: ISO 8601 с часовым поясом, в будущем."
+        None, description="Новый срок оплаты, в будущем."
     )
     customer: CustomerParams | None = Field(None, description="Покупатель целиком.")
     confirmation_token: str | None = Field(

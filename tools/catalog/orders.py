@@ -81,7 +81,7 @@ def order_row(order: Order, response_format: str) -> dict[str, Any]:
 
 class GetOrderParams(StrictModel):
     order_id: UUID | None = Field(
-        None, description="Идентификатор счёта в Инвойсбокс (UUID). Главнее номера, если заданы оба."
+        None, description="Главнее merchant_order_id, если заданы оба."
     )
     merchant_order_id: str | None = Field(
         None, min_length=1, max_length=256, description="Номер счёта в магазине (merchantOrderId)."
@@ -128,19 +128,16 @@ class FindOrdersParams(StrictModel):
         None, max_length=6, description="Статусы: created — не оплачен, completed — оплачен, "
         "hold, canceled, expired, draft."
     )
-    created_from: Timestamp | None = Field(
-        None, description="Создан не раньше (ISO 8601 с часовым поясом)."
-    )
-    created_to: Timestamp | None = Field(
-        None, description="Создан не позже (ISO 8601 с часовым поясом)."
-    )
-    expiration_from: Timestamp | None = Field(None, description="Срок оплаты не раньше.")
-    expiration_to: Timestamp | None = Field(None, description="Срок оплаты не позже.")
-    paid_from: Timestamp | None = Field(None, description="Оплачен не раньше.")
-    paid_to: Timestamp | None = Field(None, description="Оплачен не позже.")
-    page: int = Field(1, ge=1, le=1000, description="Страница, с 1.")
-    page_size: int = Field(20, ge=1, le=50, description="Счетов на странице, до 50.")
-    response_format: ResponseFormat = Field("concise", description="concise или detailed.")
+    # Bounds of the creation, payment deadline and payment dates; the names say which.
+    created_from: Timestamp | None = None
+    created_to: Timestamp | None = None
+    expiration_from: Timestamp | None = None
+    expiration_to: Timestamp | None = None
+    paid_from: Timestamp | None = None
+    paid_to: Timestamp | None = None
+    page: int = Field(1, ge=1, le=1000)
+    page_size: int = Field(20, ge=1, le=50)
+    response_format: ResponseFormat = Field("concise")
 
 
 def check_find_orders(params: FindOrdersParams, contour: Contour) -> list[Problem]:
@@ -188,23 +185,17 @@ class CustomerParams(StrictModel):
         "legal", description="legal — организация или ИП, private — физлицо."
     )
     name: str | None = Field(None, min_length=1, max_length=500, description="Название или ФИО.")
-    vat_number: Inn | None = Field(None, description="ИНН: 10 цифр у организации, 12 у ИП и физлица.")
+    vat_number: Inn | None = Field(None, description="ИНН.")
     tax_registration_reason_code: Kpp | None = Field(
-        None, description="КПП, 9 знаков; только у организации с 10-значным ИНН."
+        None, description="КПП; только у организации с 10-значным ИНН."
     )
-    registration_address: str | None = Field(
-        None, min_length=1, max_length=1000, description="Юридический адрес."
-    )
-    email: str | None = Field(
-        None, max_length=100, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", description="Почта для чека."
-    )
-    phone: str | None = Field(
-        None, pattern=r"^[0-9]{10,15}$", description="Телефон цифрами, 10–15 цифр, например 79001112233."
-    )
+    registration_address: str | None = Field(None, min_length=1, max_length=1000)
+    email: str | None = Field(None, max_length=100, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    phone: str | None = Field(None, pattern=r"^[0-9]{10,15}$", description="Например 79001112233.")
 
 
 class BasketItemParams(StrictModel):
-    sku: str = Field(min_length=1, max_length=36, description="Артикул позиции.")
+    sku: str = Field(min_length=1, max_length=36)
     name: str = Field(
         min_length=1, max_length=300,
         description="Название для чека: конкретное, не «Заказ №123».",
@@ -217,14 +208,14 @@ class BasketItemParams(StrictModel):
     measure_code: str | None = Field(
         None, pattern=r"^[0-9]{3}$", description="Код единицы по ОКЕИ (796 — шт, 166 — кг, 356 — ч)."
     )
-    quantity: float = Field(gt=0, le=1_000_000, description="Количество, больше нуля.")
-    amount: Kopecks = Field(description="Цена за единицу с НДС, копейки строкой.")
+    quantity: float = Field(gt=0, le=1_000_000)
+    amount: Kopecks = Field(description="Цена за единицу с НДС, копейки.")
     amount_wo_vat: Kopecks | None = Field(
-        None, description="Цена за единицу без НДС, копейки строкой; по умолчанию вычисляется."
+        None, description="Цена за единицу без НДС; по умолчанию вычисляется."
     )
-    total_amount: Kopecks = Field(description="Сумма позиции с НДС (цена × количество), копейки.")
-    total_vat_amount: Kopecks = Field(description="НДС всей позиции, копейки строкой.")
-    vat_code: VatCode = Field(description="Ставка НДС: RUS_VAT22, RUS_VAT20, ..., RUS_VAT0, VATNONE.")
+    total_amount: Kopecks = Field(description="amount × quantity, копейки.")
+    total_vat_amount: Kopecks = Field(description="НДС позиции, копейки.")
+    vat_code: VatCode = Field(description="Ставка НДС.")
     payment_type: PaymentType = Field(
         "full_prepayment", description="Способ расчёта. full_prepayment: при оплате чек 100 % "
         "предоплаты, при отгрузке — чек полного расчёта.",
@@ -233,23 +224,17 @@ class BasketItemParams(StrictModel):
 
 class CreateOrderParams(StrictModel):
     description: str = Field(min_length=1, max_length=1000, description="Назначение счёта.")
-    customer: CustomerParams = Field(description="Покупатель.")
-    basket_items: list[BasketItemParams] = Field(
-        min_length=1, max_length=100, description="Позиции счёта, от 1 до 100."
-    )
-    amount: Kopecks = Field(description="Сумма счёта с НДС — сумма позиций, копейки строкой.")
-    vat_amount: Kopecks = Field(description="НДС счёта — сумма НДС позиций, копейки строкой.")
-    currency_id: Currency = Field(description="Валюта: RUB, USD, EUR, GBP, CNY. Не подставляется.")
+    customer: CustomerParams
+    basket_items: list[BasketItemParams] = Field(min_length=1, max_length=100)
+    amount: Kopecks = Field(description="Сумма позиций с НДС, копейки.")
+    vat_amount: Kopecks = Field(description="Сумма НДС позиций, копейки.")
+    currency_id: Currency
     language_id: Language = Field("ru", description="Язык страницы оплаты.")
-    expiration_date: Timestamp = Field(
-        description="Оплатить до: ISO 8601 с часовым поясом, в будущем."
-    )
-    success_url: str | None = Field(None, max_length=1000, description="Куда вернуть после оплаты.")
-    fail_url: str | None = Field(None, max_length=1000, description="Куда вернуть при неудаче.")
+    expiration_date: Timestamp = Field(description="Оплатить до; в будущем.")
+    success_url: str | None = Field(None, max_length=1000)
+    fail_url: str | None = Field(None, max_length=1000)
     return_url: str | None = Field(None, max_length=1000, description="Кнопка «вернуться в магазин».")
-    notification_url: str | None = Field(
-        None, max_length=1000, description="Адрес уведомлений об оплате."
-    )
+    notification_url: str | None = Field(None, max_length=1000)
     confirmation_token: str | None = Field(
         None, max_length=200,
         description="Токен из первого вызова. Без него счёт не выставляется, а готовится сводка.",
@@ -508,7 +493,7 @@ CANCELLABLE = ("created", "hold", "draft")
 
 
 class CancelOrderParams(StrictModel):
-    order_id: UUID = Field(description="Идентификатор неоплаченного счёта (UUID).")
+    order_id: UUID = Field(description="Неоплаченный счёт.")
     reason: str | None = Field(
         None, min_length=1, max_length=500,
         description="Причина для человека; в Инвойсбокс не передаётся.",

@@ -21,21 +21,21 @@ TIMING_NOTE = ("деньги зачисляются покупателю до д
 
 
 class RefundLineParams(StrictModel):
-    sku: str = Field(min_length=1, max_length=36, description="Артикул позиции оплаченного счёта.")
+    sku: str = Field(min_length=1, max_length=36, description="Артикул в оплаченном счёте.")
     quantity: float = Field(gt=0, le=1_000_000, description="Сколько единиц вернуть.")
-    total_amount: Kopecks = Field(description="Сумма возврата по позиции с НДС, копейки строкой.")
+    total_amount: Kopecks = Field(description="Возврат по позиции с НДС, копейки.")
     total_vat_amount: Kopecks | None = Field(
         None, description="НДС этой суммы, копейки; по умолчанию — по ставке позиции."
     )
 
 
 class CreateRefundParams(StrictModel):
-    parent_order_id: UUID = Field(description="Идентификатор оплаченного счёта (UUID).")
+    parent_order_id: UUID = Field(description="Оплаченный счёт.")
     description: str = Field(min_length=1, max_length=1000, description="Причина возврата.")
     amount: Kopecks | None = Field(
-        None, description="Сумма возврата, копейки строкой; без состава — только вся доступная."
+        None, description="Копейки; без состава — только вся доступная."
     )
-    vat_amount: Kopecks | None = Field(None, description="НДС возврата, копейки строкой.")
+    vat_amount: Kopecks | None = Field(None, description="Копейки.")
     basket_items: list[RefundLineParams] | None = Field(
         None, min_length=1, max_length=100,
         description="Частичный возврат: какие позиции и на сколько; без него — полный возврат.",
@@ -228,7 +228,8 @@ CREATE_REFUND = ToolSpec(
         "Возвращает refund_id, parent_order_id, merchant_order_id, status и amount."
     ),
     summary_ru=(
-        "Вернуть деньги по оплаченному счёту: два шага, второй — только после одобрения "
-        "оператора; без состава — полный возврат. Суммы — копейки строкой."
+        "Вернуть деньги по оплаченному счёту: два шага, первый даёт сводку и confirmation_token, "
+        "второй — только после одобрения оператора; без состава — полный возврат. Суммы — "
+        "копейки строкой."
     ),
 )

@@ -75,7 +75,7 @@ def order_shipments(ctx: CallContext, order_id: str) -> tuple[list[Shipment], in
 # -- find_shipments ---------------------------------------------------------------------------
 
 class FindShipmentsParams(StrictModel):
-    order_id: UUID = Field(description="Идентификатор счёта (UUID), чьи отгрузки нужны.")
+    order_id: UUID = Field(description="Счёт, чьи отгрузки нужны.")
     response_format: ResponseFormat = Field(
         "concise", description="concise — основные поля; detailed — ещё НДС, номер документа и "
         "первые 5 позиций."
@@ -116,9 +116,9 @@ FIND_SHIPMENTS = ToolSpec(
 # -- create_shipment --------------------------------------------------------------------------
 
 class CreateShipmentParams(StrictModel):
-    order_id: UUID = Field(description="Идентификатор оплаченного счёта (UUID).")
+    order_id: UUID = Field(description="Оплаченный счёт.")
     basket_items: list[BasketItemParams] = Field(
-        min_length=1, max_length=100, description="Что отгружено: позиции, как в счёте."
+        min_length=1, max_length=100, description="Что отгружено, как в счёте."
     )
     final: bool = Field(
         False, description="true — отметить отгрузку последней; её действие в API не описано."

@@ -13,11 +13,13 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import BaseModel, Field, TypeAdapter
 from yandex.cloud.ai.foundation_models.v1.text_common_pb2 import Tool as YandexTool
 
-from adapters.functions import FORMATS, gigachat, schema
+from adapters.functions import gigachat
+from adapters.functions.formats import FORMATS
 from tests.adapters.functions.conftest import definitions
 from tests.conftest import Assistant
 from tools import catalog
 from tools.contours import create_contour, issue_key
+from tools.exports import schema
 from tools.spec import ToolSpec
 from tools.validation import validate
 
@@ -161,7 +163,7 @@ def test_shorten_keeps_the_marked_sentence_before_others():
 @pytest.mark.parametrize("spec", ALL, ids=lambda s: s.name)
 def test_schema_has_every_field_and_optional_means_not_required(spec: ToolSpec):
     def check(model: type[BaseModel], node: dict[str, Any]) -> None:
-        assert set(node["properties"]) == set(model.model_fields)
+        assert set(node["properties"]) == set(model.model_fields) - schema.HIDDEN
         required = {name for name, f in model.model_fields.items() if f.is_required()}
         assert set(node.get("required", [])) == required
         for name, f in model.model_fields.items():
@@ -204,10 +206,12 @@ def test_unions_refs_and_docstrings_are_handled_not_passed_through():
         value: int | str
 
     out = schema.parameters(Outer)
+    minimal = schema.parameters(Outer, schema.MINIMAL)
 
     assert out["properties"]["inner"] == {
         "type": "object", "properties": {"code": {"type": "string", "description": "Код."}},
-        "required": ["code"], "description": "Вложенный. Обязательные поля: code."}
+        "required": ["code"], "description": "Вложенный."}
+    assert minimal["properties"]["inner"]["description"] == "Вложенный. Обязательные поля: code."
     assert out["required"] == ["many"]
     assert "English" not in json.dumps(out)
     with pytest.raises(schema.SchemaError):
@@ -306,3 +310,30 @@ def test_definitions_follow_the_contours_toolsets(reader: Assistant):
         everything = [f["name"] for f in functions_of(fmt, definitions(full, fmt))]
         assert readonly == [s.name for s in ALL if s.toolset == "read"]
         assert everything == [s.name for s in ALL]
+
+
+# -- parallel_tool_calls: o-series models refuse the parameter ----------------------------------
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", ["openai", "openai-strict"])
+def test_parallel_tool_calls_is_left_out_unless_asked(assistant: Assistant, fmt: str):
+    # when
+    plain = definitions(assistant, fmt)
+    asked = definitions(assistant, f"{fmt}&parallel_tool_calls=false")
+
+    # then
+    assert "parallel_tool_calls" not in plain
+    assert asked == {**plain, "parallel_tool_calls": False}
+
+
+@pytest.mark.django_db
+def test_parallel_tool_calls_takes_only_false_and_only_where_it_exists(assistant: Assistant):
+    # when
+    status, refused = assistant.get("/api/v1/tools?format=openai&parallel_tool_calls=true")
+    ignored = definitions(assistant, "yandexgpt-openai&parallel_tool_calls=false")
+
+    # then: true is the platform's default, so asking for it is a mistake worth naming
+    assert (status, refused["code"]) == (400, "invalid_arguments")
+    assert "parallel_tool_calls" in refused["message"]
+    # Yandex's OpenAI-compatible API documents no such parameter: it is never added there
+    assert "parallel_tool_calls" not in ignored

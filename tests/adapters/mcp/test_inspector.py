@@ -45,7 +45,9 @@ def test_inspector_lists_the_tools_and_finds_no_portability_errors(npx: str, liv
     # then
     assert [tool["name"] for tool in listed["tools"]] == tool_names(WRITER_TOOLSETS)
     create = next(t for t in listed["tools"] if t["name"] == "create_order")
-    assert create["annotations"]["readOnlyHint"] is False
+    # readOnlyHint false is the spec's default, so it is not sent; idempotent is
+    assert create["annotations"].get("readOnlyHint", False) is False
+    assert create["annotations"]["idempotentHint"] is True
     assert create["inputSchema"]["properties"]["customer"]["type"] == "object"
 
 

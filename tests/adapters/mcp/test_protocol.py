@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -65,8 +64,7 @@ async def test_read_returns_the_envelope_as_structured_content_and_text(mcp: Con
     assert result.is_error is False
     assert body["status"] == "ok"
     assert body["data"]["page_size"] == 5
-    schema = next(t.output_schema for t in listed.tools if t.name == "find_orders")
-    jsonschema.validate(body, schema)
+    assert next(t for t in listed.tools if t.name == "find_orders").output_schema is None
 
 
 async def test_two_phase_write_issues_one_order_and_replays_it(mcp: Connected):

@@ -1,4 +1,4 @@
-"""Tool definitions from the catalog: plain object schemas, honest annotations, the envelope."""
+"""Tool definitions from the catalog: plain object schemas, honest annotations, no output schema."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import jsonschema
 import pytest
 from pydantic import BaseModel
 
-from adapters.mcp.schema import inline_refs, input_schema, output_schema, tool_definition
+from adapters.mcp.schema import input_schema, tool_definition, tool_result
 from tests.conftest import Assistant
 from tools.catalog import BY_NAME, CATALOG
 from tools.errors import Outcome, Problem
+from tools.exports import schema as exports
 from tools.spec import ToolSpec
 
 SPECS = pytest.mark.parametrize("spec", CATALOG, ids=[spec.name for spec in CATALOG])
@@ -32,28 +33,49 @@ def test_input_schema_is_a_plain_object_without_references(spec: ToolSpec):
     jsonschema.Draft202012Validator.check_schema(schema)
 
 
+# The spec's defaults for an omitted hint: what a client reads when we leave one out.
+HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
+                 "openWorldHint": True}
+
+
+def hints_as_read(spec: ToolSpec) -> dict[str, bool]:
+    sent = tool_definition(spec).model_dump(by_alias=True, exclude_none=True)["annotations"]
+    return {**HINT_DEFAULTS, **sent}
+
+
 @SPECS
-def test_annotations_follow_the_spec(spec: ToolSpec):
+def test_annotations_follow_the_spec_once_defaults_are_applied(spec: ToolSpec):
     # when
-    hints = tool_definition(spec).annotations
+    hints = hints_as_read(spec)
 
     # then
-    assert hints is not None
-    assert hints.read_only_hint is (not spec.writes)
-    assert hints.destructive_hint is (spec.destructive and spec.writes)
-    assert hints.idempotent_hint is (spec.idempotent or not spec.writes)
-    assert hints.title == spec.title == tool_definition(spec).title
-    assert tool_definition(spec).description == spec.description_ru
+    assert hints["readOnlyHint"] is (not spec.writes)
+    assert hints["openWorldHint"] is False
+    if spec.writes:  # the two hints mean something only for a tool that modifies
+        assert hints["destructiveHint"] is spec.destructive
+        assert hints["idempotentHint"] is spec.idempotent
+    assert tool_definition(spec).title == spec.title
+    assert tool_definition(spec).description in (
+        exports.describe(spec, short=True), exports.describe(spec, short=True).removesuffix(
+            " Только чтение."))
 
 
 def test_create_order_is_an_idempotent_write_that_destroys_nothing():
     # when
-    hints = tool_definition(BY_NAME["create_order"]).annotations
+    hints = hints_as_read(BY_NAME["create_order"])
 
     # then
-    assert hints is not None
-    assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == (
+    assert (hints["readOnlyHint"], hints["destructiveHint"], hints["idempotentHint"]) == (
         False, False, True)
+
+
+def test_cancel_order_reads_as_destructive_without_saying_so():
+    # when
+    sent = tool_definition(BY_NAME["cancel_order"]).annotations
+
+    # then: destructive is the spec's default, so it is left out and still read as true
+    assert sent is not None and sent.destructive_hint is None
+    assert hints_as_read(BY_NAME["cancel_order"])["destructiveHint"] is True
 
 
 def test_nested_models_are_inlined_with_the_fields_own_description():
@@ -63,7 +85,7 @@ def test_nested_models_are_inlined_with_the_fields_own_description():
     # then
     customer = schema["properties"]["customer"]
     assert customer["type"] == "object"
-    assert customer["description"] == "Покупатель."
+    assert customer["properties"]["vat_number"]["description"]
     assert "vat_number" in customer["properties"]
     item = schema["properties"]["basket_items"]["items"]
     assert "total_vat_amount" in item["required"]
@@ -75,30 +97,30 @@ def test_a_recursive_model_is_refused_rather_than_emitted_with_a_reference():
         children: list[Node] = []
 
     # when / then
-    with pytest.raises(ValueError, match="recursive"):
-        inline_refs(Node.model_json_schema())
+    with pytest.raises(exports.SchemaError, match="recursive"):
+        input_schema(Node)
+
+
+@SPECS
+def test_no_tool_declares_an_output_schema(spec: ToolSpec):
+    # A declared outputSchema obliges structuredContent to match it (the client SDK validates);
+    # the envelope is the same for every tool, so it is described once, in the instructions.
+    assert tool_definition(spec).output_schema is None
 
 
 @pytest.mark.parametrize("outcome", [
     Outcome(status="ok", code="ok", message="готово", data={"order_id": "x"}, journal_id=1),
-    Outcome(status="confirmation_required", code="confirmation_required", message="сводка",
-            hint="повторите", confirmation={"id": "c", "token": "ibc_x", "summary": "s",
-                                            "expires_at": "2030-01-01T00:00:00+03:00"},
-            journal_id=2),
-    Outcome(status="awaiting_approval", code="awaiting_approval", message="ждёт оператора",
-            confirmation={"id": "c", "approval_url": "http://x/approvals/c/", "summary": "s",
-                          "expires_at": "2030-01-01T00:00:00+03:00"}, journal_id=3),
     Outcome(status="rejected", code="invalid_arguments", message="нет",
             problems=[Problem("amount", "не сходится")], journal_id=None),
-], ids=["ok", "confirmation", "awaiting", "refusal"])
-def test_every_envelope_matches_the_output_schema(outcome: Outcome):
-    # when / then
-    jsonschema.validate(outcome.as_dict(), output_schema())
+], ids=["ok", "refusal"])
+def test_every_result_carries_the_envelope_as_structured_content_and_text(outcome: Outcome):
+    # when
+    result = tool_result(outcome)
 
-
-def test_output_schema_rejects_a_result_that_is_not_an_envelope():
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"orders": []}, output_schema())
+    # then
+    assert result.structured_content == outcome.as_dict()
+    assert json.loads(result.content[0].text) == outcome.as_dict()
+    assert result.is_error is (outcome.status == "rejected")
 
 
 def test_rest_exports_the_mcp_format_for_the_contours_tools(assistant: Assistant,

@@ -15,6 +15,7 @@ from tests.adapters.text.test_parser import FRAGMENTS
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools import gateway
 from tools.catalog import CATALOG
+from tools.exports.schema import HIDDEN
 from tools.models import PendingConfirmation
 
 pytestmark = pytest.mark.django_db
@@ -294,7 +295,7 @@ def test_every_tool_line_is_a_plain_schema_in_russian(assistant: Assistant):
         model = specs[function["name"]].params
         required = {name for name, f in model.model_fields.items() if f.is_required()}
         assert set(function["parameters"].get("required", [])) == required
-        assert set(function["parameters"]["properties"]) == set(model.model_fields)
+        assert set(function["parameters"]["properties"]) == set(model.model_fields) - HIDDEN
         for node in nodes(function["parameters"]):
             if node.get("type") == "object":
                 assert "properties" in node

@@ -8,9 +8,9 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from tools.spec import ToolSpec
 
@@ -56,10 +56,12 @@ class Profile:
 
     constraints: frozenset[str] = CONSTRAINTS
     field_limit: int = FIELD_DESCRIPTION_LIMIT
+    # Name a nested object's required fields in its description too (GigaChat's SDK drops them).
+    required_in_text: bool = False
 
 
 # GigaChat's SDK keeps only type/description/enum/items/properties; constraints only cost tokens.
-MINIMAL = Profile(constraints=frozenset())
+MINIMAL = Profile(constraints=frozenset(), required_in_text=True)
 FULL = Profile()
 
 
@@ -104,7 +106,7 @@ def describe(spec: ToolSpec, limit: int = FUNCTION_DESCRIPTION_LIMIT, *, short: 
     if not spec.writes:
         return shorten(source, limit)
     if CONFIRMATION_MARK not in source:
-        source = f"{source} {TWO_STEP_RU}"
+        source = f"{source} {TWO_STEP_SHORT_RU if short else TWO_STEP_RU}"
     text = shorten(source, limit, keep=CONFIRMATION_MARK)
     if CONFIRMATION_MARK in text:
         return text
@@ -124,7 +126,26 @@ def parameters(model: type[BaseModel], profile: Profile = FULL) -> dict[str, Any
 def _parameters(model: type[BaseModel], profile: Profile) -> dict[str, Any]:
     raw = model.model_json_schema()
     root = {key: value for key, value in raw.items() if key not in ("description", "title")}
+    if "properties" in root:
+        props = {name: _control(name, node) for name, node in root["properties"].items()
+                 if name not in HIDDEN}
+        root = {**root, "properties": props,
+                "required": [name for name in root.get("required", []) if name in props]}
     return _node(root, raw.get("$defs", {}), profile, path=model.__name__, root=True)
+
+
+# The pipeline's own fields read the same on every write tool: one short text each, here, not a
+# paragraph per tool (the two steps are stated in the tool's description already).
+CONTROL_TEXTS = {
+    "confirmation_token": "Из первого вызова.",
+    "allow_duplicate": "true — намеренный повтор, не прежний результат.",
+}
+# Accepted for prompts written for the reference server, never needed by a model: not offered.
+HIDDEN = frozenset({"confirm_amount"})
+
+
+def _control(name: str, node: dict[str, Any]) -> dict[str, Any]:
+    return {**node, "description": CONTROL_TEXTS[name]} if name in CONTROL_TEXTS else node
 
 
 def _resolve(node: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str, Any]:
@@ -151,8 +172,17 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str,
             return node
 
 
+# What a `format` says, for a profile that leaves the keyword out.
+FORMAT_NOTES = {"date-time": "ISO 8601 с часовым поясом.", "date": "ГГГГ-ММ-ДД.", "uuid": "UUID."}
+
+# Deeper than any argument model of the catalog; a recursive model would never end.
+MAX_DEPTH = 8
+
+
 def _node(node: dict[str, Any], defs: dict[str, Any], profile: Profile, path: str,
           *, root: bool = False, item: bool = False) -> dict[str, Any]:
+    if path.count(".") + path.count("[]") > MAX_DEPTH:
+        raise SchemaError(f"{path}: nested deeper than {MAX_DEPTH} levels (a recursive model?)")
     node = _resolve(node, defs, path)
     if "const" in node:
         node = {**{k: v for k, v in node.items() if k != "const"}, "enum": [node["const"]]}
@@ -168,6 +198,8 @@ def _node(node: dict[str, Any], defs: dict[str, Any], profile: Profile, path: st
         raise SchemaError(f"{path}: no type (Any is not expressible for every platform)")
     out: dict[str, Any] = {"type": kind}
     description = node.get("description", "")
+    if node.get("format") in FORMAT_NOTES and "format" not in profile.constraints:
+        description = f"{description} {FORMAT_NOTES[node['format']]}".strip()
     if kind == "object":
         props = node.get("properties", {})
         out["properties"] = {
@@ -184,12 +216,35 @@ def _node(node: dict[str, Any], defs: dict[str, Any], profile: Profile, path: st
     for key in sorted(profile.constraints & node.keys()):
         if key == "default" and node[key] is None:
             continue
-        out[key] = node[key]
-    if not (root or item):  # the root's required survives everywhere; an array names its items'
+        if binds(key, node[key], out):
+            out[key] = node[key]
+    if profile.required_in_text and not (root or item):  # an array names its items'
         description = _with_required(description, out, profile.field_limit)
     if description:
         out["description"] = shorten(description, profile.field_limit)
     return out
+
+
+# Bounds no model's argument comes near: non-empty, or longer than any name, note or URL it writes.
+# Leaving them out costs nothing in safety, the core enforces every one (tools.validation).
+SLACK_LENGTH = 100
+SLACK_NUMBER = 1000
+
+
+def binds(key: str, value: Any, node: dict[str, Any]) -> bool:
+    """Whether a constraint can steer a model: a bound it might cross, a format it must use."""
+    if key in ("minLength", "minItems"):
+        return value > 1
+    if key == "maxLength":
+        return value < SLACK_LENGTH
+    if key == "default":  # an optional flag is off unless set: saying so tells nothing
+        return value is not False
+    if key == "maximum":
+        return value < SLACK_NUMBER
+    if key == "maxItems":
+        options = len(node.get("items", {}).get("enum", ()))
+        return value < SLACK_LENGTH and not (options and value >= options)
+    return True
 
 
 def _enum_type(values: list[Any], path: str) -> str:
@@ -257,47 +312,50 @@ def strict(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
     return out
 
 
-# -- results ---------------------------------------------------------------------------------
-
-class _Problem(BaseModel):
-    field: str
-    message: str
-
-
-class _Confirmation(BaseModel):
-    token: str = Field(description="Передать во втором вызове как confirmation_token.")
-    summary: str = Field(description="Перескажите человеку и дождитесь согласия.")
-    expires_at: str
-    approval_url: str | None = None
-
-
-# The envelope of API.md, kept lean: GigaChat counts these schemas against its token cap.
-class ReadResult(BaseModel):
-    status: Literal["ok", "rejected", "error"]
-    code: str
-    message: str = Field(description="Для пересказа человеку.")
-    hint: str | None = Field(None, description="Что делать дальше.")
-    problems: list[_Problem]
-    data: dict[str, Any] = Field(description="Результат, его поля — в описании функции.")
-    journal_id: int | None
-
-
-class WriteResult(ReadResult):
-    status: Literal[  # type: ignore[assignment]
-        "ok", "confirmation_required", "awaiting_approval", "rejected", "error"
-    ]
-    confirmation: _Confirmation | None = None
-    replayed: bool
-
-
-def result_schema(spec: ToolSpec, profile: Profile = MINIMAL) -> dict[str, Any]:
-    """The envelope (API.md) as the function's return schema, from its pydantic model."""
-    return parameters(WriteResult if spec.writes else ReadResult, profile)
-
-
 # -- size ------------------------------------------------------------------------------------
 
 def measure(definitions: Any) -> dict[str, Any]:
-    text = json.dumps(definitions, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON of the definitions; a prompt (a string) counts as the text itself."""
+    text = (definitions if isinstance(definitions, str)
+            else json.dumps(definitions, ensure_ascii=False, separators=(",", ":")))
     return {"characters": len(text), "tokens_estimate": math.ceil(len(text) / CHARS_PER_TOKEN),
             "token_estimate_method": TOKEN_METHOD}
+
+
+# -- shared definitions ----------------------------------------------------------------------
+
+# A nested model with this many fields is worth pointing back to (basket item, customer).
+SHARED_MIN_FIELDS = 5
+
+
+def parameters_for(specs: list[ToolSpec], profile: Profile = FULL) -> list[dict[str, Any]]:
+    """Every tool's arguments for one export. A nested model already spelled out by an earlier
+    tool of the list comes again with its structure but without its fields' texts, pointing to
+    that tool: the model reads the whole list, so it reads them once (no format shares a
+    definition between functions, and GigaChat takes no $ref at all)."""
+    seen: dict[tuple[str, ...], str] = {}
+    out = []
+    for spec in specs:
+        params = parameters(spec.params, profile)
+        _share(params, spec.name, seen, profile)
+        out.append(params)
+    return out
+
+
+def _share(node: dict[str, Any], tool: str, seen: dict[tuple[str, ...], str],
+           profile: Profile) -> None:
+    for child in (node.get("properties") or {}).values():
+        target = child["items"] if child.get("type") == "array" else child
+        fields = tuple(target.get("properties") or ())
+        if len(fields) < SHARED_MIN_FIELDS:
+            _share(target, tool, seen, profile)
+            continue
+        if fields not in seen:
+            seen[fields] = tool
+            _share(target, tool, seen, profile)
+            continue
+        for _, inner in walk(target)[1:]:
+            inner.pop("description", None)
+        note = f"Поля — как в {seen[fields]}."
+        child["description"] = shorten(f"{child.get('description', '')} {note}".strip(),
+                                       profile.field_limit, keep=note)

@@ -1,0 +1,16 @@
+"""The Hermes text adapter as a Django app: registers the `hermes` format."""
+
+from django.apps import AppConfig
+
+
+class TextAdapterConfig(AppConfig):
+    name = "adapters.text"
+    label = "gateway_text"
+    verbose_name = "Hermes text"
+
+    def ready(self) -> None:
+        from adapters.text.formats import FORMATS, PAYLOADS
+        from tools.exports import registry
+
+        for name, exporter in FORMATS.items():
+            registry.register(name, exporter, payload=PAYLOADS.get(name))
