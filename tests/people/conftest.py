@@ -3,16 +3,17 @@ operator, and an assistant on it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db.models.signals import post_save
 from django.test import Client
 
 from tests.conftest import Assistant, grant_everywhere, order_args
 from tools.contours import create_contour, issue_key
-from tools.models import Contour
+from tools.models import Contour, ContourRole
 
 
 @pytest.fixture
@@ -24,6 +25,20 @@ def make_user(db: None) -> Callable[..., User]:
         return user
 
     return _make
+
+
+@pytest.fixture
+def owner(make_user: Callable[..., User]) -> Iterator[Client]:
+    """Oleg owns every contour of the test, also those its other fixtures create after him."""
+    oleg = make_user("oleg", "owners", staff=True)
+
+    def own(sender: Any, instance: Contour, created: bool, **kwargs: Any) -> None:
+        if created:
+            ContourRole.objects.get_or_create(user=oleg, contour=instance, role="owner")
+
+    post_save.connect(own, sender=Contour, weak=False, dispatch_uid="test-owner")
+    yield logged_in(oleg)
+    post_save.disconnect(sender=Contour, dispatch_uid="test-owner")
 
 
 def logged_in(user: User, **client_options: Any) -> Client:

@@ -3,26 +3,17 @@ database keeps integer kopecks."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable
-
 import pytest
-from django.contrib.auth.models import User
-from django.core.management import call_command
 from django.test import Client
 
 from tests.conftest import Assistant
-from tests.people.conftest import logged_in
-from tests.people.test_owner_admin import change_url, contour_form
+from tests.people.test_owner_admin import (
+    change_url,
+    contour_form,
+)
 from tools.models import Ceiling, CeilingKind
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def owner(make_user: Callable[..., User]) -> Client:
-    call_command("setup_roles", stdout=io.StringIO())
-    return logged_in(make_user("olga", "owners", staff=True))
 
 
 def test_thresholds_and_ceilings_typed_in_roubles_are_stored_in_kopecks(

@@ -3,27 +3,17 @@ what another contour issued stays invisible to it."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable
-
 import pytest
-from django.contrib.auth.models import User
-from django.core.management import call_command
 from django.test import Client
 
 from tests.conftest import Assistant, order_args
-from tests.people.conftest import logged_in
-from tests.people.test_owner_admin import thresholds_form
+from tests.people.test_owner_admin import (
+    thresholds_form,
+)
 from tools.contours import DEMO_TOKEN, issue_key
 from tools.models import Contour
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def owner(make_user: Callable[..., User]) -> Client:
-    call_command("setup_roles", stdout=io.StringIO())
-    return logged_in(make_user("olga", "owners", staff=True))
 
 
 def new_sandbox_form(slug: str) -> dict[str, object]:
@@ -32,8 +22,8 @@ def new_sandbox_form(slug: str) -> dict[str, object]:
             "api_token": "", "toolsets": ["read"], "confirmation_ttl_seconds": 900,
             "approval_window_hours": 24, "dedup_window_seconds": 600,
             **thresholds_form({"RUB": 10000000}), "allowed_currencies": ["RUB"],
-            "time_zone": "Europe/Moscow", "_save": "Сохранить",
-            **{f"{p}-{k}": v for p in ("ceilings", "api_keys")
+            "time_zone": "Europe/Moscow", "key_grace_hours": 24, "_save": "Сохранить",
+            **{f"{p}-{k}": v for p in ("ceilings", "api_keys", "roles")
                for k, v in (("TOTAL_FORMS", 0), ("INITIAL_FORMS", 0), ("MIN_NUM_FORMS", 0),
                             ("MAX_NUM_FORMS", 1000))}}
 
@@ -59,7 +49,7 @@ def test_a_new_sandbox_contour_without_a_token_gets_its_own_merchant(
     assert assistant.call("find_orders", {})[1]["data"]["orders"]
 
 
-def test_a_new_demo_contour_still_needs_its_token(owner: Client):
+def test_a_new_demo_contour_still_needs_its_token(owner: Client, assistant: Assistant):
     form = {**new_sandbox_form("demo2"), "mode": "demo",
             "base_url": "https://api.invoicebox.ru"}
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
-from tests.conftest import Assistant, order_args
+from tests.conftest import Assistant, grant_everywhere, order_args
 from tools.models import PendingConfirmation
 from tools.views import deadline_text
 
@@ -17,9 +17,10 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def operator(db: None) -> Client:
+def operator(assistant: Assistant) -> Client:
+    """Olga operates the assistant's contour."""
     user = User.objects.create_user("olga", password="pw-olga-123")
-    user.groups.add(Group.objects.get_or_create(name="operators")[0])
+    grant_everywhere(user, "operators")
     http = Client()
     http.force_login(user)
     return http

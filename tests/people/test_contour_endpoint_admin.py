@@ -17,6 +17,7 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.people.conftest import logged_in
+from tests.people.test_owner_admin import contour_form
 from tools import roles
 from tools.contours import create_contour, issue_key
 from tools.models import OFFICIAL_API_ORIGIN, Contour
@@ -88,24 +89,7 @@ def custom_contour(url: str) -> Contour:
 
 def form(contour: Contour, **changes: Any) -> dict[str, Any]:
     """The change form as the browser posts it for the stored contour, with changes."""
-    data: dict[str, Any] = {
-        "slug": contour.slug, "name": contour.name, "mode": contour.mode,
-        "base_url": contour.base_url, "merchant_id": contour.merchant_id,
-        "toolsets": list(contour.toolsets), "disabled_tools": list(contour.disabled_tools),
-        "confirmation_ttl_seconds": contour.confirmation_ttl_seconds,
-        "dedup_window_seconds": contour.dedup_window_seconds,
-        "approval_thresholds": json.dumps(contour.approval_thresholds),
-        "allowed_currencies": list(contour.allowed_currencies),
-        "time_zone": contour.time_zone, "api_token": "", "notification_key": "",
-        "key_grace_hours": contour.key_grace_hours, "notify_webhook_url": "",
-        "notify_webhook_secret": "",
-        "_save": "Сохранить",
-    }
-    for prefix in ("ceilings", "api_keys", "roles"):
-        data.update({f"{prefix}-TOTAL_FORMS": 0, f"{prefix}-INITIAL_FORMS": 0,
-                     f"{prefix}-MIN_NUM_FORMS": 0, f"{prefix}-MAX_NUM_FORMS": 1000})
-    data.update(changes)
-    return data
+    return contour_form(contour, **changes)
 
 
 def change_url(contour: Contour) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,25 +17,11 @@ from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tests.people.conftest import logged_in
 from tools.admin_money import CURRENCIES, roubles_text
-from tools.models import ApiKey, Ceiling, Contour, ContourRole
+from tools.models import ApiKey, Ceiling, Contour
 
 pytestmark = pytest.mark.django_db
 
 NEW_TOKEN = "fresh-invoicebox-token-0123456789"
-
-
-@pytest.fixture
-def owner(make_user: Callable[..., User]) -> Iterator[Client]:
-    """Oleg owns every contour of the test, also those its other fixtures create after him."""
-    oleg = make_user("oleg", "owners", staff=True)
-
-    def own(sender: Any, instance: Contour, created: bool, **kwargs: Any) -> None:
-        if created:
-            ContourRole.objects.get_or_create(user=oleg, contour=instance, role="owner")
-
-    post_save.connect(own, sender=Contour, weak=False, dispatch_uid="test-owner")
-    yield logged_in(oleg)
-    post_save.disconnect(sender=Contour, dispatch_uid="test-owner")
 
 
 @pytest.fixture
