@@ -204,20 +204,26 @@ class Cluster:
         client.close()
 
 
+# Mode custom is how an owner points a contour at another host (a proxy, a test double): the
+# sandbox process is then a foreign upstream, so its account is registered here explicitly.
 CREATE_CONTOURS = """
 import json, uuid
+from adapters.invoicebox.sandbox import register_account
 from tools.contours import create_contour, issue_key
 out = {}
 for slug in SLUGS:
     token, merchant = uuid.uuid4().hex, str(uuid.uuid4())
-    contour = create_contour(slug, mode="sandbox", toolsets=["read", "write"], base_url=BASE,
+    contour = create_contour(slug, mode=MODE, toolsets=["read", "write"], base_url=BASE,
                              token=token, merchant_id=merchant)
+    if MODE == "custom":
+        register_account(token, merchant)
     out[slug] = {"key": issue_key(contour), "token": token, "merchant_id": merchant}
 print("CONTOURS=" + json.dumps(out))
 """
 
 
-def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str]) -> Cluster:
+def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str], *,
+          mode: str = "sandbox", extra_env: dict[str, str] | None = None) -> Cluster:
     ports = [free_port() for _ in range(3)]
     queue = f"gateway-tests-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     base_env = {
@@ -235,6 +241,7 @@ def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str]) -> C
         # Notifications and approval links point at gateway A.
         "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[1]}",
         "LOG_LEVEL": "WARNING",
+        **(extra_env or {}),
     }
     db = {**params, "dbname": dbname}
     sandbox = Server("sandbox", ports[0], {**base_env,
@@ -246,8 +253,8 @@ def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str]) -> C
     cluster = Cluster(env=base_env, db=db, sandbox=sandbox, a=a, b=b,
                       worker_log=tmp / "worker.log", queue=queue)
     cluster.manage("migrate", "--noinput", "-v", "0")
-    code = (f"SLUGS = {slugs!r}\nBASE = {sandbox.base + '/sandbox/invoicebox'!r}\n"
-            + CREATE_CONTOURS)
+    code = (f"SLUGS = {slugs!r}\nMODE = {mode!r}\n"
+            f"BASE = {sandbox.base + '/sandbox/invoicebox'!r}\n" + CREATE_CONTOURS)
     out = cluster.manage("shell", "-c", code)
     cluster.contours = json.loads(out.split("CONTOURS=", 1)[1])
     return cluster
