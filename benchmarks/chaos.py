@@ -13,6 +13,8 @@ choices are drawn from it. Thread interleavings are not, so two runs of one seed
 timing, never in plan.
 """
 
+# Seeded generators on purpose (a run is reproducible by seed); nothing here is a secret.
+# ruff: noqa: S311
 from __future__ import annotations
 
 import argparse
@@ -35,8 +37,8 @@ import httpx
 if __package__ in (None, ""):  # run as a script: python benchmarks/chaos.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.chaos_reconcile import reconcile  # noqa: E402
-from tests.reliability.cluster import Cluster, Server, build, scratch_database  # noqa: E402
+from benchmarks.chaos_reconcile import reconcile
+from tests.reliability.cluster import Cluster, build, scratch_database
 
 MAIN, CEILING = "chaos", "chaos-ceiling"
 ORDER_AMOUNT = 36600
@@ -62,6 +64,10 @@ class Config:
     # A claim older than this is treated as a lost worker's (recovered by lookup). Above the
     # longest legitimate execution (client timeout 5 s), short enough for a run to settle.
     stale_seconds: int = 10
+    # Short, so confirmations expire inside a run and the "expired, call again" path is walked.
+    confirmation_ttl: int = 20
+    # The circuit breaker's open time (30 s by default): shorter lets more traffic through.
+    breaker_seconds: int = 10
     worker: bool = True
     db_prefix: str = "gw_chaos"
     database_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -430,7 +436,11 @@ def run(cfg: Config) -> dict[str, Any]:
         logs.mkdir(parents=True, exist_ok=True)
         with scratch_database(params, cfg.db_prefix) as dbname:
             cluster = build(logs, params, dbname, [MAIN, CEILING], mode="custom",
-                            extra_env={"GATEWAY_STALE_IN_FLIGHT_SECONDS": stale})
+                            extra_env={"GATEWAY_STALE_IN_FLIGHT_SECONDS": stale,
+                                       "GATEWAY_CONFIRMATION_TTL_SECONDS":
+                                           str(cfg.confirmation_ttl),
+                                       "INVOICEBOX_BREAKER_OPEN_SECONDS":
+                                           str(cfg.breaker_seconds)})
             limit = cfg.ceiling_orders * ORDER_AMOUNT
             cluster.sql('insert into tools_ceiling (contour_id, kind, currency, "limit") '
                         "select id, 'per_day', 'RUB', %s from tools_contour where slug = %s",
@@ -470,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds allowed, after the chaos, for every intent to finish")
     parser.add_argument("--ceiling-orders", type=int, default=6,
                         help="daily ceiling of the ceiling contour, in 366 ₽ orders")
+    parser.add_argument("--confirmation-ttl", type=int, default=20, help="seconds")
+    parser.add_argument("--breaker-seconds", type=int, default=10,
+                        help="how long the circuit breaker stays open")
     parser.add_argument("--no-worker", action="store_true", help="without the Celery worker")
     parser.add_argument("--db-prefix", default="gw_chaos")
     parser.add_argument("--database-url", default=os.environ.get(
@@ -484,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(seed=args.seed, duration=args.duration, assistants=args.assistants,
                  kills=args.kills, faults=faults, settle=args.settle,
                  ceiling_orders=args.ceiling_orders, worker=not args.no_worker,
+                 confirmation_ttl=args.confirmation_ttl, breaker_seconds=args.breaker_seconds,
                  db_prefix=args.db_prefix, database_url=args.database_url,
                  keep_dir=args.keep_dir)
     summary = run(cfg)
