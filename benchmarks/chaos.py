@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/chaos.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.chaos_reconcile import reconcile
-from tests.reliability.cluster import Cluster, build, scratch_database
+from tests.reliability.cluster import Cluster, Server, build, scratch_database
 
 MAIN, CEILING = "chaos", "chaos-ceiling"
 ORDER_AMOUNT = 36600
@@ -178,6 +178,7 @@ class Campaign:
         self.in_flight: Counter[tuple[str, str]] = Counter()
         self.max_in_flight = 0
         self.started = time.monotonic()
+        self.wall_started = datetime.now(UTC)
         self.stop_new = threading.Event()  # the campaign is over: no new intents
         self.calm = threading.Event()  # faults off and kills over: the settle phase
         self.hard_deadline = self.started + cfg.duration + cfg.settle
@@ -367,12 +368,24 @@ class Campaign:
             server.kill()
             killed_at = self.elapsed()
             time.sleep(rng.uniform(0.2, 1.5))
-            server.start()
+            restart_failures = self._restart(server)
             with self.lock:
                 self.down.discard(name)
             self.kills.append({"at": round(killed_at, 2), "server": name,
                                "executions_in_flight": executing,
-                               "down_seconds": round(self.elapsed() - killed_at, 2)})
+                               "down_seconds": round(self.elapsed() - killed_at, 2),
+                               "restart_failures": restart_failures})
+
+    @staticmethod
+    def _restart(server: Server) -> int:
+        """Start the killed server again; a start that times out (a loaded machine) is retried."""
+        for failures in range(3):
+            try:
+                server.start()
+                return failures
+            except RuntimeError:
+                server.stop()
+        raise RuntimeError(f"gateway {server.name} did not come back after 3 starts")
 
     def _sleep_until(self, at: float) -> bool:
         """Sleep until `at` seconds into the run; False when the campaign ended first."""

@@ -146,6 +146,10 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int
     if verified.returncode != 0:
         anomaly("verify_journal", output=(verified.stdout + verified.stderr)[-500:])
 
+    if anomalies:
+        figures_evidence = evidence(cluster, campaign, anomalies)
+    else:
+        figures_evidence = {}
     figures = {
         "upstream_orders": len(upstream),
         "upstream_orders_by_contour": dict(Counter(o["contour"] for o in upstream)),
@@ -159,7 +163,39 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int
         "answered_calls": len(answered),
         "verify_journal": verified.returncode,
     }
+    if figures_evidence:
+        figures["evidence"] = figures_evidence
     return anomalies, figures
+
+
+def evidence(cluster: Cluster, campaign: Campaign, anomalies: list[dict[str, Any]]
+             ) -> dict[str, Any]:
+    """For each description named by an anomaly: its calls, confirmations, operations and
+    journal entries in time order, to tell which interleaving produced it."""
+    found: dict[str, Any] = {}
+    for description in {a["description"] for a in anomalies if "description" in a}:
+        calls = [{"at": round(a.at, 3), "s": round(a.seconds, 3), "kind": a.kind,
+                  "server": a.server, "code": a.code or a.cut, "sent": a.sent_token[-6:],
+                  "got": a.token[-6:], "order": a.order_id[-6:], "replayed": a.replayed,
+                  "journal_id": a.journal_id}
+                 for a in sorted(campaign.answers, key=lambda a: a.at)
+                 if a.description == description]
+        confirmations = cluster.sql(
+            "select p.id::text, p.status, p.created_at, p.expires_at, p.executed_at, o.state, "
+            "o.attempts, o.merchant_order_id, o.created_at from tools_pendingconfirmation p "
+            "left join tools_operation o on o.confirmation_id = p.id "
+            "where p.arguments->>'description' = %s order by p.created_at", description)
+        ids = [row[0] for row in confirmations]
+        journal = cluster.sql(
+            "select id, at, phase, code, confirmation_id, message from audit_journalentry "
+            "where confirmation_id = any(%s) order by id", ids)
+        found[description] = {
+            "campaign_started_at": campaign.wall_started.isoformat(),
+            "calls": calls,
+            "confirmations": [[str(v) for v in row] for row in confirmations],
+            "journal": [[str(v) for v in row] for row in journal],
+        }
+    return found
 
 
 def cluster_root() -> str:

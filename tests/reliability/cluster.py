@@ -81,7 +81,9 @@ class Server:
              "--port", str(self.port), "--workers", "1", "--log-level", "warning"],
             cwd=ROOT, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
         )
-        wait_http(f"{self.base}/api/schema/", self.process, self.log)
+        # /health, not /api/schema/: building the schema can outlast the 2 s poll timeout on a
+        # loaded machine, and every poll then starts it over.
+        wait_http(f"{self.base}/health", self.process, self.log)
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no journal entry, exactly what a lost worker leaves behind."""
@@ -98,14 +100,14 @@ class Server:
                 self.process.kill()
 
 
-def wait_http(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 30
+def wait_http(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 60
               ) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{url} died on start:\n{log.read_text()[-3000:]}")
         try:
-            httpx.get(url, timeout=2)
+            httpx.get(url, timeout=5)
             return
         except httpx.TransportError:
             time.sleep(0.1)
