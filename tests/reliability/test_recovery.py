@@ -111,9 +111,10 @@ def test_a_normal_execution_journals_its_start_and_its_outcome(assistant: Assist
 
 def test_an_expired_token_told_expired_once_never_executes_after(assistant: Assistant,
                                                                  client: Client):
-    """The chaos campaign's interleaving (seed 2): Y's call passes resolve() while an attempt of
-    the expired token is in flight; the attempt fails; X, told "expired, call again", issues a
-    new token and its order. Y's claim, coming after, must refuse too: never a second order."""
+    """The interleaving behind a double order the chaos campaign found: Y's call passes
+    resolve() while an attempt of the expired token is in flight; the attempt fails; X, told
+    "expired, call again", gets a new token and its order. Y's claim comes after and must
+    refuse too, or one description gets two orders."""
     confirmed = _prepare(assistant, description="Хаос: истёкший токен")
     set_faults(DEMO_TOKEN, fail_next=1)
     _, failed = assistant.call("create_order", confirmed)
