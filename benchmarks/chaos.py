@@ -183,7 +183,6 @@ class Campaign:
         self.started = time.monotonic()
         self.wall_started = datetime.now(UTC)
         self.stop_new = threading.Event()  # the campaign is over: no new intents
-        self.calm = threading.Event()  # faults off and kills over: the settle phase
         self.hard_deadline = self.started + cfg.duration + cfg.settle
         self.phases = plan_phases(random.Random(f"{cfg.seed}:phases"), cfg)
         self.kill_plan = plan_kills(random.Random(f"{cfg.seed}:kills"), cfg)
