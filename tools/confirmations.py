@@ -185,12 +185,27 @@ def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: 
             PendingConfirmation.objects.filter(
                 EXPIRABLE, pk=confirmation.pk, status__in=OPEN_STATUSES
             ).update(status=ConfirmationStatus.EXPIRED)
-        raise ToolError(
-            "confirmation_expired",
-            f"срок подтверждения истёк {timezone.localtime(confirmation.expires_at):%d.%m.%Y %H:%M}",
-            hint="вызовите инструмент без токена, чтобы получить новую сводку и токен",
-        )
+        raise expired(confirmation)
     return confirmation
+
+
+def expired(confirmation: PendingConfirmation) -> ToolError:
+    return ToolError(
+        "confirmation_expired",
+        f"срок подтверждения истёк {timezone.localtime(confirmation.expires_at):%d.%m.%Y %H:%M}",
+        hint="вызовите инструмент без токена, чтобы получить новую сводку и токен",
+    )
+
+
+def expired_unbegun(confirmation: PendingConfirmation, operation: Operation | None) -> bool:
+    """Expired, and nothing of it may have happened: what resolve() answers as expired.
+
+    _claim asks again under the confirmation's lock: an attempt in flight when resolve() ran
+    may have failed since, and someone else may already have been told "expired, call again".
+    """
+    unbegun = operation is None or operation.state == OperationState.FAILED
+    return unbegun and confirmation.status != ConfirmationStatus.EXECUTED and (
+        confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired())
 
 
 def envelope(confirmation: PendingConfirmation, token: str, approval_url: str = ""

@@ -397,6 +397,8 @@ def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
         locked = PendingConfirmation.objects.select_for_update().get(pk=confirmation.pk)
         key = hashlib.sha256(f"operation:{locked.id}".encode()).hexdigest()[:32]
         existing = Operation.objects.select_for_update().filter(confirmation=locked).first()
+        if confirmations.expired_unbegun(locked, existing):
+            raise confirmations.expired(locked)
         if existing is None:
             ceilings.check(contour, ceilings.Request(locked.amount, locked.currency or None))
         operation, created = Operation.objects.select_for_update().get_or_create(

@@ -81,7 +81,9 @@ class Server:
              "--port", str(self.port), "--workers", "1", "--log-level", "warning"],
             cwd=ROOT, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
         )
-        wait_http(f"{self.base}/api/schema/", self.process, self.log)
+        # /health, not /api/schema/: building the schema can outlast the 2 s poll timeout on a
+        # loaded machine, and every poll then starts it over.
+        wait_http(f"{self.base}/health", self.process, self.log)
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no journal entry, exactly what a lost worker leaves behind."""
@@ -98,14 +100,14 @@ class Server:
                 self.process.kill()
 
 
-def wait_http(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 30
+def wait_http(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 60
               ) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{url} died on start:\n{log.read_text()[-3000:]}")
         try:
-            httpx.get(url, timeout=2)
+            httpx.get(url, timeout=5)
             return
         except httpx.TransportError:
             time.sleep(0.1)
@@ -204,20 +206,26 @@ class Cluster:
         client.close()
 
 
+# Mode custom is how an owner points a contour at another host (a proxy, a test double): the
+# sandbox process is then a foreign upstream, so its account is registered here explicitly.
 CREATE_CONTOURS = """
 import json, uuid
+from adapters.invoicebox.sandbox import register_account
 from tools.contours import create_contour, issue_key
 out = {}
 for slug in SLUGS:
     token, merchant = uuid.uuid4().hex, str(uuid.uuid4())
-    contour = create_contour(slug, mode="sandbox", toolsets=["read", "write"], base_url=BASE,
+    contour = create_contour(slug, mode=MODE, toolsets=["read", "write"], base_url=BASE,
                              token=token, merchant_id=merchant)
+    if MODE == "custom":
+        register_account(token, merchant)
     out[slug] = {"key": issue_key(contour), "token": token, "merchant_id": merchant}
 print("CONTOURS=" + json.dumps(out))
 """
 
 
-def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str]) -> Cluster:
+def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str], *,
+          mode: str = "sandbox", extra_env: dict[str, str] | None = None) -> Cluster:
     ports = [free_port() for _ in range(3)]
     queue = f"gateway-tests-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     base_env = {
@@ -235,6 +243,7 @@ def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str]) -> C
         # Notifications and approval links point at gateway A.
         "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[1]}",
         "LOG_LEVEL": "WARNING",
+        **(extra_env or {}),
     }
     db = {**params, "dbname": dbname}
     sandbox = Server("sandbox", ports[0], {**base_env,
@@ -246,8 +255,8 @@ def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str]) -> C
     cluster = Cluster(env=base_env, db=db, sandbox=sandbox, a=a, b=b,
                       worker_log=tmp / "worker.log", queue=queue)
     cluster.manage("migrate", "--noinput", "-v", "0")
-    code = (f"SLUGS = {slugs!r}\nBASE = {sandbox.base + '/sandbox/invoicebox'!r}\n"
-            + CREATE_CONTOURS)
+    code = (f"SLUGS = {slugs!r}\nMODE = {mode!r}\n"
+            f"BASE = {sandbox.base + '/sandbox/invoicebox'!r}\n" + CREATE_CONTOURS)
     out = cluster.manage("shell", "-c", code)
     cluster.contours = json.loads(out.split("CONTOURS=", 1)[1])
     return cluster

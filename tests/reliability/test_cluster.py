@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from adapters.invoicebox.limits import account_key
 from tests.conftest import order_args
 from tests.reliability.cluster import Cluster, Server, build, postgres_params, scratch_database
 
@@ -216,8 +217,10 @@ def test_the_worker_refreshes_open_orders_queued_by_beat(cluster: Cluster):
 
     wait_for(lambda: tracked_status(cluster, order["order_id"]) == "completed",
              what="the refreshed status")
-    assert cluster.scalar("select count(*) from audit_journalentry where contour = 'refresh' "
-                          "and code = 'status_refreshed'") == 1
+    # The task commits the status, then journals it: on a loaded machine the test can look
+    # in between, so it waits for the entry too, then checks there is exactly one.
+    wait_for(lambda: refreshed_entries(cluster) >= 1, what="the refresh's journal entry")
+    assert refreshed_entries(cluster) == 1
 
 
 def test_the_worker_expires_stale_confirmations(cluster: Cluster):
@@ -232,23 +235,17 @@ def test_the_worker_expires_stale_confirmations(cluster: Cluster):
         "where c.slug = 'expire' and p.status = 'expired'"), what="the expiry")
 
 
-# Last in the file: it replaces worker A, and a failure must not take the other tests with it.
-@pytest.mark.xfail(strict=False, reason=(
-    "passes in the working tree, times out waiting for the upstream order in a fresh clone "
-    "since this stop; under investigation (issue 19 note)"))
 def test_a_worker_killed_mid_execution_is_recovered_not_repeated(cluster: Cluster,
                                                                   tmp_path: Path):
     confirmed = prepare(cluster, "kill")
     # Longer than the kill takes, shorter than the client timeout: the call is in flight.
-    cluster.set_faults("kill", latency_ms=1500)
+    cluster.set_faults("kill", latency_ms=3000)
     victim = Server("victim", cluster.a.port, cluster.a.env, tmp_path / "victim.log")
     # The restarted process treats an in-flight claim older than 3 s as lost (60 s by default,
     # which B keeps); the same setting is how production shortens or lengthens it.
     restarted = Server("restarted", cluster.a.port,
                        {**cluster.a.env, "GATEWAY_STALE_IN_FLIGHT_SECONDS": "3"},
                        tmp_path / "restarted.log")
-    cluster.a.stop()
-    victim.start()
     errors: list[BaseException] = []
 
     def doomed() -> None:
@@ -257,25 +254,32 @@ def test_a_worker_killed_mid_execution_is_recovered_not_repeated(cluster: Cluste
         except httpx.HTTPError as error:
             errors.append(error)
 
-    thread = threading.Thread(target=doomed)
-    thread.start()
-    wait_for(lambda: cluster.sql("select state from tools_operation o join tools_contour c on "
-                                 "c.id = o.contour_id where c.slug = 'kill'"),
-             what="the operation in flight")
-    victim.kill()
-    thread.join(timeout=10)
-    # The sandbox got the request before the kill: the order lands upstream regardless.
-    wait_for(lambda: cluster.upstream_orders("kill") == 1, what="the upstream order")
-    cluster.set_faults("kill")
-    too_early = cluster.call(cluster.b, "kill", "create_order", confirmed)
-    restarted.start()  # "on restart"
+    cluster.a.stop()
     try:
-        time.sleep(3.2)  # past the restarted process's stale age
-        recovered = cluster.call(restarted, "kill", "create_order", confirmed)
-        replayed = cluster.call(cluster.b, "kill", "create_order", confirmed)
+        victim.start()
+        thread = threading.Thread(target=doomed)
+        thread.start()
+        # Not the operation row: a fresh process needs 50-200 ms after committing it before
+        # the request leaves, and a kill inside that gap leaves nothing upstream. The limiter
+        # counts the request right before sending it; then a margin for the bytes to arrive.
+        wait_for(lambda: requests_sent(cluster, "kill") >= 1, what="the upstream request")
+        time.sleep(0.5)
+        victim.kill()
+        thread.join(timeout=10)
+        # The sandbox got the request before the kill: the order lands upstream regardless.
+        wait_for(lambda: cluster.upstream_orders("kill") == 1, what="the upstream order")
+        cluster.set_faults("kill")
+        too_early = cluster.call(cluster.b, "kill", "create_order", confirmed)
+        restarted.start()  # "on restart"
+        try:
+            time.sleep(3.2)  # past the restarted process's stale age
+            recovered = cluster.call(restarted, "kill", "create_order", confirmed)
+            replayed = cluster.call(cluster.b, "kill", "create_order", confirmed)
+        finally:
+            restarted.stop()
     finally:
-        restarted.stop()
-        cluster.a.start()
+        victim.stop()
+        cluster.a.start()  # whatever happened, the other tests get worker A back
 
     assert errors, "the killed server answered"
     assert (too_early.status_code, too_early.json()["code"]) == (409, "duplicate_call")
@@ -287,11 +291,22 @@ def test_a_worker_killed_mid_execution_is_recovered_not_repeated(cluster: Cluste
                        "c.id = o.contour_id where c.slug = 'kill'") == [("done", 2)]
 
 
+def requests_sent(cluster: Cluster, slug: str) -> int:
+    """Upstream requests of the contour's account, as the gateways' shared limiter counted them."""
+    return cluster.scalar("select coalesce(sum(count), 0) from invoicebox_upstreamwindow "
+                          "where account = %s", account_key(cluster.contours[slug]["token"]))
+
+
 def issue(cluster: Cluster, slug: str) -> dict[str, Any]:
     confirmed = prepare(cluster, slug)
     done = cluster.call(cluster.a, slug, "create_order", confirmed)
     assert done.status_code == 200, done.text
     return done.json()["data"]
+
+
+def refreshed_entries(cluster: Cluster) -> int:
+    return cluster.scalar("select count(*) from audit_journalentry where contour = 'refresh' "
+                          "and code = 'status_refreshed'")
 
 
 def tracked_status(cluster: Cluster, order_id: str) -> str:

@@ -16,7 +16,8 @@ from adapters.invoicebox.sandbox import DEMO_TOKEN, clear_faults, set_faults
 from audit.journal import verify_chain
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args, sandbox_orders
-from tools.models import Ceiling, CeilingKind, Operation
+from tools import gateway
+from tools.models import Ceiling, CeilingKind, Operation, PendingConfirmation
 
 
 @pytest.fixture(autouse=True)
@@ -106,3 +107,39 @@ def test_a_normal_execution_journals_its_start_and_its_outcome(assistant: Assist
                                                      ("ok", "ok")]
     assert entries[1].id == done["journal_id"]
     assert verify_chain() is None
+
+
+def test_an_expired_token_told_expired_once_never_executes_after(assistant: Assistant,
+                                                                 client: Client):
+    """The interleaving behind a double order the chaos campaign found: Y's call passes
+    resolve() while an attempt of the expired token is in flight; the attempt fails; X, told
+    "expired, call again", gets a new token and its order. Y's claim comes after and must
+    refuse too, or one description gets two orders."""
+    confirmed = _prepare(assistant, description="Хаос: истёкший токен")
+    set_faults(DEMO_TOKEN, fail_next=1)
+    _, failed = assistant.call("create_order", confirmed)
+    assert failed["code"] == "upstream_unavailable", failed
+    # Another attempt of the same token is in flight, and the confirmation's lifetime is over.
+    Operation.objects.update(state="in_flight", started_at=timezone.now())
+    PendingConfirmation.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    args = {k: v for k, v in confirmed.items() if k != "confirmation_token"}
+    meanwhile: dict[str, Any] = {}
+    real_claim = gateway._claim
+
+    def claim_after_the_others(*claim_args: Any) -> Any:
+        if not meanwhile:  # Y is between resolve() and _claim(): the others move first
+            meanwhile["y"] = True
+            Operation.objects.update(state="failed")  # the attempt in flight failed
+            _, meanwhile["x_told"] = assistant.call("create_order", confirmed)
+            _, fresh = assistant.call("create_order", args)
+            _, meanwhile["x_done"] = assistant.call(
+                "create_order", {**args, "confirmation_token": fresh["confirmation"]["token"]})
+        return real_claim(*claim_args)
+
+    with mock.patch.object(gateway, "_claim", side_effect=claim_after_the_others):
+        _, late = assistant.call("create_order", confirmed)
+
+    assert meanwhile["x_told"]["code"] == "confirmation_expired"
+    assert meanwhile["x_done"]["status"] == "ok", meanwhile["x_done"]
+    assert late["code"] == "confirmation_expired", late
+    assert [o["id"] for o in sandbox_orders(client)] == [meanwhile["x_done"]["data"]["order_id"]]

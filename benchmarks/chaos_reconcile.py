@@ -1,0 +1,204 @@
+"""Reconciliation of a chaos campaign: every answer against the upstream's orders, the
+operations and the journal. Each finding is an anomaly; a clean run has none."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections import Counter, defaultdict
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchmarks.chaos import Campaign
+    from tests.reliability.cluster import Cluster
+
+
+def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int
+              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from benchmarks.chaos import CEILING, EXPECTED_CODES
+
+    anomalies: list[dict[str, Any]] = []
+
+    def anomaly(kind: str, **details: Any) -> None:
+        anomalies.append({"kind": kind, **details})
+
+    answers = campaign.answers
+    merchants = {slug: uuid.UUID(cluster.contours[slug]["merchant_id"])
+                 for slug in cluster.contours}
+    slug_of = {merchant: slug for slug, merchant in merchants.items()}
+    upstream = [
+        {"order_id": str(order_id), "contour": slug_of[merchant], "merchant_order_id": number,
+         "amount": amount, "description": description}
+        for order_id, merchant, number, amount, description in cluster.sql(
+            "select order_id, merchant_id, merchant_order_id, amount, "
+            "request_json::json->>'description' from invoicebox_sandboxorder "
+            "where merchant_id = any(%s)", list(merchants.values()))
+    ]
+    upstream_ids = {order["order_id"]: order for order in upstream}
+
+    # 1. One description, at most one order.
+    per_description = Counter((o["contour"], o["description"]) for o in upstream)
+    for (contour, description), count in per_description.items():
+        if count > 1:
+            told = [i.outcomes for i in campaign.intents if i.description == description]
+            anomaly("orders_per_description", contour=contour, description=description,
+                    orders=count, intent_outcomes=told)
+
+    # 2. Every ok answer names an order that exists, in its own contour.
+    ok_orders = {(a.contour, a.order_id) for a in answers if a.code == "ok" and a.order_id
+                 and a.kind in ("prepare", "execute")}
+    for contour, order_id in sorted(ok_orders):
+        found = upstream_ids.get(order_id)
+        if found is None or found["contour"] != contour:
+            anomaly("ok_without_order", contour=contour, order_id=order_id)
+
+    # 3. Every upstream order was reported to someone.
+    reported = {order_id for _, order_id in ok_orders}
+    for order in upstream:
+        if order["order_id"] not in reported:
+            told = [i.outcomes for i in campaign.intents if i.description == order["description"]]
+            anomaly("unreported_order", contour=order["contour"],
+                    description=order["description"], order_id=order["order_id"],
+                    intent_outcomes=told)
+
+    # 4. No token answered with two order ids.
+    per_token: dict[str, set[str]] = defaultdict(set)
+    for a in answers:
+        if a.kind == "execute" and a.code == "ok" and a.order_id:
+            per_token[a.sent_token].add(a.order_id)
+    for token_orders in per_token.values():
+        if len(token_orders) > 1:
+            anomaly("token_two_orders", orders=sorted(token_orders))
+
+    # 5. Concurrent identical first calls got one token.
+    for intent in campaign.intents:
+        if len(set(intent.first_tokens)) > 1:
+            anomaly("first_calls_two_tokens", description=intent.description,
+                    tokens=len(set(intent.first_tokens)), members=intent.members)
+
+    # 6. The ceiling against the upstream total.
+    total = sum(int(Decimal(o["amount"]) * 100) for o in upstream if o["contour"] == CEILING)
+    if total > ceiling_limit:
+        anomaly("ceiling_exceeded_upstream", limit=ceiling_limit, upstream_total=total)
+
+    # 7. Every intent ended with a definitive answer; no operation is left unresolved.
+    for intent in campaign.intents:
+        if "unsettled" in intent.outcomes or len(intent.outcomes) != intent.members:
+            anomaly("unsettled_intent", description=intent.description,
+                    outcomes=intent.outcomes, members=intent.members)
+    slugs = list(cluster.contours)
+    operations = cluster.sql(
+        "select o.confirmation_id::text, o.state, o.attempts, o.merchant_order_id, o.result "
+        "from tools_operation o join tools_contour c on c.id = o.contour_id "
+        "where c.slug = any(%s)", slugs)
+    for confirmation_id, state, _, number, _ in operations:
+        if state not in ("done", "failed"):
+            anomaly("unresolved_operation", confirmation_id=confirmation_id, state=state,
+                    merchant_order_id=number)
+    by_number = {o["merchant_order_id"]: o for o in upstream}
+    for confirmation_id, state, _, number, result in operations:
+        landed = by_number.get(number)
+        if state == "failed" and landed is not None:
+            anomaly("failed_operation_landed", confirmation_id=confirmation_id,
+                    order_id=landed["order_id"])
+        if state == "done" and (landed is None or (result or {}).get("order_id")
+                                != landed["order_id"]):
+            anomaly("done_operation_mismatch", confirmation_id=confirmation_id,
+                    merchant_order_id=number)
+    orphans = set(by_number) - {number for _, _, _, number, _ in operations}
+    for number in sorted(orphans):
+        anomaly("order_without_operation", merchant_order_id=number)
+
+    # 8. Answers the contract never gives (a 500 above all).
+    for a in answers:
+        if a.cut or a.code in EXPECTED_CODES:
+            continue
+        anomaly("unexpected_answer", kind=a.kind, code=a.code, http_status=a.http_status,
+                contour=a.contour, at=round(a.at, 2))
+
+    # 9. The journal: each answered call has its entry; outcome entries lie between the
+    # answered calls and those plus the cut ones; each attempt has its started entry.
+    entries = {row[0]: row for row in cluster.sql(
+        "select id, contour, phase, code, confirmation_id, channel from audit_journalentry "
+        "where contour = any(%s)", slugs)}
+    answered = [a for a in answers if not a.cut]
+    for a in answered:
+        entry = entries.get(a.journal_id) if a.journal_id is not None else None
+        if entry is None or entry[1] != a.contour or entry[3] != a.code:
+            anomaly("answer_without_entry", kind=a.kind, code=a.code, journal_id=a.journal_id,
+                    entry=list(entry[1:4]) if entry else None)
+    outcome_entries = sum(1 for e in entries.values()
+                          if e[5] == "rest" and e[3] != "execution_started")
+    cut = sum(a.cut == "cut" for a in answers)
+    if not len(answered) <= outcome_entries <= len(answered) + cut:
+        anomaly("entries_vs_calls", outcome_entries=outcome_entries, answered=len(answered),
+                cut=cut)
+    started = Counter(e[4] for e in entries.values() if e[3] == "execution_started")
+    for confirmation_id, state, attempts, _, _ in operations:
+        if started[confirmation_id] != attempts:
+            anomaly("attempts_vs_started_entries", confirmation_id=confirmation_id,
+                    state=state, attempts=attempts, started_entries=started[confirmation_id])
+    verified = subprocess.run([sys.executable, "manage.py", "verify_journal"],
+                              cwd=cluster_root(), env=cluster.env, capture_output=True,
+                              text=True, timeout=300, check=False)
+    if verified.returncode != 0:
+        anomaly("verify_journal", output=(verified.stdout + verified.stderr)[-500:])
+
+    if anomalies:
+        figures_evidence = evidence(cluster, campaign, anomalies)
+    else:
+        figures_evidence = {}
+    figures = {
+        "upstream_orders": len(upstream),
+        "upstream_orders_by_contour": dict(Counter(o["contour"] for o in upstream)),
+        "ceiling_limit": ceiling_limit,
+        "ceiling_upstream_total": total,
+        "operations_by_state": dict(Counter(row[1] for row in operations)),
+        "operation_attempts": sum(row[2] for row in operations),
+        "journal_entries": len(entries),
+        "journal_outcome_entries": outcome_entries,
+        "journal_started_entries": sum(started.values()),
+        "answered_calls": len(answered),
+        "verify_journal": verified.returncode,
+    }
+    if figures_evidence:
+        figures["evidence"] = figures_evidence
+    return anomalies, figures
+
+
+def evidence(cluster: Cluster, campaign: Campaign, anomalies: list[dict[str, Any]]
+             ) -> dict[str, Any]:
+    """For each description named by an anomaly: its calls, confirmations, operations and
+    journal entries in time order, to tell which interleaving produced it."""
+    found: dict[str, Any] = {}
+    for description in {a["description"] for a in anomalies if "description" in a}:
+        calls = [{"at": round(a.at, 3), "s": round(a.seconds, 3), "kind": a.kind,
+                  "server": a.server, "code": a.code or a.cut, "sent": a.sent_token[-6:],
+                  "got": a.token[-6:], "order": a.order_id[-6:], "replayed": a.replayed,
+                  "journal_id": a.journal_id}
+                 for a in sorted(campaign.answers, key=lambda a: a.at)
+                 if a.description == description]
+        confirmations = cluster.sql(
+            "select p.id::text, p.status, p.created_at, p.expires_at, p.executed_at, o.state, "
+            "o.attempts, o.merchant_order_id, o.created_at from tools_pendingconfirmation p "
+            "left join tools_operation o on o.confirmation_id = p.id "
+            "where p.arguments->>'description' = %s order by p.created_at", description)
+        ids = [row[0] for row in confirmations]
+        journal = cluster.sql(
+            "select id, at, phase, code, confirmation_id, message from audit_journalentry "
+            "where confirmation_id = any(%s) order by id", ids)
+        found[description] = {
+            "campaign_started_at": campaign.wall_started.isoformat(),
+            "calls": calls,
+            "confirmations": [[str(v) for v in row] for row in confirmations],
+            "journal": [[str(v) for v in row] for row in journal],
+        }
+    return found
+
+
+def cluster_root() -> str:
+    from tests.reliability.cluster import ROOT
+
+    return str(ROOT)
