@@ -78,6 +78,16 @@ GATEWAY_JOURNAL_LEGACY_LAST_ID = env.int("GATEWAY_JOURNAL_LEGACY_LAST_ID", defau
 # Parallel hash chains ("lanes") per contour on PostgreSQL: a writer takes a lane no one holds
 # (SKIP LOCKED), so up to this many calls of one contour journal at once without waiting.
 GATEWAY_JOURNAL_LANES = env.int("GATEWAY_JOURNAL_LANES", default=8)
+# GigaChat's function block: its token budget, and characters per token as measured by
+# `manage.py conformance gigachat` (the API's tokens/count); 3 over-counts on purpose.
+GIGACHAT_FUNCTION_TOKEN_BUDGET = env.int("GIGACHAT_FUNCTION_TOKEN_BUDGET", default=3700)
+GIGACHAT_CHARS_PER_TOKEN = env.float("GIGACHAT_CHARS_PER_TOKEN", default=3.0)
+if not 1.0 <= GIGACHAT_CHARS_PER_TOKEN <= 8.0:
+    raise ImproperlyConfigured("GIGACHAT_CHARS_PER_TOKEN must be between 1 and 8 "
+                               f"(the measured characters per token), not {GIGACHAT_CHARS_PER_TOKEN}")
+if not 100 <= GIGACHAT_FUNCTION_TOKEN_BUDGET <= 4096:
+    raise ImproperlyConfigured("GIGACHAT_FUNCTION_TOKEN_BUDGET must be between 100 and 4096 "
+                               f"(GigaChat's cap), not {GIGACHAT_FUNCTION_TOKEN_BUDGET}")
 
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.conf import settings
 from pydantic import AliasChoices, Field
 
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
@@ -17,9 +19,15 @@ from tools.spec import ToolSpec
 
 CHANNEL = "gigachat"
 
-# Observed: GigaChat refuses a function block over 4096 tokens (formats.md, [G7]). Our estimate
-# over-counts, and the margin leaves room for its own rendering of the block.
-TOKEN_BUDGET = 3700
+# Observed: GigaChat refuses a function block over 4096 tokens (formats.md, [G7]). The budget
+# (3700 by default, a margin for its own rendering of the block) and the characters per token
+# come from settings: `manage.py conformance gigachat` measures the real ratio with the API's
+# tokens/count, and an operator sets GIGACHAT_CHARS_PER_TOKEN to it.
+
+
+def tokens_of(functions: list[dict[str, Any]]) -> int:
+    characters = schema.measure(functions)["characters"]
+    return math.ceil(characters / settings.GIGACHAT_CHARS_PER_TOKEN)
 
 # Russian requests a user would type, with the arguments the model should produce. They must
 # pass the tool's own validation (a test runs each through it).
@@ -68,7 +76,7 @@ def fit(specs: list[ToolSpec]) -> list[dict[str, Any]]:
             shown = specs[:count]
             functions = [specification(spec, level, params) for spec, params in zip(
                 shown, schema.parameters_for(shown, profile_of(level)), strict=True)]
-            if schema.measure(functions)["tokens_estimate"] <= TOKEN_BUDGET:
+            if tokens_of(functions) <= settings.GIGACHAT_FUNCTION_TOKEN_BUDGET:
                 return functions
     # Not even one tool fits: the leanest first tool, so the block is never silently empty.
     return [specification(spec, LEVELS[-1]) for spec in specs[:1]]

@@ -273,15 +273,30 @@ def test_few_shot_examples_pass_the_tools_own_validation():
         assert (spec.check(params, contour) if spec.check else []) == [], example
 
 
-def test_gigachat_block_fits_its_budget_with_as_many_tools_as_fit():
+def test_gigachat_block_fits_its_budget_with_as_many_tools_as_fit(settings: Any):
+    budget = settings.GIGACHAT_FUNCTION_TOKEN_BUDGET
     for fmt in ("gigachat", "gigachat-v2"):
         body = FORMATS[fmt](ALL)
         names = [f["name"] for f in functions_of(fmt, body)]
         leanest = [gigachat.specification(spec, gigachat.LEVELS[-1]) for spec in ALL]
 
-        assert schema.measure(body)["tokens_estimate"] <= gigachat.TOKEN_BUDGET < 4096
-        assert names == [s.name for s in ALL] or (
-            schema.measure(leanest)["tokens_estimate"] > gigachat.TOKEN_BUDGET)
+        assert gigachat.tokens_of(functions_of(fmt, body)) <= budget < 4096
+        assert names == [s.name for s in ALL] or gigachat.tokens_of(leanest) > budget
+
+
+def test_gigachat_budget_follows_the_measured_characters_per_token(settings: Any):
+    # given: the default over-estimate, then a ratio measured with the API's tokens/count
+    settings.GIGACHAT_CHARS_PER_TOKEN = 3.0
+    default = functions_of("gigachat", FORMATS["gigachat"](ALL))
+    settings.GIGACHAT_CHARS_PER_TOKEN = 6.0
+    calibrated = functions_of("gigachat", FORMATS["gigachat"](ALL))
+    settings.GIGACHAT_CHARS_PER_TOKEN = 1.0
+    tight = functions_of("gigachat", FORMATS["gigachat"](ALL))
+
+    # then: more room means at least as much shown, less room means less
+    assert len(json.dumps(calibrated, ensure_ascii=False)) > len(json.dumps(tight, ensure_ascii=False))
+    assert len(json.dumps(calibrated, ensure_ascii=False)) >= len(json.dumps(default, ensure_ascii=False))
+    assert [f["name"] for f in calibrated] == [s.name for s in ALL]
 
 
 @pytest.mark.django_db
