@@ -234,13 +234,9 @@ class OrdersApi(Transport):
             raise self._bad_response("список счетов пришёл не массивом")
         orders = [self._parse_order(row) for row in data]
         self._check_filtered(orders, "счёт", id=order_id, merchant_order_id=merchant_order_id)
-        meta = envelope.get("metaData") or {}
-        return OrderPage(
-            orders=orders,
-            total_count=int(meta.get("totalCount", len(orders))),
-            page=int(meta.get("page", page)),
-            page_size=int(meta.get("pageSize", page_size)),
-        )
+        total, page, page_size = self._meta(envelope, len(orders), page, page_size,
+                                            rows=len(orders))
+        return OrderPage(orders=orders, total_count=total, page=page, page_size=page_size)
 
     def create_order(self, order: NewOrder) -> Order:
         data, _ = self._request(

@@ -141,6 +141,7 @@ class RefundsApi(Transport):
         if merchant_order_id:
             filters.append(("merchantOrderId", merchant_order_id))
         refunds: list[Refund] = []
+        seen: set[str] = set()
         for page in range(1, MAX_REFUND_PAGES + 1):
             params = [("_page", str(page)), ("_pageSize", str(REFUND_PAGE_SIZE)),
                       ("_order[createdAt]", "asc"), *filters]
@@ -150,9 +151,19 @@ class RefundsApi(Transport):
             found = [self._parse(Refund.parse, row, "возврат") for row in rows]
             self._check_filtered(found, "возврат", parent_id=parent_id,
                                  merchant_order_id=merchant_order_id)
+            total, _, _ = self._meta(envelope, len(refunds) + len(found), page,
+                                     REFUND_PAGE_SIZE, rows=len(found))
+            for refund in found:
+                # A repeated row means the pages shifted or overlap: the sum would count it twice.
+                if refund.id in seen:
+                    raise self._bad_response(
+                        f"возврат {refund.id} пришёл на двух страницах: список сместился, "
+                        "сумма возвратов не посчитана")
+                seen.add(refund.id)
             refunds.extend(found)
-            total, _, _ = self._meta(envelope, len(refunds), page, REFUND_PAGE_SIZE)
-            if not rows or len(refunds) >= total:
-                break
-        return refunds
+            if len(rows) < REFUND_PAGE_SIZE or len(refunds) >= total:
+                return refunds
+        raise self._bad_response(
+            f"возвратов больше {MAX_REFUND_PAGES * REFUND_PAGE_SIZE}: все не прочитать, "
+            "сумма возвратов не посчитана")
 

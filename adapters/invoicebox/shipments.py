@@ -131,7 +131,8 @@ class ShipmentsApi(Transport):
         shipments = [self._parse(Shipment.parse, row, "отгрузку") for row in rows]
         # Another order's shipments would be counted as shipped from this one.
         self._check_filtered(shipments, "отгрузку", order_id=order_id)
-        total, page, page_size = self._meta(envelope, len(shipments), page, page_size)
+        total, page, page_size = self._meta(envelope, len(shipments), page, page_size,
+                                            rows=len(shipments))
         return ShipmentPage(shipments=shipments, total_count=total, page=page,
                             page_size=page_size)
 

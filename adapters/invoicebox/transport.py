@@ -216,15 +216,27 @@ class Transport:
         return data
 
     def _meta(
-        self, envelope: dict[str, Any], count: int, page: int, page_size: int
+        self, envelope: dict[str, Any], count: int, page: int, page_size: int, *, rows: int
     ) -> tuple[int, int, int]:
-        """(totalCount, page, pageSize) from metaData; what was asked for when it is absent."""
+        """(totalCount, page, pageSize) from metaData, checked against what was asked for.
+
+        The docs name the paging parameters page/pageSize, the vendor's code _page/_pageSize;
+        a server that ignored ours answers another page or size, or more rows than asked.
+        Counting on such an answer would undercount what was shipped or refunded, or count a
+        row twice, so it is refused instead of guessed at."""
         meta = envelope.get("metaData") or {}
         try:
-            return (int(meta.get("totalCount", count)), int(meta.get("page", page)),
-                    int(meta.get("pageSize", page_size)))
+            total, got_page, got_size = (int(meta.get("totalCount", count)),
+                                         int(meta.get("page", page)),
+                                         int(meta.get("pageSize", page_size)))
         except (AttributeError, TypeError, ValueError):
             raise self._bad_response("metaData списка не прочитать") from None
+        if got_page != page or got_size != page_size or rows > page_size:
+            raise self._bad_response(
+                f"запрошена страница {page} по {page_size} строк, а пришла страница {got_page} "
+                f"по {got_size} ({rows} строк): постраничная выборка не выполнена, ответ не "
+                "используется")
+        return total, got_page, got_size
 
     def _bad_response(self, detail: str, *, write: bool = False) -> InvoiceboxError:
         kind: ErrorKind = "unknown_outcome" if write else "bad_response"
