@@ -128,3 +128,40 @@ def test_shipments_refused_when_more_rows_come_than_asked(remote: Remote) -> Non
 
     # then
     assert "(7 строк)" in caught.value.message
+
+
+def shipment_row(number: int, created: str) -> dict[str, Any]:
+    return {"id": number, "orderId": ORDER_ID, "createdAt": created, "basketItems": []}
+
+
+def test_shipments_are_ordered_here_whatever_order_the_server_answers_in(remote: Remote) -> None:
+    # given: a server that ignores the sort and answers newest first
+    rows = [shipment_row(3, "2026-01-03T10:00:00+03:00"), shipment_row(1, "2026-01-01T10:00:00+03:00"),
+            shipment_row(2, "2026-01-02T10:00:00+03:00")]
+    remote.answer = lambda request: json_reply(200, {"data": rows, "metaData": {
+        "totalCount": 3, "page": 1, "pageSize": 50}})
+
+    # when
+    shipments = remote.client().all_shipments(ORDER_ID)
+
+    # then: oldest first, and no sort by a field the docs don't define was asked for
+    assert [s.id for s in shipments] == ["1", "2", "3"]
+    assert not any("createdAt" in key for key, _ in parse_qsl(remote.requests[0].url.query.decode()))
+
+
+def test_a_shipment_repeated_on_the_next_page_is_refused(remote: Remote) -> None:
+    # given: 60 shipments; page 2 starts one row early
+    def answer(request: httpx.Request) -> httpx.Response:
+        page, size = int(asked(request)["_page"]), int(asked(request)["_pageSize"])
+        start = 1 if page == 1 else size
+        data = [shipment_row(n, "2026-01-01T10:00:00+03:00") for n in range(start, min(start + size, 61))]
+        return json_reply(200, {"data": data, "metaData": {
+            "totalCount": 60, "page": page, "pageSize": size}})
+    remote.answer = answer
+
+    # when
+    with pytest.raises(InvoiceboxError) as caught:
+        remote.client().all_shipments(ORDER_ID)
+
+    # then
+    assert "пришла на двух страницах" in caught.value.message
