@@ -106,8 +106,11 @@ class NewShipment:
         body: dict[str, Any] = {
             "orderId": self.order_id,
             "basketItems": [line.as_api() for line in self.basket],
-            "final": self.final,
         }
+        if self.final:
+            # The docs' CreateShipmentRequest has no `final`; only the MCP server sends it.
+            # Sent only when set, the documented request stays exactly as documented.
+            body["final"] = True
         if self.document_number is not None:
             body["documentNumber"] = self.document_number
         if self.document_date is not None:
