@@ -75,8 +75,11 @@ class Handler(BaseHTTPRequestHandler):
                 rows = []  # recovery looks first: nothing was created before
             else:
                 rows = [order("0c1d2e3f-0000-4000-8000-000000000001")]
-            self._answer(200, {"data": rows, "metaData": {"totalCount": len(rows), "page": 1,
-                                                          "pageSize": 20}})
+            # Pages as asked (the vendor's _page/_pageSize): the client checks the echo.
+            page = int((query.get("_page") or query.get("page") or ["1"])[0])
+            size = int((query.get("_pageSize") or query.get("pageSize") or ["20"])[0])
+            self._answer(200, {"data": rows, "metaData": {"totalCount": len(rows), "page": page,
+                                                          "pageSize": size}})
         elif "/billing/api/order/order/" in url.path:  # the reference reads one order by path
             self._answer(200, {"data": order(url.path.rsplit("/", 1)[1])})
         elif url.path.endswith("/security/api/auth/auth"):

@@ -89,6 +89,29 @@ def default_amount_wo_vat(item: BasketItemLike) -> int:
     return round_kopecks(Decimal(total - vat) / quantity_decimal(item.quantity))
 
 
+def _exact_rub(kopecks: Decimal, currency: str) -> str:
+    if kopecks == kopecks.to_integral_value():
+        return format_rub(int(kopecks), currency)
+    return f"{kopecks / 100} (не целое число копеек)"
+
+
+def _inexact_wo_vat(item: BasketItemLike, qty: Decimal, price: int, vat: int,
+                    total: int) -> str:
+    """Under roundPolicy strict the unit price without VAT × quantity + VAT is the line total
+    exactly; when no whole-kopeck price does that, name the VAT that does (by the unit)."""
+    if Decimal(default_amount_wo_vat(item)) * qty + vat == total:
+        return ""
+    rate = vat_rate(item.vat_code)
+    unit_vat = round_kopecks(Decimal(price) * rate / (100 + rate)) if rate else 0
+    exact_vat = Decimal(unit_vat) * qty
+    hint = (f"; НДС по единице {unit_vat} коп. × {qty} = {exact_vat} коп. даёт цену без НДС "
+            f"{price - unit_vat} коп. ровно" if exact_vat == exact_vat.to_integral_value()
+            and exact_vat != vat else "")
+    return (f"с НДС {vat} коп. цена без НДС за единицу не выходит целой в копейках "
+            f"({total - vat} / {qty}), а roundPolicy strict требует точного равенства{hint}. "
+            "Передайте total_vat_amount по единице или amount_wo_vat")
+
+
 def expected_vat(total: int, vat_code: str) -> int:
     rate = vat_rate(vat_code)
     return round_kopecks(Decimal(total) * rate / (100 + rate)) if rate else 0
@@ -111,12 +134,12 @@ def check_basket(
         seen_skus.setdefault(item.sku, index)
         price, total, vat = int(item.amount), int(item.total_amount), int(item.total_vat_amount)
         qty = quantity_decimal(item.quantity)
-        line_total = round_kopecks(Decimal(price) * qty)
-        if line_total != total:
+        line_total = Decimal(price) * qty
+        if line_total != total:  # roundPolicy strict: price × quantity is the line, exactly
             problems.append(Problem(
                 f"{where}.total_amount",
                 f"{label}: цена {format_rub(price, currency)} × {qty} = "
-                f"{format_rub(line_total, currency)}, а total_amount {format_rub(total, currency)}",
+                f"{_exact_rub(line_total, currency)}, а total_amount {format_rub(total, currency)}",
             ))
         if vat > total:
             problems.append(Problem(f"{where}.total_vat_amount",
@@ -128,7 +151,11 @@ def check_basket(
                 f"{label}: по ставке {item.vat_code} НДС с {format_rub(total, currency)} — "
                 f"{format_rub(want_vat, currency)}, а передано {format_rub(vat, currency)}",
             ))
-        if item.amount_wo_vat is not None:
+        if item.amount_wo_vat is None:
+            problem = _inexact_wo_vat(item, qty, price, vat, total)
+            if problem:
+                problems.append(Problem(f"{where}.total_vat_amount", f"{label}: {problem}"))
+        else:
             wo_vat = int(item.amount_wo_vat)
             if abs(round_kopecks(Decimal(wo_vat) * qty) + vat - total) > 1:
                 problems.append(Problem(

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from audit.journal import verify_chain
 from audit.models import JournalEntry
+from tools.contours import create_contour
+from tools.models import ContourRole
 
 pytestmark = pytest.mark.django_db
 
@@ -64,12 +66,14 @@ def test_seed_demo_journals_the_contour_and_its_key_once(tmp_path: Path):
 
 
 def test_create_auditor_token_is_journaled_without_the_token():
+    contour = create_contour("books", mode="sandbox")
     user = User.objects.create_user("alla")
-    user.groups.add(Group.objects.get_or_create(name="auditors")[0])
+    ContourRole.objects.create(user=user, contour=contour, role="auditor")
 
     token = run("create_auditor_token", "alla", "--label", "ревизия").strip()
 
-    [entry] = JournalEntry.objects.filter(phase="configure")
+    [entry] = JournalEntry.objects.filter(phase="configure", code="auditor_token_issued")
     assert (entry.channel, entry.code, entry.contour) == ("cli", "auditor_token_issued", "")
     assert entry.arguments["holder"] == "alla"
+    assert entry.arguments["contours"] == ["books"]
     assert token not in str(list(JournalEntry.objects.values()))

@@ -67,6 +67,21 @@ def _line(item: RefundableItem, quantity: Decimal, total: int, vat: int) -> Bask
     )
 
 
+def _remainder_line(item: RefundableItem) -> BasketLine:
+    """The whole remainder of a line: the item itself when nothing of it was refunded yet, so
+    the receipt repeats the sale's quantity and unit price; else 1 × what is left."""
+    if item.available_amount == item.total_amount:
+        vat = item.total_vat_amount if item.available_vat_amount is None else (
+            item.available_vat_amount)
+        return BasketLine(
+            sku=item.sku, name=item.name, measure=item.measure, measure_code=item.measure_code,
+            quantity=item.quantity, amount=item.amount, amount_wo_vat=item.amount_wo_vat,
+            total_amount=item.total_amount, total_vat_amount=vat, vat_code=item.vat_code,
+            type=item.type, payment_type=item.payment_type,
+        )
+    return _line(item, Decimal(1), item.available_amount, _item_vat(item, item.available_amount))
+
+
 def _item_vat(item: RefundableItem, total: int) -> int:
     if item.available_vat_amount is not None and total == item.available_amount:
         return item.available_vat_amount
@@ -88,9 +103,7 @@ def plan(ctx: CallContext, params: CreateRefundParams) -> Plan:
         raise ToolError("precondition_failed",
                         f"по счёту {order.merchant_order_id} возвращать нечего: всё уже возвращено")
     if params.basket_items is None:
-        lines = [_line(item, Decimal(1), item.available_amount,
-                       _item_vat(item, item.available_amount))
-                 for item in items.values() if item.available_amount > 0]
+        lines = [_remainder_line(item) for item in items.values() if item.available_amount > 0]
         if params.amount is not None and int(params.amount) != available:
             raise ToolError(
                 "invalid_arguments",

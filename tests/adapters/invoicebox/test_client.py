@@ -323,7 +323,7 @@ def order_reply(**changes: Any) -> httpx.Response:
 
 def list_reply(*orders: dict[str, Any]) -> httpx.Response:
     return json_reply(200, {"data": list(orders), "extendedData": [],
-                            "metaData": {"totalCount": len(orders), "pageSize": 20, "page": 1}})
+                            "metaData": {"totalCount": len(orders)}})
 
 
 def error_reply(status: int, code: str = "", request: httpx.Request | None = None,

@@ -1,0 +1,169 @@
+"""Refunds (возвраты) of a paid order: shapes and endpoints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from adapters.invoicebox.money import to_kopecks, to_roubles
+from adapters.invoicebox.orders import BasketLine
+from adapters.invoicebox.transport import (
+    Money,
+    Quantity,
+    Text,
+    Transport,
+    Upstream,
+    kopecks_or_none,
+)
+
+# Refund lists are read whole; the cap only stops a server whose paging never ends.
+REFUND_PAGE_SIZE = 100
+MAX_REFUND_PAGES = 50
+
+
+class UpstreamRefundableItem(Upstream):
+    sku: Text
+    name: str
+    measure: str
+    measure_code: Text = Field(alias="measureCode")
+    quantity: Quantity
+    amount: Money
+    amount_wo_vat: Money = Field(alias="amountWoVat")
+    total_amount: Money = Field(alias="totalAmount")
+    total_vat_amount: Money = Field(alias="totalVatAmount")
+    vat_code: str = Field(alias="vatCode")
+    type: Text
+    payment_type: str = Field(alias="paymentType")
+    # Only the MCP server names these (reference §3, open question 10).
+    available_amount: Money | None = Field(None, alias="availableAmount")
+    available_vat_amount: Money | None = Field(None, alias="availableVatAmount")
+
+
+@dataclass(frozen=True)
+class RefundableItem(BasketLine):
+    """An item of a paid order and what of it can still be refunded (kopecks)."""
+
+    available_amount: int = 0
+    available_vat_amount: int | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> RefundableItem:
+        up = UpstreamRefundableItem.model_validate(raw)
+        total = to_kopecks(up.total_amount)
+        return cls(
+            sku=up.sku, name=up.name, measure=up.measure, measure_code=up.measure_code,
+            quantity=up.quantity, amount=to_kopecks(up.amount),
+            amount_wo_vat=to_kopecks(up.amount_wo_vat), total_amount=total,
+            total_vat_amount=to_kopecks(up.total_vat_amount), vat_code=up.vat_code,
+            type=up.type, payment_type=up.payment_type,
+            # The docs say plain BasketItems: without the field, the whole line is available.
+            available_amount=total if up.available_amount is None else to_kopecks(
+                up.available_amount),
+            available_vat_amount=kopecks_or_none(up.available_vat_amount),
+        )
+
+
+class UpstreamRefund(Upstream):
+    id: Text
+    parent_id: Text = Field(alias="parentId")
+    merchant_order_id: str = Field("", alias="merchantOrderId")
+    status: str
+    amount: Money
+    vat_amount: Money | None = Field(None, alias="vatAmount")
+    currency_id: str = Field("", alias="currencyId")
+    created_at: str | None = Field(None, alias="createdAt")
+
+
+@dataclass(frozen=True)
+class Refund:
+    """A refund (возврат) of a paid order: money in kopecks."""
+
+    id: str
+    parent_id: str
+    merchant_order_id: str
+    status: str
+    amount: int
+    vat_amount: int | None
+    currency: str
+    created_at: str | None
+
+    @classmethod
+    def parse(cls, raw: Any) -> Refund:
+        up = UpstreamRefund.model_validate(raw)
+        return cls(
+            id=up.id, parent_id=up.parent_id, merchant_order_id=up.merchant_order_id,
+            status=up.status, amount=to_kopecks(up.amount),
+            vat_amount=kopecks_or_none(up.vat_amount), currency=up.currency_id,
+            created_at=up.created_at,
+        )
+
+
+@dataclass(frozen=True)
+class NewRefund:
+    parent_id: str
+    merchant_order_id: str
+    description: str
+    amount: int
+    vat_amount: int
+    basket: list[BasketLine]
+
+    def as_api(self) -> dict[str, Any]:
+        return {
+            "parentId": self.parent_id,
+            "merchantOrderId": self.merchant_order_id,
+            "description": self.description,
+            "amount": to_roubles(self.amount),
+            "vatAmount": to_roubles(self.vat_amount),
+            "basketItems": [line.as_api() for line in self.basket],
+        }
+
+
+class RefundsApi(Transport):
+    def refundable_items(self, order_id: str) -> list[RefundableItem]:
+        data, _ = self._request("GET", f"/billing/api/order/order/{order_id}/refund-basket-item")
+        rows = self._rows(data, "позиции к возврату пришли не массивом")
+        return [self._parse(RefundableItem.parse, row, "позицию к возврату") for row in rows]
+
+    def create_refund(self, refund: NewRefund) -> Refund:
+        data, _ = self._request("POST", "/billing/api/order/refund-order", body=refund.as_api(),
+                                write=True)
+        return self._parse(Refund.parse, data, "возврат", write=True)
+
+    def find_refunds(
+        self, *, parent_id: str | None = None, merchant_order_id: str | None = None
+    ) -> list[Refund]:
+        """Every refund matching the filters, oldest first (all pages are read)."""
+        filters: list[tuple[str, str]] = []
+        if parent_id:
+            filters.append(("parentId", parent_id))
+        if merchant_order_id:
+            filters.append(("merchantOrderId", merchant_order_id))
+        refunds: list[Refund] = []
+        seen: set[str] = set()
+        for page in range(1, MAX_REFUND_PAGES + 1):
+            params = [("_page", str(page)), ("_pageSize", str(REFUND_PAGE_SIZE)),
+                      ("_order[createdAt]", "asc"), *filters]
+            data, envelope = self._request("GET", "/filter/api/order/refund-order",
+                                           params=params)
+            rows = self._rows(data, "список возвратов пришёл не массивом")
+            found = [self._parse(Refund.parse, row, "возврат") for row in rows]
+            self._check_filtered(found, "возврат", parent_id=parent_id,
+                                 merchant_order_id=merchant_order_id)
+            total, _, _ = self._meta(envelope, len(refunds) + len(found), page,
+                                     REFUND_PAGE_SIZE, rows=len(found))
+            for refund in found:
+                # A repeated row means the pages shifted or overlap: the sum would count it twice.
+                if refund.id in seen:
+                    raise self._bad_response(
+                        f"возврат {refund.id} пришёл на двух страницах: список сместился, "
+                        "сумма возвратов не посчитана")
+                seen.add(refund.id)
+            refunds.extend(found)
+            if len(rows) < REFUND_PAGE_SIZE or len(refunds) >= total:
+                return refunds
+        raise self._bad_response(
+            f"возвратов больше {MAX_REFUND_PAGES * REFUND_PAGE_SIZE}: все не прочитать, "
+            "сумма возвратов не посчитана")
+
