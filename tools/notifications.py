@@ -6,7 +6,7 @@ meets what this gateway issued (TrackedOrder), is processed once per (contour, i
 (ProcessedNotification: a notification's id is its order's, so "hold" then "completed" are
 two), and every notification, refused ones included, lands in the journal (channel webhook,
 phase notify). The answer is always HTTP 200 with JSON, as Invoicebox requires; the decisions
-behind each answer are in docs/invoicebox-api-notifications.md.
+behind each answer are in docs/invoicebox-api.md (payment notifications).
 """
 
 from __future__ import annotations

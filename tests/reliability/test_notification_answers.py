@@ -2,7 +2,7 @@
 
 Each test drives the real webhook (Django test client, signed body, the sandbox's own
 notification body) and, where it matters, the real follow-up task against the sandbox.
-The decisions are recorded in docs/invoicebox-api-notifications.md.
+The decisions are recorded in docs/invoicebox-api.md (payment notifications).
 """
 
 from __future__ import annotations
