@@ -122,12 +122,11 @@ def _write_cycle(report: Report, link: GatewayLink, http: httpx.Client,
                f"{explain(again)}; статусы: {seen}", request_ids(again), secrets)
 
 
-def require_writable(contour_mode: str, allow_write: bool, target: str) -> None:
+def check_contour_mode(target: str, contour_mode: str) -> None:
+    """production runs only on a production contour; the demo never on one."""
     if target == "invoicebox-production" and contour_mode != "production":
         raise KitError("invoicebox-production проверяет контур в режиме production "
                        "(--contour <slug>)")
-    if allow_write and target == "invoicebox-production":
-        return
     if target == "invoicebox-demo" and contour_mode == "production":
         raise KitError("invoicebox-demo не запускается на контуре production: "
                        "выберите демо- или песочный контур")

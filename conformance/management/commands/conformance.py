@@ -43,7 +43,7 @@ class Command(BaseCommand):
         target: str = options["target"]
         report = Report(target=target)
         try:
-            contour = self._contour(target, options["contour"], options["allow_write"])
+            contour = self._contour(target, options["contour"])
             report.contour_mode = contour.mode
             with link(contour, target, options["gateway_url"]) as gateway:
                 health = gateway.health()
@@ -90,7 +90,7 @@ class Command(BaseCommand):
         return assistants.openai(gateway, report, target, options["model"])
 
     @staticmethod
-    def _contour(target: str, slug: str, allow_write: bool) -> Contour:
+    def _contour(target: str, slug: str) -> Contour:
         if slug:
             contour = Contour.objects.filter(slug=slug).first()
             if contour is None:
@@ -105,7 +105,7 @@ class Command(BaseCommand):
                     contour = create_contour(own_slug, mode=mode, toolsets=["read", "write"])
                 except ContourSetupError as error:
                     raise KitError(str(error)) from None
-        invoicebox.require_writable(contour.mode, allow_write, target)
+        invoicebox.check_contour_mode(target, contour.mode)
         if target in MODELS and contour.mode != InvoiceboxMode.SANDBOX:
             # A model decides the arguments: it writes only where no money can move.
             raise KitError(f"{target}: модель проверяется только на песочном контуре "
