@@ -204,8 +204,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     fake_port, port = free_port(), free_port()
     fake = f"http://127.0.0.1:{fake_port}"
     key = seed(url, fake_port)
-    env = server_env(url, port, DATABASE_CONN_MAX_AGE=os.environ.get("DATABASE_CONN_MAX_AGE",
-                                                                      "0"))
+    env = server_env(url, port)  # the settings' defaults, as `make demo` gets them
     result: dict[str, Any] = {"db": args.db, "uptime": _uptime()}
     with contextlib.ExitStack() as stack:
         stack.enter_context(process([sys.executable, "-m", "benchmarks.fake_upstream", "--port",

@@ -159,16 +159,21 @@ ASGI_APPLICATION = "config.asgi.application"
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 # Explicit transactions only: a failed call's journal entry must survive (STYLE.md, habit 4).
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# Sync work runs on a fixed pool of GATEWAY_SYNC_THREADS threads (config/asgi.py), so a kept
+# connection is reused by the next request on its thread, and their number is bounded. SQLite
+# keeps them by default (opening one costs more than the demo's whole read); PostgreSQL keeps
+# none unless told (workers x threads connections), or takes them from a pool (DATABASE_POOL).
+_IS_SQLITE = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE",
+                                               default=600 if _IS_SQLITE else 0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
         "DATABASE_POOL", default=False):
-    # Under ASGI every request runs on a thread of its own, so a persistent connection is never
-    # reused and each request pays a new PostgreSQL connection (~3 ms); a pool per process
-    # hands one over instead. Django refuses a pool together with CONN_MAX_AGE.
+    # A pool per process hands a connection over per request (a new PostgreSQL connection
+    # costs ~3 ms). Django refuses a pool together with CONN_MAX_AGE.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 2, "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20), "timeout": 10}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if _IS_SQLITE:
     # Several workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE",
@@ -306,7 +311,8 @@ GATEWAY_DEDUP_WINDOW_SECONDS = env.int("GATEWAY_DEDUP_WINDOW_SECONDS", default=1
 # How long a write waiting for an operator stays open: people need hours, not the minutes a
 # chat confirmation gets.
 GATEWAY_APPROVAL_WINDOW_HOURS = env.int("GATEWAY_APPROVAL_WINDOW_HOURS", default=24)
-# Threads per process for core calls made from async code (MCP); each may wait on Invoicebox.
+# Threads per process for all sync work: Django's requests and the MCP core calls; each may
+# wait on Invoicebox, and each keeps its own database connection.
 GATEWAY_SYNC_THREADS = env.int("GATEWAY_SYNC_THREADS", default=32)
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.
 # GATEWAY_APPROVAL_THRESHOLD_RUB was the old, misleading name (it was kopecks all along): still
