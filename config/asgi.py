@@ -17,6 +17,8 @@ from contextlib import asynccontextmanager
 from a2wsgi import WSGIMiddleware
 from django.core.wsgi import get_wsgi_application
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -26,6 +28,8 @@ _wsgi_application = get_wsgi_application()
 from django.conf import settings  # noqa: E402 - after the settings module is named
 
 from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app registry loaded
+from adapters.mcp.server import run_sync  # noqa: E402
+from tools.ops.health import NO_CACHE_HEADERS, report  # noqa: E402
 
 django_application = WSGIMiddleware(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
 mcp_application, mcp_sessions = build_mcp_app()
@@ -43,8 +47,22 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
 
 
+async def health(request: Request) -> JSONResponse:
+    """GET /health answered here, without Django's request machinery: the probe a load
+    balancer polls every second. The same report() as the Django view (`tools/ops/health.py`),
+    which WSGI deployments and the test client still reach."""
+    if request.method not in ("GET", "HEAD"):
+        return JSONResponse({"detail": "только GET"}, status_code=405, headers={"Allow": "GET"})
+    status, body = await run_sync(report)
+    return JSONResponse(body, status_code=status, headers=NO_CACHE_HEADERS)
+
+
 # The MCP route comes first: Mount("/") would take every path.
 application = Starlette(
-    routes=[Route(PATH, endpoint=mcp_application), Mount("/", app=django_application)],
+    routes=[Route(PATH, endpoint=mcp_application),
+            # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
+            Route("/health", endpoint=health,
+                  methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
+            Mount("/", app=django_application)],
     lifespan=lifespan,
 )

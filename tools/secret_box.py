@@ -6,6 +6,7 @@ new one first, running `manage.py rotate_secrets_key`, then dropping the old one
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -16,7 +17,12 @@ PREFIX = "fernet:"
 
 
 def box() -> MultiFernet:
-    return MultiFernet([Fernet(key) for key in settings.GATEWAY_SECRETS_KEYS])
+    return _box(tuple(settings.GATEWAY_SECRETS_KEYS))
+
+
+@lru_cache(maxsize=4)
+def _box(keys: tuple[str, ...]) -> MultiFernet:
+    return MultiFernet([Fernet(key) for key in keys])
 
 
 def seal(value: str) -> str:
@@ -29,8 +35,16 @@ def unseal(stored: str) -> str:
     """Plaintext of a stored value; legacy plaintext (before the migration) passes through."""
     if not stored or not stored.startswith(PREFIX):
         return stored or ""
+    return _decrypt(tuple(settings.GATEWAY_SECRETS_KEYS), stored)
+
+
+# Every contour read (each call's key lookup, each /health) decrypts its token: the plaintext
+# of one ciphertext under one key list never changes, so it is kept per process. A failure is
+# never kept (lru_cache does not cache a raise).
+@lru_cache(maxsize=1024)
+def _decrypt(keys: tuple[str, ...], stored: str) -> str:
     try:
-        return box().decrypt(stored.removeprefix(PREFIX).encode()).decode()
+        return _box(keys).decrypt(stored.removeprefix(PREFIX).encode()).decode()
     except InvalidToken:
         raise ValueError("a stored secret can't be decrypted with GATEWAY_SECRETS_KEY") from None
 

@@ -109,3 +109,32 @@ def test_sandbox_is_served_at_its_path(live: dict[str, Any]):
 
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"
+
+
+def test_health_over_http_is_the_django_views_report_without_caching(live: dict[str, Any]):
+    """uvicorn answers /health on the ASGI app's own route; what it says must be the view's."""
+    from tools.ops import health
+
+    response = httpx.get(f"{live['base']}/health", timeout=5)
+
+    assert response.status_code == 200
+    assert "no-store" in response.headers["cache-control"]
+    body = response.json()
+    assert body["status"] == "ok" and body["checks"]["database"]["status"] == "ok"
+    assert body["catalog"] == {"fingerprint": health.catalog_fingerprint(),
+                               "tools": len(catalog.CATALOG)}
+    assert body["version"] == health.version()
+    assert httpx.post(f"{live['base']}/health", timeout=5).status_code == 405
+
+
+def test_admin_login_page_and_csrf_work_through_the_wsgi_mount(live: dict[str, Any]):
+    """Django runs as WSGI on a thread pool inside the ASGI app: sessions and CSRF still hold."""
+    with httpx.Client(base_url=live["base"], timeout=5) as client:
+        page = client.get("/admin/login/")
+        assert page.status_code == 200 and "csrftoken" in client.cookies
+        refused = client.post("/admin/login/", data={"username": "x", "password": "y"})
+        assert refused.status_code == 403  # no CSRF token: refused, not a 500
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        wrong = client.post("/admin/login/", data={"username": "nobody", "password": "wrong",
+                                                   "csrfmiddlewaretoken": token})
+        assert wrong.status_code == 200 and "errornote" in wrong.text

@@ -155,6 +155,10 @@ def report() -> tuple[int, dict[str, Any]]:
     return http_status, body
 
 
+# What never_cache sets, for the ASGI route of /health (config/asgi.py).
+NO_CACHE_HEADERS = {"Cache-Control": "max-age=0, no-cache, no-store, must-revalidate, private"}
+
+
 @never_cache
 @require_GET
 def health_view(request: HttpRequest) -> JsonResponse:
