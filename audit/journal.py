@@ -244,12 +244,14 @@ def record(
     upstream_status: int | None = None,
     duration_ms: int = 0,
     secrets: Iterable[str] = (),
+    savepoint: bool = True,
 ) -> JournalEntry:
     """Append one entry: redact, lock its contour's chain head, chain the hash, save, advance.
 
     Runs in its own atomic block (a savepoint when nested), so the head lock is held until the
     outermost transaction ends: writers of one contour append one after another, writers of
-    different contours side by side.
+    different contours side by side. A caller whose transaction fails as a whole when the
+    entry fails passes savepoint=False: two round trips fewer.
     """
     if channel not in _CHANNELS:
         raise ValueError(f"unknown journal channel {channel!r}")
@@ -279,7 +281,7 @@ def record(
     )
     key_id = signing_key_id()
     secret = journal_keys()[key_id]
-    with transaction.atomic():
+    with transaction.atomic(savepoint=savepoint):
         head = _free_lane(entry.contour) or _locked_head(entry.contour)
         entry.chain = head.chain
         # The place comes from the locked head; the id from the sequence (it is not hashed).

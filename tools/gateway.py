@@ -399,18 +399,19 @@ def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
         existing = Operation.objects.select_for_update().filter(confirmation=locked).first()
         if confirmations.expired_unbegun(locked, existing):
             raise confirmations.expired(locked)
+        previous: str | None = None
         if existing is None:
             ceilings.check(contour, ceilings.Request(locked.amount, locked.currency or None))
-        operation, created = Operation.objects.select_for_update().get_or_create(
-            confirmation=locked,
-            defaults={
-                "key": key, "contour": contour, "tool": spec.name,
-                "merchant_order_id": f"gw-{timezone.now():%Y%m%d}-{key[:12]}",
-                "amount": locked.amount, "currency": locked.currency,
-            },
-        )
-        previous: str | None = None
-        if not created:
+            # Born in flight: the locked confirmation row keeps any other creator out (and
+            # the unique confirmation would refuse one).
+            operation = Operation.objects.create(
+                confirmation=locked, key=key, contour=contour, tool=spec.name,
+                merchant_order_id=f"gw-{timezone.now():%Y%m%d}-{key[:12]}",
+                amount=locked.amount, currency=locked.currency,
+                state=OperationState.IN_FLIGHT, attempts=1, started_at=timezone.now(),
+            )
+        else:
+            operation = existing
             if operation.state == OperationState.DONE:
                 return operation, operation.result or locked.result or {}, None
             stale = timezone.now() - operation.started_at > _stale_in_flight()
@@ -418,10 +419,10 @@ def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
                 raise ToolError("duplicate_call", "такая же операция уже выполняется",
                                 hint="подождите несколько секунд и повторите тот же вызов")
             previous = operation.state
-        operation.state = OperationState.IN_FLIGHT
-        operation.attempts += 1
-        operation.started_at = timezone.now()
-        operation.save(update_fields=["state", "attempts", "started_at"])
+            operation.state = OperationState.IN_FLIGHT
+            operation.attempts += 1
+            operation.started_at = timezone.now()
+            operation.save(update_fields=["state", "attempts", "started_at"])
         trace.operation_key = operation.key
         _journal_started(trace, operation)
         return operation, None, previous
@@ -515,6 +516,7 @@ def _journal_started(trace: _Trace, operation: Operation) -> None:
         confirmation_id=trace.confirmation_id, operation_key=operation.key,
         duration_ms=int((time.monotonic() - trace.started) * 1000),
         secrets=trace.contour.secrets() if trace.contour is not None else [],
+        savepoint=False,  # inside _claim's transaction: no entry, no claim
     )
 
 

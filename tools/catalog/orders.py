@@ -372,11 +372,16 @@ def created_result(order: Order, warnings: list[str]) -> dict[str, Any]:
 
 
 def track(ctx: CallContext, order: Order) -> None:
-    """Remember an order this gateway issued, for notifications and status refreshes."""
-    TrackedOrder.objects.update_or_create(
-        contour=ctx.contour, order_id=order.id,
-        defaults={"merchant_order_id": order.merchant_order_id, "amount": order.amount,
-                  "currency": order.currency, "status": order.status},
+    """Remember an order this gateway issued, for notifications and status refreshes.
+
+    One upsert statement (INSERT ... ON CONFLICT DO UPDATE), not update_or_create's
+    transaction, locked read and savepoint: this runs inside every order's execution."""
+    TrackedOrder.objects.bulk_create(
+        [TrackedOrder(contour=ctx.contour, order_id=order.id,
+                      merchant_order_id=order.merchant_order_id, amount=order.amount,
+                      currency=order.currency, status=order.status)],
+        update_conflicts=True, unique_fields=["contour", "order_id"],
+        update_fields=["merchant_order_id", "amount", "currency", "status", "updated_at"],
     )
 
 
