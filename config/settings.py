@@ -76,8 +76,10 @@ else:
 # accepted only up to this id (outside the database, so a rewrite cannot widen it); 0 = none.
 GATEWAY_JOURNAL_LEGACY_LAST_ID = env.int("GATEWAY_JOURNAL_LEGACY_LAST_ID", default=0)
 # Parallel hash chains ("lanes") per contour on PostgreSQL: a writer takes a lane no one holds
-# (SKIP LOCKED), so up to this many calls of one contour journal at once without waiting.
-GATEWAY_JOURNAL_LANES = env.int("GATEWAY_JOURNAL_LANES", default=8)
+# (SKIP LOCKED), so up to this many calls of one contour journal at once without waiting. As
+# many as the calls one worker runs at once (GATEWAY_SYNC_THREADS): with 8, two workers under
+# 32 clients had 0.17 sessions waiting on a head on average (benchmarks/README.md).
+GATEWAY_JOURNAL_LANES = env.int("GATEWAY_JOURNAL_LANES", default=32)
 # GigaChat's function block: its token budget, and characters per token as measured by
 # `manage.py conformance gigachat` (the API's tokens/count); 3 over-counts on purpose.
 GIGACHAT_FUNCTION_TOKEN_BUDGET = env.int("GIGACHAT_FUNCTION_TOKEN_BUDGET", default=3700)
