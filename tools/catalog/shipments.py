@@ -63,10 +63,9 @@ def order_shipments(ctx: CallContext, order_id: str) -> tuple[list[Shipment], in
 # -- find_shipments ---------------------------------------------------------------------------
 
 class FindShipmentsParams(StrictModel):
-    order_id: UUID = Field(description="Счёт, чьи отгрузки нужны.")
+    order_id: UUID
     response_format: ResponseFormat = Field(
-        "concise", description="concise — основные поля; detailed — ещё НДС, номер документа и "
-        "первые 5 позиций."
+        "concise", description="detailed — ещё НДС, номер документа и первые 5 позиций."
     )
 
 
@@ -112,9 +111,9 @@ class CreateShipmentParams(StrictModel):
         False, description="true — отметить отгрузку последней; её действие в API не описано."
     )
     document_number: str | None = Field(
-        None, min_length=1, max_length=36, description="Номер отгрузочного документа."
+        None, min_length=1, max_length=36
     )
-    document_date: date | None = Field(None, description="Дата документа, ГГГГ-ММ-ДД.")
+    document_date: date | None = None
     confirmation_token: str | None = Field(
         None, max_length=200,
         description="Токен из первого вызова. Без него отгрузка не создаётся, а готовится сводка.",
