@@ -408,11 +408,11 @@ GET_ORDER = ToolSpec(
         "detailed добавляет vat_amount, description, expiration_date, paid_at, payment_url и "
         "customer (name, vat_number). Суммы — копейки строкой. Ничего не меняет."
     ),
-    summary_ru=("Счёт по order_id или merchant_order_id (order_id главнее): статус, сумма в копейках, "
-                "дата. Только чтение."),
-    examples_ru=(Example("Покажи счёт 017f038f-c78b-736d-dc00-8bce30bd0f9f подробно",
-                         {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
-                          "response_format": "detailed"}),),
+    summary_ru=("Счёт по order_id или merchant_order_id (order_id главнее): статус, сумма в "
+                "копейках, дата. Только чтение."),
+    # The shop's number, not a UUID, goes to merchant_order_id: the mapping worth showing.
+    examples_ru=(Example("Покажи подробно счёт № 1042",
+                         {"merchant_order_id": "1042", "response_format": "detailed"}),),
 )
 
 FIND_ORDERS = ToolSpec(

@@ -13,7 +13,7 @@ from tools.catalog.orders import BasketItemParams, basket_lines, load_order, mon
 from tools.checks import check_basket
 from tools.errors import ToolError
 from tools.params import ResponseFormat, StrictModel, format_rub
-from tools.spec import CallContext, Example, Summary, ToolSpec
+from tools.spec import CallContext, Summary, ToolSpec
 
 SHIPPABLE = ("completed", "hold")
 DOCUMENTS_NOTE = (
@@ -95,8 +95,7 @@ FIND_SHIPMENTS = ToolSpec(
         "меняет."
     ),
     summary_ru="Отгрузки по счёту: суммы, статусы, финальная ли. Только чтение.",
-    examples_ru=(Example("Что уже отгружено по счёту 017f038f-c78b-736d-dc00-8bce30bd0f9f?",
-                         {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"}),),
+    # No few-shot example: copying an id into order_id is what the schema says already.
 )
 
 
