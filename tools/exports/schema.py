@@ -173,7 +173,7 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str,
 
 
 # What a `format` says, for a profile that leaves the keyword out.
-FORMAT_NOTES = {"date-time": "ISO 8601 с часовым поясом.", "date": "ГГГГ-ММ-ДД.", "uuid": "UUID."}
+FORMAT_NOTES = {"date-time": "ISO 8601 с поясом.", "date": "ГГГГ-ММ-ДД.", "uuid": "UUID."}
 
 # Deeper than any argument model of the catalog; a recursive model would never end.
 MAX_DEPTH = 8
