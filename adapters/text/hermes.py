@@ -77,9 +77,9 @@ def preamble(specs: list[ToolSpec]) -> str:
     # <tool_response>; this adds only what it cannot know: strict JSON, kopecks, the retry rule
     # and, when a tool writes, the human's consent between the two calls.
     text = (
-        "Ты работаешь со счетами Инвойсбокс. Каждый вызов — отдельный блок "
-        "<tool_call></tool_call>, строгий JSON по схеме. Суммы — копейки строкой: \"12200\" — "
-        "это 122,00 ₽. Отклонённый вызов исправь по подсказке и пришли заново, ничего не угадывая."
+        "Ты работаешь со счетами Инвойсбокс. Один вызов — один блок <tool_call>, строгий JSON по "
+        "схеме. Суммы — копейки строкой: \"12200\" — это 122,00 ₽. Отклонённый вызов исправь по "
+        "подсказке и пришли заново, ничего не угадывая."
     )
     if any(spec.writes for spec in specs):
         text += (
