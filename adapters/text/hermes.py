@@ -73,18 +73,19 @@ def tools_section(specs: list[ToolSpec]) -> str:
 
 def preamble(specs: list[ToolSpec]) -> str:
     """The gateway's rules in Russian: the system message the template puts before # Tools."""
+    # The template's own text already says how a call is written and that results come back in
+    # <tool_response>; this adds only what it cannot know: strict JSON, kopecks, the retry rule
+    # and, when a tool writes, the human's consent between the two calls.
     text = (
-        "Ты работаешь со счетами Инвойсбокс через шлюз. Вызывай только инструменты из списка "
-        "ниже: каждый вызов — один JSON-объект в своём блоке <tool_call></tool_call>, строго по "
-        "схеме (двойные кавычки, без комментариев и лишних полей). Суммы — копейки строкой: "
-        "\"12200\" — это 122,00 ₽. Результаты приходят в блоках <tool_response>; отклонённый "
-        "вызов исправь по подсказке и пришли заново, ничего не угадывая."
+        "Ты работаешь со счетами Инвойсбокс. Один вызов — один блок <tool_call>, строгий JSON по "
+        "схеме. Суммы — копейки строкой: \"12200\" — это 122,00 ₽. Отклонённый вызов исправь по "
+        "подсказке и пришли заново, ничего не угадывая."
     )
     if any(spec.writes for spec in specs):
         text += (
-            " Инструмент, который меняет данные, первым вызовом возвращает сводку и "
-            "confirmation_token: перескажи сводку человеку и повтори вызов с теми же параметрами "
-            "и токеном только после его явного согласия."
+            " Меняющий данные инструмент первым вызовом даёт сводку и confirmation_token: "
+            "перескажи сводку человеку и только после его явного согласия повтори вызов с теми "
+            "же параметрами и токеном."
         )
     return text
 

@@ -36,7 +36,7 @@ class UpdateOrderParams(StrictModel):
                                     description="Новое назначение счёта.")
     basket_items: list[BasketItemParams] | None = Field(
         None, min_length=1, max_length=100,
-        description="Новый состав целиком, как в create_order; тогда нужны amount и vat_amount.",
+        description="Новый состав целиком; тогда нужны amount и vat_amount.",
     )
     amount: Kopecks | None = Field(None, description="Новая сумма — сумма позиций, копейки.")
     vat_amount: Kopecks | None = Field(None, description="Новый НДС — сумма НДС позиций, копейки.")

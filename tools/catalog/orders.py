@@ -80,15 +80,14 @@ def order_row(order: Order, response_format: str) -> dict[str, Any]:
 # -- get_order --------------------------------------------------------------------------------
 
 class GetOrderParams(StrictModel):
-    order_id: UUID | None = Field(
-        None, description="Главнее merchant_order_id, если заданы оба."
-    )
+    # Both given: order_id wins (the tool's description says so).
+    order_id: UUID | None = None
     merchant_order_id: str | None = Field(
-        None, min_length=1, max_length=256, description="Номер счёта в магазине (merchantOrderId)."
+        None, min_length=1, max_length=256, description="Номер счёта в магазине."
     )
     response_format: ResponseFormat = Field(
-        "concise", description="concise — основные поля; detailed — ещё НДС, описание, срок, "
-        "ссылка на оплату и покупатель."
+        "concise", description="detailed — ещё НДС, описание, срок, ссылка на оплату и "
+        "покупатель."
     )
 
 
@@ -125,8 +124,7 @@ class FindOrdersParams(StrictModel):
         None, min_length=1, max_length=256, description="Номер счёта в магазине."
     )
     status: list[OrderStatus] | None = Field(
-        None, max_length=6, description="Статусы: created — не оплачен, completed — оплачен, "
-        "hold, canceled, expired, draft."
+        None, max_length=6, description="created — не оплачен, completed — оплачен."
     )
     # Bounds of the creation, payment deadline and payment dates; the names say which.
     created_from: Timestamp | None = None
@@ -187,7 +185,7 @@ class CustomerParams(StrictModel):
     name: str | None = Field(None, min_length=1, max_length=500, description="Название или ФИО.")
     vat_number: Inn | None = Field(None, description="ИНН.")
     tax_registration_reason_code: Kpp | None = Field(
-        None, description="КПП; только у организации с 10-значным ИНН."
+        None, description="КПП; только при ИНН из 10 цифр."
     )
     registration_address: str | None = Field(None, min_length=1, max_length=1000)
     email: str | None = Field(None, max_length=100, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -203,10 +201,10 @@ class BasketItemParams(StrictModel):
     type: ItemType = Field("commodity", description="commodity — товар, service — услуга.")
     measure: str | None = Field(
         None, min_length=1, max_length=10,
-        description="Знак единицы по ОКЕИ (шт, кг, ч, мес...). Достаточно его или measure_code.",
+        description="Знак ОКЕИ (шт, кг, ч, мес...) — или measure_code.",
     )
     measure_code: str | None = Field(
-        None, pattern=r"^[0-9]{3}$", description="Код единицы по ОКЕИ (796 — шт, 166 — кг, 356 — ч)."
+        None, pattern=r"^[0-9]{3}$", description="Код ОКЕИ: 796 — шт, 166 — кг, 356 — ч."
     )
     quantity: float = Field(gt=0, le=1_000_000)
     amount: Kopecks = Field(description="Цена за единицу с НДС, копейки.")
@@ -215,10 +213,10 @@ class BasketItemParams(StrictModel):
     )
     total_amount: Kopecks = Field(description="amount × quantity, копейки.")
     total_vat_amount: Kopecks = Field(description="НДС позиции, копейки.")
-    vat_code: VatCode = Field(description="Ставка НДС.")
+    vat_code: VatCode
     payment_type: PaymentType = Field(
-        "full_prepayment", description="Способ расчёта. full_prepayment: при оплате чек 100 % "
-        "предоплаты, при отгрузке — чек полного расчёта.",
+        "full_prepayment", description="full_prepayment: при оплате чек 100 % предоплаты, при "
+        "отгрузке — полного расчёта.",
     )
 
 
@@ -415,10 +413,11 @@ GET_ORDER = ToolSpec(
         "detailed добавляет vat_amount, description, expiration_date, paid_at, payment_url и "
         "customer (name, vat_number). Суммы — копейки строкой. Ничего не меняет."
     ),
-    summary_ru="Счёт по order_id или merchant_order_id: статус, сумма в копейках, дата. Только чтение.",
-    examples_ru=(Example("Покажи счёт 017f038f-c78b-736d-dc00-8bce30bd0f9f подробно",
-                         {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
-                          "response_format": "detailed"}),),
+    summary_ru=("Счёт по order_id или merchant_order_id (order_id главнее): статус, сумма в "
+                "копейках, дата. Только чтение."),
+    # The shop's number, not a UUID, goes to merchant_order_id: the mapping worth showing.
+    examples_ru=(Example("Покажи подробно счёт № 1042",
+                         {"merchant_order_id": "1042", "response_format": "detailed"}),),
 )
 
 FIND_ORDERS = ToolSpec(

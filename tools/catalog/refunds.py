@@ -25,7 +25,7 @@ class RefundLineParams(StrictModel):
     quantity: float = Field(gt=0, le=1_000_000, description="Сколько единиц вернуть.")
     total_amount: Kopecks = Field(description="Возврат по позиции с НДС, копейки.")
     total_vat_amount: Kopecks | None = Field(
-        None, description="НДС этой суммы, копейки; по умолчанию — по ставке позиции."
+        None, description="НДС, копейки; иначе по ставке позиции."
     )
 
 
@@ -242,7 +242,6 @@ CREATE_REFUND = ToolSpec(
     ),
     summary_ru=(
         "Вернуть деньги по оплаченному счёту: два шага, первый даёт сводку и confirmation_token, "
-        "второй — только после одобрения оператора; без состава — полный возврат. Суммы — "
-        "копейки строкой."
+        "второй — только после одобрения оператора. Суммы — копейки строкой."
     ),
 )

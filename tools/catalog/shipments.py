@@ -13,7 +13,7 @@ from tools.catalog.orders import BasketItemParams, basket_lines, load_order, mon
 from tools.checks import check_basket
 from tools.errors import ToolError
 from tools.params import ResponseFormat, StrictModel, format_rub
-from tools.spec import CallContext, Example, Summary, ToolSpec
+from tools.spec import CallContext, Summary, ToolSpec
 
 SHIPPABLE = ("completed", "hold")
 DOCUMENTS_NOTE = (
@@ -63,10 +63,9 @@ def order_shipments(ctx: CallContext, order_id: str) -> tuple[list[Shipment], in
 # -- find_shipments ---------------------------------------------------------------------------
 
 class FindShipmentsParams(StrictModel):
-    order_id: UUID = Field(description="Счёт, чьи отгрузки нужны.")
+    order_id: UUID
     response_format: ResponseFormat = Field(
-        "concise", description="concise — основные поля; detailed — ещё НДС, номер документа и "
-        "первые 5 позиций."
+        "concise", description="detailed — ещё НДС, номер документа и первые 5 позиций."
     )
 
 
@@ -96,8 +95,7 @@ FIND_SHIPMENTS = ToolSpec(
         "меняет."
     ),
     summary_ru="Отгрузки по счёту: суммы, статусы, финальная ли. Только чтение.",
-    examples_ru=(Example("Что уже отгружено по счёту 017f038f-c78b-736d-dc00-8bce30bd0f9f?",
-                         {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"}),),
+    # No few-shot example: copying an id into order_id is what the schema says already.
 )
 
 
@@ -112,9 +110,9 @@ class CreateShipmentParams(StrictModel):
         False, description="true — отметить отгрузку последней; её действие в API не описано."
     )
     document_number: str | None = Field(
-        None, min_length=1, max_length=36, description="Номер отгрузочного документа."
+        None, min_length=1, max_length=36
     )
-    document_date: date | None = Field(None, description="Дата документа, ГГГГ-ММ-ДД.")
+    document_date: date | None = None
     confirmation_token: str | None = Field(
         None, max_length=200,
         description="Токен из первого вызова. Без него отгрузка не создаётся, а готовится сводка.",

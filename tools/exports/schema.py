@@ -173,7 +173,7 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str,
 
 
 # What a `format` says, for a profile that leaves the keyword out.
-FORMAT_NOTES = {"date-time": "ISO 8601 с часовым поясом.", "date": "ГГГГ-ММ-ДД.", "uuid": "UUID."}
+FORMAT_NOTES = {"date-time": "ISO 8601 с поясом.", "date": "ГГГГ-ММ-ДД.", "uuid": "UUID."}
 
 # Deeper than any argument model of the catalog; a recursive model would never end.
 MAX_DEPTH = 8
@@ -255,6 +255,9 @@ def _enum_type(values: list[Any], path: str) -> str:
     return names[next(iter(kinds))]
 
 
+_REQUIRED_SENTENCE = re.compile(r"\s*Обязательные поля[^.]*\.")
+
+
 def _with_required(description: str, node: dict[str, Any], limit: int) -> str:
     """Nested `required` is dropped by GigaChat's SDK, so the parent's text names them too."""
     if node["type"] == "object":
@@ -330,7 +333,8 @@ SHARED_MIN_FIELDS = 5
 
 def parameters_for(specs: list[ToolSpec], profile: Profile = FULL) -> list[dict[str, Any]]:
     """Every tool's arguments for one export. A nested model already spelled out by an earlier
-    tool of the list comes again with its structure but without its fields' texts, pointing to
+    tool of the list comes again with its structure but without its fields' texts, defaults
+    and bounds, pointing to
     that tool: the model reads the whole list, so it reads them once (no format shares a
     definition between functions, and GigaChat takes no $ref at all)."""
     seen: dict[tuple[str, ...], str] = {}
@@ -354,8 +358,13 @@ def _share(node: dict[str, Any], tool: str, seen: dict[tuple[str, ...], str],
             seen[fields] = tool
             _share(target, tool, seen, profile)
             continue
+        # The repeat keeps the structure (types, enums, required), which a platform may decode
+        # against; texts, defaults and bounds are read in the first tool (the core enforces them).
         for _, inner in walk(target)[1:]:
+            for key in set(inner) - STRUCTURE:
+                del inner[key]
             inner.pop("description", None)
         note = f"Поля — как в {seen[fields]}."
-        child["description"] = shorten(f"{child.get('description', '')} {note}".strip(),
-                                       profile.field_limit, keep=note)
+        # The first tool's text names the required fields too; the note points there.
+        own = _REQUIRED_SENTENCE.sub("", child.get("description", "")).strip()
+        child["description"] = shorten(f"{own} {note}".strip(), profile.field_limit, keep=note)

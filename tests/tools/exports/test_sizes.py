@@ -2,7 +2,8 @@
 
 The reference is the official InvoiceBox/invoicebox-mcp-server (0.2.1): its MCP `tools/list`
 for its 8 tools was 13 992 characters (issue 14; 13 107 as compact JSON measured here, see
-benchmarks/README.md). Sizes are deterministic, so these are plain assertions.
+benchmarks/README.md). Issue 14 asks every format to cost at most 70 % of that for the same 8
+tools. Sizes are deterministic, so these are plain assertions.
 """
 
 from __future__ import annotations
@@ -24,19 +25,25 @@ SHARE = 0.70
 REFERENCE_TOOLS = ("lookup_company_by_inn", "get_order", "find_orders", "find_shipments",
                    "create_order", "cancel_order", "create_shipment", "create_refund")
 
+# Issue 14: every format at most 70 % of the reference's MCP list for the reference's eight tools.
+CEILING = int(REFERENCE_MCP * SHARE)  # 9 794
 # Per format: the ceiling these definitions must stay under for the reference's eight tools.
-# Where 70 % of the reference is met, that is the ceiling; the others are held where they are
-# now (a regression guard), and benchmarks/README.md says why they are above it.
+# Two formats carry what their platform requires on top of the same texts and schemas, and are
+# held where they are now (a regression guard) until that fits too:
 CEILINGS = {
-    "mcp": 10_000,  # issue 14: full-catalog tools/list at most 10 000 characters
-    "openai": int(REFERENCE_MCP * SHARE),
-    "yandexgpt": int(REFERENCE_MCP * SHARE),
-    "yandexgpt-openai": int(REFERENCE_MCP * SHARE),
-    "openai-strict": 11_000,  # every optional field nullable and every object closed
-    "gigachat": 10_600,  # the richest form under its own 3700-token budget, with few-shot
-    "gigachat-v2": 10_600,
-    "hermes": 11_200,  # the system prompt: Qwen's template text and spaced JSON lines
-    "neutral": 10_300,
+    "mcp": CEILING,
+    "openai": CEILING,
+    "yandexgpt": CEILING,
+    "yandexgpt-openai": CEILING,
+    # Strict mode: every property listed in `required`, every optional one nullable, every object
+    # closed (additionalProperties false) — about 1 540 characters over the plain `openai` form.
+    "openai-strict": 10_550,
+    "gigachat": CEILING,
+    "gigachat-v2": CEILING,
+    # The system prompt: Qwen's template text and its `tojson` lines (spaced JSON, as the model was
+    # trained on) around the same definitions, plus the gateway's short Russian preamble.
+    "hermes": 10_400,
+    "neutral": CEILING,
 }
 
 
@@ -70,11 +77,10 @@ def test_the_reference_tools_fit_the_formats_ceiling(fmt: str):
     assert stats["characters"] <= CEILINGS[fmt], stats
 
 
-def test_mcp_tools_list_is_under_ten_thousand_and_70_percent_of_the_reference():
+def test_mcp_tools_list_is_at_most_70_percent_of_the_reference():
     stats = sizes("mcp", disabled=[n for n in catalog.names() if n not in REFERENCE_TOOLS])
 
-    assert stats["characters"] <= 10_000
-    assert stats["characters"] <= REFERENCE_MCP * 0.72  # 9 995 against 13 992 (71.4 %)
+    assert stats["characters"] <= REFERENCE_MCP * SHARE  # 9 442 against 13 992 (67.5 %)
 
 
 @pytest.mark.parametrize("fmt", ["mcp", "openai", "yandexgpt"])
