@@ -255,20 +255,22 @@ def _enum_type(values: list[Any], path: str) -> str:
     return names[next(iter(kinds))]
 
 
-_REQUIRED_SENTENCE = re.compile(r"\s*Обязательные поля[^.]*\.")
-
-
-def _with_required(description: str, node: dict[str, Any], limit: int) -> str:
-    """Nested `required` is dropped by GigaChat's SDK, so the parent's text names them too."""
+def _required_sentence(node: dict[str, Any]) -> str:
+    """The sentence naming an object's (or its items') required fields; empty when none."""
     if node["type"] == "object":
         names, prefix = node.get("required", []), "Обязательные поля: "
     elif node["type"] == "array" and node["items"]["type"] == "object":
         names, prefix = node["items"].get("required", []), "Обязательные поля каждого элемента: "
     else:
+        return ""
+    return prefix + ", ".join(names) + "." if names else ""
+
+
+def _with_required(description: str, node: dict[str, Any], limit: int) -> str:
+    """Nested `required` is dropped by GigaChat's SDK, so the parent's text names them too."""
+    suffix = _required_sentence(node)
+    if not suffix:
         return description
-    if not names:
-        return description
-    suffix = prefix + ", ".join(names) + "."
     room = limit - len(suffix) - 1
     base = shorten(description, room) if description else ""
     return f"{base} {suffix}".strip()
@@ -334,9 +336,8 @@ SHARED_MIN_FIELDS = 5
 def parameters_for(specs: list[ToolSpec], profile: Profile = FULL) -> list[dict[str, Any]]:
     """Every tool's arguments for one export. A nested model already spelled out by an earlier
     tool of the list comes again with its structure but without its fields' texts, defaults
-    and bounds, pointing to
-    that tool: the model reads the whole list, so it reads them once (no format shares a
-    definition between functions, and GigaChat takes no $ref at all)."""
+    and bounds, pointing to that tool: the model reads the whole list, so it reads them once
+    (no format shares a definition between functions, and GigaChat takes no $ref at all)."""
     seen: dict[tuple[str, ...], str] = {}
     out = []
     for spec in specs:
@@ -365,6 +366,6 @@ def _share(node: dict[str, Any], tool: str, seen: dict[tuple[str, ...], str],
                 del inner[key]
             inner.pop("description", None)
         note = f"Поля — как в {seen[fields]}."
-        # The first tool's text names the required fields too; the note points there.
-        own = _REQUIRED_SENTENCE.sub("", child.get("description", "")).strip()
+        # The first tool's text names the required fields too (GigaChat); the note points there.
+        own = child.get("description", "").removesuffix(_required_sentence(child)).strip()
         child["description"] = shorten(f"{own} {note}".strip(), profile.field_limit, keep=note)
