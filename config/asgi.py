@@ -29,7 +29,7 @@ from django.conf import settings  # noqa: E402 - after the settings module is na
 
 from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app registry loaded
 from adapters.mcp.server import run_sync  # noqa: E402
-from tools.ops.health import NO_CACHE_HEADERS, report  # noqa: E402
+from tools.ops.health import never_cache_headers, report  # noqa: E402
 
 django_application = WSGIMiddleware(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
 mcp_application, mcp_sessions = build_mcp_app()
@@ -54,7 +54,7 @@ async def health(request: Request) -> JSONResponse:
     if request.method not in ("GET", "HEAD"):
         return JSONResponse({"detail": "только GET"}, status_code=405, headers={"Allow": "GET"})
     status, body = await run_sync(report)
-    return JSONResponse(body, status_code=status, headers=NO_CACHE_HEADERS)
+    return JSONResponse(body, status_code=status, headers=never_cache_headers())
 
 
 # The MCP route comes first: Mount("/") would take every path.

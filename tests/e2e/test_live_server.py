@@ -120,6 +120,7 @@ def test_health_over_http_is_the_django_views_report_without_caching(live: dict[
 
     assert response.status_code == 200
     assert "no-store" in response.headers["cache-control"]
+    assert "expires" in response.headers  # as @never_cache gives the Django view
     body = response.json()
     assert body["status"] == "ok" and body["checks"]["database"]["status"] == "ok"
     assert body["catalog"] == {"fingerprint": health.catalog_fingerprint(),

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -155,8 +156,11 @@ def report() -> tuple[int, dict[str, Any]]:
     return http_status, body
 
 
-# What never_cache sets, for the ASGI route of /health (config/asgi.py).
-NO_CACHE_HEADERS = {"Cache-Control": "max-age=0, no-cache, no-store, must-revalidate, private"}
+def never_cache_headers() -> dict[str, str]:
+    """The headers @never_cache gives the view, for the ASGI route of /health (config/asgi.py)."""
+    response = HttpResponse()
+    add_never_cache_headers(response)
+    return {name: value for name, value in response.items() if name != "Content-Type"}
 
 
 @never_cache
