@@ -237,3 +237,27 @@ def test_an_owner_rotates_a_key_in_the_admin_and_sees_the_new_one_once(contour: 
     old.refresh_from_db()
     assert old.expires_at is not None
     assert JournalEntry.objects.get(code="api_key_rotated").actor == "user:oleg"
+
+
+def test_a_keys_own_active_rule_agrees_with_the_querysets(contour: Contour):
+    """authenticate() judges the one row it read with is_active(); the admin, rotation and the
+    listings filter with active(). One rule in two forms: every state must get one answer."""
+    now = timezone.now()
+    states = {
+        "plain": {},
+        "revoked": {"revoked_at": now},
+        "expired": {"expires_at": now - timedelta(seconds=1)},
+        "expiring": {"expires_at": now + timedelta(hours=1)},
+        "revoked before expiry": {"revoked_at": now, "expires_at": now + timedelta(hours=1)},
+    }
+    raws = {}
+    for label, fields in states.items():
+        key, raw = ApiKey.issue(contour, label=label)
+        ApiKey.objects.filter(pk=key.pk).update(**fields)
+        raws[label] = raw
+
+    listed = set(ApiKey.objects.filter(contour=contour).active().values_list("label", flat=True))
+    judged = {key.label for key in ApiKey.objects.filter(contour=contour) if key.is_active()}
+    authenticated = {label for label, raw in raws.items() if ApiKey.authenticate(raw)}
+
+    assert listed == judged == authenticated == {"plain", "expiring"}
