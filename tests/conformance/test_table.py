@@ -25,9 +25,9 @@ def test_no_committed_invoicebox_report_comes_from_the_sandbox():
             "invoicebox-demo", "invoicebox-production"), f"{report['_file']}: a sandbox run"
 
 
-def passing_report(target: str, tmp: Path, date: str) -> Path:
+def passing_report(target: str, tmp: Path, date: str, contour_mode: str = "demo") -> Path:
     report = Report(target=target, gateway_version="9.9.9", catalog_fingerprint="abc",
-                    contour_mode="demo", date=date)
+                    contour_mode=contour_mode, date=date)
     report.add("auth", True, "ok")
     path = tmp / f"{target}-{date[:10]}.json"
     report.write(path)
@@ -72,3 +72,15 @@ def test_rewrite_updates_a_stale_table(tmp_path: Path):
     assert rewrite(TARGETS, readme, tmp_path) is True
     assert "| `mcp-http` | 2026-12-02" in readme.read_text()
     assert rewrite(TARGETS, readme, tmp_path) is False
+
+
+def test_an_invoicebox_run_on_the_bundled_sandbox_fills_no_row(tmp_path: Path):
+    """The committed-reports check above loops over what docs/conformance/ holds (nothing yet);
+    this is the same rule on a report that breaks it."""
+    passing_report("invoicebox-demo", tmp_path, "2026-12-02T10:00:00+00:00", "sandbox")
+    passing_report("openai", tmp_path, "2026-12-02T10:00:00+00:00", "sandbox")
+
+    table = render(TARGETS, load_reports(tmp_path))
+
+    assert "| `invoicebox-demo` | not run |" in table
+    assert "| `openai` | 2026-12-02" in table  # an assistant's run needs no live Invoicebox
