@@ -138,6 +138,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tools.ops.logs.journaled_refusals_logged_once",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -228,7 +229,10 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: eager by default so a fresh machine needs no broker; production needs Redis.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
+# memory:// with a host: without one kombu warns "No hostname was supplied" on every connection.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://localhost/")
+if CELERY_BROKER_URL == "memory://":
+    CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not PRODUCTION)
 if PRODUCTION and not CELERY_TASK_ALWAYS_EAGER and CELERY_BROKER_URL.startswith("memory"):
     raise ImproperlyConfigured("CELERY_BROKER_URL (redis://...) is required in production")
