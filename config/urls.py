@@ -7,10 +7,14 @@ from drf_spectacular.views import SpectacularSwaggerView
 
 from adapters.rest.openapi import SchemaView
 from tools import notifications
+from tools.admin_login import AdminLoginForm
 from tools.ops.dashboard import dashboard_view
 from tools.ops.health import health_view
 from tools.ops.home import home_view
 from tools.ops.metrics import metrics_view
+
+# Operators who log in at /admin/ are told where their door is (tools/admin_login.py).
+admin.site.login_form = AdminLoginForm
 
 urlpatterns = [
     path("", home_view, name="home"),  # public: what this is, where to go

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from tools import approvals, catalog
 from tools.errors import ToolError
-from tools.models import ConfirmationStatus, PendingConfirmation
+from tools.models import ConfirmationStatus, ContourRole, PendingConfirmation, Role
 from tools.params import format_rub, vat_rate
 
 RECENT_DECISIONS = 10
@@ -142,7 +142,14 @@ def present(c: PendingConfirmation, user: Any, now: datetime | None = None) -> I
 
 
 def _forbidden(request: HttpRequest) -> HttpResponse:
-    return render(request, "approvals/forbidden.html", status=403)
+    """Who this person is here, so the page says which door is theirs (owners and auditors
+    work in /admin/) and who gives the operator role."""
+    held = (ContourRole.objects.filter(user=request.user).select_related("contour")
+            .order_by("contour__slug"))
+    owned = [role.contour.slug for role in held if role.role == Role.OWNER]
+    audited = [role.contour.slug for role in held if role.role == Role.AUDITOR]
+    return render(request, "approvals/forbidden.html",
+                  {"owned": owned, "audited": audited}, status=403)
 
 
 def _queue_context(request: HttpRequest) -> dict[str, Any]:
