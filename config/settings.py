@@ -193,6 +193,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LANGUAGE_CODE = env.str("DJANGO_LANGUAGE_CODE", default="ru")
 TIME_ZONE = env.str("DJANGO_TIME_ZONE", default="Europe/Moscow")
 USE_I18N = True
+# The project's Russian catalog (plural forms, admin messages): read before Django's own.
+LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_TZ = True
 
 STATIC_URL = "static/"
@@ -214,7 +216,7 @@ REST_FRAMEWORK = {
     "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
-    "TITLE": "Invoicebox assistant gateway",
+    "TITLE": "Шлюз Инвойсбокс для ИИ-ассистентов — API",
     "DESCRIPTION": "Шлюз между ИИ-ассистентами и API Инвойсбокс: один каталог инструментов, одно ядро.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,

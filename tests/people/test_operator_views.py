@@ -60,7 +60,7 @@ def test_the_queue_asks_for_a_login_and_refuses_non_operators(
     assert anonymous.status_code == 302
     assert anonymous["Location"].startswith("/accounts/login/?next=/approvals/")
     assert outsider.status_code == 403
-    assert "только операторам контуров" in outsider.content.decode()
+    assert "нет роли оператора ни в одном контуре" in outsider.content.decode()
     assert outsider_rows.status_code == 403
 
 
