@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -13,7 +14,7 @@ from tests.conftest import Assistant
 from tests.people.conftest import logged_in, prepare_order
 from tools import roles
 from tools.contours import create_contour
-from tools.models import ApiKey, PendingConfirmation
+from tools.models import ApiKey, Contour, PendingConfirmation
 
 pytestmark = pytest.mark.django_db
 
@@ -162,3 +163,18 @@ def test_an_operator_of_other_contours_gets_404_for_this_one(
     response = logged_in(olga).get(f"/approvals/{body['confirmation']['id']}/")
 
     assert response.status_code == 404
+
+
+def test_the_detail_page_names_the_key_by_its_label_and_holder(
+        guarded: Contour, olga: User, make_user: Callable[..., User]):
+    # given a key with a label, held by anna, that prepares a write
+    anna = make_user("anna")
+    key, raw = ApiKey.issue(guarded, label="Claude, бухгалтерия", user=anna)
+    _, body = prepare_order(Assistant(http=Client(), key=raw, contour=guarded))
+
+    # when the operator opens it
+    detail = logged_in(olga).get(f"/approvals/{body['confirmation']['id']}/").content.decode()
+
+    # then
+    preparer = re.search(r'<dd id="preparer">(.*?)</dd>', detail, re.S).group(1)
+    assert preparer.startswith(f"ключ «Claude, бухгалтерия» ({key.prefix}…), владелец anna,")
