@@ -15,6 +15,7 @@ from django.utils.timezone import localtime
 
 from audit import journal
 from audit.access import AUDITOR, OWNER, contours_of
+from audit.actors import user_actor
 from audit.models import AuditorToken, JournalEntry
 
 # Changelist filter parameters -> the export's query parameters.
@@ -171,7 +172,7 @@ class AuditorTokenAdmin(admin.ModelAdmin):
         for token in queryset.filter(revoked_at__isnull=True).select_related("user"):
             token.revoke()
             journal.record(
-                contour="", channel="admin", actor=f"user:{request.user.get_username()}",
+                contour="", channel="admin", actor=user_actor(request.user),
                 tool="", phase="configure",
                 arguments={"object": "auditor_token", "prefix": token.prefix,
                            "holder": token.user.get_username()},
