@@ -64,8 +64,21 @@ def shortened(value: str, length: int) -> str:
     return format_html('<span title="{}">{}…</span>', value, value[:length - 1])
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records nobody adds, changes or deletes by hand (the journal; tools' confirmations)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(JournalEntry)
-class JournalEntryAdmin(admin.ModelAdmin):
+class JournalEntryAdmin(ReadOnlyAdmin):
     # What happened first (tool, phase, outcome), then who and how: the outcome columns must
     # not scroll out of view on a laptop screen.
     list_display = ("id", "at_short", "contour", "tool", "phase", "status", "code_short",
@@ -124,16 +137,6 @@ class JournalEntryAdmin(admin.ModelAdmin):
             return True
         return bool(allowed) and (obj is None or obj.contour in allowed)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(AuditorToken)
 class AuditorTokenAdmin(admin.ModelAdmin):
     list_display = ("prefix", "user", "label", "created_at", "revoked_at")
@@ -181,4 +184,5 @@ class AuditorTokenAdmin(admin.ModelAdmin):
             )
 
 
-__all__ = ["AuditorTokenAdmin", "JournalEntryAdmin", "RevokedFilter", "export_query", "shortened"]
+__all__ = ["AuditorTokenAdmin", "JournalEntryAdmin", "ReadOnlyAdmin", "RevokedFilter",
+           "export_query", "shortened"]
