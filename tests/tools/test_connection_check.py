@@ -10,9 +10,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.conftest import Assistant, order_args
-from tools.contours import create_contour
 from tools.models import Contour
 from tools.services.connection import check_connection
+from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
