@@ -21,6 +21,7 @@ from tools.admin.widgets import MoneyInput, ThresholdsField, parse_roubles, roub
 from tools.models import Ceiling, CeilingKind, Contour, InvoiceboxMode, Toolset, mask_secret
 from tools.params import Currency
 from tools.services.contours import (
+    UUID_RE,
     default_base_url,
     mint_sandbox_merchant,
     new_contour_defaults,
@@ -30,6 +31,10 @@ from tools.spec import ToolSpec
 
 def tool_label(spec: ToolSpec) -> str:
     return f"{spec.name} — {spec.title}"
+
+
+KEPT_FROM_LAST_SUBMIT_HELP = ("токен из прошлой отправки формы сохранён (поле пустое, чтобы "
+                              "не показывать его); введите другой, чтобы заменить")
 
 
 class ToolsetsWidget(forms.CheckboxSelectMultiple):
@@ -154,9 +159,7 @@ class ContourForm(forms.ModelForm):
                                                     InvoiceboxMode.SANDBOX))
                 self.initial = {**defaults, **self.initial}
         if self.is_bound and self.data.get("api_token_sealed") and not self.data.get("api_token"):
-            self.fields["api_token"].help_text = (
-                "токен из прошлой отправки формы сохранён (поле пустое, чтобы не показывать "
-                "его); введите другой, чтобы заменить")
+            self.fields["api_token"].help_text = KEPT_FROM_LAST_SUBMIT_HELP
 
     def clean_base_url(self) -> str:
         url = self.cleaned_data.get("base_url") or ""
@@ -167,6 +170,14 @@ class ContourForm(forms.ModelForm):
             raise forms.ValidationError("в режиме custom укажите адрес своего прокси или "
                                         "тестового двойника")
         return url
+
+    def clean_merchant_id(self) -> str:
+        value = (self.cleaned_data.get("merchant_id") or "").strip()
+        if value and not UUID_RE.match(value):
+            raise forms.ValidationError(
+                "идентификатор магазина — UUID вида 6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b: "
+                "скопируйте его из кабинета Инвойсбокс, вкладка «Интеграция (API)»")
+        return value
 
     def clean_allowed_currencies(self) -> list[str]:
         chosen = list(self.cleaned_data.get("allowed_currencies") or [])
@@ -243,6 +254,9 @@ class ContourForm(forms.ModelForm):
         data = self.data.copy()
         data["api_token_sealed"] = secret_box.seal(token)
         self.data = data
+        # The bound field copied its help text when cleaning began.
+        self.fields["api_token"].help_text = KEPT_FROM_LAST_SUBMIT_HELP
+        self["api_token"].help_text = KEPT_FROM_LAST_SUBMIT_HELP
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
