@@ -195,6 +195,8 @@ TIME_ZONE = env.str("DJANGO_TIME_ZONE", default="Europe/Moscow")
 USE_I18N = True
 # The project's Russian catalog (plural forms, admin messages): read before Django's own.
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# Formats Django's Russian locale gets wrong (config/formats/ru); the rest stay Django's.
+FORMAT_MODULE_PATH = ["config.formats"]
 USE_TZ = True
 
 STATIC_URL = "static/"

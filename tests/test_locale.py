@@ -111,3 +111,12 @@ def test_the_api_docs_page_is_titled_in_russian(db: None):
     page = Client().get("/api/docs/").content.decode()
 
     assert "<title>Шлюз Инвойсбокс для ИИ-ассистентов — API</title>" in page
+
+
+def test_a_day_and_month_read_in_the_genitive(db: None):
+    from datetime import date
+
+    from django.utils.formats import date_format
+
+    assert date_format(date(2026, 12, 3), "MONTH_DAY_FORMAT") == "3 декабря"
+    assert date_format(date(2026, 12, 3), "DATE_FORMAT") == "3 декабря 2026 г."

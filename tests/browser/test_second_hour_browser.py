@@ -4,6 +4,7 @@ nothing is wider than the window."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,19 @@ def overflow(page: Any) -> int:
 
 
 def shoot(page: Any, screenshots: Path, name: str) -> dict[int, int]:
-    """A full-page screenshot at each width; the overflow measured at each."""
+    """A full-page screenshot at each width; the overflow measured at each. SCREENSHOT_SLICES=1
+    also saves the page in window-high slices, legible when a long page is looked at."""
     found = {}
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         found[width] = overflow(page)
         page.screenshot(path=str(screenshots / f"{name}-{width}.png"), full_page=True)
+        if os.environ.get("SCREENSHOT_SLICES"):
+            height = page.evaluate("document.documentElement.scrollHeight")
+            for index, top in enumerate(range(0, height, 900)):
+                page.screenshot(path=str(screenshots / f"{name}-{width}-{index}.png"),
+                                full_page=True, clip={"x": 0, "y": top, "width": width,
+                                                      "height": min(900, height - top)})
     return found
 
 

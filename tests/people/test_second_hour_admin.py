@@ -179,3 +179,16 @@ def test_an_owner_checks_only_their_own_contour(owner: Client):
 
     assert owner.post(f"/admin/tools/contour/{theirs.pk}/check/").status_code == 404
     assert owner.post(f"/admin/tools/contour/{mine.pk}/check/").status_code == 302
+
+
+def test_an_unchanged_operator_without_email_does_not_block_saving_the_contour(
+        root: Client, make_user: Callable[..., User]):
+    contour = create_contour("shop", mode="sandbox")
+    make_user("olga", "operators")
+
+    response = root.post(change_url(contour), contour_form(contour, name="Лавка 2", **{
+        "roles-0-user": contour.roles.get().user_id, "roles-0-role": "operator",
+        "roles-0-email": ""}))
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Contour.objects.get(pk=contour.pk).name == "Лавка 2"

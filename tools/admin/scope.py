@@ -90,7 +90,10 @@ class ContourRoleForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         user, email = data.get("user"), data.get("email") or ""
-        if data.get("role") == Role.OPERATOR and user is not None and not (email or user.email):
+        # Asked when a role is given or changed; a row left as it was never blocks a save
+        # (the contour page warns about it instead).
+        if (self.has_changed() and data.get("role") == Role.OPERATOR and user is not None
+                and not (email or user.email)):
             self.add_error("email", f"у {user.get_username()} нет почты: без неё оператор не "
                                     "узнает о записях, ждущих его решения")
         return data
