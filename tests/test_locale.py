@@ -80,6 +80,7 @@ def test_the_user_pages_show_roles_not_groups_and_speak_russian(admin_http: Clie
     assert "<title>Добавить пользователя" in add
     assert 'name="groups"' not in change and 'name="user_permissions"' not in change
     assert "Can add" not in change and "Люди контура" in change
+    assert "| Изменить пользователя |" in change and "Пользователи и группы" not in change
     assert paginator_text(listing) == "1 пользователь"
 
 

@@ -60,11 +60,16 @@ class PeopleUserAdmin(UserAdmin):
     list_filter = ("is_staff", "is_superuser", "is_active")
     filter_horizontal = ()
 
+    # Django titles these "Add %s" and "Change %s": «Добавить пользователь».
     def add_view(self, request: HttpRequest, form_url: str = "",
                  extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        # Django titles it "Add %s": «Добавить пользователь».
         return super().add_view(request, form_url,
                                 {**(extra_context or {}), "title": "Добавить пользователя"})
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        return super().change_view(request, object_id, form_url,
+                                   {**(extra_context or {}), "title": "Изменить пользователя"})
 
 
 def configure(site: admin.AdminSite) -> None:
