@@ -6,17 +6,28 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from pydantic import BaseModel
 
 from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
 from audit import journal
-from tools import alerts, approvals, catalog, ceilings, confirmations, keys, phrases
+from audit.spool import record_or_spool
+from tools import (
+    alerts,
+    approvals,
+    catalog,
+    ceilings,
+    clock,
+    confirmations,
+    keys,
+    phrases,
+    recovery,
+)
+from tools.database_faults import database_outcome
 from tools.errors import Outcome, Problem, ToolError, invalid_arguments
 from tools.models import (
     ApiKey,
@@ -27,16 +38,11 @@ from tools.models import (
     PendingConfirmation,
 )
 from tools.ops.hooks import observe_call
+from tools.recovery import finish as _finish
 from tools.spec import CONTROL_FIELDS, CallContext, ToolSpec
 from tools.validation import printable, shape_problem, validate
 
 logger = logging.getLogger(__name__)
-
-
-# An execution still "in flight" after this long has lost its worker: recover it by lookup.
-# settings.GATEWAY_STALE_IN_FLIGHT_SECONDS (60 by default), read per call so tests can shorten it.
-def _stale_in_flight() -> timedelta:
-    return timedelta(seconds=settings.GATEWAY_STALE_IN_FLIGHT_SECONDS)
 
 
 UPSTREAM_CODES = {
@@ -83,6 +89,10 @@ def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: st
         outcome = Outcome.from_error(error)
         trace.upstream_request_id = trace.upstream_request_id or error.upstream_request_id
         trace.upstream_status = trace.upstream_status or error.upstream_status
+    except DatabaseError:
+        # The database is a fault like any other: an envelope with a stable code, never a 500.
+        logger.exception("database failure in tool %s", trace.tool)
+        outcome = database_outcome(claimed=bool(trace.operation_key) and trace.phase == "execute")
     except Exception:  # a bug of ours: still journaled, still an envelope, never a stack trace
         logger.exception("unexpected failure in tool %s", trace.tool)
         outcome = Outcome(status="error", code="internal_error",
@@ -285,7 +295,7 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                           "expires_at": confirmation.expires_at.isoformat(),
                           "summary": confirmation.summary},
         )
-    operation, replay, previous = _claim(trace, spec, confirmation)
+    operation, replay, previous, previous_started = _claim(trace, spec, confirmation)
     trace.operation_key = operation.key
     if replay is not None:
         return _done(trace, spec, replay, replayed=True)
@@ -297,6 +307,8 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
         if previous is not None and spec.recover is not None:
             # Recovery first, before any re-check: a landed order is answered, never refused.
             data = _recover(trace, client, spec, ctx, params, operation, confirmation, previous)
+            if data is None and previous != OperationState.FAILED:
+                _absent_too_early(trace, spec, operation, confirmation, previous_started)
         if data is None:
             if previous is not None and (spec.recover is not None
                                          or previous == OperationState.FAILED):
@@ -310,7 +322,13 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                         trace.upstream_request_id)
                 raise
     data = _with_context(trace, data)
-    _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
+    try:
+        _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
+    except DatabaseError:
+        # The order exists upstream and the assistant gets it; only our record is late. The
+        # operation stays in flight until the recovery sweep (tools/recovery.py) finds it by
+        # lookup and records it.
+        logger.exception("operation %s done upstream, not recorded", operation.key)
     return _done(trace, spec, data, replayed=False)
 
 
@@ -346,6 +364,30 @@ def _recover(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallC
     return {**found, "recovered": True}
 
 
+def _absent_too_early(trace: _Trace, spec: ToolSpec, operation: Operation,
+                      confirmation: PendingConfirmation, previous_started: datetime | None
+                      ) -> None:
+    """A lookup that finds nothing proves absence only once the earlier request can no longer
+    land (it started more than the stale period ago): a slow upstream may still be storing it,
+    and sending again would POST one order twice. Until then the outcome stays unknown, under
+    the earlier request's start, and nothing is sent."""
+    assert previous_started is not None
+    wait = recovery.stale_after() - (clock.now() - previous_started)
+    if wait.total_seconds() <= 0:
+        return
+    _finish(operation, confirmation, OperationState.UNKNOWN, None, "outcome_unknown",
+            trace.upstream_request_id, started_at=previous_started)
+    seconds = max(1, int(wait.total_seconds() + 0.999))
+    raise ToolError(
+        "outcome_unknown",
+        f"{spec.title}: в Инвойсбокс операции пока нет, но прежний запрос ещё может дойти; "
+        "новый не отправлен",
+        hint=(f"не создавайте операцию заново: повторите тот же вызов с тем же "
+              f"confirmation_token через {seconds} с"),
+        data={"operation_state": OperationState.UNKNOWN.value, "retry_after_seconds": seconds},
+        upstream_request_id=trace.upstream_request_id, upstream_status=trace.upstream_status)
+
+
 def _recheck_ceilings(contour: Contour, operation: Operation,
                       confirmation: PendingConfirmation) -> None:
     """After the earlier attempt is proven absent: check the ceilings again, as for a new one.
@@ -377,12 +419,12 @@ def _send(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallCont
 
 
 def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
-           ) -> tuple[Operation, dict[str, Any] | None, str | None]:
+           ) -> tuple[Operation, dict[str, Any] | None, str | None, datetime | None]:
     """Take the right to execute under a row lock; a finished operation is replayed instead.
 
     Returns the operation, the stored result of a finished one, and the state an earlier
-    attempt left (None for the first attempt). Only a first attempt has its ceilings checked
-    here: a later one is looked up first (_recover), then re-checked (_recheck_ceilings).
+    attempt left and when it started (None for the first attempt). Only a first attempt has
+    its ceilings checked here: a later one is looked up first (_recover), then re-checked (_recheck_ceilings).
 
     The transaction is short on purpose: it commits before the upstream call, so the
     in-flight record survives a crash and no lock is held across the network. It also writes
@@ -397,52 +439,37 @@ def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
         locked = PendingConfirmation.objects.select_for_update().get(pk=confirmation.pk)
         key = hashlib.sha256(f"operation:{locked.id}".encode()).hexdigest()[:32]
         existing = Operation.objects.select_for_update().filter(confirmation=locked).first()
-        if confirmations.expired_unbegun(locked, existing):
+        now = clock.now()  # the database's: workers' clocks may disagree (tools/clock.py)
+        if confirmations.expired_unbegun(locked, existing, now):
             raise confirmations.expired(locked)
         previous: str | None = None
+        previous_started = None
         if existing is None:
             ceilings.check(contour, ceilings.Request(locked.amount, locked.currency or None))
             # Born in flight: the locked confirmation row keeps any other creator out (and
             # the unique confirmation would refuse one).
             operation = Operation.objects.create(
                 confirmation=locked, key=key, contour=contour, tool=spec.name,
-                merchant_order_id=f"gw-{timezone.now():%Y%m%d}-{key[:12]}",
+                merchant_order_id=f"gw-{now:%Y%m%d}-{key[:12]}",
                 amount=locked.amount, currency=locked.currency,
-                state=OperationState.IN_FLIGHT, attempts=1, started_at=timezone.now(),
+                state=OperationState.IN_FLIGHT, attempts=1, created_at=now, started_at=now,
             )
         else:
             operation = existing
             if operation.state == OperationState.DONE:
-                return operation, operation.result or locked.result or {}, None
-            stale = timezone.now() - operation.started_at > _stale_in_flight()
+                return operation, operation.result or locked.result or {}, None, None
+            stale = now - operation.started_at > recovery.stale_after()
             if operation.state == OperationState.IN_FLIGHT and not stale:
                 raise ToolError("duplicate_call", "такая же операция уже выполняется",
                                 hint="подождите несколько секунд и повторите тот же вызов")
-            previous = operation.state
+            previous, previous_started = operation.state, operation.started_at
             operation.state = OperationState.IN_FLIGHT
             operation.attempts += 1
-            operation.started_at = timezone.now()
+            operation.started_at = now
             operation.save(update_fields=["state", "attempts", "started_at"])
         trace.operation_key = operation.key
         _journal_started(trace, operation)
-        return operation, None, previous
-
-
-def _finish(operation: Operation, confirmation: PendingConfirmation, state: str,
-            result: dict[str, Any] | None, error_code: str, request_id: str) -> None:
-    with transaction.atomic():
-        # The lock order of _claim (confirmation before operation): updating the operation
-        # first deadlocks against a concurrent _claim of the same token on PostgreSQL.
-        PendingConfirmation.objects.select_for_update().filter(pk=confirmation.pk).first()
-        now = timezone.now()
-        Operation.objects.filter(pk=operation.pk).update(
-            state=state, result=result, error_code=error_code, upstream_request_id=request_id,
-            finished_at=now,
-        )
-        if state == OperationState.DONE:
-            PendingConfirmation.objects.filter(pk=confirmation.pk).update(
-                status=ConfirmationStatus.EXECUTED, executed_at=now, result=result
-            )
+        return operation, None, previous, previous_started
 
 
 def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool) -> Outcome:
@@ -540,19 +567,24 @@ def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
         "secrets": contour.secrets() if contour is not None else [],
     }
     try:
-        entry = journal.record(arguments=arguments, message=outcome.message, **fields)
+        entry = record_or_spool(arguments=arguments, message=outcome.message, **fields)
     except Exception:
         # Journaling must never fail the call: keep what can be recorded, say what could not.
         logger.exception("journal entry of tool %s failed; writing a fallback", trace.tool)
         try:
-            entry = journal.record(
+            entry = record_or_spool(
                 arguments={"_unrecordable": "аргументы не удалось записать в журнал"},
                 message=printable(outcome.message)[:500], **fields)
         except Exception:
             logger.exception("fallback journal entry of tool %s failed", trace.tool)
             return outcome
+    if entry.spool_id:
+        # Written to the local spool while the database was away; it reaches the journal
+        # when the database is back (audit/spool.py), under this id.
+        outcome.journal_pending = entry.spool_id
+        return outcome
     outcome.journal_id = entry.id
-    observe_call(entry)  # tools/ops: metrics, the JSON log line, Sentry; never raises
+    observe_call(entry.entry)  # tools/ops: metrics, the JSON log line, Sentry; never raises
     return outcome
 
 

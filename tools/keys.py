@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit import journal
-from tools import catalog
+from tools import catalog, clock
 from tools.errors import ToolError
 from tools.models import AUTHENTICATED_KEY, ApiKey, Contour, Toolset
 from tools.spec import ToolSpec
@@ -110,11 +110,12 @@ def rotate(old: ApiKey, *, actor: str = "manage.py", channel: str = "admin"
     """A new key with the old one's scope; the old one stays valid for the contour's grace
     period (never longer than it already had)."""
     contour = old.contour
-    grace_end = timezone.now() + timedelta(hours=contour.key_grace_hours)
+    now = clock.now()
+    grace_end = now + timedelta(hours=contour.key_grace_hours)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=old.pk)
         if locked.revoked_at is not None or (locked.expires_at is not None
-                                             and locked.expires_at <= timezone.now()):
+                                             and locked.expires_at <= now):
             raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
         new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
                                 toolsets=locked.toolsets, tools=locked.tools,

@@ -17,7 +17,8 @@ from tools.models import Operation
 FAULTS: dict[str, tuple[dict[str, Any], str, int, bool]] = {
     "latency over the client timeout": ({"latency_ms": 600}, "outcome_unknown", 504, True),
     "5xx on every request": ({"error_rate": 1.0}, "outcome_unknown", 504, False),
-    "503 once": ({"fail_next": 1}, "upstream_unavailable", 502, False),
+    # A 5xx on a create may come after the order was stored: unknown, proven absent by lookup.
+    "503 once": ({"fail_next": 1}, "outcome_unknown", 504, False),
     "connection reset": ({"reset_next": 1}, "outcome_unknown", 504, False),
     "response lost after the create": ({"drop_response_after_create": True},
                                        "outcome_unknown", 504, True),
