@@ -73,8 +73,7 @@ class Infra:
             server.env = {**server.env, **proxied}
         if skew_seconds:
             cluster.b.env.update({"LD_PRELOAD": FAKETIME_LIBRARY,
-                                  "FAKETIME": f"{skew_seconds:+.0f}s",
-                                  "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
+                                  "FAKETIME": f"{skew_seconds:+.0f}s"})
         cluster.worker_env = {**cluster.env, **proxied}
         cluster.beat_dir = state_dir
         return cls(cluster=cluster, pg=pg, redis=redis)

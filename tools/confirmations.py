@@ -110,13 +110,19 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
     now = clock.now()  # the database's: workers' clocks may disagree
     existing = None
     if reuse_open:
+        # Under the lock, again: what the caller checked before its (slow) summary may have
+        # changed since. The same write executed or begun meanwhile is answered with that one,
+        # never with a second confirmation (the gateway replays or recovers it).
+        since = now - timedelta(seconds=contour.dedup_window_seconds)
+        fresh = Q(status__in=OPEN_STATUSES, expires_at__gt=now, created_at__gte=since)
+        executed = Q(status=ConfirmationStatus.EXECUTED, executed_at__gte=since)
+        begun = Q(operation__state__in=UNRESOLVED_STATES)
         existing = (
-            PendingConfirmation.objects.filter(
-                contour=contour, tool=spec.name, args_hash=digest, status__in=OPEN_STATUSES,
-                expires_at__gt=now,
-                created_at__gte=now - timedelta(seconds=contour.dedup_window_seconds),
-            ).order_by("created_at").first()
+            PendingConfirmation.objects.filter(contour=contour, tool=spec.name, args_hash=digest)
+            .filter(fresh | executed | begun).order_by("created_at").first()
         )
+    if existing is not None and existing.status not in OPEN_STATUSES:
+        return existing, token_for(existing)
     if existing is not None:
         if approval_reason and not existing.requires_approval:
             # The write became one for an operator since (an order moved to hold): escalate,

@@ -215,14 +215,7 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     if not allow_duplicate:
         earlier = confirmations.recent_execution(contour, spec, canonical)
         if earlier is not None:
-            trace.confirmation_id = str(earlier.id)
-            when = timezone.localtime(earlier.executed_at)
-            return Outcome(
-                status="ok", code="ok", replayed=True, data=earlier.result or {},
-                message=(f"{spec.title}: такая же операция уже выполнена {when:%d.%m.%Y %H:%M}; "
-                         "повторная не создана, вот её результат"),
-                hint="если нужна ещё одна такая же, вызовите с allow_duplicate: true",
-            )
+            return _already_executed(trace, spec, earlier)
     pending = confirmations.unresolved_operation(contour, spec, canonical)
     if pending is not None:
         return _unresolved(trace, spec, pending)
@@ -238,6 +231,12 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
         reuse_open=not allow_duplicate,
     )
     trace.confirmation_id = str(confirmation.id)
+    if confirmation.status == ConfirmationStatus.EXECUTED:
+        return _already_executed(trace, spec, confirmation)
+    begun = Operation.objects.filter(confirmation=confirmation,
+                                     state__in=confirmations.UNRESOLVED_STATES).first()
+    if begun is not None:
+        return _unresolved(trace, spec, begun)
     url = approvals.approval_url(confirmation) if approvals.needs_human(spec, confirmation) else ""
     if url:
         alerts.waiting_started(confirmation)  # idempotent: a reused item alerts no one twice
@@ -253,6 +252,17 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
         data={"summary": summary.data, "warnings": summary.warnings,
               "requires_approval": bool(url)},
         confirmation=confirmations.envelope(confirmation, token, url),
+    )
+
+
+def _already_executed(trace: _Trace, spec: ToolSpec, earlier: PendingConfirmation) -> Outcome:
+    trace.confirmation_id = str(earlier.id)
+    when = timezone.localtime(earlier.executed_at)
+    return Outcome(
+        status="ok", code="ok", replayed=True, data=earlier.result or {},
+        message=(f"{spec.title}: такая же операция уже выполнена {when:%d.%m.%Y %H:%M}; "
+                 "повторная не создана, вот её результат"),
+        hint="если нужна ещё одна такая же, вызовите с allow_duplicate: true",
     )
 
 

@@ -29,6 +29,9 @@ FAULTS: dict[str, tuple[dict[str, Any], str, int, bool]] = {
 @pytest.fixture(autouse=True)
 def _short_timeout(settings: Any) -> None:
     settings.INVOICEBOX_TIMEOUT_SECONDS = 0.3
+    # Each retry here comes after the earlier request can no longer land (the in-process
+    # sandbox has answered it): absence found by the lookup is then proof.
+    settings.GATEWAY_STALE_IN_FLIGHT_SECONDS = 0
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
