@@ -206,6 +206,7 @@ class Campaign:
         self.phases = plan_phases(random.Random(f"{cfg.seed}:phases"), cfg)
         self.kill_plan = plan_kills(random.Random(f"{cfg.seed}:kills"), cfg)
         self.kills: list[dict[str, Any]] = []
+        self.applied: list[Phase] = []  # the phases switched on (the plan may outrun the run)
         self.down: set[str] = set()
 
     # -- calls -----------------------------------------------------------------------------
@@ -370,6 +371,8 @@ class Campaign:
         self._set_faults({})
 
     def _switch(self, phase: Phase, *, on: bool) -> None:
+        if on:
+            self.applied.append(phase)
         if phase.kind not in INFRA_KINDS:
             self._set_faults(phase.switches if on else {})
         elif self.infra is not None:
@@ -464,7 +467,7 @@ def summarize(campaign: Campaign, timing: dict[str, Any]) -> dict[str, Any]:
         "intent_outcomes": dict(Counter(o for i in campaign.intents for o in i.outcomes)),
         "expired_then_new_first_call": sum(i.expired_then_new for i in campaign.intents),
         "fault_phases": [{"from": round(p.start, 1), "to": round(p.end, 1), "kind": p.kind,
-                          **p.switches} for p in campaign.phases],
+                          **p.switches} for p in campaign.applied],
         "kills": campaign.kills,
     }
 
@@ -498,8 +501,8 @@ def run(cfg: Config) -> dict[str, Any]:
                     cluster.start_worker()
                 campaign = Campaign(cluster, cfg, infra)
                 timing = campaign.run()
-                if cfg.worker and (cluster.worker is None or cluster.worker.poll() is not None):
-                    cluster.start_worker()  # a kill phase cut short by the end of the run
+                if cfg.worker:
+                    infra.worker_back()
                 summary = summarize(campaign, timing)
                 summary["notifications_resent"] = resend_paid_notifications(cluster)
                 summary["left_after_settling"] = wait_until_settled(cluster, state_dir)

@@ -52,6 +52,7 @@ class Infra:
     redis: TcpProxy
     events: list[dict[str, Any]] = field(default_factory=list)
     _cutting: threading.Event = field(default_factory=threading.Event)
+    _restarting: threading.Thread | None = None
 
     @classmethod
     def wire(cls, cluster: Cluster, params: dict[str, Any], dbname: str, state_dir: Path,
@@ -105,7 +106,26 @@ class Infra:
         elif kind == "redis_down":
             self.redis.set()
         elif kind == "worker_kill":
-            self.cluster.start_worker()
+            # In the background: a worker takes long to start on a loaded machine, and the
+            # next phases must not wait for it.
+            self._restarting = threading.Thread(target=self._restart_worker, daemon=True)
+            self._restarting.start()
+
+    def _restart_worker(self) -> None:
+        for _ in range(3):
+            try:
+                self.cluster.start_worker()
+                return
+            except RuntimeError:
+                if self.cluster.worker is not None and self.cluster.worker.poll() is None:
+                    self.cluster.kill_worker()
+
+    def worker_back(self) -> None:
+        """Wait for a restart under way; start the worker if a kill phase never ended."""
+        if self._restarting is not None:
+            self._restarting.join()
+        if self.cluster.worker is None or self.cluster.worker.poll() is not None:
+            self._restart_worker()
 
     def _keep_cutting(self) -> None:
         rng = random.Random()  # noqa: S311  (timing only)
@@ -189,7 +209,7 @@ def per_fault_table(campaign: Any, cluster: Cluster) -> list[dict[str, Any]]:
         "select created_at from invoicebox_sandboxorder where merchant_id = any(%s)",
         [_uuid(c["merchant_id"]) for c in cluster.contours.values()])]
     table: dict[str, dict[str, Any]] = {}
-    for phase in campaign.phases:
+    for phase in campaign.applied:
         row = table.setdefault(phase.kind, {"fault": phase.kind, "phases": 0, "seconds": 0.0,
                                             "calls": 0, "orders": 0, "answers": Counter()})
         row["phases"] += 1
