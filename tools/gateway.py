@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -13,9 +12,6 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 from pydantic import BaseModel
 
-from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
-from audit import journal
-from audit.spool import record_or_spool
 from tools import (
     alerts,
     approvals,
@@ -27,52 +23,24 @@ from tools import (
     phrases,
     recovery,
 )
+from tools.call_trace import Trace as _Trace
+from tools.call_trace import journal_outcome as _journal
+from tools.call_trace import journal_started as _journal_started
 from tools.database_faults import database_outcome
 from tools.errors import Outcome, Problem, ToolError, invalid_arguments
 from tools.models import (
-    ApiKey,
     ConfirmationStatus,
     Contour,
     Operation,
     OperationState,
     PendingConfirmation,
 )
-from tools.ops.hooks import observe_call
 from tools.recovery import finish as _finish
 from tools.spec import CONTROL_FIELDS, CallContext, ToolSpec
+from tools.upstream_calls import client_for, upstream, with_context
 from tools.validation import printable, shape_problem, validate
 
 logger = logging.getLogger(__name__)
-
-
-UPSTREAM_CODES = {
-    "unauthorized": "upstream_rejected",
-    "forbidden": "upstream_rejected",
-    "rejected": "upstream_rejected",
-    "not_found": "not_found",
-    "rate_limited": "rate_limited",
-    "unavailable": "upstream_unavailable",
-    "bad_response": "upstream_unavailable",
-    "unknown_outcome": "outcome_unknown",
-}
-
-
-@dataclass
-class _Trace:
-    """What the journal needs to know about one call, filled in along the pipeline."""
-
-    contour: Contour | None
-    channel: str
-    actor: str
-    tool: str
-    arguments: Any
-    phase: str = "call"
-    confirmation_id: str = ""
-    operation_key: str = ""
-    upstream_request_id: str = ""
-    upstream_status: int | None = None
-    started: float = field(default_factory=time.monotonic)
-    key: ApiKey | None = None
 
 
 def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: str) -> Outcome:
@@ -201,11 +169,11 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
 
 
 def _read(trace: _Trace, spec: ToolSpec, params: BaseModel) -> Outcome:
-    with _client(trace.contour) as client:
-        data = _upstream(trace, client, lambda: spec.handler(CallContext(trace.contour, client),
+    with client_for(trace.contour) as client:
+        data = upstream(trace, client, lambda: spec.handler(CallContext(trace.contour, client),
                                                             params))
         return Outcome(status="ok", code="ok", message=phrases.read_message(spec, data),
-                       data=_with_context(trace, data))
+                       data=with_context(trace, data))
 
 
 def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any]
@@ -220,8 +188,8 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     if pending is not None:
         return _unresolved(trace, spec, pending)
     assert spec.summarize is not None  # every write tool declares its summary
-    with _client(contour) as client:
-        summary = _upstream(trace, client,
+    with client_for(contour) as client:
+        summary = upstream(trace, client,
                             lambda: spec.summarize(CallContext(contour, client), params))
     ceilings.check(contour, ceilings.Request(summary.amount, summary.currency))
     reason = approvals.requirement(spec, contour, summary.amount, summary.currency,
@@ -309,29 +277,30 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     trace.operation_key = operation.key
     if replay is not None:
         return _done(trace, spec, replay, replayed=True)
-    with _client(contour) as client:
+    with client_for(contour) as client:
         ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
                           operation_key=operation.key, operation_started=operation.created_at,
                           operator_approved=confirmation.status == ConfirmationStatus.APPROVED)
         data = None
         if previous is not None and spec.recover is not None:
             # Recovery first, before any re-check: a landed order is answered, never refused.
-            data = _recover(trace, client, spec, ctx, params, operation, confirmation, previous)
+            data = recovery.recover_by_lookup(trace, client, spec, ctx, params, operation,
+                                              confirmation, previous)
             if data is None and previous != OperationState.FAILED:
-                _absent_too_early(trace, spec, operation, confirmation, previous_started)
+                recovery.absent_too_early(trace, spec, operation, confirmation, previous_started)
         if data is None:
             if previous is not None and (spec.recover is not None
                                          or previous == OperationState.FAILED):
-                _recheck_ceilings(contour, operation, confirmation)
+                recovery.recheck_ceilings(contour, operation, confirmation)
             try:
-                data = _send(trace, client, spec, ctx, params)
+                data = recovery.send_or_find(trace, client, spec, ctx, params)
             except ToolError as error:
                 state = (OperationState.UNKNOWN if error.code == "outcome_unknown"
                          else OperationState.FAILED)
                 _finish(operation, confirmation, state, None, error.code,
                         trace.upstream_request_id)
                 raise
-    data = _with_context(trace, data)
+    data = with_context(trace, data)
     try:
         _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
     except DatabaseError:
@@ -342,99 +311,14 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     return _done(trace, spec, data, replayed=False)
 
 
-def _recover(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
-             params: BaseModel, operation: Operation, confirmation: PendingConfirmation,
-             previous: str) -> dict[str, Any] | None:
-    """Look the earlier attempt up: its result when found, None when proven absent.
-
-    A lookup that fails proves nothing: an operation that may have happened stays `unknown`
-    (and keeps counting against the ceilings), and the answer says so.
-    """
-    assert spec.recover is not None
-    try:
-        found = _upstream(trace, client, lambda: spec.recover(ctx, params))
-    except ToolError as error:
-        may_have_happened = previous != OperationState.FAILED
-        state = OperationState.UNKNOWN if may_have_happened else OperationState.FAILED
-        _finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
-        if may_have_happened:
-            raise ToolError(
-                error.code,
-                f"{error.message}; проверить, выполнена ли операция, не удалось — её результат "
-                "по-прежнему неизвестен",
-                hint=("не создавайте операцию заново: повторите позже тот же вызов с тем же "
-                      "токеном — шлюз снова проверит, выполнена ли она"),
-                data={**error.data, "operation_state": OperationState.UNKNOWN.value},
-                upstream_request_id=error.upstream_request_id,
-                upstream_status=error.upstream_status,
-            ) from None
-        raise
-    if found is None:
-        return None
-    return {**found, "recovered": True}
-
-
-def _absent_too_early(trace: _Trace, spec: ToolSpec, operation: Operation,
-                      confirmation: PendingConfirmation, previous_started: datetime | None
-                      ) -> None:
-    """A lookup that finds nothing proves absence only once the earlier request can no longer
-    land (it started more than the stale period ago): a slow upstream may still be storing it,
-    and sending again would POST one order twice. Until then the outcome stays unknown, under
-    the earlier request's start, and nothing is sent."""
-    assert previous_started is not None
-    wait = recovery.stale_after() - (clock.now() - previous_started)
-    if wait.total_seconds() <= 0:
-        return
-    _finish(operation, confirmation, OperationState.UNKNOWN, None, "outcome_unknown",
-            trace.upstream_request_id, started_at=previous_started)
-    seconds = max(1, int(wait.total_seconds() + 0.999))
-    raise ToolError(
-        "outcome_unknown",
-        f"{spec.title}: в Инвойсбокс операции пока нет, но прежний запрос ещё может дойти; "
-        "новый не отправлен",
-        hint=(f"не создавайте операцию заново: повторите тот же вызов с тем же "
-              f"confirmation_token через {seconds} с"),
-        data={"operation_state": OperationState.UNKNOWN.value, "retry_after_seconds": seconds},
-        upstream_request_id=trace.upstream_request_id, upstream_status=trace.upstream_status)
-
-
-def _recheck_ceilings(contour: Contour, operation: Operation,
-                      confirmation: PendingConfirmation) -> None:
-    """After the earlier attempt is proven absent: check the ceilings again, as for a new one.
-
-    Under the contour's row lock, like _claim; the operation itself is left out of the count.
-    """
-    try:
-        with transaction.atomic():
-            Contour.objects.select_for_update().filter(pk=contour.pk).first()
-            ceilings.check(contour, ceilings.Request(operation.amount, operation.currency or None),
-                           exclude_operation=operation.pk)
-    except ToolError as error:
-        _finish(operation, confirmation, OperationState.FAILED, None, error.code, "")
-        raise
-
-
-def _send(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
-          params: BaseModel) -> dict[str, Any]:
-    try:
-        return _upstream(trace, client, lambda: spec.handler(ctx, params))
-    except ToolError as error:
-        # Our minted id already exists upstream: an earlier attempt did land. Find it.
-        if error.data.get("upstream_code") != "merchant_order_id_duplicate" or not spec.recover:
-            raise
-        found = _upstream(trace, client, lambda: spec.recover(ctx, params))
-        if found is None:
-            raise
-        return {**found, "recovered": True}
-
-
 def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
            ) -> tuple[Operation, dict[str, Any] | None, str | None, datetime | None]:
     """Take the right to execute under a row lock; a finished operation is replayed instead.
 
     Returns the operation, the stored result of a finished one, and the state an earlier
     attempt left and when it started (None for the first attempt). Only a first attempt has
-    its ceilings checked here: a later one is looked up first (_recover), then re-checked (_recheck_ceilings).
+    its ceilings checked here: a later one is looked up first (recovery.recover_by_lookup),
+    then re-checked (recovery.recheck_ceilings).
 
     The transaction is short on purpose: it commits before the upstream call, so the
     in-flight record survives a crash and no lock is held across the network. It also writes
@@ -489,47 +373,6 @@ def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool
 
 # -- helpers ---------------------------------------------------------------------------------
 
-def _client(contour: Contour) -> InvoiceboxClient:
-    return make_client(base_url=contour.base_url, token=contour.api_token,
-                       merchant_id=contour.merchant_id)
-
-
-def _upstream(trace: _Trace, client: InvoiceboxClient, action: Any) -> Any:
-    try:
-        return action()
-    except InvoiceboxError as error:
-        data: dict[str, Any] = {"upstream_code": error.code} if error.code else {}
-        if error.retry_after is not None:
-            data["retry_after_seconds"] = error.retry_after
-        raise ToolError(
-            UPSTREAM_CODES[error.kind], error.message,
-            hint=_upstream_hint(error),
-            data=data,
-            upstream_request_id=error.request_id,
-            upstream_status=error.http_status,
-        ) from None
-    finally:
-        trace.upstream_request_id = client.last_request_id
-        trace.upstream_status = client.last_status
-
-
-def _upstream_hint(error: InvoiceboxError) -> str:
-    if error.kind == "unknown_outcome":
-        return ("не создавайте операцию заново: повторите тот же вызов с тем же токеном — шлюз "
-                "сначала проверит, не выполнена ли она")
-    if error.kind in ("unavailable", "rate_limited", "bad_response"):
-        return "повторите позже"
-    if error.kind == "unauthorized":
-        return "владельцу контура нужно проверить токен Инвойсбокс"
-    return ""
-
-
-def _with_context(trace: _Trace, data: dict[str, Any]) -> dict[str, Any]:
-    contour = trace.contour
-    return {**data, "environment": contour.mode, "scope_context": f"магазин {contour.merchant_id}",
-            "request_id": trace.upstream_request_id}
-
-
 def _forbidden_message(spec: ToolSpec, contour: Contour) -> str:
     if spec.toolset == "write":
         return (f"инструмент {spec.name} изменяет данные, а контур «{contour.slug}» только "
@@ -541,61 +384,6 @@ def _json_kind(value: Any) -> str:
     kinds = {list: "массив", str: "строка", int: "число", float: "число", bool: "логическое",
              type(None): "null"}
     return kinds.get(type(value), type(value).__name__)
-
-
-def _journal_started(trace: _Trace, operation: Operation) -> None:
-    """The entry of an attempt, written before its upstream request (the outcome follows)."""
-    journal.record(
-        contour=trace.contour.slug if trace.contour is not None else "",
-        channel=trace.channel, actor=trace.actor, tool=trace.tool[:64], phase="execute",
-        arguments=_journal_arguments(trace), status="started", code="execution_started",
-        message=f"исполнение начато: попытка {operation.attempts}",
-        confirmation_id=trace.confirmation_id, operation_key=operation.key,
-        duration_ms=int((time.monotonic() - trace.started) * 1000),
-        secrets=trace.contour.secrets() if trace.contour is not None else [],
-        savepoint=False,  # inside _claim's transaction: no entry, no claim
-    )
-
-
-def _journal_arguments(trace: _Trace) -> dict[str, Any]:
-    if isinstance(trace.arguments, dict):
-        return trace.arguments
-    return {"_raw": printable(str(trace.arguments)[:200])}
-
-
-def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
-    arguments = _journal_arguments(trace)
-    contour = trace.contour
-    fields: dict[str, Any] = {
-        "contour": contour.slug if contour is not None else "",
-        "channel": trace.channel, "actor": trace.actor, "tool": trace.tool[:64],
-        "phase": trace.phase, "status": outcome.status, "code": outcome.code,
-        "confirmation_id": trace.confirmation_id, "operation_key": trace.operation_key,
-        "upstream_request_id": trace.upstream_request_id,
-        "upstream_status": trace.upstream_status,
-        "duration_ms": int((time.monotonic() - trace.started) * 1000),
-        "secrets": contour.secrets() if contour is not None else [],
-    }
-    try:
-        entry = record_or_spool(arguments=arguments, message=outcome.message, **fields)
-    except Exception:
-        # Journaling must never fail the call: keep what can be recorded, say what could not.
-        logger.exception("journal entry of tool %s failed; writing a fallback", trace.tool)
-        try:
-            entry = record_or_spool(
-                arguments={"_unrecordable": "аргументы не удалось записать в журнал"},
-                message=printable(outcome.message)[:500], **fields)
-        except Exception:
-            logger.exception("fallback journal entry of tool %s failed", trace.tool)
-            return outcome
-    if entry.spool_id:
-        # Written to the local spool while the database was away; it reaches the journal
-        # when the database is back (audit/spool.py), under this id.
-        outcome.journal_pending = entry.spool_id
-        return outcome
-    outcome.journal_id = entry.id
-    observe_call(entry.entry)  # tools/ops: metrics, the JSON log line, Sentry; never raises
-    return outcome
 
 
 __all__ = ["CONTROL_FIELDS", "BatchItem", "call", "call_batch", "reject", "visible_tools"]

@@ -23,19 +23,23 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
+from pydantic import BaseModel
 
-from adapters.invoicebox.client import InvoiceboxError, make_client
+from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
 from audit import journal
-from tools import catalog, clock
+from tools import catalog, ceilings, clock
+from tools.call_trace import Trace
 from tools.confirmations import UNRESOLVED_STATES
 from tools.errors import ToolError
 from tools.models import (
     ConfirmationStatus,
+    Contour,
     Operation,
     OperationState,
     PendingConfirmation,
 )
-from tools.spec import CallContext
+from tools.spec import CallContext, ToolSpec
+from tools.upstream_calls import upstream
 from tools.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -71,6 +75,96 @@ def finish(operation: Operation, confirmation: PendingConfirmation, state: str,
                 status=ConfirmationStatus.EXECUTED, executed_at=now, result=result)
     return bool(written)
 
+
+# -- when the token is presented again (tools/gateway.py _execute) --------------------------
+
+def recover_by_lookup(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
+             params: BaseModel, operation: Operation, confirmation: PendingConfirmation,
+             previous: str) -> dict[str, Any] | None:
+    """Look the earlier attempt up: its result when found, None when proven absent.
+
+    A lookup that fails proves nothing: an operation that may have happened stays `unknown`
+    (and keeps counting against the ceilings), and the answer says so.
+    """
+    assert spec.recover is not None
+    try:
+        found = upstream(trace, client, lambda: spec.recover(ctx, params))
+    except ToolError as error:
+        may_have_happened = previous != OperationState.FAILED
+        state = OperationState.UNKNOWN if may_have_happened else OperationState.FAILED
+        finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
+        if may_have_happened:
+            raise ToolError(
+                error.code,
+                f"{error.message}; проверить, выполнена ли операция, не удалось — её результат "
+                "по-прежнему неизвестен",
+                hint=("не создавайте операцию заново: повторите позже тот же вызов с тем же "
+                      "токеном — шлюз снова проверит, выполнена ли она"),
+                data={**error.data, "operation_state": OperationState.UNKNOWN.value},
+                upstream_request_id=error.upstream_request_id,
+                upstream_status=error.upstream_status,
+            ) from None
+        raise
+    if found is None:
+        return None
+    return {**found, "recovered": True}
+
+
+def absent_too_early(trace: Trace, spec: ToolSpec, operation: Operation,
+                      confirmation: PendingConfirmation, previous_started: datetime | None
+                      ) -> None:
+    """A lookup that finds nothing proves absence only once the earlier request can no longer
+    land (it started more than the stale period ago): a slow upstream may still be storing it,
+    and sending again would POST one order twice. Until then the outcome stays unknown, under
+    the earlier request's start, and nothing is sent."""
+    assert previous_started is not None
+    wait = stale_after() - (clock.now() - previous_started)
+    if wait.total_seconds() <= 0:
+        return
+    finish(operation, confirmation, OperationState.UNKNOWN, None, "outcome_unknown",
+            trace.upstream_request_id, started_at=previous_started)
+    seconds = max(1, int(wait.total_seconds() + 0.999))
+    raise ToolError(
+        "outcome_unknown",
+        f"{spec.title}: в Инвойсбокс операции пока нет, но прежний запрос ещё может дойти; "
+        "новый не отправлен",
+        hint=(f"не создавайте операцию заново: повторите тот же вызов с тем же "
+              f"confirmation_token через {seconds} с"),
+        data={"operation_state": OperationState.UNKNOWN.value, "retry_after_seconds": seconds},
+        upstream_request_id=trace.upstream_request_id, upstream_status=trace.upstream_status)
+
+
+def recheck_ceilings(contour: Contour, operation: Operation,
+                      confirmation: PendingConfirmation) -> None:
+    """After the earlier attempt is proven absent: check the ceilings again, as for a new one.
+
+    Under the contour's row lock, like the gateway's _claim; the operation itself is left out of the count.
+    """
+    try:
+        with transaction.atomic():
+            Contour.objects.select_for_update().filter(pk=contour.pk).first()
+            ceilings.check(contour, ceilings.Request(operation.amount, operation.currency or None),
+                           exclude_operation=operation.pk)
+    except ToolError as error:
+        finish(operation, confirmation, OperationState.FAILED, None, error.code, "")
+        raise
+
+
+def send_or_find(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
+          params: BaseModel) -> dict[str, Any]:
+    try:
+        return upstream(trace, client, lambda: spec.handler(ctx, params))
+    except ToolError as error:
+        # Our minted id already exists upstream: an earlier attempt did land. Find it.
+        if error.data.get("upstream_code") != "merchant_order_id_duplicate" or not spec.recover:
+            raise
+        found = upstream(trace, client, lambda: spec.recover(ctx, params))
+        if found is None:
+            raise
+        return {**found, "recovered": True}
+
+
+# -- in the background ----------------------------------------------------------------------
 
 @shared_task(name="tools.recovery.resolve_operations")
 def resolve_operations() -> dict[str, int]:
