@@ -206,7 +206,7 @@ class Campaign:
         self.phases = plan_phases(random.Random(f"{cfg.seed}:phases"), cfg)
         self.kill_plan = plan_kills(random.Random(f"{cfg.seed}:kills"), cfg)
         self.kills: list[dict[str, Any]] = []
-        self.applied: list[Phase] = []  # the phases switched on (the plan may outrun the run)
+        self.applied: list[Phase] = []  # the phases as they ran (the plan may outrun the run)
         self.down: set[str] = set()
 
     # -- calls -----------------------------------------------------------------------------
@@ -363,16 +363,17 @@ class Campaign:
         for phase in self.phases:
             if not self._sleep_until(phase.start):
                 break
+            # A phase that starts late (a slow switch before it) still lasts its length.
+            started = self.elapsed()
             self._switch(phase, on=True)
-            ended = self._sleep_until(phase.end)
+            ended = self._sleep_until(started + phase.end - phase.start)
             self._switch(phase, on=False)
+            self.applied.append(Phase(started, self.elapsed(), phase.kind, phase.switches))
             if not ended:
                 break
         self._set_faults({})
 
     def _switch(self, phase: Phase, *, on: bool) -> None:
-        if on:
-            self.applied.append(phase)
         if phase.kind not in INFRA_KINDS:
             self._set_faults(phase.switches if on else {})
         elif self.infra is not None:
