@@ -202,6 +202,12 @@ def issue27(cluster: Cluster, anomaly: Any, state_dir: Path | None) -> None:
     for task, args, attempts in cluster.sql(
             "select task, args, attempts from tools_outboxtask where done_at is null"):
         anomaly("outbox_not_done", task=task, args=args, attempts=attempts)
+    # One clock: a record stamped by a skewed gateway's own clock lies in the database's future.
+    for table in ("tools_operation", "tools_pendingconfirmation"):
+        for row_id, created in cluster.sql(
+                f"select id::text, created_at from {table} "  # noqa: S608  (fixed names)
+                "where created_at > statement_timestamp()"):
+            anomaly("stamped_by_a_worker_clock", table=table, id=row_id, created_at=str(created))
     if state_dir is not None:
         left = sorted((state_dir / "journal-spool").glob("*.json"))
         if left:
