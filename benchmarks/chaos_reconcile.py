@@ -175,6 +175,12 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
         "journal_started_entries": sum(started.values()),
         "answered_calls": len(answered),
         "verify_journal": verified.returncode,
+        "webhook_answers": dict(cluster.sql(
+            "select code, count(*) from audit_journalentry where channel = 'webhook' "
+            "group by code")),
+        "recovered_in_background": dict(cluster.sql(
+            "select code, count(*) from audit_journalentry where channel = 'celery' "
+            "and code like 'operation_%%' group by code")),
     }
     if figures_evidence:
         figures["evidence"] = figures_evidence

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -31,6 +32,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def server_port() -> int:
+    """A free port below the ephemeral range (32768 and up on Linux), for a server that may be
+    killed and restarted: a port from the ephemeral range can be taken meanwhile as the source
+    port of an outgoing connection, and the restart then cannot bind it."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return free_port()
 
 
 def postgres_params() -> dict[str, Any] | None:
@@ -238,7 +255,7 @@ print("CONTOURS=" + json.dumps(out))
 
 def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str], *,
           mode: str = "sandbox", extra_env: dict[str, str] | None = None) -> Cluster:
-    ports = [free_port() for _ in range(3)]
+    ports = [server_port() for _ in range(3)]
     queue = f"gateway-tests-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     base_env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))},
