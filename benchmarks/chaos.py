@@ -411,7 +411,7 @@ class Campaign:
 
     @staticmethod
     def _restart(server: Server) -> int:
-        """Start the killed server again; a start that times out (a loaded machine) is retried."""
+        """Start a server (again); a start that times out (a loaded machine) is retried."""
         for failures in range(3):
             try:
                 server.start()
@@ -497,7 +497,7 @@ def run(cfg: Config) -> dict[str, Any]:
             notify_gateway_a(cluster)
             try:
                 for server in (cluster.sandbox, cluster.a, cluster.b):
-                    server.start()
+                    Campaign._restart(server)  # a start can outlast its wait on a loaded host
                 if cfg.worker:
                     cluster.start_worker()
                 campaign = Campaign(cluster, cfg, infra)
