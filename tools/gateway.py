@@ -28,6 +28,7 @@ from tools.call_trace import journal_outcome as _journal
 from tools.call_trace import journal_started as _journal_started
 from tools.database_faults import database_outcome
 from tools.errors import Outcome, Problem, ToolError, invalid_arguments
+from tools.json_kinds import json_kind
 from tools.models import (
     ConfirmationStatus,
     Contour,
@@ -145,7 +146,7 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
                         data={"known_tools": visible})
     if not isinstance(arguments, dict):
         raise ToolError("arguments_not_object",
-                        f"arguments должен быть JSON-объектом, а пришёл {_json_kind(arguments)}",
+                        f"arguments должен быть JSON-объектом, а пришёл {json_kind(arguments)}",
                         hint='передайте аргументы объектом: {"order_id": "..."}')
     token = arguments.get("confirmation_token") if spec.writes else None
     trace.phase = "read" if not spec.writes else ("execute" if token else "prepare")
@@ -380,10 +381,6 @@ def _forbidden_message(spec: ToolSpec, contour: Contour) -> str:
     return f"набор «{spec.toolset}» не включён для контура «{contour.slug}»"
 
 
-def _json_kind(value: Any) -> str:
-    kinds = {list: "массив", str: "строка", int: "число", float: "число", bool: "логическое",
-             type(None): "null"}
-    return kinds.get(type(value), type(value).__name__)
 
 
 __all__ = ["CONTROL_FIELDS", "BatchItem", "call", "call_batch", "reject", "visible_tools"]

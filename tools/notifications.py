@@ -31,8 +31,7 @@ from adapters.invoicebox.notify import (
     OrderNotification,
     answer_from,
 )
-from audit.spool import record_or_spool
-from tools import outbox
+from tools import events, outbox
 from tools.confirmations import UNRESOLVED_STATES
 from tools.models import Contour, Operation, ProcessedNotification, TrackedOrder
 
@@ -255,10 +254,9 @@ def _journal(record: _Record, answer: Answer, *, code: str = "", message: str = 
         status = "ok"
     else:
         status = "error" if answer.code == "out_of_service" else "rejected"
-    record_or_spool(
-        contour=record.slug, channel=CHANNEL, actor=record.actor, tool="", phase=PHASE,
-        arguments=record.facts, status=status, code=code or answer.code or "ok",
-        message=message or answer.message,
+    events.payment_notification(
+        record.slug, channel=CHANNEL, actor=record.actor, phase=PHASE, facts=record.facts,
+        status=status, code=code or answer.code or "ok", message=message or answer.message,
         duration_ms=int((time.monotonic() - record.started) * 1000), secrets=record.secrets,
     )
     if answer.status != "success":

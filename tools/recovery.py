@@ -26,8 +26,7 @@ from django.db import transaction
 from pydantic import BaseModel
 
 from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
-from audit import journal
-from tools import catalog, ceilings, clock
+from tools import catalog, ceilings, clock, events
 from tools.call_trace import Trace
 from tools.confirmations import UNRESOLVED_STATES
 from tools.errors import ToolError
@@ -210,23 +209,26 @@ def resolve(operation_id: int) -> str:
     except InvoiceboxError as error:
         finish(operation, confirmation, OperationState.UNKNOWN, None, error.kind,
                client.last_request_id, claimed_at=claimed_at)
-        _journal(operation, "error", "recovery_lookup_failed",
-                 f"проверить операцию не удалось ({error.message}); её результат по-прежнему "
-                 "неизвестен")
+        events.operation_resolved(
+            operation, status="error", code="recovery_lookup_failed",
+            message=f"проверить операцию не удалось ({error.message}); её результат "
+                    "по-прежнему неизвестен")
         return "lookup_failed"
     if found is None:
         if finish(operation, confirmation, OperationState.FAILED, None, "absent_upstream",
                   client.last_request_id, claimed_at=claimed_at):
-            _journal(operation, "ok", "operation_absent",
-                     f"операции {operation.merchant_order_id} в Инвойсбокс нет: не выполнена")
+            events.operation_resolved(
+                operation, status="ok", code="operation_absent",
+                message=f"операции {operation.merchant_order_id} в Инвойсбокс нет: не выполнена")
         return "absent"
     data = {**found, "recovered": True, "environment": contour.mode,
             "scope_context": f"магазин {contour.merchant_id}",
             "request_id": client.last_request_id}
     if finish(operation, confirmation, OperationState.DONE, data, "", client.last_request_id,
               claimed_at=claimed_at):
-        _journal(operation, "ok", "operation_recovered",
-                 f"операция {operation.merchant_order_id} найдена в Инвойсбокс и записана")
+        events.operation_resolved(
+            operation, status="ok", code="operation_recovered",
+            message=f"операция {operation.merchant_order_id} найдена в Инвойсбокс и записана")
     return "found"
 
 
@@ -244,12 +246,3 @@ def _take(operation_id: int) -> tuple[Operation, datetime, str] | None:
         Operation.objects.filter(pk=operation.pk).update(state=OperationState.IN_FLIGHT,
                                                          started_at=now)
     return operation, now, previous
-
-
-def _journal(operation: Operation, status: str, code: str, message: str) -> None:
-    contour = operation.contour
-    journal.record(contour=contour.slug, channel="celery", actor="celery", tool=operation.tool,
-                   phase="execute", arguments={"merchant_order_id": operation.merchant_order_id},
-                   status=status, code=code, message=message,
-                   confirmation_id=str(operation.confirmation_id), operation_key=operation.key,
-                   secrets=[s for s in (contour.api_token, contour.notification_key) if s])

@@ -11,7 +11,6 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -20,15 +19,10 @@ from tests.conftest import Assistant, order_args, sandbox_orders
 from tools import clock
 from tools.models import ApiKey, Operation, PendingConfirmation
 
+# SQLite's processes share one host clock: the rule is PostgreSQL's.
 pytestmark = [pytest.mark.postgres]
 
 SKEW = timedelta(seconds=90)
-
-
-@pytest.fixture(autouse=True)
-def _postgres_only() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite's processes share one host clock: the rule is PostgreSQL's")
 
 
 @contextmanager
