@@ -28,7 +28,10 @@ def test_a_short_chaos_campaign_reconciles_without_an_anomaly(tmp_path):
     assert summary["anomalies"] == [], json.dumps(brief, ensure_ascii=False, indent=1)
     # The campaign really ran its chaos: orders issued, faults met, a worker killed mid-call.
     assert summary["reconciliation"]["upstream_orders"] >= 5
-    assert {p["kind"] for p in summary["fault_phases"]} == set(FAULT_KINDS)
+    # The phases as they ran: one that starts late keeps its length (benchmarks/chaos.py), so
+    # on a loaded host the last planned one may fall past the end.
+    ran = {p["kind"] for p in summary["fault_phases"]}
+    assert ran <= set(FAULT_KINDS) and len(ran) >= 5, ran
     # Two kills are planned; a restart on a loaded machine can outlast the second's slot.
     assert 1 <= len(summary["kills"]) <= 2
     assert summary["answers_by_code"].get("outcome_unknown", 0) > 0
