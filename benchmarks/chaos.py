@@ -512,8 +512,8 @@ def run(cfg: Config) -> dict[str, Any]:
                 summary["anomalies"], summary["reconciliation"] = reconcile(
                     cluster, campaign, ceiling_limit=limit, state_dir=state_dir)
             finally:
-                cluster.stop()
                 infra.stop()
+                cluster.stop()
     summary["seed"] = cfg.seed
     summary["config"] = {k: v for k, v in asdict(cfg).items() if k != "database_url"}
     return summary

@@ -134,6 +134,9 @@ class Infra:
             self._cutting.wait(rng.uniform(0.3, 1.2))
 
     def stop(self) -> None:
+        """Before the cluster stops: a restart under way must not leave a worker behind."""
+        if self._restarting is not None:
+            self._restarting.join(timeout=180)
         self._cutting.set()
         self.pg.stop()
         self.redis.stop()
