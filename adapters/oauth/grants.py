@@ -185,6 +185,24 @@ def _mint(grant: OAuthGrant) -> IssuedTokens:
                         scopes=list(grant.key.toolsets))
 
 
+def revoke_by_client(client_id: str, raw: str) -> None:
+    """RFC 7009: any token of this client's grant ends the grant; others' are ignored."""
+    token = _token_any_kind(raw, client_id)
+    if token is not None:
+        revoke_for_client(token.grant)
+
+
+def revoke_for_client(grant: OAuthGrant) -> None:
+    revoke(grant, "revoked_by_client",
+           f"клиент «{grant.client.display_name}» отозвал доступ (RFC 7009)")
+
+
+def _token_any_kind(raw: str, client_id: str) -> OAuthToken | None:
+    return (OAuthToken.objects.select_related("grant__key__contour", "grant__client",
+                                              "grant__consented_by")
+            .filter(token_hash=sha256_hex(raw), grant__client__client_id=client_id).first())
+
+
 def find_any_by_pk(pk: int) -> OAuthToken:
     return OAuthToken.objects.select_related("grant__key__contour", "grant__client",
                                              "grant__consented_by").get(pk=pk)

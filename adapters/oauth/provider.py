@@ -109,9 +109,7 @@ def _refresh_model(row: StoredToken) -> GatewayRefreshToken:
 
 
 def _revoke_row(row_id: int) -> None:
-    row = grants.find_any_by_pk(row_id)
-    grants.revoke(row.grant, "revoked_by_client", f"клиент «{row.grant.client.display_name}» "
-                  "отозвал доступ (RFC 7009)")
+    grants.revoke_for_client(grants.find_any_by_pk(row_id).grant)
 
 
 class GatewayProvider:

@@ -9,7 +9,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from adapters.oauth import challenge, grants
+from adapters.oauth import grants
 from tools import keys
 from tools.models import ApiKey, Contour
 
@@ -45,7 +45,7 @@ class ContourKeyAuthentication(BaseAuthentication):
         return ContourPrincipal(contour=key.contour, key=key), key
 
     def authenticate_header(self, request: Request) -> str:
-        return challenge.unauthorized()
+        return 'Bearer realm="invoicebox-gateway"'
 
 
 class HasContourKey(BasePermission):
