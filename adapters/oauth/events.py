@@ -21,13 +21,13 @@ def client_actor(grant: OAuthGrant) -> str:
 
 
 def _record(grant: OAuthGrant, code: str, message: str, *, actor: str, status: str = "ok",
-            **extra: Any) -> None:
+            channel: str = CHANNEL, **extra: Any) -> None:
     key = grant.key
     arguments = {"object": "oauth_grant", "client_id": grant.client.client_id,
                  "client_name": grant.client.display_name, "key": key.prefix,
                  "holder": grant.consented_by.get_username() if grant.consented_by else "",
                  "toolsets": list(key.toolsets), **extra}
-    journal.record(contour=key.contour.slug, channel=CHANNEL, actor=actor, tool="",
+    journal.record(contour=key.contour.slug, channel=channel, actor=actor, tool="",
                    phase="configure", arguments=arguments, status=status, code=code,
                    message=message, secrets=key.contour.secrets())
 
@@ -49,7 +49,10 @@ def tokens_refreshed(grant: OAuthGrant) -> None:
             f"клиент «{grant.client.display_name}» обновил токены", actor=client_actor(grant))
 
 
-def revoked(grant: OAuthGrant, reason: str, message: str) -> None:
-    """reason: revoked_by_client | refresh_token_reused | code_reused."""
-    _record(grant, "oauth_grant_revoked", message, actor=client_actor(grant),
-            status="ok" if reason == "revoked_by_client" else "rejected", reason=reason)
+def revoked(grant: OAuthGrant, reason: str, message: str, *, actor: str = "",
+            channel: str = CHANNEL) -> None:
+    """reason: revoked_by_client | revoked_by_owner | refresh_token_reused | code_reused
+    (the last two: a stolen token is suspected, so the entry is a refusal)."""
+    suspected = reason in ("refresh_token_reused", "code_reused")
+    _record(grant, "oauth_grant_revoked", message, actor=actor or client_actor(grant),
+            status="rejected" if suspected else "ok", channel=channel, reason=reason)

@@ -144,9 +144,10 @@ def grant_of(key: ApiKey) -> OAuthGrant | None:
     return OAuthGrant.objects.select_related("client").filter(key=key).first()
 
 
-def revoke(grant: OAuthGrant, reason: str, message: str) -> None:
+def revoke(grant: OAuthGrant, reason: str, message: str, *, actor: str = "",
+           channel: str = events.CHANNEL) -> None:
     """End the grant: its key and every token. Journaled once (an already revoked grant is
-    left as it is)."""
+    left as it is); actor defaults to the client."""
     with transaction.atomic():
         key = ApiKey.objects.select_for_update().get(pk=grant.key_id)
         now = timezone.now()
@@ -155,7 +156,7 @@ def revoke(grant: OAuthGrant, reason: str, message: str) -> None:
             return
         key.revoke()
         grant.key = key
-        events.revoked(grant, reason, message)
+        events.revoked(grant, reason, message, actor=actor, channel=channel)
 
 
 def _token(raw: str, kind: str, client_id: str | None = None) -> OAuthToken | None:
