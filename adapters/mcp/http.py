@@ -45,11 +45,7 @@ def _authenticate(header: str, address: str | None = None) -> tuple[ApiKey | Non
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
         return None, False
-    key = ApiKey.authenticate(raw.strip())
-    by_oauth = False
-    if key is None:
-        key = grants.authenticate(raw.strip())
-        by_oauth = key is not None
+    key, by_oauth = grants.authenticate(raw.strip())
     if key is not None:
         keys.note_address(key, address)
     return key, by_oauth

@@ -129,15 +129,16 @@ def find_access(raw: str) -> OAuthToken | None:
     return token
 
 
-def authenticate(raw: str) -> ApiKey | None:
-    """The grant's key behind a live access token, set as the request's authenticated key
-    (tools.keys.key_of reads it), or None."""
+def authenticate(raw: str) -> tuple[ApiKey | None, bool]:
+    """What a Bearer credential stands for: a contour key (`ibg_…`, ApiKey.authenticate) or
+    the grant's key behind a live OAuth access token (`iba_…`); and whether it was the latter.
+    Either way the key is the request's authenticated key (tools.keys.key_of reads it)."""
     if not raw.startswith(ACCESS_PREFIX):
-        return None
+        return ApiKey.authenticate(raw), False
     token = find_access(raw)
     key = token.grant.key if token is not None else None
     AUTHENTICATED_KEY.set(key)
-    return key
+    return key, key is not None
 
 
 def grant_of(key: ApiKey) -> OAuthGrant | None:

@@ -38,7 +38,7 @@ class ContourKeyAuthentication(BaseAuthentication):
         if header[0].lower() != self.keyword.lower() or len(header) != 2:
             raise AuthenticationFailed("нужен заголовок Authorization: Bearer <ключ контура>")
         # A contour key, or an OAuth access token standing for its grant's key.
-        key = ApiKey.authenticate(header[1]) or grants.authenticate(header[1])
+        key, _ = grants.authenticate(header[1])
         if key is None:
             raise AuthenticationFailed("ключ API не найден, отозван или истёк")
         keys.note_address(key, request.META.get("REMOTE_ADDR"))
