@@ -13,15 +13,11 @@ import anyio
 import pytest
 
 from tests.reliability.cluster import free_port
-from tests.system.browser import consent, require_chromium
-from tests.system.conftest import NODE_DIR, Served
+from tests.system.oauth.browser import consent, require_chromium
+from tests.system.oauth.conftest import NODE_DIR, Served
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def test_typescript_sdk_connects_through_owner_consent(served: Served, node_modules: Path):

@@ -25,7 +25,7 @@ import pytest
 
 from tests.reliability.cluster import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NODE_DIR = ROOT / "tests" / "system" / "node"
 PASSWORD = "pw-consent-123"
 
@@ -41,6 +41,7 @@ for name, role, slugs in (("olga", "owner", ("shop", "viewer")), ("oleg", "opera
     user = User.objects.create_user(name, password="{PASSWORD}")
     for slug in slugs:
         ContourRole.objects.create(user=user, contour=Contour.objects.get(slug=slug), role=role)
+call_command("create_api_key", "viewer")  # prints the key: Served.viewer_key
 """
 
 
@@ -51,6 +52,7 @@ class Served:
     base: str
     env: dict[str, str]
     db: Path
+    viewer_key: str
 
     @property
     def mcp(self) -> str:
@@ -83,7 +85,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
            "GATEWAY_SITE_URL": f"http://127.0.0.1:{port}", "LOG_LEVEL": "WARNING",
            "GATEWAY_OAUTH_ENABLED": "true"}
     _manage(env, "migrate", "--noinput")
-    _manage(env, "shell", "-c", SETUP)  # one process: each start costs seconds
+    viewer_key = _manage(env, "shell", "-c", SETUP).strip().splitlines()[-1]  # one process
     base = f"http://127.0.0.1:{port}"
     log = (state / "uvicorn.log").open("w")
     server = subprocess.Popen(
@@ -101,7 +103,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                 time.sleep(0.1)
         else:
             raise RuntimeError("uvicorn did not answer within 30 s")
-        yield Served(base=base, env=env, db=db)
+        yield Served(base=base, env=env, db=db, viewer_key=viewer_key)
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -205,6 +207,11 @@ class OAuthClient:
         answer = self.token(self.code(person, **choice))
         assert answer.status_code == 200, answer.text
         return answer.json()
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 @pytest.fixture

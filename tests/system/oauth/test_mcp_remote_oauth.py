@@ -14,16 +14,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.reliability.cluster import free_port
-from tests.system.browser import consent, require_chromium
-from tests.system.conftest import Served
+from tests.system.oauth.browser import consent, require_chromium
+from tests.system.oauth.conftest import Served
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 AUTHORIZE_LINE = re.compile(r"Please authorize this client by visiting:\s*(\S+)")
 
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def _authorization_url(log: Path) -> str:
@@ -69,6 +65,6 @@ async def test_mcp_remote_connects_through_owner_consent(served: Served, node_mo
     granted = served.query(
         "SELECT c.name, k.prefix FROM oauth_oauthclient c JOIN oauth_oauthgrant g "
         "ON g.client_id = c.id JOIN tools_apikey k ON k.id = g.key_id ORDER BY g.id DESC")[0]
-    assert granted[0] == "MCP CLI Client"
-    assert "MCP CLI Client" in served.journal(code="oauth_token_issued")[-1]["actor"]
+    assert granted[0] == "MCP CLI Proxy"
+    assert "MCP CLI Proxy" in served.journal(code="oauth_token_issued")[-1]["actor"]
     assert served.journal(tool="find_orders", actor=f"key:{granted[1]}")

@@ -13,14 +13,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import order_args
-from tests.system.conftest import OAuthClient, Served, _manage, call_tool
+from tests.system.oauth.conftest import OAuthClient, Served, call_tool
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture(scope="session")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def test_discovery_names_the_authorization_server_and_public_pkce_clients(served: Served):
@@ -255,7 +251,7 @@ def test_a_token_revoked_by_the_client_is_unauthenticated(served: Served,
 def test_rest_takes_a_contour_key_and_an_access_token_alike(served: Served,
                                                            oauth_client: OAuthClient):
     # given
-    key = _manage(served.env, "create_api_key", "viewer").strip()
+    key = served.viewer_key
     tokens = oauth_client.connect("olga", contour="shop", toolsets=("read",))
 
     # when

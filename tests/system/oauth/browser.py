@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS
-from tests.system.conftest import PASSWORD
+from tests.system.oauth.conftest import PASSWORD
 
 
 def require_chromium() -> Path:
@@ -41,6 +41,9 @@ async def consent(authorization_url: str, person: str, *, contour: str,
             assert await page.is_checked("input[name=toolsets][value=read]")
             assert not await page.is_checked("input[name=toolsets][value=write]")
             await page.select_option("#id_contour", contour)
+            if os.environ.get("SCREENSHOT_DIR"):  # to look at the page
+                await page.screenshot(path=str(Path(os.environ["SCREENSHOT_DIR"])
+                                               / "oauth-consent.png"), full_page=True)
             await page.click("button[name=allow]")
             await page.wait_for_url(callback)
             return page.url
