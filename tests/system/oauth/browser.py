@@ -42,8 +42,9 @@ async def consent(authorization_url: str, person: str, *, contour: str,
             assert not await page.is_checked("input[name=toolsets][value=write]")
             await page.select_option("#id_contour", contour)
             if os.environ.get("SCREENSHOT_DIR"):  # to look at the page
-                await page.screenshot(path=str(Path(os.environ["SCREENSHOT_DIR"])
-                                               / "oauth-consent.png"), full_page=True)
+                target = Path(os.environ["SCREENSHOT_DIR"])
+                target.mkdir(parents=True, exist_ok=True)
+                await page.screenshot(path=str(target / "oauth-consent.png"), full_page=True)
             await page.click("button[name=allow]")
             await page.wait_for_url(callback)
             return page.url

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio.streams.text import TextReceiveStream
 
 from tests.reliability.cluster import free_port
 from tests.system.oauth.browser import consent, require_chromium
@@ -23,11 +24,12 @@ pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 async def test_typescript_sdk_connects_through_owner_consent(served: Served, node_modules: Path):
     require_chromium()
     port = free_port()
-    async with await anyio.open_process(
-            ["node", str(NODE_DIR / "oauth_client.mjs"), served.mcp, str(port)],
-            cwd=NODE_DIR, stderr=subprocess.PIPE) as script:
+    script = await anyio.open_process(
+        ["node", str(NODE_DIR / "oauth_client.mjs"), served.mcp, str(port)],
+        cwd=NODE_DIR, stderr=subprocess.PIPE)
+    try:
         assert script.stdout is not None and script.stderr is not None
-        lines = anyio.streams.text.TextReceiveStream(script.stdout)
+        lines = TextReceiveStream(script.stdout)
         output = ""
         with anyio.fail_after(120):
             async for chunk in lines:
@@ -43,6 +45,10 @@ async def test_typescript_sdk_connects_through_owner_consent(served: Served, nod
                 rest += chunk
             code = await script.wait()
         errors = (await script.stderr.receive(65536)).decode(errors="replace") if code else ""
+    finally:  # a failed step must not leave the script waiting for its callback forever
+        if script.returncode is None:
+            script.kill()
+        await script.aclose()
 
     # then
     assert code == 0, errors
