@@ -9,7 +9,8 @@ from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
-from tools.admin_scope import OwnerScoped, key_last_use
+from audit.actors import user_actor
+from tools.admin.scope import OwnerScoped, key_last_use
 from tools.models import Contour
 
 from . import grants
@@ -74,6 +75,6 @@ class OAuthGrantAdmin(OwnerScoped, admin.ModelAdmin):
                 grants.revoke(grant, "revoked_by_owner",
                               f"{request.user.get_username()} отозвал доступ клиента "
                               f"«{grant.client.display_name}»",
-                              actor=f"user:{request.user.get_username()}", channel="admin")
+                              actor=user_actor(request.user), channel="admin")
                 count += 1
         self.message_user(request, f"Отозвано доступов: {count}.")

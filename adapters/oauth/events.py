@@ -1,58 +1,42 @@
-"""Journal entries of OAuth grants: consent, tokens issued, refreshed, revoked.
-
-Channel `oauth`; the actor names the client ("oauth:<client_id> <name>") or, for the consent,
-the person. Tokens never enter the journal: only the grant's key prefix and the client.
-"""
+"""The grant's journal entries, written by tools/events.py (the one writer of each event):
+this only names the grant's client. Channel `oauth`; the actor is the client
+("oauth:<client id> <name>"), or the person for a consent or an owner's revocation. Tokens
+never enter the journal."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from audit import journal
+from audit.actors import oauth_actor
+from tools import events
 
 from .models import OAuthGrant
 
 CHANNEL = "oauth"
 
 
+def _client(grant: OAuthGrant) -> dict[str, str]:
+    return {"client_id": grant.client.client_id, "client_name": grant.client.display_name}
+
+
 def client_actor(grant: OAuthGrant) -> str:
-    client = grant.client
-    return f"oauth:{client.client_id[:8]} {client.display_name}"[:200]
+    return oauth_actor(grant.client.client_id, grant.client.display_name)
 
 
-def _record(grant: OAuthGrant, code: str, message: str, *, actor: str, status: str = "ok",
-            channel: str = CHANNEL, **extra: Any) -> None:
-    key = grant.key
-    arguments = {"object": "oauth_grant", "client_id": grant.client.client_id,
-                 "client_name": grant.client.display_name, "key": key.prefix,
-                 "holder": grant.consented_by.get_username() if grant.consented_by else "",
-                 "toolsets": list(key.toolsets), **extra}
-    journal.record(contour=key.contour.slug, channel=channel, actor=actor, tool="",
-                   phase="configure", arguments=arguments, status=status, code=code,
-                   message=message, secrets=key.contour.secrets())
-
-
-def consented(grant: OAuthGrant, person: str, redirect_host: str) -> None:
-    _record(grant, "oauth_grant_issued",
-            f"{person} разрешил клиенту «{grant.client.display_name}» доступ к контуру "
-            f"{grant.key.contour.slug} (наборы {', '.join(grant.key.toolsets)})",
-            actor=f"user:{person}", redirect_host=redirect_host)
+def consented(grant: OAuthGrant, actor: str, redirect_host: str) -> None:
+    events.oauth_grant_issued(grant.key, **_client(grant), redirect_host=redirect_host,
+                              actor=actor, channel=CHANNEL)
 
 
 def tokens_issued(grant: OAuthGrant) -> None:
-    _record(grant, "oauth_token_issued",
-            f"клиент «{grant.client.display_name}» обменял код на токены", actor=client_actor(grant))
+    events.oauth_token_issued(grant.key, **_client(grant), actor=client_actor(grant),
+                              channel=CHANNEL)
 
 
 def tokens_refreshed(grant: OAuthGrant) -> None:
-    _record(grant, "oauth_token_refreshed",
-            f"клиент «{grant.client.display_name}» обновил токены", actor=client_actor(grant))
+    events.oauth_token_refreshed(grant.key, **_client(grant), actor=client_actor(grant),
+                                 channel=CHANNEL)
 
 
 def revoked(grant: OAuthGrant, reason: str, message: str, *, actor: str = "",
             channel: str = CHANNEL) -> None:
-    """reason: revoked_by_client | revoked_by_owner | refresh_token_reused | code_reused
-    (the last two: a stolen token is suspected, so the entry is a refusal)."""
-    suspected = reason in ("refresh_token_reused", "code_reused")
-    _record(grant, "oauth_grant_revoked", message, actor=actor or client_actor(grant),
-            status="rejected" if suspected else "ok", channel=channel, reason=reason)
+    events.oauth_grant_revoked(grant.key, **_client(grant), reason=reason, message=message,
+                               actor=actor or client_actor(grant), channel=channel)

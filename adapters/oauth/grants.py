@@ -1,6 +1,6 @@
 """The rules of grants, codes and tokens (sync ORM; the SDK provider calls these in a thread).
 
-A grant is a contour ApiKey issued through tools.keys (journaled as any key), holder = the
+A grant is a contour ApiKey issued through tools.services.keys (journaled as any key), holder = the
 owner who consented, toolsets = what they chose. Its tokens resolve to that key, so revoking
 the key in the admin ends the grant, and the key's expiry bounds every token.
 Reuse is treated as theft: a spent code or refresh token presented again revokes the grant.
@@ -17,8 +17,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from tools import keys
+from audit.actors import user_actor
 from tools.models import AUTHENTICATED_KEY, ApiKey, Contour, sha256_hex
+from tools.services import keys as key_service
 
 from . import events
 from .models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken, TokenKind
@@ -44,13 +45,13 @@ def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[s
             redirect_uri: str, redirect_uri_explicit: bool, code_challenge: str,
             resource: str, redirect_host: str) -> str:
     """Create the grant (its key) and a one-time code; returns the code."""
-    username = person.get_username()
+    actor = user_actor(person)
     expires = timezone.now() + timedelta(days=settings.GATEWAY_OAUTH_GRANT_DAYS)
     with transaction.atomic():
-        key, _unused_secret = keys.issue(
+        # Its raw secret is dropped: the grant's key is reached only through the grant's tokens.
+        key, _unused_secret = key_service.issue(
             contour, label=f"OAuth: {client.display_name}"[:200], user=person,
-            toolsets=toolsets, expires_at=expires, actor=f"user:{username}",
-            channel=events.CHANNEL)
+            toolsets=toolsets, expires_at=expires, actor=actor, channel=events.CHANNEL)
         grant = OAuthGrant.objects.create(key=key, client=client, consented_by=person,
                                           resource=resource)
         code = secrets.token_urlsafe(32)
@@ -59,7 +60,7 @@ def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[s
                                  redirect_uri_explicit=redirect_uri_explicit,
                                  code_challenge=code_challenge,
                                  expires_at=timezone.now() + CODE_TTL)
-        events.consented(grant, username, redirect_host)
+        events.consented(grant, actor, redirect_host)
     return code
 
 
@@ -149,15 +150,14 @@ def revoke(grant: OAuthGrant, reason: str, message: str, *, actor: str = "",
            channel: str = events.CHANNEL) -> None:
     """End the grant: its key and every token. Journaled once (an already revoked grant is
     left as it is); actor defaults to the client."""
+    actor = actor or events.client_actor(grant)
     with transaction.atomic():
-        key = ApiKey.objects.select_for_update().get(pk=grant.key_id)
-        now = timezone.now()
-        OAuthToken.objects.filter(grant=grant, revoked_at__isnull=True).update(revoked_at=now)
-        if key.revoked_at is not None:
-            return
-        key.revoke()
-        grant.key = key
-        events.revoked(grant, reason, message, actor=actor, channel=channel)
+        OAuthToken.objects.filter(grant=grant, revoked_at__isnull=True).update(
+            revoked_at=timezone.now())
+        # The key service locks the key, revokes it and journals api_key_revoked, or answers
+        # False when it already was (then nothing more is journaled).
+        if key_service.revoke(grant.key, actor=actor, channel=channel):
+            events.revoked(grant, reason, message, actor=actor, channel=channel)
 
 
 def _token(raw: str, kind: str, client_id: str | None = None) -> OAuthToken | None:
