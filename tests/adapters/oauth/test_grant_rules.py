@@ -17,9 +17,9 @@ from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.people.conftest import logged_in, prepare_order
 from tools import approvals
-from tools.contours import create_contour
 from tools.errors import ToolError
 from tools.models import ApiKey, Contour, ContourRole
+from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
