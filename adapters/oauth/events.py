@@ -6,11 +6,12 @@ never enter the journal."""
 from __future__ import annotations
 
 from audit.actors import oauth_actor
+from audit.models import Channel
 from tools import events
 
 from .models import OAuthGrant
 
-CHANNEL = "oauth"
+CHANNEL = Channel.OAUTH
 
 
 def _client(grant: OAuthGrant) -> dict[str, str]:
