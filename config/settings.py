@@ -329,9 +329,18 @@ GATEWAY_APPROVAL_THRESHOLD_KOPECKS = env.int(
 )
 
 # Operators are told of writes waiting for them (tools/alerts.py): email through Django's
-# backends (console in the demo), an optional signed webhook per contour.
-EMAIL_BACKEND = env.str("EMAIL_BACKEND",
-                        default="django.core.mail.backends.console.EmailBackend")
+# backends (console in the demo, SMTP in production), an optional signed webhook per contour.
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default=(
+    "django.core.mail.backends.smtp.EmailBackend" if PRODUCTION
+    else "django.core.mail.backends.console.EmailBackend"))
+# The console backend prints every alert to the process log, the file backend to disk: a
+# production process refuses both rather than keep mail outside the mail system.
+LOG_EMAIL_BACKENDS = ("django.core.mail.backends.console.EmailBackend",
+                      "django.core.mail.backends.filebased.EmailBackend")
+if PRODUCTION and EMAIL_BACKEND in LOG_EMAIL_BACKENDS:
+    raise ImproperlyConfigured(
+        f"EMAIL_BACKEND={EMAIL_BACKEND} writes operators' mail to logs or files: not allowed "
+        "when GATEWAY_ENV=production (use django.core.mail.backends.smtp.EmailBackend)")
 EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
 EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)

@@ -6,9 +6,10 @@ body signed with HMAC-SHA256 (header X-Gateway-Signature: sha256=<hex>). A remin
 before the approval deadline. Each message is an OperatorAlert row (unique per confirmation,
 kind, transport and recipient, so queuing twice sends once), delivered by a Celery task that
 takes its id, retries with backoff what can pass on retry, and journals every attempt
-(channel celery, phase notify). Nothing secret goes out: the webhook carries no customer
-data at all, the email only what the approval page shows; the webhook URL (a Telegram relay
-URL holds a bot token) never enters the journal.
+(channel celery, phase notify). Nothing secret and no customer data goes out, neither in the
+webhook nor in the email (no name, no INN: mail passes relays and mailboxes we don't control,
+and the operator decides on the approval page, signed in, which shows them); the webhook URL
+(a Telegram relay URL holds a bot token) never enters the journal.
 """
 
 from __future__ import annotations
@@ -262,7 +263,7 @@ def _send_email(alert: OperatorAlert) -> None:
         else "Операция всё ещё ждёт решения оператора, срок скоро истечёт.",
         "",
         f"Контур: {alert.contour.name} ({alert.contour.slug})",
-        f"Сводка: {alert.confirmation.summary}",
+        f"Операция: {data['title']}",
         f"Сумма: {data['amount_human'] or '—'}",
         f"Решить до: {deadline:%d.%m.%Y %H:%M}",
         f"Почему нужен оператор: {data['reason'] or '—'}",

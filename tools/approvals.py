@@ -14,26 +14,50 @@ from tools import roles
 from tools.errors import ToolError
 from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation, Role
 from tools.params import format_rub
-from tools.spec import ToolSpec
+from tools.spec import ChangedOrder, ToolSpec
 
 
 def requirement(spec: ToolSpec, contour: Contour, amount: int | None, currency: str | None,
-                *, operator_reason: str = "") -> str:
-    """Why this write needs a human ('' when the chat confirmation is enough)."""
+                *, operator_reason: str = "", changes: ChangedOrder | None = None) -> str:
+    """Why this write needs a human ('' when the chat confirmation is enough).
+
+    A write that changes an existing order (`changes`) needs an operator when that order is
+    above the threshold, or when its creation needed one: re-targeting an approved order (new
+    payer, purpose, due date) must not pass on the chat confirmation alone.
+    """
     if spec.kind == "money":
         return "возврат денег всегда одобряет оператор"
     if operator_reason:
         return operator_reason
     if contour.approval_for_all_writes:
         return "в этом контуре все записи одобряет оператор"
+    if changes is not None:
+        reason = (_over_threshold(contour, changes.amount, changes.currency, "сумма счёта")
+                  or _approved_at_creation(contour, changes))
+        if reason:
+            return reason
     if amount is None:
         return ""
-    threshold = contour.approval_threshold(currency or "")
+    return _over_threshold(contour, amount, currency or "", "сумма")
+
+
+def _over_threshold(contour: Contour, amount: int, currency: str, what: str) -> str:
+    threshold = contour.approval_threshold(currency)
     if threshold is None:
         return f"для валюты {currency} порог не задан: одобряет оператор"
     if amount > threshold:
-        return (f"сумма {format_rub(amount, currency or '')} выше порога "
-                f"{format_rub(threshold, currency or '')}: одобряет оператор")
+        return (f"{what} {format_rub(amount, currency)} выше порога "
+                f"{format_rub(threshold, currency)}: одобряет оператор")
+    return ""
+
+
+def _approved_at_creation(contour: Contour, changes: ChangedOrder) -> str:
+    created = PendingConfirmation.objects.filter(
+        contour=contour, requires_approval=True,
+        operation__merchant_order_id=changes.merchant_order_id)
+    if created.exists():
+        return (f"счёт {changes.merchant_order_id} при выставлении одобрял оператор: его "
+                "изменение тоже одобряет оператор")
     return ""
 
 

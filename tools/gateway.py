@@ -67,6 +67,8 @@ class _Trace:
     upstream_status: int | None = None
     started: float = field(default_factory=time.monotonic)
     key: ApiKey | None = None
+    # What the upstream answered during the call: the journal masks the personal values in it.
+    replies: list[Any] = field(default_factory=list)
 
 
 def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: str) -> Outcome:
@@ -222,7 +224,8 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                             lambda: spec.summarize(CallContext(contour, client), params))
     ceilings.check(contour, ceilings.Request(summary.amount, summary.currency))
     reason = approvals.requirement(spec, contour, summary.amount, summary.currency,
-                                   operator_reason=summary.operator_reason)
+                                   operator_reason=summary.operator_reason,
+                                   changes=summary.changes)
     confirmation, token = confirmations.prepare(
         contour, spec, canonical, summary, trace.actor, approval_reason=reason,
         reuse_open=not allow_duplicate,
@@ -474,6 +477,8 @@ def _upstream(trace: _Trace, client: InvoiceboxClient, action: Any) -> Any:
     finally:
         trace.upstream_request_id = client.last_request_id
         trace.upstream_status = client.last_status
+        trace.replies.extend(client.replies)
+        client.replies.clear()
 
 
 def _upstream_hint(error: InvoiceboxError) -> str:
@@ -538,6 +543,7 @@ def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
         "upstream_status": trace.upstream_status,
         "duration_ms": int((time.monotonic() - trace.started) * 1000),
         "secrets": contour.secrets() if contour is not None else [],
+        "read_back": trace.replies,
     }
     try:
         entry = journal.record(arguments=arguments, message=outcome.message, **fields)
