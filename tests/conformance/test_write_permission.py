@@ -9,7 +9,6 @@ import pytest
 from tests.conformance.conftest import Kit, steps
 
 
-
 @pytest.fixture(scope="module")
 def custom(kit: Kit) -> str:
     kit.manage("create_contour", "kit-custom", "--mode", "custom", "--toolsets", "read,write",
