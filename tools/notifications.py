@@ -130,6 +130,13 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         problem = _mismatch(tracked, note)
         if problem is not None:
             return _journal(record, problem)
+        if note.id != tracked.order_id and not (note.is_paid and tracked.status == PAID):
+            # Found by our merchantOrderId alone: another Invoicebox order carries our number.
+            # Its payment is not this order's; a person looks at it (the journal names both).
+            return _journal(record, notify.error(
+                "order_not_found", f"уведомление о другом счёте Инвойсбокс ({note.id}) с "
+                                   f"номером нашего счёта {tracked.merchant_order_id} "
+                                   f"({tracked.order_id}): не учтено, проверьте вручную"))
         if note.is_paid and tracked.status == PAID:
             if _paid_by_another(contour, tracked, note):
                 return _journal(record, notify.error(
@@ -195,8 +202,12 @@ def _tracked_order(contour: Contour, note: OrderNotification) -> TrackedOrder | 
 
 
 def _mismatch(tracked: TrackedOrder, note: OrderNotification) -> Answer | None:
-    # Another currency is another sum: order_wrong_amount is the documented code for it.
-    if note.currency_id and note.currency_id != tracked.currency:
+    # Another currency is another sum: order_wrong_amount is the documented code for it. A
+    # notification that names no currency proves no sum either.
+    if not note.currency_id:
+        return notify.error("order_wrong_amount",
+                            f"в уведомлении нет currencyId, а счёт выставлен в {tracked.currency}")
+    if note.currency_id != tracked.currency:
         return notify.error("order_wrong_amount",
                             f"валюта {note.currency_id}, а счёт выставлен в {tracked.currency}")
     if note.amount_kopecks != tracked.amount:
