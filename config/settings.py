@@ -5,6 +5,7 @@ import hmac
 import ipaddress
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -121,10 +122,13 @@ INSTALLED_APPS = [
     "adapters.functions",
     "adapters.text",
     "conformance",
+    "axes",
 ]
 
 # Per-contour roles (tools/roles.py) are django-rules predicates; ModelBackend for the rest.
+# django-axes first: a locked-out username or address gets no further (tools/logins.py).
 AUTHENTICATION_BACKENDS = [
+    "tools.logins.RequestOnlyAxesBackend",
     "rules.permissions.ObjectPermissionBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -138,6 +142,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Answers a locked-out login with 429 (last, as django-axes requires).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -186,8 +192,22 @@ if _IS_SQLITE:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Where /accounts/login/ goes without ?next=: the home page, which lists where each role works.
+LOGIN_REDIRECT_URL = "home"
+
+# Failed logins (django-axes, tools/logins.py): after AXES_FAILURE_LIMIT failures for one
+# username, or from one address, both stay refused (the right password too) for the cool-off.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "tools.logins.client_address"
+AXES_COOLOFF_MESSAGE = ("Слишком много неудачных попыток входа: вход для этого имени или адреса "
+                        "закрыт на время. Попробуйте позже.")
 
 LANGUAGE_CODE = env.str("DJANGO_LANGUAGE_CODE", default="ru")
 TIME_ZONE = env.str("DJANGO_TIME_ZONE", default="Europe/Moscow")
