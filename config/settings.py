@@ -397,10 +397,20 @@ LOGGING = {
 }
 
 # Operations (tools/ops): /health is public; /metrics needs the Bearer token or a peer address
-# in the allow-list (REMOTE_ADDR; networks allowed). Loopback only by default.
+# in the allow-list (REMOTE_ADDR; networks allowed). REMOTE_ADDR is what the ASGI server says:
+# uvicorn rewrites it from X-Forwarded-For sent by FORWARDED_ALLOW_IPS (127.0.0.1 unless set),
+# and behind a same-host proxy that sets no X-Forwarded-For every client is 127.0.0.1. So
+# production trusts addresses only when told both (docs/production.md): by default the token
+# alone opens /metrics there; loopback is trusted by default only in development.
 HEALTH_CHECK_TIMEOUT_SECONDS = env.float("HEALTH_CHECK_TIMEOUT_SECONDS", default=2.0)
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
-METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS",
+                               default=[] if PRODUCTION else ["127.0.0.1", "::1"])
+if PRODUCTION and METRICS_ALLOWED_IPS and "FORWARDED_ALLOW_IPS" not in os.environ:
+    raise ImproperlyConfigured(
+        "METRICS_ALLOWED_IPS trusts peer addresses, which uvicorn takes from X-Forwarded-For of "
+        "FORWARDED_ALLOW_IPS: set FORWARDED_ALLOW_IPS too (your proxy's address) when "
+        "GATEWAY_ENV=production, or leave METRICS_ALLOWED_IPS empty and use METRICS_TOKEN")
 for _network in METRICS_ALLOWED_IPS:
     try:
         ipaddress.ip_network(_network, strict=False)

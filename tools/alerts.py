@@ -45,6 +45,7 @@ from tools.models import (
     Role,
 )
 from tools.params import format_rub
+from tools.public_http import NonPublicAddress, PublicOnlyTransport
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,8 @@ def webhook_url_problem(url: str) -> str:
     An owner chooses the URL and the gateway's own network sends to it: in production only
     https to a public host name or address (no loopback, private or link-local literal), so an
     owner cannot point it at the gateway's neighbours. Outside production loopback http is fine
-    (a relay on the same machine, the tests). Host names are not resolved here.
+    (a relay on the same machine, the tests). Host names are not resolved here: the sending
+    connection resolves and checks them (tools.public_http).
     """
     parts = urlsplit(url or "")
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -291,9 +293,18 @@ def _send_webhook(alert: OperatorAlert) -> None:
                "User-Agent": "invoicebox-gateway-alerts"}
     if contour.notify_webhook_secret:
         headers[SIGNATURE_HEADER] = sign(contour.notify_webhook_secret, body)
+    # In production the connection itself goes to public addresses only (tools.public_http):
+    # the URL check above cannot see where a host name resolves at send time.
+    transport = PublicOnlyTransport() if settings.PRODUCTION else None
     try:
-        response = httpx.post(contour.notify_webhook_url, content=body, headers=headers,
-                              timeout=settings.GATEWAY_ALERT_TIMEOUT_SECONDS)
+        with httpx.Client(transport=transport,
+                          timeout=settings.GATEWAY_ALERT_TIMEOUT_SECONDS) as client:
+            response = client.post(contour.notify_webhook_url, content=body, headers=headers)
+    except httpx.ConnectError as error:
+        if isinstance(error.__cause__, NonPublicAddress):
+            raise DeliveryError("адрес вебхука ведёт на внутренний адрес: отправка запрещена",
+                                permanent=True) from None
+        raise DeliveryError(f"вебхук недоступен ({type(error).__name__})") from None
     except httpx.HTTPError as error:
         # The exception text may carry the URL (and a relay's token in it): the type only.
         raise DeliveryError(f"вебхук недоступен ({type(error).__name__})") from None
