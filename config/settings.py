@@ -393,7 +393,9 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+    # axes: lockouts stay (WARNING); each failure is journaled (tools/logins.py) already.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"},
+                "axes": {"level": "WARNING"}},
 }
 
 # Operations (tools/ops): /health is public; /metrics needs the Bearer token or a peer address

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, JsonResponse
@@ -33,7 +34,7 @@ from adapters.invoicebox.notify import (
 )
 from audit import journal
 from tools import tasks
-from tools.models import Contour, ProcessedNotification, TrackedOrder
+from tools.models import Contour, InvoiceboxMode, ProcessedNotification, TrackedOrder
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,12 @@ def process(slug: str, body: bytes, signature: str | None, *, actor: str = "invo
     if not contour.notification_key:
         return _refuse(record, notify.error(
             "signature_error", "у контура не задан ключ подписи уведомлений"))
+    if (contour.notification_key == settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
+            and contour.mode != InvoiceboxMode.SANDBOX):
+        # Published with the sandbox: anyone could sign "paid" with it.
+        return _refuse(record, notify.error(
+            "signature_error", "ключ подписи контура — опубликованный ключ песочницы; вне "
+                               "песочницы он ничего не доказывает: задайте ключ магазина"))
     try:
         valid = notify.signature_valid(body, signature, contour.notification_key,
                                        method=contour.notification_signature_method,
