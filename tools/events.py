@@ -174,3 +174,17 @@ def order_sync(contour: Contour, *, phase: str, status: str, code: str, message:
     journal.record(contour=contour.slug, channel="celery", actor=CELERY_ACTOR, tool="",
                    phase=phase, arguments=facts, status=status, code=code, message=message,
                    secrets=[s for s in (contour.api_token, contour.notification_key) if s])
+
+
+# -- people's logins --------------------------------------------------------------------------
+
+def login_failed(*, shown_username: str, address: str, known_user: bool, locked_out: bool,
+                 channel: str) -> None:
+    """A refused login (tools/logins.py): `shown_username` is already masked when unknown."""
+    journal.record(
+        contour="", channel=channel, actor=f"login:{shown_username}", tool="", phase="login",
+        arguments={"address": address, "known_user": known_user, "locked_out": locked_out},
+        status="rejected", code="login_locked_out" if locked_out else "login_failed",
+        message=("вход закрыт: слишком много неудачных попыток" if locked_out
+                 else "неудачная попытка входа"),
+    )

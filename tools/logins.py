@@ -18,8 +18,8 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
-from audit import journal
 from audit.redaction import mask_pii
+from tools import events
 
 USERNAME_LIMIT = 100
 
@@ -48,16 +48,10 @@ def journal_failed_login(request: HttpRequest | None, username: str, *, channel:
     in the wrong field) is masked; a known one is kept, so an auditor sees who was attacked."""
     username = (username or "")[:USERNAME_LIMIT]
     known = bool(username) and get_user_model().objects.filter(username=username).exists()
-    shown = username if known else mask_pii(username)
-    locked = bool(getattr(request, "axes_locked_out", False))
-    journal.record(
-        contour="", channel=channel, actor=f"login:{shown}", tool="", phase="login",
-        arguments={"address": client_address(request) if request is not None else "",
-                   "known_user": known, "locked_out": locked},
-        status="rejected", code="login_locked_out" if locked else "login_failed",
-        message=("вход закрыт: слишком много неудачных попыток" if locked
-                 else "неудачная попытка входа"),
-    )
+    events.login_failed(
+        shown_username=username if known else mask_pii(username),
+        address=client_address(request) if request is not None else "", known_user=known,
+        locked_out=bool(getattr(request, "axes_locked_out", False)), channel=channel)
 
 
 class _Journaled:

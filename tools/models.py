@@ -153,16 +153,19 @@ class Contour(models.Model):
         problem = base_url_problem(self.mode, self.base_url)
         if problem:
             raise ValidationError({"base_url": problem})
-        # A token entered for one host is never kept for another: unless a new token came
-        # with the change, the stored one is cleared.
-        if self.endpoint_changed and self.api_token == self._loaded[2]:
-            self.api_token = ""
-            if kwargs.get("update_fields") is not None:
-                kwargs["update_fields"] = {*kwargs["update_fields"], "api_token"}
+        # Secrets entered for one endpoint are never kept for another: unless a new one came
+        # with the change, the stored one is cleared. The token would go to the new host; the
+        # notification key of a former sandbox is the published one, anyone can sign with it.
+        for index, name in ((2, "api_token"), (3, "notification_key")):
+            if self.endpoint_changed and getattr(self, name) == self._loaded[index]:
+                setattr(self, name, "")
+                if kwargs.get("update_fields") is not None:
+                    kwargs["update_fields"] = {*kwargs["update_fields"], name}
         super().save(*args, **kwargs)
         self._remember_endpoint()
 
-    # (mode, base_url, api_token) as loaded from the database; None for a new contour.
+    # (mode, base_url, api_token, notification_key) as loaded from the database; None for a
+    # new contour.
     _loaded: tuple[Any, ...] | None = None
 
     @classmethod
@@ -188,7 +191,8 @@ class Contour(models.Model):
 
     def _remember_endpoint(self) -> None:
         # From __dict__: a deferred field (.only()) must not trigger a load here.
-        loaded = tuple(self.__dict__.get(name) for name in ("mode", "base_url", "api_token"))
+        loaded = tuple(self.__dict__.get(name)
+                       for name in ("mode", "base_url", "api_token", "notification_key"))
         self._loaded = loaded if self.pk and None not in loaded else None
 
     def has_toolset(self, toolset: str) -> bool:

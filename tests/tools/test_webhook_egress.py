@@ -16,9 +16,10 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tools import alerts
-from tools.contours import create_contour, issue_key
 from tools.models import AlertState, OperatorAlert
 from tools.public_http import embedded_ipv4, is_public
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 
