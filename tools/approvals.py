@@ -6,13 +6,20 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from audit.actors import user_actor
 from tools import events, roles
 from tools.errors import ToolError
-from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation, Role
+from tools.models import (
+    ApiKey,
+    ConfirmationStatus,
+    Contour,
+    ContourRole,
+    PendingConfirmation,
+    Role,
+)
 from tools.params import format_rub
 from tools.spec import ChangedOrder, ToolSpec
 
@@ -95,12 +102,23 @@ def waiting(user: Any) -> QuerySet[PendingConfirmation]:
 
 
 def prepared_by(user: Any, confirmation: PendingConfirmation) -> bool:
-    """Whether the key that prepared this confirmation ("key:<prefix>") belongs to user."""
-    actor = confirmation.created_by or ""
-    if not actor.startswith("key:") or not user.pk:
+    """Whether user stands behind a key that prepared this confirmation: four eyes by record.
+
+    Barred: everyone the confirmation snapshotted when a key prepared it (that key's issuer,
+    who saw the raw secret, and its holder then, the issuer when it had none), and, for the
+    key named in `created_by`, its issuer and its holder now. The editable holder can only add
+    to who is barred, never take anyone off an open confirmation.
+    """
+    if not user.pk:
         return False
-    return ApiKey.objects.filter(contour_id=confirmation.contour_id,
-                                 prefix=actor.removeprefix("key:"), user=user).exists()
+    if confirmation.barred_approvers.filter(pk=user.pk).exists():
+        return True
+    actor = confirmation.created_by or ""
+    if not actor.startswith("key:"):
+        return False
+    return ApiKey.objects.filter(
+        Q(user=user) | Q(issued_by=user),
+        contour_id=confirmation.contour_id, prefix=actor.removeprefix("key:")).exists()
 
 
 def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError | None:
@@ -116,9 +134,20 @@ def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError |
         confirmation.save(update_fields=["status"])
         return ToolError("confirmation_expired", "срок подтверждения истёк; решать поздно")
     if prepared_by(user, confirmation):
-        return ToolError("forbidden", "эту операцию подготовил ваш собственный ключ API: "
-                         "решение должен принять другой оператор")
+        return ToolError("forbidden", "эту операцию подготовил ваш собственный ключ API (вы его "
+                         "выдали или держите): решение должен принять другой оператор")
+    if owns_contour(user, confirmation.contour):
+        return ToolError("forbidden", "вы владелец этого контура: его операции одобряет "
+                         "оператор, который контуром не владеет (принцип четырёх глаз)")
     return None
+
+
+def owns_contour(user: Any, contour: Contour) -> bool:
+    """Maker-checker (docs/production.md): an owner sets the policy and issues the keys of a
+    contour, so an operator role of the same person there approves nothing. Superusers hold
+    every role (break-glass) and stay bound by the key records above."""
+    return (not user.is_superuser and ContourRole.objects.filter(
+        user=user, contour=contour, role=Role.OWNER).exists())
 
 
 def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = ""

@@ -76,7 +76,9 @@ def contour_changed(contour: Contour, changes: Mapping[str, Mapping[str, Any]],
 def _key_arguments(key: ApiKey, **extra: Any) -> dict[str, Any]:
     return {
         "object": "api_key", "prefix": key.prefix, "label": key.label,
-        "holder": key.user.get_username() if key.user else "", "toolsets": key.toolsets,
+        "holder": key.user.get_username() if key.user else "",
+        "issued_by": key.issued_by.get_username() if key.issued_by else "",
+        "toolsets": key.toolsets,
         "tools": key.tools, "expires_at": key.expires_at.isoformat() if key.expires_at else None,
         **extra,
     }

@@ -275,10 +275,16 @@ class ApiKey(models.Model):
 
     contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="api_keys")
     label = models.CharField("метка", max_length=200, blank=True)
-    # The person who holds the key, when known: an operator may not approve what their own
-    # key prepared.
+    # The person who holds the key, when known: an editable label, so the four-eyes rule
+    # (tools.approvals.prepared_by) never rests on it alone.
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
                              blank=True, related_name="api_keys", verbose_name="владелец ключа")
+    # Who issued the key and so saw its raw secret: recorded once at issue, never edited (no
+    # form shows it as a field; PROTECT: the person outlives the record). None: no person
+    # (a command, scaffolding).
+    issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                  null=True, blank=True, editable=False, related_name="+",
+                                  verbose_name="выдал")
     prefix = models.CharField("префикс", max_length=PREFIX_LENGTH, db_index=True)
     key_hash = models.CharField("хеш ключа", max_length=64, unique=True)
     created_at = models.DateTimeField("создан", auto_now_add=True)
@@ -306,13 +312,14 @@ class ApiKey(models.Model):
     @classmethod
     def issue(cls, contour: Contour, label: str = "", user: Any = None, *,
               toolsets: list[str] | None = None, tools: list[str] | None = None,
-              expires_at: timezone.datetime | None = None) -> tuple[ApiKey, str]:
+              expires_at: timezone.datetime | None = None, issued_by: Any = None
+              ) -> tuple[ApiKey, str]:
         """Create a key and return it with the full secret, which is never stored."""
         raw = "ibg_" + secrets.token_urlsafe(32)
         key = cls.objects.create(
             contour=contour, label=label, prefix=raw[: cls.PREFIX_LENGTH], key_hash=sha256_hex(raw),
             user=user, toolsets=list(toolsets or []), tools=list(tools or []),
-            expires_at=expires_at,
+            expires_at=expires_at, issued_by=issued_by,
         )
         return key, raw
 
@@ -374,6 +381,12 @@ class PendingConfirmation(models.Model):
         "статус", max_length=16, choices=ConfirmationStatus.choices, default=ConfirmationStatus.PENDING
     )
     created_by = models.CharField("подготовил", max_length=200, blank=True)
+    # The people behind each key that prepared this write, snapshotted when it did: the key's
+    # issuer and its holder at that moment (its issuer when it had none). None of them may
+    # approve it, whatever the key's holder becomes later (tools.approvals.prepared_by).
+    barred_approvers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="+",
+        verbose_name="не могут одобрить (выдали ключ или держали его)")
     created_at = models.DateTimeField("создано", auto_now_add=True)
     expires_at = models.DateTimeField("истекает")
     decided_at = models.DateTimeField("решено", null=True, blank=True)
