@@ -21,7 +21,7 @@ MERCHANT = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 ])
 def test_a_sandbox_contour_refuses_any_other_host(url: str):
     # A query string is refused in every mode (issue 25, item 10), before the sandbox rule.
-    with pytest.raises(ContourSetupError, match="режим custom|параметров запроса"):
+    with pytest.raises(ContourSetupError, match=r"режим custom|параметров запроса"):
         create_contour("box", mode="sandbox", base_url=url, token=TOKEN, merchant_id=MERCHANT)
 
 
