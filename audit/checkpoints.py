@@ -18,6 +18,7 @@ from typing import Any
 
 from audit.journal import LEGACY_CHAIN, Anchor
 from audit.models import ChainHead, JournalEntry
+from audit.places import beyond_head_problem, beyond_heads
 
 HASH_RE = re.compile(r"[0-9a-f]{64}")
 
@@ -49,9 +50,14 @@ class Checkpoint:
 def current() -> list[Checkpoint]:
     """Every chain's head as a checkpoint, chain by chain; empty for an empty journal.
 
-    The head's entry must be present with the head's hash: a checkpoint of a journal whose
-    head already disagrees with its rows would anchor nothing.
+    The head's entry must be present with the head's hash, and no row may stand past a
+    head: a checkpoint of a journal that already disagrees with its rows would anchor nothing.
     """
+    stray = beyond_heads()
+    if stray:
+        entry, head_seq = stray[0]
+        raise CheckpointError(f"entry {entry.id} {beyond_head_problem(entry, head_seq)}: "
+                              "run verify_journal")
     at = datetime.now(UTC).isoformat(timespec="seconds")
     heads = {head.chain: head for head in ChainHead.objects.all()}
     found: list[Checkpoint] = []

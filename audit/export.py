@@ -12,6 +12,7 @@ from asgiref.sync import sync_to_async
 from django.db.models import QuerySet
 
 from audit.models import JournalEntry
+from audit.places import vouched
 
 EXPORT_CHUNK = 2000
 # Lines are grouped into writes of about this many characters: one write per line is slow,
@@ -53,8 +54,10 @@ def entries(
     status: str | None = None,
 ) -> QuerySet[JournalEntry]:
     """Entries with since <= at < until (either bound optional), optionally of one contour, one
-    tool and one status, in id order."""
-    qs = JournalEntry.objects.all()
+    tool and one status, in id order; only those at places their chain's head vouches for
+    (a row forged past a head, or into another contour's chain, is verify_journal's finding,
+    never an exported fact)."""
+    qs = vouched(JournalEntry.objects.all())
     if since is not None:
         qs = qs.filter(at__gte=since)
     if until is not None:

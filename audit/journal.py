@@ -29,9 +29,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from audit.models import ZERO_HASH, ChainHead, Channel, JournalEntry, Phase, Status
+from audit.places import LANE_MARK, beyond_head_problem, beyond_heads, contour_problem
 from audit.redaction import personal_values, redact, scrub_text
 
-LANE_MARK = "~"
 LEGACY_CHAIN = ""  # the global chain of form-1 entries, continued by entries of no contour
 VERIFY_CHUNK = 2000
 
@@ -244,6 +244,7 @@ def record(
     upstream_status: int | None = None,
     duration_ms: int = 0,
     secrets: Iterable[str] = (),
+    read_back: Any = None,
     savepoint: bool = True,
 ) -> JournalEntry:
     """Append one entry: redact, lock its contour's chain head, chain the hash, save, advance.
@@ -257,7 +258,7 @@ def record(
                   arguments=arguments, status=status, code=code, message=message,
                   confirmation_id=confirmation_id, operation_key=operation_key,
                   upstream_request_id=upstream_request_id, upstream_status=upstream_status,
-                  duration_ms=duration_ms, secrets=secrets)
+                  duration_ms=duration_ms, secrets=secrets, read_back=read_back)
     return append(entry, savepoint=savepoint)
 
 
@@ -278,6 +279,7 @@ def build(
     upstream_status: int | None = None,
     duration_ms: int = 0,
     secrets: Iterable[str] = (),
+    read_back: Any = None,
 ) -> JournalEntry:
     """The entry's content, checked and redacted, not yet placed in a chain (no database)."""
     if channel not in _CHANNELS:
@@ -289,7 +291,9 @@ def build(
     secrets = tuple(secrets)
     plain_arguments = _json_value(dict(arguments or {}))
     safe_arguments = redact(plain_arguments, secrets)
-    personal = personal_values(plain_arguments)
+    # Personal values are masked in the free text whatever their source: the arguments, and
+    # what the call read back from elsewhere (an order's customer in a summary).
+    personal = personal_values([plain_arguments, _json_value(read_back)])
     entry = JournalEntry(
         contour=_fit("contour", contour),
         channel=channel,
@@ -340,6 +344,9 @@ def check_chain(anchors: Iterable[Anchor] = ()) -> ChainReport:
     Each anchor must still be in the journal: its entry present, with that very hash, at or
     below its chain's head. A cut tail with a rewritten head (and entries appended again after
     it) verifies on its own, but not against a checkpoint taken before the cut.
+
+    An entry whose contour is not its chain's, or that stands past its chain's head (where
+    the walk never goes), breaks the journal too (audit.places).
     """
     keys = journal_keys()
     legacy_last_id: int = settings.GATEWAY_JOURNAL_LEGACY_LAST_ID
@@ -352,7 +359,15 @@ def check_chain(anchors: Iterable[Anchor] = ()) -> ChainReport:
         report = walk.chain(chain, heads.get(chain))
         if report is not None:
             return report
-    return walk.missing_anchor() or ChainReport(checked=walk.checked, broken_id=None)
+    missing = walk.missing_anchor()
+    if missing is not None:
+        return missing
+    stray = beyond_heads()
+    if stray:
+        entry, head_seq = stray[0]
+        return ChainReport(checked=walk.checked, broken_id=entry.id,
+                           reason=beyond_head_problem(entry, head_seq))
+    return ChainReport(checked=walk.checked, broken_id=None)
 
 
 class _Walk:
@@ -390,7 +405,7 @@ class _Walk:
                 reason = "prev_hash is not the previous entry's hash"
             else:
                 reason = (_link_problem(entry, self.keys, self.legacy_last_id)
-                          or self._anchor_problem(entry))
+                          or contour_problem(entry) or self._anchor_problem(entry))
             if reason:
                 return ChainReport(checked=self.checked, broken_id=entry.id, reason=reason)
             self.checked += 1

@@ -62,6 +62,7 @@ class Phase(models.TextChoices):
     REJECT = "reject", "отклонение"
     NOTIFY = "notify", "уведомление"
     CONFIGURE = "configure", "настройка"
+    LOGIN = "login", "вход человека"
 
 
 class Status(models.TextChoices):

@@ -30,7 +30,7 @@ from django.conf import settings  # noqa: E402 - after the settings module is na
 from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app registry loaded
 from adapters.mcp.server import run_sync  # noqa: E402
 from adapters.oauth.routes import oauth_routes  # noqa: E402
-from tools.ops.health import never_cache_headers, report  # noqa: E402
+from tools.ops.health import asgi_guard, report  # noqa: E402
 
 django_application = WSGIMiddleware(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
 mcp_application, mcp_sessions = build_mcp_app()
@@ -52,10 +52,16 @@ async def health(request: Request) -> JSONResponse:
     """GET /health answered here, without Django's request machinery: the probe a load
     balancer polls every second. The same report() as the Django view (`tools/ops/health.py`),
     which WSGI deployments and the test client still reach."""
+    # Django's ALLOWED_HOSTS and security headers, as on every Django route.
+    host_allowed, headers = asgi_guard(request.scope)
+    if not host_allowed:
+        return JSONResponse({"detail": "недопустимый заголовок Host"}, status_code=400,
+                            headers=headers)
     if request.method not in ("GET", "HEAD"):
-        return JSONResponse({"detail": "только GET"}, status_code=405, headers={"Allow": "GET"})
+        return JSONResponse({"detail": "только GET"}, status_code=405,
+                            headers={**headers, "Allow": "GET"})
     status, body = await run_sync(report)
-    return JSONResponse(body, status_code=status, headers=never_cache_headers())
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 # The MCP and OAuth routes come first: Mount("/") would take every path. OAuth (adapters/oauth):

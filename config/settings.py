@@ -5,6 +5,7 @@ import hmac
 import ipaddress
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -122,10 +123,13 @@ INSTALLED_APPS = [
     "adapters.text",
     "adapters.oauth",
     "conformance",
+    "axes",
 ]
 
 # Per-contour roles (tools/roles.py) are django-rules predicates; ModelBackend for the rest.
+# django-axes first: a locked-out username or address gets no further (tools/logins.py).
 AUTHENTICATION_BACKENDS = [
+    "tools.logins.RequestOnlyAxesBackend",
     "rules.permissions.ObjectPermissionBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -140,6 +144,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "tools.ops.logs.journaled_refusals_logged_once",
+    # Answers a locked-out login with 429 (last, as django-axes requires).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -188,8 +194,22 @@ if _IS_SQLITE:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Where /accounts/login/ goes without ?next=: the home page, which lists where each role works.
+LOGIN_REDIRECT_URL = "home"
+
+# Failed logins (django-axes, tools/logins.py): after AXES_FAILURE_LIMIT failures for one
+# username, or from one address, both stay refused (the right password too) for the cool-off.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "tools.logins.client_address"
+AXES_COOLOFF_MESSAGE = ("Слишком много неудачных попыток входа: вход для этого имени или адреса "
+                        "закрыт на время. Попробуйте позже.")
 
 LANGUAGE_CODE = env.str("DJANGO_LANGUAGE_CODE", default="ru")
 TIME_ZONE = env.str("DJANGO_TIME_ZONE", default="Europe/Moscow")
@@ -356,9 +376,18 @@ GATEWAY_APPROVAL_THRESHOLD_KOPECKS = env.int(
 )
 
 # Operators are told of writes waiting for them (tools/alerts.py): email through Django's
-# backends (console in the demo), an optional signed webhook per contour.
-EMAIL_BACKEND = env.str("EMAIL_BACKEND",
-                        default="django.core.mail.backends.console.EmailBackend")
+# backends (console in the demo, SMTP in production), an optional signed webhook per contour.
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default=(
+    "django.core.mail.backends.smtp.EmailBackend" if PRODUCTION
+    else "django.core.mail.backends.console.EmailBackend"))
+# The console backend prints every alert to the process log, the file backend to disk: a
+# production process refuses both rather than keep mail outside the mail system.
+LOG_EMAIL_BACKENDS = ("django.core.mail.backends.console.EmailBackend",
+                      "django.core.mail.backends.filebased.EmailBackend")
+if PRODUCTION and EMAIL_BACKEND in LOG_EMAIL_BACKENDS:
+    raise ImproperlyConfigured(
+        f"EMAIL_BACKEND={EMAIL_BACKEND} writes operators' mail to logs or files: not allowed "
+        "when GATEWAY_ENV=production (use django.core.mail.backends.smtp.EmailBackend)")
 EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
 EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
@@ -398,14 +427,26 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+    # axes: lockouts stay (WARNING); each failure is journaled (tools/logins.py) already.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"},
+                "axes": {"level": "WARNING"}},
 }
 
 # Operations (tools/ops): /health is public; /metrics needs the Bearer token or a peer address
-# in the allow-list (REMOTE_ADDR; networks allowed). Loopback only by default.
+# in the allow-list (REMOTE_ADDR; networks allowed). REMOTE_ADDR is what the ASGI server says:
+# uvicorn rewrites it from X-Forwarded-For sent by FORWARDED_ALLOW_IPS (127.0.0.1 unless set),
+# and behind a same-host proxy that sets no X-Forwarded-For every client is 127.0.0.1. So
+# production trusts addresses only when told both (docs/production.md): by default the token
+# alone opens /metrics there; loopback is trusted by default only in development.
 HEALTH_CHECK_TIMEOUT_SECONDS = env.float("HEALTH_CHECK_TIMEOUT_SECONDS", default=2.0)
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
-METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS",
+                               default=[] if PRODUCTION else ["127.0.0.1", "::1"])
+if PRODUCTION and METRICS_ALLOWED_IPS and "FORWARDED_ALLOW_IPS" not in os.environ:
+    raise ImproperlyConfigured(
+        "METRICS_ALLOWED_IPS trusts peer addresses, which uvicorn takes from X-Forwarded-For of "
+        "FORWARDED_ALLOW_IPS: set FORWARDED_ALLOW_IPS too (your proxy's address) when "
+        "GATEWAY_ENV=production, or leave METRICS_ALLOWED_IPS empty and use METRICS_TOKEN")
 for _network in METRICS_ALLOWED_IPS:
     try:
         ipaddress.ip_network(_network, strict=False)

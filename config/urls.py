@@ -7,12 +7,14 @@ from drf_spectacular.views import SpectacularSwaggerView
 
 from adapters.rest.openapi import SchemaView
 from tools import admin_site, notifications
+from tools.logins import OperatorLoginForm
 from tools.ops.dashboard import dashboard_view
 from tools.ops.health import health_view
 from tools.ops.home import home_view
 from tools.ops.metrics import metrics_view
 
-# The login form that names the right door, the user page without groups (tools/admin_site.py).
+# The login form that names the right door, the user page without groups (tools/admin_site.py);
+# both logins throttled by django-axes and journaling their failures (tools/logins.py).
 admin_site.configure(admin.site)
 
 urlpatterns = [
@@ -22,8 +24,8 @@ urlpatterns = [
     path("dashboard/", dashboard_view, name="ops-dashboard"),  # owners
     path("health", health_view, name="ops-health"),  # public, names nothing
     path("metrics", metrics_view, name="ops-metrics"),  # METRICS_TOKEN / METRICS_ALLOWED_IPS
-    path("accounts/login/", auth_views.LoginView.as_view(template_name="admin/login.html"),
-         name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(
+        template_name="admin/login.html", authentication_form=OperatorLoginForm), name="login"),
     path("oauth/", include("adapters.oauth.urls")),  # the owner's consent (OAuth for /mcp)
     path("api/v1/", include("audit.urls")),  # the journal for auditors
     path("api/v1/", include("adapters.rest.urls")),

@@ -77,7 +77,7 @@ def run(report: Report, link: GatewayLink, *, allow_write: bool) -> None:
         report.add("find_orders", found.get("status") == "ok", explain(found),
                    request_ids(found), secrets)
         if not allow_write:
-            report.skip("create_order", "только чтение: запись включает --allow-write")
+            report.skip("create_order", WRITE_NEEDS_FLAG)
             _read_existing(report, link, http, found, secrets)
             return
         _write_cycle(report, link, http, secrets)
@@ -120,6 +120,21 @@ def _write_cycle(report: Report, link: GatewayLink, http: httpx.Client,
     seen = [row.get("status") for row in rows if row.get("order_id") == order["order_id"]]
     report.add("find_orders after cancel", seen == ["canceled"],
                f"{explain(again)}; статусы: {seen}", request_ids(again), secrets)
+
+
+SELF_CONFIRMED = ("кит сам подтверждает свои записи: он выставляет проверочный счёт "
+                  "(create_order) и отменяет его (cancel_order), передавая confirmation_token "
+                  "без человека")
+
+
+WRITE_NEEDS_FLAG = "только чтение: запись вне песочницы включает --allow-write"
+
+
+def may_write(contour_mode: str, allow_write: bool) -> bool:
+    """Whether a target may write: on the bundled sandbox always, anywhere else only when
+    --allow-write was given. A demo, production or custom contour may be the real API (a custom
+    base URL can be a proxy in front of it), and the kit confirms its own writes."""
+    return contour_mode == "sandbox" or allow_write
 
 
 def check_contour_mode(target: str, contour_mode: str) -> None:

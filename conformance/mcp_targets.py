@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from conformance.gateway import GatewayLink
-from conformance.invoicebox import explain, probe_order
+from conformance.invoicebox import WRITE_NEEDS_FLAG, explain, probe_order
 from conformance.report import Report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ async def _call(client: Client, name: str, arguments: dict[str, Any]) -> dict[st
     return json.loads(result.content[0].text)
 
 
-async def _cycle(report: Report, link: GatewayLink, transport: str) -> None:
+async def _cycle(report: Report, link: GatewayLink, transport: str, allow_write: bool) -> None:
     secrets = [link.key, link.contour.api_token]
     async with connect(link, transport) as client:
         listed = await client.list_tools()
@@ -61,6 +61,9 @@ async def _cycle(report: Report, link: GatewayLink, transport: str) -> None:
         report.add("find_orders", found.get("status") == "ok", explain(found), secrets=secrets)
         if "create_order" not in names:
             report.skip("create_order", "контур без записи: create_order не виден")
+            return
+        if not allow_write:
+            report.skip("create_order", WRITE_NEEDS_FLAG)
             return
         arguments = probe_order(link.contour.slug)
         first = await _call(client, "create_order", arguments)
@@ -88,9 +91,9 @@ async def _cycle(report: Report, link: GatewayLink, transport: str) -> None:
                    secrets=secrets)
 
 
-def run(report: Report, link: GatewayLink, transport: str) -> None:
+def run(report: Report, link: GatewayLink, transport: str, *, allow_write: bool) -> None:
     report.platform = {"client": "mcp (official Python SDK)", "transport": transport}
-    anyio.run(_cycle, report, link, transport)
+    anyio.run(_cycle, report, link, transport, allow_write)
     if transport == "http":
         _inspector(report, link)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import Group
@@ -17,10 +16,11 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
+from tools.logins import AdminLoginForm as JournaledAdminLoginForm
 from tools.models import ContourRole, Role
 
 
-class AdminLoginForm(AdminAuthenticationForm):
+class AdminLoginForm(JournaledAdminLoginForm):
     """Django's admin form says «введите правильные имя и пароль для учётной записи персонала»
     to a non-staff user even after their password was checked. Only then (the password was
     right) does this form name the door, so it tells a guesser nothing new."""

@@ -6,9 +6,10 @@ body signed with HMAC-SHA256 (header X-Gateway-Signature: sha256=<hex>). A remin
 before the approval deadline. Each message is an OperatorAlert row (unique per confirmation,
 kind, transport and recipient, so queuing twice sends once), delivered by a Celery task that
 takes its id, retries with backoff what can pass on retry, and journals every attempt
-(channel celery, phase notify). Nothing secret goes out: the webhook carries no customer
-data at all, the email only what the approval page shows; the webhook URL (a Telegram relay
-URL holds a bot token) never enters the journal.
+(channel celery, phase notify). Nothing secret and no customer data goes out, neither in the
+webhook nor in the email (no name, no INN: mail passes relays and mailboxes we don't control,
+and the operator decides on the approval page, signed in, which shows them); the webhook URL
+(a Telegram relay URL holds a bot token) never enters the journal.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from tools.models import (
     Role,
 )
 from tools.params import format_rub
+from tools.public_http import NonPublicAddress, PublicOnlyTransport
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +62,8 @@ def webhook_url_problem(url: str) -> str:
     An owner chooses the URL and the gateway's own network sends to it: in production only
     https to a public host name or address (no loopback, private or link-local literal), so an
     owner cannot point it at the gateway's neighbours. Outside production loopback http is fine
-    (a relay on the same machine, the tests). Host names are not resolved here.
+    (a relay on the same machine, the tests). Host names are not resolved here: the sending
+    connection resolves and checks them (tools.public_http).
     """
     parts = urlsplit(url or "")
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -269,7 +272,7 @@ def _send_email(alert: OperatorAlert) -> None:
         else "Операция всё ещё ждёт решения оператора, срок скоро истечёт.",
         "",
         f"Контур: {alert.contour.name} ({alert.contour.slug})",
-        f"Сводка: {alert.confirmation.summary}",
+        f"Операция: {data['title']}",
         f"Сумма: {data['amount_human'] or '—'}",
         f"Решить до: {deadline:%d.%m.%Y %H:%M}",
         f"Почему нужен оператор: {data['reason'] or '—'}",
@@ -297,9 +300,18 @@ def _send_webhook(alert: OperatorAlert) -> None:
                "User-Agent": "invoicebox-gateway-alerts"}
     if contour.notify_webhook_secret:
         headers[SIGNATURE_HEADER] = sign(contour.notify_webhook_secret, body)
+    # In production the connection itself goes to public addresses only (tools.public_http):
+    # the URL check above cannot see where a host name resolves at send time.
+    transport = PublicOnlyTransport() if settings.PRODUCTION else None
     try:
-        response = httpx.post(contour.notify_webhook_url, content=body, headers=headers,
-                              timeout=settings.GATEWAY_ALERT_TIMEOUT_SECONDS)
+        with httpx.Client(transport=transport,
+                          timeout=settings.GATEWAY_ALERT_TIMEOUT_SECONDS) as client:
+            response = client.post(contour.notify_webhook_url, content=body, headers=headers)
+    except httpx.ConnectError as error:
+        if isinstance(error.__cause__, NonPublicAddress):
+            raise DeliveryError("адрес вебхука ведёт на внутренний адрес: отправка запрещена",
+                                permanent=True) from None
+        raise DeliveryError(f"вебхук недоступен ({type(error).__name__})") from None
     except httpx.HTTPError as error:
         # The exception text may carry the URL (and a relay's token in it): the type only.
         raise DeliveryError(f"вебхук недоступен ({type(error).__name__})") from None

@@ -6,34 +6,65 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
 from audit.actors import user_actor
 from tools import clock, events, roles
 from tools.errors import ToolError
-from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation, Role
+from tools.models import (
+    ApiKey,
+    ConfirmationStatus,
+    Contour,
+    ContourRole,
+    PendingConfirmation,
+    Role,
+)
 from tools.params import format_rub
-from tools.spec import ToolSpec
+from tools.spec import ChangedOrder, ToolSpec
 
 
 def requirement(spec: ToolSpec, contour: Contour, amount: int | None, currency: str | None,
-                *, operator_reason: str = "") -> str:
-    """Why this write needs a human ('' when the chat confirmation is enough)."""
+                *, operator_reason: str = "", changes: ChangedOrder | None = None) -> str:
+    """Why this write needs a human ('' when the chat confirmation is enough).
+
+    A write that changes an existing order (`changes`) needs an operator when that order is
+    above the threshold, or when its creation needed one: re-targeting an approved order (new
+    payer, purpose, due date) must not pass on the chat confirmation alone.
+    """
     if spec.kind == "money":
         return "возврат денег всегда одобряет оператор"
     if operator_reason:
         return operator_reason
     if contour.approval_for_all_writes:
         return "в этом контуре все записи одобряет оператор"
+    if changes is not None:
+        reason = (_over_threshold(contour, changes.amount, changes.currency, "сумма счёта")
+                  or _approved_at_creation(contour, changes))
+        if reason:
+            return reason
     if amount is None:
         return ""
-    threshold = contour.approval_threshold(currency or "")
+    return _over_threshold(contour, amount, currency or "", "сумма")
+
+
+def _over_threshold(contour: Contour, amount: int, currency: str, what: str) -> str:
+    threshold = contour.approval_threshold(currency)
     if threshold is None:
         return f"для валюты {currency} порог не задан: одобряет оператор"
     if amount > threshold:
-        return (f"сумма {format_rub(amount, currency or '')} выше порога "
-                f"{format_rub(threshold, currency or '')}: одобряет оператор")
+        return (f"{what} {format_rub(amount, currency)} выше порога "
+                f"{format_rub(threshold, currency)}: одобряет оператор")
+    return ""
+
+
+def _approved_at_creation(contour: Contour, changes: ChangedOrder) -> str:
+    created = PendingConfirmation.objects.filter(
+        contour=contour, requires_approval=True,
+        operation__merchant_order_id=changes.merchant_order_id)
+    if created.exists():
+        return (f"счёт {changes.merchant_order_id} при выставлении одобрял оператор: его "
+                "изменение тоже одобряет оператор")
     return ""
 
 
@@ -71,12 +102,23 @@ def waiting(user: Any) -> QuerySet[PendingConfirmation]:
 
 
 def prepared_by(user: Any, confirmation: PendingConfirmation) -> bool:
-    """Whether the key that prepared this confirmation ("key:<prefix>") belongs to user."""
-    actor = confirmation.created_by or ""
-    if not actor.startswith("key:") or not user.pk:
+    """Whether user stands behind a key that prepared this confirmation: four eyes by record.
+
+    Barred: everyone the confirmation snapshotted when a key prepared it (that key's issuer,
+    who saw the raw secret, and its holder then, the issuer when it had none), and, for the
+    key named in `created_by`, its issuer and its holder now. The editable holder can only add
+    to who is barred, never take anyone off an open confirmation.
+    """
+    if not user.pk:
         return False
-    return ApiKey.objects.filter(contour_id=confirmation.contour_id,
-                                 prefix=actor.removeprefix("key:"), user=user).exists()
+    if confirmation.barred_approvers.filter(pk=user.pk).exists():
+        return True
+    actor = confirmation.created_by or ""
+    if not actor.startswith("key:"):
+        return False
+    return ApiKey.objects.filter(
+        Q(user=user) | Q(issued_by=user),
+        contour_id=confirmation.contour_id, prefix=actor.removeprefix("key:")).exists()
 
 
 def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError | None:
@@ -92,9 +134,20 @@ def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError |
         confirmation.save(update_fields=["status"])
         return ToolError("confirmation_expired", "срок подтверждения истёк; решать поздно")
     if prepared_by(user, confirmation):
-        return ToolError("forbidden", "эту операцию подготовил ваш собственный ключ API: "
-                         "решение должен принять другой оператор")
+        return ToolError("forbidden", "эту операцию подготовил ваш собственный ключ API (вы его "
+                         "выдали или держите): решение должен принять другой оператор")
+    if owns_contour(user, confirmation.contour):
+        return ToolError("forbidden", "вы владелец этого контура: его операции одобряет "
+                         "оператор, который контуром не владеет (принцип четырёх глаз)")
     return None
+
+
+def owns_contour(user: Any, contour: Contour) -> bool:
+    """Maker-checker (docs/production.md): an owner sets the policy and issues the keys of a
+    contour, so an operator role of the same person there approves nothing. Superusers hold
+    every role (break-glass) and stay bound by the key records above."""
+    return (not user.is_superuser and ContourRole.objects.filter(
+        user=user, contour=contour, role=Role.OWNER).exists())
 
 
 def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = ""

@@ -38,6 +38,8 @@ class Trace:
     upstream_status: int | None = None
     started: float = field(default_factory=time.monotonic)
     key: ApiKey | None = None
+    # What the upstream answered during the call: the journal masks the personal values in it.
+    replies: list[Any] = field(default_factory=list)
 
 
 def journal_started(trace: Trace, operation: Operation) -> None:
@@ -72,6 +74,7 @@ def journal_outcome(trace: Trace, outcome: Outcome) -> Outcome:
         "upstream_status": trace.upstream_status,
         "duration_ms": int((time.monotonic() - trace.started) * 1000),
         "secrets": contour.secrets() if contour is not None else [],
+        "read_back": trace.replies,
     }
     try:
         entry = record_or_spool(arguments=arguments, message=outcome.message, **fields)

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from tools import clock
+from tools import clock, keys
 from tools.errors import ToolError
 from tools.models import (
     ConfirmationStatus,
@@ -133,6 +133,7 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
             existing.expires_at = max(existing.expires_at,
                                       existing.created_at + contour.approval_window)
             existing.save(update_fields=["requires_approval", "approval_reason", "expires_at"])
+        bar_key_people(existing, contour, actor)
         return existing, token_for(existing)
     confirmation = PendingConfirmation(
         contour=contour, tool=spec.name, arguments=canonical, args_hash=digest,
@@ -146,7 +147,20 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
     token = token_for(confirmation)
     confirmation.token_hash = sha256_hex(token)
     confirmation.save()
+    bar_key_people(confirmation, contour, actor)
     return confirmation, token
+
+
+def bar_key_people(confirmation: PendingConfirmation, contour: Contour, actor: str) -> None:
+    """Snapshot who stands behind the key preparing this write: its issuer (who saw the raw
+    key) and its holder now, the issuer when it names none. Each preparation adds its own; a
+    later change of the key's holder takes no one off."""
+    key = keys.key_of(contour, actor)
+    if key is None:
+        return
+    people = {key.issued_by_id, key.user_id or key.issued_by_id} - {None}
+    if people:
+        confirmation.barred_approvers.add(*people)
 
 
 def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: str

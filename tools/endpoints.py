@@ -52,9 +52,20 @@ def _shown(value: str | None) -> str:
 
 
 def base_url_problem(mode: str, base_url: str) -> str:
-    """Why a base URL is not allowed for a mode (in Russian), or "" when it is."""
+    """Why a base URL is not allowed for a mode (in Russian), or "" when it is.
+
+    Userinfo (`user:password@`), a query string and a fragment are refused in every mode, and
+    before anything echoes the URL: they would carry credentials into the journal, the
+    command's output and the conformance report, and the client appends paths to the base URL
+    (a query in it would end up in the middle of every request's URL).
+    """
     url = (base_url or "").rstrip("/")
     parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return "в адресе API не может быть имени и пароля (user:password@): только схема, хост и путь"
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        return ("в адресе API не может быть параметров запроса (?…) или фрагмента (#…): "
+                "только схема, хост и путь")
     if mode in OFFICIAL_MODES:
         if url != OFFICIAL_API_ORIGIN:
             return (f"в режиме {mode} адрес API только {OFFICIAL_API_ORIGIN}, а указано "

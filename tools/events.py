@@ -77,7 +77,9 @@ def contour_changed(contour: Contour, changes: Mapping[str, Mapping[str, Any]],
 def _key_arguments(key: ApiKey, **extra: Any) -> dict[str, Any]:
     return {
         "object": "api_key", "prefix": key.prefix, "label": key.label,
-        "holder": key.user.get_username() if key.user else "", "toolsets": key.toolsets,
+        "holder": key.user.get_username() if key.user else "",
+        "issued_by": key.issued_by.get_username() if key.issued_by else "",
+        "toolsets": key.toolsets,
         "tools": key.tools, "expires_at": key.expires_at.isoformat() if key.expires_at else None,
         **extra,
     }
@@ -232,3 +234,15 @@ def operation_resolved(operation: Operation, *, status: str, code: str, message:
                    status=status, code=code, message=message,
                    confirmation_id=str(operation.confirmation_id), operation_key=operation.key,
                    secrets=[s for s in (contour.api_token, contour.notification_key) if s])
+# -- people's logins --------------------------------------------------------------------------
+
+def login_failed(*, shown_username: str, address: str, known_user: bool, locked_out: bool,
+                 channel: str) -> None:
+    """A refused login (tools/logins.py): `shown_username` is already masked when unknown."""
+    journal.record(
+        contour="", channel=channel, actor=f"login:{shown_username}", tool="", phase="login",
+        arguments={"address": address, "known_user": known_user, "locked_out": locked_out},
+        status="rejected", code="login_locked_out" if locked_out else "login_failed",
+        message=("вход закрыт: слишком много неудачных попыток" if locked_out
+                 else "неудачная попытка входа"),
+    )

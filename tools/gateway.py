@@ -194,7 +194,8 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                             lambda: spec.summarize(CallContext(contour, client), params))
     ceilings.check(contour, ceilings.Request(summary.amount, summary.currency))
     reason = approvals.requirement(spec, contour, summary.amount, summary.currency,
-                                   operator_reason=summary.operator_reason)
+                                   operator_reason=summary.operator_reason,
+                                   changes=summary.changes)
     confirmation, token = confirmations.prepare(
         contour, spec, canonical, summary, trace.actor, approval_reason=reason,
         reuse_open=not allow_duplicate,

@@ -154,16 +154,19 @@ class Contour(models.Model):
         problem = base_url_problem(self.mode, self.base_url)
         if problem:
             raise ValidationError({"base_url": problem})
-        # A token entered for one host is never kept for another: unless a new token came
-        # with the change, the stored one is cleared.
-        if self.endpoint_changed and self.api_token == self._loaded[2]:
-            self.api_token = ""
-            if kwargs.get("update_fields") is not None:
-                kwargs["update_fields"] = {*kwargs["update_fields"], "api_token"}
+        # Secrets entered for one endpoint are never kept for another: unless a new one came
+        # with the change, the stored one is cleared. The token would go to the new host; the
+        # notification key of a former sandbox is the published one, anyone can sign with it.
+        for index, name in ((2, "api_token"), (3, "notification_key")):
+            if self.endpoint_changed and getattr(self, name) == self._loaded[index]:
+                setattr(self, name, "")
+                if kwargs.get("update_fields") is not None:
+                    kwargs["update_fields"] = {*kwargs["update_fields"], name}
         super().save(*args, **kwargs)
         self._remember_endpoint()
 
-    # (mode, base_url, api_token) as loaded from the database; None for a new contour.
+    # (mode, base_url, api_token, notification_key) as loaded from the database; None for a
+    # new contour.
     _loaded: tuple[Any, ...] | None = None
 
     @classmethod
@@ -189,7 +192,8 @@ class Contour(models.Model):
 
     def _remember_endpoint(self) -> None:
         # From __dict__: a deferred field (.only()) must not trigger a load here.
-        loaded = tuple(self.__dict__.get(name) for name in ("mode", "base_url", "api_token"))
+        loaded = tuple(self.__dict__.get(name)
+                       for name in ("mode", "base_url", "api_token", "notification_key"))
         self._loaded = loaded if self.pk and None not in loaded else None
 
     def has_toolset(self, toolset: str) -> bool:
@@ -272,10 +276,16 @@ class ApiKey(models.Model):
 
     contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="api_keys")
     label = models.CharField("метка", max_length=200, blank=True)
-    # The person who holds the key, when known: an operator may not approve what their own
-    # key prepared.
+    # The person who holds the key, when known: an editable label, so the four-eyes rule
+    # (tools.approvals.prepared_by) never rests on it alone.
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
                              blank=True, related_name="api_keys", verbose_name="владелец ключа")
+    # Who issued the key and so saw its raw secret: recorded once at issue, never edited (no
+    # form shows it as a field; PROTECT: the person outlives the record). None: no person
+    # (a command, scaffolding).
+    issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                  null=True, blank=True, editable=False, related_name="+",
+                                  verbose_name="выдал")
     prefix = models.CharField("префикс", max_length=PREFIX_LENGTH, db_index=True)
     key_hash = models.CharField("хеш ключа", max_length=64, unique=True)
     created_at = models.DateTimeField("создан", auto_now_add=True)
@@ -303,13 +313,14 @@ class ApiKey(models.Model):
     @classmethod
     def issue(cls, contour: Contour, label: str = "", user: Any = None, *,
               toolsets: list[str] | None = None, tools: list[str] | None = None,
-              expires_at: timezone.datetime | None = None) -> tuple[ApiKey, str]:
+              expires_at: timezone.datetime | None = None, issued_by: Any = None
+              ) -> tuple[ApiKey, str]:
         """Create a key and return it with the full secret, which is never stored."""
         raw = "ibg_" + secrets.token_urlsafe(32)
         key = cls.objects.create(
             contour=contour, label=label, prefix=raw[: cls.PREFIX_LENGTH], key_hash=sha256_hex(raw),
             user=user, toolsets=list(toolsets or []), tools=list(tools or []),
-            expires_at=expires_at,
+            expires_at=expires_at, issued_by=issued_by,
         )
         return key, raw
 
@@ -372,6 +383,12 @@ class PendingConfirmation(models.Model):
         "статус", max_length=16, choices=ConfirmationStatus.choices, default=ConfirmationStatus.PENDING
     )
     created_by = models.CharField("подготовил", max_length=200, blank=True)
+    # The people behind each key that prepared this write, snapshotted when it did: the key's
+    # issuer and its holder at that moment (its issuer when it had none). None of them may
+    # approve it, whatever the key's holder becomes later (tools.approvals.prepared_by).
+    barred_approvers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="+",
+        verbose_name="не могут одобрить (выдали ключ или держали его)")
     # Set from the database's clock (tools/clock.py) by whoever creates the row.
     created_at = models.DateTimeField("создано", default=timezone.now)
     expires_at = models.DateTimeField("истекает")

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, IntegrityError, transaction
 from django.http import HttpRequest, JsonResponse
@@ -33,7 +34,7 @@ from adapters.invoicebox.notify import (
 )
 from tools import events, outbox
 from tools.confirmations import UNRESOLVED_STATES
-from tools.models import Contour, Operation, ProcessedNotification, TrackedOrder
+from tools.models import Contour, InvoiceboxMode, Operation, ProcessedNotification, TrackedOrder
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,12 @@ def process(slug: str, body: bytes, signature: str | None, *, actor: str = "invo
     if not contour.notification_key:
         return _refuse(record, notify.error(
             "signature_error", "у контура не задан ключ подписи уведомлений"))
+    if (contour.notification_key == settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
+            and contour.mode != InvoiceboxMode.SANDBOX):
+        # Published with the sandbox: anyone could sign "paid" with it.
+        return _refuse(record, notify.error(
+            "signature_error", "ключ подписи контура — опубликованный ключ песочницы; вне "
+                               "песочницы он ничего не доказывает: задайте ключ магазина"))
     try:
         valid = notify.signature_valid(body, signature, contour.notification_key,
                                        method=contour.notification_signature_method,
@@ -142,6 +149,13 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         problem = _mismatch(tracked, note)
         if problem is not None:
             return _journal(record, problem)
+        if note.id != tracked.order_id and not (note.is_paid and tracked.status == PAID):
+            # Found by our merchantOrderId alone: another Invoicebox order carries our number.
+            # Its payment is not this order's; a person looks at it (the journal names both).
+            return _journal(record, notify.error(
+                "order_not_found", f"уведомление о другом счёте Инвойсбокс ({note.id}) с "
+                                   f"номером нашего счёта {tracked.merchant_order_id} "
+                                   f"({tracked.order_id}): не учтено, проверьте вручную"))
         if note.is_paid and tracked.status == PAID:
             if _paid_by_another(contour, tracked, note):
                 return _journal(record, notify.error(
@@ -214,8 +228,12 @@ def _tracked_order(contour: Contour, note: OrderNotification) -> TrackedOrder | 
 
 
 def _mismatch(tracked: TrackedOrder, note: OrderNotification) -> Answer | None:
-    # Another currency is another sum: order_wrong_amount is the documented code for it.
-    if note.currency_id and note.currency_id != tracked.currency:
+    # Another currency is another sum: order_wrong_amount is the documented code for it. A
+    # notification that names no currency proves no sum either.
+    if not note.currency_id:
+        return notify.error("order_wrong_amount",
+                            f"в уведомлении нет currencyId, а счёт выставлен в {tracked.currency}")
+    if note.currency_id != tracked.currency:
         return notify.error("order_wrong_amount",
                             f"валюта {note.currency_id}, а счёт выставлен в {tracked.currency}")
     if note.amount_kopecks != tracked.amount:

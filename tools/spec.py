@@ -31,6 +31,15 @@ CONTROL_FIELDS = frozenset({"confirmation_token", "confirm_amount", "allow_dupli
 
 
 @dataclass(frozen=True)
+class ChangedOrder:
+    """An order that exists already and that a write changes: what approval weighs for it."""
+
+    merchant_order_id: str
+    amount: int
+    currency: str
+
+
+@dataclass(frozen=True)
 class Summary:
     """What a human confirms: a Russian text plus the same facts as data."""
 
@@ -43,6 +52,12 @@ class Summary:
     # Why this particular write needs an operator whatever the contour's policy (for example a
     # cancellation that returns held money); '' when the policy alone decides.
     operator_reason: str = ""
+    # The existing order the write changes (update_order): tools.approvals.requirement weighs
+    # its amount and how it was approved when it was created.
+    changes: ChangedOrder | None = None
+    # The existing order the write changes (update_order): tools.approvals.requirement weighs
+    # its amount and how it was approved when it was created.
+    changes: ChangedOrder | None = None
 
 
 @dataclass

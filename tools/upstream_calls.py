@@ -43,6 +43,8 @@ def upstream(trace: Trace, client: InvoiceboxClient, action: Any) -> Any:
     finally:
         trace.upstream_request_id = client.last_request_id
         trace.upstream_status = client.last_status
+        trace.replies.extend(client.replies)
+        client.replies.clear()
 
 
 def upstream_hint(error: InvoiceboxError) -> str:

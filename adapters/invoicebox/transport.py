@@ -155,6 +155,10 @@ class Transport:
         )
         self.last_request_id = ""
         self.last_status: int | None = None
+        # Every decoded reply's data, in order: the gateway hands them to the journal, which
+        # masks each personal value in them wherever a message repeats it (a summary naming
+        # the customer of an order read back).
+        self.replies: list[Any] = []
         self._token = token
         self._account = limits.account_key(token)
         # Pooled per upstream account (keep-alive, TLS context built once); a test's or the
@@ -327,6 +331,7 @@ class Transport:
             raise self._bad_response("тело ответа не JSON", write=write) from None
         if not isinstance(envelope, dict) or "data" not in envelope:
             raise self._bad_response("нет поля data", write=write)
+        self.replies.append(envelope["data"])
         return envelope["data"], envelope
 
     def _http_error(self, response: httpx.Response, write: bool) -> InvoiceboxError:

@@ -163,3 +163,25 @@ def test_journal_export_streams_through_the_wsgi_mount(live: dict[str, Any]):
     assert len(lines) >= len(expected) > 0  # later calls of the module may add entries
     assert [json.loads(line)["id"] for line in lines[:len(expected)]] == [
         json.loads(line)["id"] for line in expected]
+
+
+SECURITY_HEADERS = ("x-content-type-options", "x-frame-options", "referrer-policy",
+                    "cross-origin-opener-policy")
+
+
+def test_health_refuses_a_host_outside_allowed_hosts(live: dict[str, Any]):
+    """The ASGI route of /health skips Django's middleware, not Django's Host check."""
+    refused = httpx.get(f"{live['base']}/health", headers={"Host": "evil.example"}, timeout=5)
+    django_route = httpx.get(f"{live['base']}/", headers={"Host": "evil.example"}, timeout=5)
+
+    assert (refused.status_code, django_route.status_code) == (400, 400)
+    assert "database" not in refused.text
+
+
+def test_health_carries_the_security_headers_of_a_django_route(live: dict[str, Any]):
+    health_page = httpx.get(f"{live['base']}/health", timeout=5)
+    home = httpx.get(f"{live['base']}/", timeout=5)
+
+    assert health_page.status_code == home.status_code == 200
+    for name in SECURITY_HEADERS:
+        assert health_page.headers.get(name) == home.headers.get(name) is not None, name

@@ -114,9 +114,10 @@ def test_a_retry_of_the_same_payment_after_the_status_poll_answers_success(
     assert JournalEntry.objects.filter(code="notification_confirmed").count() == 1
 
 
-def test_the_merchant_order_paid_by_another_invoicebox_order_is_already_paid(
+def test_another_invoicebox_orders_payment_never_pays_ours(
         assistant: Assistant, http: Client):
-    """Docs: paid earlier by a notification with another id -> order_already_paid."""
+    """Another Invoicebox order carrying our merchantOrderId is not our order (issue 25, 7):
+    its payment is refused for a person to look at; our own then counts, once."""
     order = issue(assistant)
     pay_order(order["order_id"], notify=False)
     own = notification_body(order["order_id"])
@@ -126,9 +127,9 @@ def test_the_merchant_order_paid_by_another_invoicebox_order_is_already_paid(
     second = post_notification(http, "acme", own, KEY)[1]
     repeated = post_notification(http, "acme", other, KEY)[1]
 
-    assert first == {"status": "success"}  # the merchant's order got paid by that one
-    assert second["code"] == "order_already_paid"  # its own invoice paid as well: a 2nd payment
-    assert repeated == {"status": "success"}  # the first payment's retry stays success
+    assert first["code"] == "order_not_found"  # not ours: nothing marked paid by it
+    assert second == {"status": "success"}  # our own invoice's payment
+    assert repeated["code"] == "order_already_paid"  # ours is paid: that one is a 2nd payment
 
 
 def test_after_the_poll_another_invoicebox_order_is_already_paid(

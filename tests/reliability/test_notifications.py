@@ -274,3 +274,32 @@ def test_an_order_with_its_own_notification_url_is_notified_there(
     [entry] = webhook_entries()
     assert (entry.contour, entry.code) == ("other", "order_not_found")
     assert tracked(order["order_id"]).status == "created"
+
+
+def test_another_invoicebox_order_with_our_number_is_refused(assistant: Assistant, http: Client):
+    # A correctly signed notification about another Invoicebox order (another id) that carries
+    # our merchantOrderId must not mark our unpaid order paid.
+    order = issue(assistant)
+    payload = {**json.loads(notification_body(order["order_id"])), "status": "completed",
+               "id": "0190cccc-0000-7000-8000-000000000000"}
+
+    _, answer = post_notification(http, "acme", body_of(payload), KEY)
+
+    assert answer["code"] == "order_not_found"
+    assert "0190cccc-0000-7000-8000-000000000000" in answer["message"]
+    assert tracked(order["order_id"]).status == "created"
+    assert not ProcessedNotification.objects.exists()
+    assert webhook_entries()[-1].code == "order_not_found"
+
+
+def test_a_payment_without_a_currency_is_refused(assistant: Assistant, http: Client):
+    order = issue(assistant)
+    payload = {**json.loads(notification_body(order["order_id"])), "status": "completed"}
+    del payload["currencyId"]
+
+    _, answer = post_notification(http, "acme", body_of(payload), KEY)
+
+    assert answer["code"] == "order_wrong_amount"
+    assert "currencyId" in answer["message"]
+    assert tracked(order["order_id"]).status == "created"
+    assert not ProcessedNotification.objects.exists()

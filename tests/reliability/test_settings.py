@@ -46,12 +46,36 @@ def test_production_with_its_secrets_starts_with_secure_cookies_and_a_real_broke
     ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",bare-secret-value-xyz"},
      "item 2 is not kid:secret"),
     ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",j1:" + "t" * 40}, "'j1' appears twice"),
+    # Operators' alerts (customer data) must not go to the process log or a file.
+    ({"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"},
+     "EMAIL_BACKEND=django.core.mail.backends.console.EmailBackend writes"),
+    ({"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend"},
+     "not allowed when GATEWAY_ENV=production"),
+    # Trusting peer addresses for /metrics needs the proxies uvicorn believes named too.
+    ({"METRICS_ALLOWED_IPS": "10.0.0.0/8"}, "set FORWARDED_ALLOW_IPS too"),
 ])
 def test_production_refuses_to_start_unsafe(change: dict[str, str], message: str):
     done = load_settings(**{**PRODUCTION, **change})
 
     assert done.returncode != 0
     assert "ImproperlyConfigured" in done.stderr and message in done.stderr
+
+
+def metrics_trust(**env: str) -> str:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("DJANGO_", "CELERY_", "GATEWAY_", "METRICS_", "FORWARDED_"))}
+    done = subprocess.run([sys.executable, "-c", "import config.settings as s; "
+                           "print(','.join(s.METRICS_ALLOWED_IPS) or '-')"], cwd=ROOT,
+                          env={**clean, **env}, capture_output=True, text=True, timeout=60,
+                          check=True)
+    return done.stdout.strip()
+
+
+def test_metrics_trusts_no_address_in_production_unless_told_with_its_proxies():
+    assert metrics_trust() == "127.0.0.1,::1"  # development: loopback
+    assert metrics_trust(**PRODUCTION) == "-"  # production: the token alone
+    assert metrics_trust(**PRODUCTION, METRICS_ALLOWED_IPS="10.0.0.7",
+                         FORWARDED_ALLOW_IPS="10.0.0.1") == "10.0.0.7"
 
 
 def test_development_needs_nothing_and_runs_tasks_eagerly():

@@ -29,10 +29,10 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
                     "last_use")
     list_filter = (contour_filter, RevokedFilter)
     search_fields = ("prefix", "label")
-    fields = ("contour", "prefix", "label", "user", "created_at", "revoked_at", "toolsets",
-              "tools", "expires_at", "last_use")
-    readonly_fields = ("contour", "prefix", "created_at", "revoked_at", "toolsets", "tools",
-                       "expires_at", "last_use")
+    fields = ("contour", "prefix", "label", "user", "issued_by", "created_at", "revoked_at",
+              "toolsets", "tools", "expires_at", "last_use")
+    readonly_fields = ("contour", "prefix", "issued_by", "created_at", "revoked_at", "toolsets",
+                       "tools", "expires_at", "last_use")
     last_use = key_last_use
 
     @admin.display(description="доступ")
@@ -76,7 +76,7 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
             key, raw = key_service.issue(
                 data["contour"], label=data["label"], user=data["user"],
                 toolsets=data["toolsets"], tools=data["tools"], expires_at=data["expires_at"],
-                actor=user_actor(request.user), channel="admin")
+                actor=user_actor(request.user), channel="admin", issued_by=request.user)
             response = TemplateResponse(request, "admin/tools/apikey/issued.html",
                                         {**context, "title": "Ключ выдан", "key": key,
                                          "raw": raw})
@@ -105,7 +105,7 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
             return None
         try:
             key, raw = key_service.rotate(chosen[0], actor=user_actor(request.user),
-                                          channel="admin")
+                                          channel="admin", by=request.user)
         except keys.KeySetupError:
             self.message_user(request, "Ключ отозван или истёк: выдайте новый.", messages.ERROR)
             return None

@@ -20,7 +20,7 @@ from tools.catalog.orders import (
 from tools.checks import check_basket, check_customer, check_future
 from tools.errors import Problem, ToolError
 from tools.params import Kopecks, StrictModel, Timestamp, format_rub
-from tools.spec import CallContext, Example, Summary, ToolSpec
+from tools.spec import CallContext, ChangedOrder, Example, Summary, ToolSpec
 
 if TYPE_CHECKING:
     from tools.models import Contour
@@ -102,14 +102,16 @@ def summarize_update_order(ctx: CallContext, params: UpdateOrderParams) -> Summa
     if params.customer is not None:
         parts.append(f"покупатель {params.customer.name or 'без названия'}"
                      + (f" (ИНН {params.customer.vat_number})" if params.customer.vat_number else ""))
-    text = (f"Изменить неоплаченный счёт {order.merchant_order_id} "
+    text = (f"Изменить неоплаченный счёт {order.merchant_order_id} на сумму "
+            f"{format_rub(order.amount, c)} "
             f"({order.customer_name or 'покупатель не указан'}): " + "; ".join(parts) + ".")
     warnings = check_customer(params.customer)[1] if params.customer is not None else []
     new_amount = int(params.amount) if params.amount is not None else None
     # A new amount weighs on the ceilings like a new order (the old one is not subtracted).
     return Summary(text=text, data={"order": order_row(order, "concise"),
                                     "new_amount": params.amount, "new_vat_amount": params.vat_amount},
-                   warnings=warnings, amount=new_amount, currency=c if new_amount else None)
+                   warnings=warnings, amount=new_amount, currency=c if new_amount else None,
+                   changes=ChangedOrder(order.merchant_order_id, order.amount, c))
 
 
 def _update(params: UpdateOrderParams) -> OrderUpdate:

@@ -19,21 +19,25 @@ EDITABLE_FIELDS = ("label", "user")
 
 def issue(contour: Contour, *, label: str = "", user: Any = None,
           toolsets: Sequence[str] = (), tools: Sequence[str] = (),
-          expires_at: datetime | None = None, actor: str, channel: str
-          ) -> tuple[ApiKey, str]:
-    """Issue a key (narrower than the contour when asked); the raw key is returned once."""
+          expires_at: datetime | None = None, actor: str, channel: str,
+          issued_by: Any = None) -> tuple[ApiKey, str]:
+    """Issue a key (narrower than the contour when asked); the raw key is returned once.
+
+    `issued_by`: the person who sees the raw key (the admin's user; None for a command). It is
+    recorded once and never edited: the four-eyes rule bars them from approving what the key
+    prepares, whoever is named as its holder (tools.approvals.prepared_by)."""
     if expires_at is not None and expires_at <= timezone.now():
         raise KeySetupError("--expires must be in the future")
     with transaction.atomic():
         key, raw = ApiKey.issue(contour, label=label, user=user, toolsets=list(toolsets),
-                                tools=list(tools), expires_at=expires_at)
+                                tools=list(tools), expires_at=expires_at, issued_by=issued_by)
         events.api_key_issued(key, describe_scope(key), actor=actor, channel=channel)
     return key, raw
 
 
-def rotate(old: ApiKey, *, actor: str, channel: str) -> tuple[ApiKey, str]:
+def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None) -> tuple[ApiKey, str]:
     """A new key with the old one's scope; the old one stays valid for the contour's grace
-    period (never longer than it already had)."""
+    period (never longer than it already had). `by` sees the new raw key: its issuer."""
     contour = old.contour
     now = clock.now()  # the grace and the expiry by the database's clock (tools/clock.py)
     grace_end = now + timedelta(hours=contour.key_grace_hours)
@@ -43,7 +47,7 @@ def rotate(old: ApiKey, *, actor: str, channel: str) -> tuple[ApiKey, str]:
             raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
         new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
                                 toolsets=locked.toolsets, tools=locked.tools,
-                                expires_at=locked.expires_at)
+                                expires_at=locked.expires_at, issued_by=by)
         if locked.expires_at is None or locked.expires_at > grace_end:
             locked.expires_at = grace_end
             locked.save(update_fields=["expires_at"])

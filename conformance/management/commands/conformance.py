@@ -35,7 +35,8 @@ class Command(BaseCommand):
                             help="работающий шлюз с той же базой; без него шлюз поднимается "
                             "на 127.0.0.1 на время проверки")
         parser.add_argument("--allow-write", action="store_true",
-                            help="invoicebox-production: выставить и отменить счёт")
+                            help="разрешить записи (выставить и отменить проверочный счёт) на "
+                                 "контуре не в режиме sandbox; кит подтверждает их сам")
         parser.add_argument("--model", default="", help="модель (openai, hermes, yandexgpt-openai)")
         parser.add_argument("--model-url", default="", help="hermes: OpenAI-совместимый сервер")
 
@@ -60,6 +61,8 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         path = Path(options["report"]) if options["report"] else default_path(target, report.date)
         report.write(path)
+        if report.platform.get("writes"):
+            self.stdout.write(report.platform["writes"])
         for step in report.steps:
             self.stdout.write(f"{step.verdict:7} {step.name}: {step.detail}")
         self.stdout.write(f"отчёт: {path} (отпечаток {report.fingerprint()})")
@@ -68,15 +71,20 @@ class Command(BaseCommand):
 
     def _run(self, target: str, report: Report, gateway: GatewayLink,
              options: dict[str, Any]) -> None:
+        # Every target that writes: only with --allow-write off the sandbox (models never get
+        # there: _contour refuses them any other contour).
+        allow_write = invoicebox.may_write(gateway.contour.mode, options["allow_write"])
         if target in INVOICEBOX:
             report.platform = {"api": "Invoicebox API v3", "base_url": gateway.contour.base_url}
-            invoicebox.run(report, gateway, allow_write=target == "invoicebox-demo"
-                           or options["allow_write"])
+            invoicebox.run(report, gateway, allow_write=allow_write)
         elif target in MCP:
-            mcp_targets.run(report, gateway, target.removeprefix("mcp-"))
+            mcp_targets.run(report, gateway, target.removeprefix("mcp-"),
+                            allow_write=allow_write)
         else:
             converse, user = self._assistant(target, report, gateway, options)
             assistants.converse_and_check(report, gateway, converse, user)
+        if allow_write:
+            report.platform["writes"] = invoicebox.SELF_CONFIRMED
 
     @staticmethod
     def _assistant(target: str, report: Report, gateway: GatewayLink,

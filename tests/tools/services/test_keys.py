@@ -15,7 +15,8 @@ from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
-KEY_PAYLOAD = {"object", "prefix", "label", "holder", "toolsets", "tools", "expires_at"}
+KEY_PAYLOAD = {"object", "prefix", "label", "holder", "issued_by", "toolsets", "tools",
+               "expires_at"}
 
 
 def entries(code: str) -> list[JournalEntry]:
