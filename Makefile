@@ -49,7 +49,21 @@ worker: $(BIN)/.installed
 beat: $(BIN)/.installed
 	$(BIN)/celery -A config beat --loglevel INFO --schedule var/celerybeat-schedule
 
-test: $(BIN)/.installed-test
+# tests/system runs MCP clients nobody here wrote: npm packages (the TypeScript SDK, mcp-remote,
+# the conformance suite and node@22 for it) from the lock file, and langchain-mcp-adapters in a
+# venv of its own (it imports mcp 1.x; the gateway runs mcp 2).
+SYSTEM_NODE := tests/system/node
+$(SYSTEM_NODE)/node_modules/.installed: $(SYSTEM_NODE)/package-lock.json
+	cd $(SYSTEM_NODE) && npm ci --no-audit --no-fund --loglevel error
+	touch $@
+
+LANGCHAIN_VENV := .venv-langchain
+$(LANGCHAIN_VENV)/.installed: Makefile
+	test -x $(LANGCHAIN_VENV)/bin/python || $(PYTHON) -m venv $(LANGCHAIN_VENV)
+	$(LANGCHAIN_VENV)/bin/python -m pip install --quiet "langchain-mcp-adapters>=0.3,<0.4" "mcp>=1.24,<2"
+	touch $@
+
+test: $(BIN)/.installed-test $(SYSTEM_NODE)/node_modules/.installed $(LANGCHAIN_VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
@@ -58,4 +72,4 @@ lint: $(BIN)/.installed-test
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles var
+	rm -rf $(VENV) $(LANGCHAIN_VENV) $(SYSTEM_NODE)/node_modules db.sqlite3 staticfiles var
