@@ -2,7 +2,8 @@
 
 Runs in its own venv (.venv-langchain, made by `make test`): the adapters import mcp 1.x, the
 gateway runs mcp 2. Standalone on purpose (no Django, no project imports); the steps are those
-of tests/system/sessions.py and node/ts_client.mjs. Prints one JSON line per session.
+of tests/system/sessions.py and node/ts_client.mjs (which says why each order is its own and
+how the refusal is made). Prints one JSON line per session.
 
     .venv-langchain/bin/python tests/system/langchain_client.py URL KEY SESSIONS ORDER_JSON
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import uuid
 from typing import Any
 
 from langchain_mcp_adapters.client import MultiServerMCPClient
@@ -29,6 +31,7 @@ async def one_session(client: MultiServerMCPClient, order: dict[str, Any]) -> di
             text = content if isinstance(content, str) else content[0]["text"]
             return {**json.loads(text), "isError": message.status == "error"}
 
+        order = {**order, "description": f"{order['description']} №{uuid.uuid4().hex[:8]}"}
         done: dict[str, Any] = {"tools": list(tools)}
         done["find"] = await call("find_orders", {})
         done["prepared"] = await call("create_order", order)
@@ -36,7 +39,7 @@ async def one_session(client: MultiServerMCPClient, order: dict[str, Any]) -> di
         done["created"] = await call("create_order", {**order, "confirmation_token": token})
         done["read"] = await call("get_order", {"order_id": (done["created"].get("data") or {})
                                                 .get("order_id")})
-        done["refused"] = await call("create_order", {})
+        done["refused"] = await call("create_order", {**order, "amount": "1"})
         return done
 
 

@@ -1,6 +1,7 @@
 // The official TypeScript SDK client, as an application would use it: SESSIONS sessions, each
 // listing the tools, reading, finding, a two-phase create_order and one refusal.
 // Usage: node ts_client.mjs URL KEY SESSIONS ORDER_JSON   (prints one JSON line per session)
+import { randomUUID } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
@@ -27,12 +28,12 @@ async function oneSession(index) {
       return { ...envelope(result), isError: Boolean(result.isError) };
     };
     steps.find = await call("find_orders", {});
-    const args = order;
+    const args = { ...order, description: `${order.description} №${randomUUID().slice(0, 8)}` };
     steps.prepared = await call("create_order", args);
     const token = steps.prepared.confirmation?.token;
     steps.created = await call("create_order", { ...args, confirmation_token: token });
     steps.read = await call("get_order", { order_id: steps.created.data?.order_id });
-    steps.refused = await call("create_order", {});
+    steps.refused = await call("create_order", { ...args, amount: "1" });
     await transport.terminateSession();
     return steps;
   } finally {
