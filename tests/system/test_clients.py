@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,30 @@ async def test_the_official_python_client(balanced: Balanced):
 
             results.append(await steps(names, call))
     outcomes(results)
+
+
+async def test_the_python_clients_dialog_completes_a_write_in_one_call(balanced: Balanced):
+    """Form elicitation through the balancer: the call, the dialog's request and the answer may
+    each go to another worker (test_sessions.py pins the answer to the other one)."""
+    import mcp_types as types
+
+    from tests.conftest import order_args
+
+    asked: list[str] = []
+
+    async def dialog(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    headers = {"Authorization": f"Bearer {balanced.key('python')}"}
+    before = balanced.cluster.upstream_orders("python")
+    for _ in range(5):
+        async with (httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                    Client(streamable_http_client(balanced.url, http_client=http),
+                           mode="legacy", elicitation_callback=dialog) as client):
+            args = order_args()
+            args["description"] += f" №{uuid.uuid4().hex[:8]}"  # each its own order
+            result = await client.call_tool("create_order", args)
+            assert envelope_of(result.content[0].text, result.is_error)["status"] == "ok"
+    assert len(asked) == 5
+    assert balanced.cluster.upstream_orders("python") == before + 5
