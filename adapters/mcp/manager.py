@@ -95,16 +95,17 @@ class SharedSessionManager(StreamableHTTPSessionManager):
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        async with super().run():
-            if self.relay is not None:
-                assert self._task_group is not None
-                self._task_group.start_soon(self.relay.listen, self.tag, self._deliver_answer)
-            try:
-                yield
-            finally:
+        try:
+            async with super().run():
                 if self.relay is not None:
-                    with anyio.CancelScope(shield=True):
-                        await self.relay.aclose()
+                    assert self._task_group is not None
+                    self._task_group.start_soon(self.relay.listen, self.tag,
+                                                self._deliver_answer)
+                yield
+        finally:  # after the listener is cancelled with the manager's task group
+            if self.relay is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.relay.aclose()
 
     @property
     def copies(self) -> int:
