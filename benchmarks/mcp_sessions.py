@@ -104,7 +104,8 @@ def held(server: Server, raw: Raw, count: int) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], str]:
     setup_django(url)
-    from tools.contours import create_contour, issue_key
+    from tools.services.contours import create_contour
+    from tools.services.keys import issue_key
 
     key = issue_key(create_contour("bench", mode="sandbox", toolsets=["read", "write"]))
     extra = {"CELERY_BROKER_URL": "memory://", "MCP_REDIS_URL": "",

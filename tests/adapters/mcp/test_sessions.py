@@ -11,8 +11,9 @@ from django.utils import timezone
 
 from adapters.mcp import sessions
 from adapters.mcp.models import McpSession
-from tools.contours import create_contour
 from tools.models import ApiKey, Contour
+from tools.services.contours import create_contour
+from tools.services.keys import revoke
 
 pytestmark = pytest.mark.django_db
 
@@ -111,7 +112,7 @@ def test_a_revoked_key_ends_its_session(key: ApiKey):
     assert not sessions.end_if_key_inactive("s1")  # the key is fine: nothing ends
 
     # when
-    key.revoke()
+    revoke(key, actor="owner", channel="admin")
 
     # then
     assert sessions.end_if_key_inactive("s1")
