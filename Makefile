@@ -53,6 +53,7 @@ beat: $(BIN)/.installed
 # the conformance suite and node@22 for it) from the lock file, and langchain-mcp-adapters in a
 # venv of its own (it imports mcp 1.x; the gateway runs mcp 2).
 SYSTEM_NODE := tests/system/node
+NODE_TESTS := $(SYSTEM_NODE)
 $(SYSTEM_NODE)/node_modules/.installed: $(SYSTEM_NODE)/package-lock.json
 	cd $(SYSTEM_NODE) && npm ci --no-audit --no-fund --loglevel error
 	touch $@

@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "adapters.mcp",
     "adapters.functions",
     "adapters.text",
+    "adapters.oauth",
     "conformance",
 ]
 
@@ -237,6 +238,11 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis hands an unacknowledged message (its worker died) to another worker after this long.
+# It fits the longest task: a read of 30 s, retried, well under 2 minutes; task retries wait
+# at most half of it (tools/tasks.py), and the outbox sweep re-sends what was lost anyway.
+CELERY_VISIBILITY_TIMEOUT_SECONDS = env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SECONDS}
 CELERY_TASK_IGNORE_RESULT = True
 # One queue name per deployment (or per test run) sharing a Redis.
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="gateway")
@@ -260,7 +266,23 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tools.alerts.sweep_alerts",
         "schedule": env.float("GATEWAY_ALERTS_EVERY_SECONDS", default=60.0),
     },
+    "outbox": {  # tasks recorded with their cause and never reported done (tools/outbox.py)
+        "task": "tools.outbox.sweep_outbox",
+        "schedule": env.float("GATEWAY_OUTBOX_EVERY_SECONDS", default=30.0),
+    },
+    "recover-operations": {  # executions left in flight or unknown, resolved by lookup
+        "task": "tools.recovery.resolve_operations",
+        "schedule": env.float("GATEWAY_RECOVERY_EVERY_SECONDS", default=30.0),
+    },
+    "journal-spool": {  # entries written while the database was away (audit/spool.py)
+        "task": "audit.tasks.drain_journal_spool",
+        "schedule": env.float("GATEWAY_SPOOL_EVERY_SECONDS", default=30.0),
+    },
 }
+# An outbox task not reported done this long after it was sent is sent again (doubling).
+GATEWAY_OUTBOX_LEASE_SECONDS = env.float("GATEWAY_OUTBOX_LEASE_SECONDS", default=60.0)
+# At most this many unresolved operations are looked up per recovery run (tools/recovery.py).
+GATEWAY_RECOVERY_BATCH = env.int("GATEWAY_RECOVERY_BATCH", default=50)
 # Where the beat task writes journal checkpoints, one new file each time (never overwritten).
 # Ship them off this host (docs/production.md): a checkpoint is only an anchor where the
 # database's writer cannot reach it.
@@ -362,6 +384,12 @@ MCP_ELICITATION_TIMEOUT_SECONDS = env.float("MCP_ELICITATION_TIMEOUT_SECONDS", d
 for _name in ("MCP_SESSION_IDLE_SECONDS", "MCP_MAX_SESSIONS", "MCP_ELICITATION_TIMEOUT_SECONDS"):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive")
+# The gateway as an OAuth 2.1 authorization server for /mcp (adapters/oauth): hosted assistants
+# register themselves and an owner consents. Its issuer is GATEWAY_SITE_URL (https, or loopback
+# http); access tokens live an hour, a grant (its key, every refresh) GATEWAY_OAUTH_GRANT_DAYS.
+GATEWAY_OAUTH_ENABLED = env.bool("GATEWAY_OAUTH_ENABLED", default=True)
+GATEWAY_OAUTH_ACCESS_SECONDS = env.int("GATEWAY_OAUTH_ACCESS_SECONDS", default=3600)
+GATEWAY_OAUTH_GRANT_DAYS = env.int("GATEWAY_OAUTH_GRANT_DAYS", default=90)
 
 # One JSON object per line on stderr (tools.ops.logs), one line per tool call with its journal
 # id; LOG_FORMAT=text for a human at a terminal.

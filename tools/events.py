@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from audit import journal
 from audit.actors import CELERY_ACTOR
+from audit.spool import record_or_spool
 
 if TYPE_CHECKING:
-    from tools.models import ApiKey, Contour, OperatorAlert, PendingConfirmation
+    from tools.models import ApiKey, Contour, Operation, OperatorAlert, PendingConfirmation
 
 CONFIGURE = "configure"
 
@@ -109,6 +110,49 @@ def api_key_revoked(key: ApiKey, *, actor: str, channel: str) -> None:
                message=f"ключ {key.prefix}… отозван", arguments=_key_arguments(key))
 
 
+# -- OAuth grants (adapters/oauth): each grant is a key; every entry names the client ---------
+
+def _grant(key: ApiKey, code: str, message: str, *, client_id: str, client_name: str,
+           actor: str, channel: str, status: str = "ok", **extra: Any) -> None:
+    journal.record(contour=key.contour.slug, channel=channel, actor=actor, tool="",
+                   phase=CONFIGURE, status=status, code=code, message=message,
+                   arguments=_key_arguments(key, object="oauth_grant", client_id=client_id,
+                                            client_name=client_name, **extra),
+                   secrets=key.contour.secrets())
+
+
+def oauth_grant_issued(key: ApiKey, *, client_id: str, client_name: str, redirect_host: str,
+                       actor: str, channel: str) -> None:
+    """An owner's consent (actor: the person); `key` is the grant's key, issued just before."""
+    _grant(key, "oauth_grant_issued",
+           f"{key.user.get_username() if key.user else '—'} разрешил клиенту «{client_name}» "
+           f"доступ к контуру {key.contour.slug} (наборы {', '.join(key.toolsets)})",
+           client_id=client_id, client_name=client_name, actor=actor, channel=channel,
+           redirect_host=redirect_host)
+
+
+def oauth_token_issued(key: ApiKey, *, client_id: str, client_name: str, actor: str,
+                       channel: str) -> None:
+    _grant(key, "oauth_token_issued", f"клиент «{client_name}» обменял код на токены",
+           client_id=client_id, client_name=client_name, actor=actor, channel=channel)
+
+
+def oauth_token_refreshed(key: ApiKey, *, client_id: str, client_name: str, actor: str,
+                          channel: str) -> None:
+    _grant(key, "oauth_token_refreshed", f"клиент «{client_name}» обновил токены",
+           client_id=client_id, client_name=client_name, actor=actor, channel=channel)
+
+
+def oauth_grant_revoked(key: ApiKey, *, client_id: str, client_name: str, reason: str,
+                        message: str, actor: str, channel: str) -> None:
+    """reason: revoked_by_client | revoked_by_owner | refresh_token_reused | code_reused (the
+    last two: a stolen token is suspected, so the entry is a refusal)."""
+    suspected = reason in ("refresh_token_reused", "code_reused")
+    _grant(key, "oauth_grant_revoked", message, client_id=client_id, client_name=client_name,
+           actor=actor, channel=channel, status="rejected" if suspected else "ok",
+           reason=reason)
+
+
 # -- roles ------------------------------------------------------------------------------------
 
 def role_granted(contour: Contour, user: Any, role: str, role_label: str, *, actor: str,
@@ -162,10 +206,13 @@ def operator_alert(alert: OperatorAlert, *, recipient: str, attempt: int, status
 def payment_notification(slug: str, *, channel: str, actor: str, phase: str,
                          facts: Mapping[str, Any], status: str, code: str, message: str,
                          duration_ms: int, secrets: Iterable[str]) -> None:
-    """A payment notification from Invoicebox, accepted or refused (tools/notifications.py)."""
-    journal.record(contour=slug, channel=channel, actor=actor, tool="", phase=phase,
-                   arguments=facts, status=status, code=code, message=message,
-                   duration_ms=duration_ms, secrets=secrets)
+    """A payment notification from Invoicebox, accepted or refused (tools/notifications.py).
+
+    Through the spool when the database is away (audit/spool.py): the answer given then
+    (out_of_service) still reaches the journal."""
+    record_or_spool(contour=slug, channel=channel, actor=actor, tool="", phase=phase,
+                    arguments=facts, status=status, code=code, message=message,
+                    duration_ms=duration_ms, secrets=secrets)
 
 
 def order_sync(contour: Contour, *, phase: str, status: str, code: str, message: str,
@@ -173,4 +220,15 @@ def order_sync(contour: Contour, *, phase: str, status: str, code: str, message:
     """What a Celery task learned about an order from Invoicebox (tools/tasks.py)."""
     journal.record(contour=contour.slug, channel="celery", actor=CELERY_ACTOR, tool="",
                    phase=phase, arguments=facts, status=status, code=code, message=message,
+                   secrets=[s for s in (contour.api_token, contour.notification_key) if s])
+
+
+def operation_resolved(operation: Operation, *, status: str, code: str, message: str) -> None:
+    """What the recovery sweep proved about an unresolved execution (tools/recovery.py)."""
+    contour = operation.contour
+    journal.record(contour=contour.slug, channel="celery", actor=CELERY_ACTOR,
+                   tool=operation.tool, phase="execute",
+                   arguments={"merchant_order_id": operation.merchant_order_id},
+                   status=status, code=code, message=message,
+                   confirmation_id=str(operation.confirmation_id), operation_key=operation.key,
                    secrets=[s for s in (contour.api_token, contour.notification_key) if s])
