@@ -49,15 +49,22 @@ worker: $(BIN)/.installed
 beat: $(BIN)/.installed
 	$(BIN)/celery -A config beat --loglevel INFO --schedule var/celerybeat-schedule
 
-# Outside MCP clients the system tests drive (mcp-remote, the official TypeScript SDK), from
-# the registry into a folder the tests own, exactly as locked. Without npm the tests say so.
-NODE_TESTS := tests/system/node
-$(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/package-lock.json
-	@if command -v npm >/dev/null 2>&1; then \
-	  cd $(NODE_TESTS) && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
-	else echo "npm not found: tests/system skip locally (CI fails them)"; fi
+# tests/system runs MCP clients nobody here wrote: npm packages (the TypeScript SDK, mcp-remote,
+# the conformance suite and node@22 for it) from the lock file, and langchain-mcp-adapters in a
+# venv of its own (it imports mcp 1.x; the gateway runs mcp 2).
+SYSTEM_NODE := tests/system/node
+NODE_TESTS := $(SYSTEM_NODE)
+$(SYSTEM_NODE)/node_modules/.installed: $(SYSTEM_NODE)/package-lock.json
+	cd $(SYSTEM_NODE) && npm ci --no-audit --no-fund --loglevel error
+	touch $@
 
-test: $(BIN)/.installed-test $(NODE_TESTS)/node_modules/.installed
+LANGCHAIN_VENV := .venv-langchain
+$(LANGCHAIN_VENV)/.installed: Makefile
+	test -x $(LANGCHAIN_VENV)/bin/python || $(PYTHON) -m venv $(LANGCHAIN_VENV)
+	$(LANGCHAIN_VENV)/bin/python -m pip install --quiet "langchain-mcp-adapters>=0.3,<0.4" "mcp>=1.24,<2"
+	touch $@
+
+test: $(BIN)/.installed-test $(SYSTEM_NODE)/node_modules/.installed $(LANGCHAIN_VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
@@ -66,4 +73,4 @@ lint: $(BIN)/.installed-test
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles var
+	rm -rf $(VENV) $(LANGCHAIN_VENV) $(SYSTEM_NODE)/node_modules db.sqlite3 staticfiles var

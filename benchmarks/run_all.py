@@ -27,12 +27,14 @@ SUITE: list[tuple[str, list[str], bool]] = [
     ("data_growth-postgres", ["benchmarks.data_growth", "--db", "postgres"], True),
     ("text_parser", ["benchmarks.text_parser"], False),
     ("tool_sizes", ["benchmarks.tool_sizes"], False),
+    ("mcp_sessions-postgres", ["benchmarks.mcp_sessions"], True),
 ]
 QUICK = {
     "benchmarks.core_overhead": ["--reads", "60", "--writes", "30", "--warmup", "5"],
     "benchmarks.http_load": ["--duration", "1.5", "--warmup", "0.5"],
     "benchmarks.data_growth": ["--sizes", "0,20000", "--calls", "20"],
     "benchmarks.text_parser": ["--seconds", "0.5", "--sizes", "1", "--repeat", "2"],
+    "benchmarks.mcp_sessions": ["--sessions", "5", "--calls", "3", "--held", "50"],
 }
 
 

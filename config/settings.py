@@ -406,6 +406,21 @@ MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[
     "http://127.0.0.1", "http://127.0.0.1:*", "http://localhost", "http://localhost:*",
     "http://[::1]", "http://[::1]:*"])
 
+# MCP sessions (2025-11-25 clients) live in the database, so any worker of any host answers them
+# (adapters/mcp/sessions.py). Idle ones expire; past the cap the oldest idle one is closed.
+MCP_SESSION_IDLE_SECONDS = env.int("MCP_SESSION_IDLE_SECONDS", default=30 * 60)
+MCP_MAX_SESSIONS = env.int("MCP_MAX_SESSIONS", default=200)
+# Where a form-dialog answer that reached another worker is passed to the one waiting for it
+# (Redis pub/sub). Empty: the Celery broker when it is Redis, else none (one worker only: an
+# answer on another worker is not heard, and the write falls back to the chat confirmation).
+MCP_REDIS_URL = env.str("MCP_REDIS_URL", default="") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+# How long a tools/call waits for the person's answer in the dialog before it returns the
+# chat confirmation (the two calls with the token) instead.
+MCP_ELICITATION_TIMEOUT_SECONDS = env.float("MCP_ELICITATION_TIMEOUT_SECONDS", default=300.0)
+for _name in ("MCP_SESSION_IDLE_SECONDS", "MCP_MAX_SESSIONS", "MCP_ELICITATION_TIMEOUT_SECONDS"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be positive")
 # The gateway as an OAuth 2.1 authorization server for /mcp (adapters/oauth): hosted assistants
 # register themselves and an owner consents. Its issuer is GATEWAY_SITE_URL (https, or loopback
 # http); access tokens live an hour, a grant (its key, every refresh) GATEWAY_OAUTH_GRANT_DAYS.

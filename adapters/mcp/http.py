@@ -1,5 +1,5 @@
 """Streamable HTTP at /mcp: Host/Origin checks, the contour key (or OAuth grant) per request,
-the SDK transport."""
+the SDK transport with sessions shared by every worker (manager.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from django.conf import settings
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.authentication import AuthCredentials
@@ -19,6 +20,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adapters.mcp import sessions
+from adapters.mcp.manager import KEY_ID, SharedSessionManager
+from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
 from tools import gateway, keys
@@ -111,9 +115,11 @@ class ContourKeyAuth:
     session id is answered as if the session did not exist (404).
     """
 
-    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings,
+                 sessions_manager: SharedSessionManager) -> None:
         self.app = app
         self.security = TransportSecurityMiddleware(security)
+        self.sessions = sessions_manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -133,6 +139,9 @@ class ContourKeyAuth:
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
             outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
                                      channel=CHANNEL, actor="anonymous", tool=PATH)
+            session_id = request.headers.get(MCP_SESSION_ID_HEADER)
+            if session_id and await run_sync(sessions.end_if_key_inactive, session_id):
+                await self.sessions.forget(session_id)  # a revoked key ends its sessions
             response = JSONResponse(outcome.as_dict(), status_code=401,
                                     headers={"WWW-Authenticate": challenge.unauthorized()})
             await response(scope, receive, send)
@@ -153,7 +162,8 @@ class ContourKeyAuth:
         caller = Caller(contour=key.contour, channel=CHANNEL, actor=f"key:{key.prefix}")
         user = AuthenticatedUser(AccessToken(token=key.prefix, client_id=f"api-key:{key.pk}",
                                              scopes=[], subject=key.contour.slug))
-        await self.app({**scope, "user": user, "auth": AuthCredentials([]), CALLER: caller},
+        await self.app({**scope, "user": user, "auth": AuthCredentials([]), CALLER: caller,
+                        KEY_ID: key.pk},
                        receive, send)
 
 
@@ -165,13 +175,15 @@ async def caller_of_request(ctx: ServerRequestContext[Any, Any]) -> Caller:
     return caller
 
 
-def build_mcp_app() -> tuple[ASGIApp, StreamableHTTPSessionManager]:
+def build_mcp_app() -> tuple[ASGIApp, SharedSessionManager]:
     """The /mcp ASGI app and the session manager whose run() the outer lifespan must enter.
 
-    Not stateless: 2025-11-25 clients get sessions (Mcp-Session-Id); 2026-07-28 requests are
-    routed by their MCP-Protocol-Version header to the SDK's per-request path either way.
+    2025-11-25 clients get sessions (Mcp-Session-Id) that any worker answers; 2026-07-28
+    requests are routed by their MCP-Protocol-Version header to the SDK's per-request path.
     """
     server = build_server(caller_of_request)
     security = transport_security()
-    app = server.streamable_http_app(streamable_http_path=PATH, transport_security=security)
-    return ContourKeyAuth(app, security), server.session_manager
+    relay = AnswerRelay(settings.MCP_REDIS_URL) if settings.MCP_REDIS_URL else None
+    manager = SharedSessionManager(server, security_settings=security,
+                                   idle_seconds=settings.MCP_SESSION_IDLE_SECONDS, relay=relay)
+    return ContourKeyAuth(StreamableHTTPASGIApp(manager), security, manager), manager

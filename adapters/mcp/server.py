@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, ParamSpec, TypeVar
 
+import anyio
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import close_old_connections
 from mcp.server import Server
 from mcp.server.caching import CacheHint
@@ -124,10 +126,13 @@ def _can_send_url(ctx: ServerRequestContext[Any, Any]) -> bool:
 async def _confirmed_in_dialog(ctx: ServerRequestContext[Any, Any], summary: str) -> bool:
     """Ask the person in the dialog; only an explicit accept with confirm=true counts."""
     try:
-        answer = await ctx.session.elicit_form(
-            f"Подтвердите операцию: {summary}\nВыполнить?", CONFIRM_SCHEMA,
-            related_request_id=ctx.request_id)
-    except (MCPError, ValidationError):  # the client failed or timed out: not a "yes"
+        # No answer in time (the person walked away, or the answer reached a worker that could
+        # not pass it on): the chat confirmation with the token is still there.
+        with anyio.fail_after(settings.MCP_ELICITATION_TIMEOUT_SECONDS):
+            answer = await ctx.session.elicit_form(
+                f"Подтвердите операцию: {summary}\nВыполнить?", CONFIRM_SCHEMA,
+                related_request_id=ctx.request_id)
+    except (MCPError, ValidationError, TimeoutError):  # failed or timed out: not a "yes"
         return False
     return answer.action == "accept" and (answer.content or {}).get("confirm") is True
 

@@ -164,6 +164,9 @@ UPDATE_ORDER = ToolSpec(
     check=check_update_order,
     summarize=summarize_update_order,
     recover=recover_update_order,
+    # It overwrites what the order said (purpose, items, amounts, customer): the old content
+    # is gone, so a host that skips its own confirmation for non-destructive tools must not.
+    destructive=True,
     idempotent=True,
     description_ru=(
         "Меняет неоплаченный счёт Инвойсбокс (статус created): назначение, состав с суммами, срок "

@@ -60,6 +60,40 @@ def test_annotations_follow_the_spec_once_defaults_are_applied(spec: ToolSpec):
             " Только чтение."))
 
 
+# What every tool does, said as the hints a host reads (after the defaults): (readOnly,
+# destructive, idempotent, openWorld); None where the spec gives a hint no meaning (destructive
+# and idempotent of a read-only tool). A new tool fails here until someone decides its row.
+HINTS_BY_TOOL = {
+    "lookup_company_by_inn": (True, None, None, False),
+    "get_order": (True, None, None, False),
+    "find_orders": (True, None, None, False),
+    "find_shipments": (True, None, None, False),
+    # Adds an order; the same token replays its stored result.
+    "create_order": (False, False, True, False),
+    # Adds a shipment to an order; nothing that was there is changed.
+    "create_shipment": (False, False, True, False),
+    # Overwrites an unpaid order's content: what it said before is gone.
+    "update_order": (False, True, True, False),
+    # The order can no longer be paid.
+    "cancel_order": (False, True, True, False),
+    # Money goes back to the buyer: not undone.
+    "create_refund": (False, True, True, False),
+}
+
+
+def test_every_tools_hints_say_what_it_does():
+    # when
+    read = {spec.name: hints_as_read(spec) for spec in CATALOG}
+
+    # then
+    assert set(read) == set(HINTS_BY_TOOL)
+    for name, hints in read.items():
+        meaningful = not hints["readOnlyHint"]
+        said = (hints["readOnlyHint"], hints["destructiveHint"] if meaningful else None,
+                hints["idempotentHint"] if meaningful else None, hints["openWorldHint"])
+        assert said == HINTS_BY_TOOL[name], name
+
+
 def test_create_order_is_an_idempotent_write_that_destroys_nothing():
     # when
     hints = hints_as_read(BY_NAME["create_order"])

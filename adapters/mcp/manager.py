@@ -1,0 +1,258 @@
+"""The SDK's Streamable HTTP session manager with sessions any worker can serve.
+
+The SDK keeps a 2025-11-25 session in one process's memory: another worker, or another host
+behind a load balancer, answers its id with 404. Here the session's initialize facts are in the
+database (sessions.py); a worker that gets an id it has no copy of checks them and builds its
+copy as already initialized, then serves the request with the SDK's own transport and server
+loop. A copy is a cache: dropping it (idle, restart) loses nothing but an answer it was waiting
+for. Form-dialog answers that reach another worker travel to the asking one through Redis
+(relay.py). 2026-07-28 requests need none of this: the SDK serves them per request.
+
+What is overridden, and why: `_handle_stateful_request` (the shared check instead of the
+in-memory dict), and the session's server task (a connection that may start initialized, a
+dispatcher whose request ids name this worker). Both follow the SDK 2.3 code they replace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+from uuid import uuid4
+
+import anyio
+from anyio.abc import TaskStatus
+from mcp.server.connection import Connection
+from mcp.server.lowlevel.server import Server
+from mcp.server.runner import ServerRunner, serve_connection
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.transport_context import TransportContext
+from mcp_types import INVALID_REQUEST, ErrorData, InitializeRequestParams, JSONRPCError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from adapters.mcp import sessions
+from adapters.mcp.relay import ID_BITS, AnswerRelay, owner_of
+from adapters.mcp.server import run_sync
+
+logger = logging.getLogger(__name__)
+
+KEY_ID = "invoicebox_gateway.key_id"  # ASGI scope key: the pk of the key that authenticated
+
+
+def not_found() -> Response:
+    """The SDK's answer for a session it does not know: the client opens a new one."""
+    body = JSONRPCError(jsonrpc="2.0", id=None,
+                        error=ErrorData(code=INVALID_REQUEST, message="Session not found"))
+    return Response(body.model_dump_json(by_alias=True, exclude_unset=True), status_code=404,
+                    media_type="application/json")
+
+
+def _replayed(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the body already read once more, then the client's own events."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
+    """(negotiated version, client params) of an initialize request; None for anything else.
+
+    The negotiation is the SDK's own (ServerRunner), so what is stored is what it answers."""
+    try:
+        message = json.loads(body)
+        if not isinstance(message, dict) or message.get("method") != "initialize":
+            return None
+        params, version = ServerRunner._negotiate_initialize(message.get("params"))
+    except ValueError:  # not JSON, or params the SDK itself will refuse
+        return None
+    return version, params.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+class SharedSessionManager(StreamableHTTPSessionManager):
+    def __init__(self, app: Server[Any], *, security_settings: TransportSecuritySettings,
+                 idle_seconds: float, relay: AnswerRelay | None) -> None:
+        # No per-process cap: the shared one (sessions.record) bounds the copies as well.
+        super().__init__(app, security_settings=security_settings,
+                         session_idle_timeout=idle_seconds, max_sessions=None)
+        self.relay = relay
+        # This worker's request ids (tag * 2**ID_BITS + n): an answer says whose it is.
+        self.tag = secrets.randbelow(2**31) + 1
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        try:
+            async with super().run():
+                if self.relay is not None:
+                    assert self._task_group is not None
+                    self._task_group.start_soon(self.relay.listen, self.tag,
+                                                self._deliver_answer)
+                yield
+        finally:  # after the listener is cancelled with the manager's task group
+            if self.relay is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.relay.aclose()
+
+    @property
+    def copies(self) -> int:
+        """Sessions this process holds in memory now."""
+        return len(self._server_instances)
+
+    async def forget(self, session_id: str) -> None:
+        """Drop this worker's copy of a session that was closed elsewhere or just now."""
+        transport = self._server_instances.get(session_id)
+        if transport is not None:
+            await self._discard_session(session_id, transport)
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        session_id = request.headers.get(MCP_SESSION_ID_HEADER)
+        key_id = scope[KEY_ID]
+        body = await request.body() if request.method == "POST" else b""
+        receive = _replayed(body, receive)
+        if session_id is None:
+            await self._open(key_id, body, scope, receive, send)
+            return
+        facts = await run_sync(sessions.resume, session_id, key_id)
+        if facts is None:  # closed, expired, evicted, unknown, or another key's
+            await self.forget(session_id)
+            await not_found()(scope, receive, send)
+            return
+        if request.method == "DELETE":
+            await run_sync(sessions.end, session_id)
+            if session_id not in self._server_instances:
+                await Response(status_code=200)(scope, receive, send)
+                return
+        owner = owner_of(body) if body else None
+        if owner is not None and owner != self.tag and self.relay is not None:
+            await self.relay.publish(owner, session_id, scope["headers"], body)
+            await Response(status_code=202)(scope, receive, send)  # as the SDK does for answers
+            return
+        transport = self._server_instances.get(session_id) or await self._restore(facts)
+        await transport.handle_request(scope, receive, send)
+        if transport.is_terminated:
+            await self._discard_session(session_id, transport)
+
+    async def _open(self, key_id: int, body: bytes, scope: Scope, receive: Receive,
+                    send: Send) -> None:
+        """A request without a session id: only an initialize opens one. It is recorded
+        before it is answered, so the client's next request may go to any worker."""
+        facts = _initialize_facts(body)
+        transport = self._transport(uuid4().hex)
+        session_id = transport.mcp_session_id
+        assert session_id is not None
+        if facts is not None:
+            closed = await run_sync(sessions.record, session_id, key_id, *facts)
+            for other in closed:
+                await self.forget(other)
+        self._server_instances[session_id] = transport
+        established = False
+        try:
+            assert self._task_group is not None
+            await self._task_group.start(self._serve_session, transport, None)
+            status = await _status_of(transport.handle_request, scope, receive, send)
+            established = facts is not None and status is not None and status < 400
+        finally:
+            if not established:
+                await self._discard_session(session_id, transport)
+                if facts is not None:
+                    await run_sync(sessions.end, session_id)
+
+    async def _restore(self, facts: sessions.SessionFacts) -> StreamableHTTPServerTransport:
+        """This worker's copy of a session opened elsewhere (or before a restart)."""
+        async with self._session_creation_lock:
+            existing = self._server_instances.get(facts.session_id)
+            if existing is not None:
+                return existing
+            transport = self._transport(facts.session_id)
+            self._server_instances[facts.session_id] = transport
+        assert self._task_group is not None
+        await self._task_group.start(self._serve_session, transport, facts)
+        logger.debug("MCP session %s restored on this worker", facts.session_id[:8])
+        return transport
+
+    def _transport(self, session_id: str) -> StreamableHTTPServerTransport:
+        return StreamableHTTPServerTransport(
+            mcp_session_id=session_id, is_json_response_enabled=self.json_response,
+            event_store=self.event_store, security_settings=self.security_settings,
+            retry_interval=self.retry_interval, idle_timeout=self.session_idle_timeout)
+
+    async def _serve_session(self, transport: StreamableHTTPServerTransport,
+                             facts: sessions.SessionFacts | None, *,
+                             task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The SDK's session task (serve_loop under the idle scope), with a connection that is
+        born initialized when `facts` restore it."""
+        session_id = transport.mcp_session_id
+        assert session_id is not None
+        async with transport.connect() as (read_stream, write_stream):
+            dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
+                read_stream, write_stream, inline_methods=frozenset({"initialize"}))
+            # The SDK counts ids from 0 per dispatcher; these name this worker, and a random
+            # start keeps a rebuilt copy from reusing the ids of the copy before it.
+            dispatcher._next_id = (self.tag << ID_BITS) + secrets.randbelow(2 ** (ID_BITS - 1))
+            connection = Connection.for_loop(dispatcher, session_id=session_id)
+            if facts is not None:
+                connection.client_params = InitializeRequestParams.model_validate(
+                    facts.client_params, by_name=False)
+                connection.protocol_version = facts.protocol_version
+                connection.initialized.set()
+            task_status.started()
+            try:
+                idle_scope = transport.idle_scope or anyio.CancelScope()
+                with idle_scope:
+                    await serve_connection(self.app, dispatcher, connection=connection,
+                                           lifespan_state=self._lifespan_state)
+            except Exception:
+                logger.exception("MCP session %s crashed", session_id[:8])
+            finally:
+                await self._discard_session(session_id, transport)
+
+    async def _deliver_answer(self, session_id: str, headers: list[tuple[bytes, bytes]],
+                              body: bytes) -> None:
+        """An answer another worker received for this one: posted into the local copy, as the
+        client would have posted it here."""
+        transport = self._server_instances.get(session_id)
+        if transport is None:
+            logger.info("MCP: an answer came for session %s, no longer held here",
+                        session_id[:8])
+            return
+        scope: Scope = {"type": "http", "method": "POST", "path": "/mcp", "raw_path": b"/mcp",
+                        "query_string": b"", "headers": headers, "http_version": "1.1",
+                        "scheme": "http", "client": None, "server": None}
+        await transport.handle_request(scope, _replayed(body, _disconnected), _discard)
+
+
+async def _disconnected() -> Message:
+    await anyio.sleep_forever()
+    raise AssertionError  # unreachable
+
+
+async def _discard(message: Message) -> None:
+    return None
+
+
+async def _status_of(app: Any, scope: Scope, receive: Receive, send: Send) -> int | None:
+    status: int | None = None
+
+    async def watch(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    await app(scope, receive, watch)
+    return status
