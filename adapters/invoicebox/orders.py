@@ -17,8 +17,6 @@ from adapters.invoicebox.transport import (
     atom,
 )
 
-ROUND_POLICY = "strict"
-
 
 class UpstreamCustomer(Upstream):
     type: str | None = None
@@ -158,9 +156,9 @@ class NewOrder:
             "expirationDate": atom(self.expiration_date),
             "basketItems": [line.as_api() for line in self.basket],
             "customer": self.customer.as_api(),
-            # The docs give roundPolicy's default both as strict and as none: say it, and keep
-            # every line exact (tools/checks.py) so that strict holds.
-            "orderSetting": {"roundPolicy": ROUND_POLICY},
+            # No orderSetting: the vendor's server sends no roundPolicy (MCP
+            # src/tools/writes.ts:541-560), so the API's own default applies to us as to it
+            # (docs/invoicebox-api.md, "roundPolicy").
         }
         api_names = {"success_url": "successUrl", "fail_url": "failUrl",
                       "return_url": "returnUrl", "notification_url": "notificationUrl"}
