@@ -41,6 +41,8 @@ _FILTERS: dict[str, tuple[str, str, frozenset[str]]] = {
     "id": ("order_id", "uuid", frozenset({"_eq", "_ne"})),
     "status": ("status", "status", frozenset({"_eq", "_ne"})),
     "merchantOrderId": ("merchant_order_id", "string", frozenset({"_eq", "_ne", "_start"})),
+    # The SDK's FindOrderTest filters by merchantId (one token may see several shops).
+    "merchantId": ("merchant_id", "uuid", frozenset({"_eq", "_ne"})),
     "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
     "expirationDate": ("expiration_date", "datetime", frozenset(_COMPARISONS)),
     "paidAt": ("paid_at", "datetime", frozenset(_COMPARISONS)),
@@ -79,7 +81,8 @@ def _php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
         current = out.get(name)
         if sub is None:
             out[name] = value
-        elif sub == "":
+        elif sub == "" or sub.isdigit():
+            # `status[]=` and PHP's http_build_query `status[0]=` (the SDK's Filter) alike.
             out[name] = [*current, value] if isinstance(current, list) else [value]
         else:
             mapping = current if isinstance(current, dict) else {}
