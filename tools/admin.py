@@ -71,8 +71,8 @@ CONFIRM_FIELD = "_confirm_writes"
 # What the journal compares before and after a contour change (secrets separately, by value
 # equality only: their values never enter the journal).
 AUDITED_FIELDS = (
-    "slug", "name", "mode", "base_url", "merchant_id", "toolsets", "disabled_tools",
-    "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
+    "slug", "name", "mode", "base_url", "api_prefix", "merchant_id", "toolsets",
+    "disabled_tools", "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
     "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds", "time_zone",
     "key_grace_hours",
 )
@@ -169,7 +169,8 @@ class ContourForm(forms.ModelForm):
     class Meta:
         model = Contour
         fields = (
-            "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
+            "slug", "name", "mode", "base_url", "api_prefix", "api_token", "merchant_id",
+            "toolsets",
             "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "approval_thresholds",
             "allowed_currencies", "approval_for_all_writes", "time_zone", "disabled_tools",
@@ -388,7 +389,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
             "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
             "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "time_zone")}),
-        ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
+        ("Инвойсбокс", {"fields": ("mode", "base_url", "api_prefix", "merchant_id", "api_token",
                                    "notification_key", "clear_notification_key")}),
         ("Оповещения операторов и ключи", {"fields": (
             "notify_webhook_url", "notify_webhook_secret", "key_grace_hours")}),

@@ -15,9 +15,11 @@ from audit.cli import record_configure
 from tools.models import (
     OFFICIAL_API_ORIGIN,
     ApiKey,
+    ApiPrefix,
     Contour,
     InvoiceboxMode,
     Toolset,
+    api_prefix_problem,
     base_url_problem,
 )
 
@@ -60,6 +62,7 @@ def create_contour(
     token: str = "",
     merchant_id: str = "",
     own_sandbox_merchant: bool = False,
+    api_prefix: str = ApiPrefix.V3,
 ) -> Contour:
     """`own_sandbox_merchant`: a sandbox contour without a token gets a fresh sandbox merchant
     and token of its own, so it never reads another contour's orders (the default shared demo
@@ -80,6 +83,9 @@ def create_contour(
     problem = base_url_problem(mode, url)
     if problem:
         raise ContourSetupError(f"--base-url: {problem}")
+    problem = api_prefix_problem(api_prefix)
+    if problem:
+        raise ContourSetupError(f"--api-prefix: {problem}")
     if mode == InvoiceboxMode.SANDBOX and own_sandbox_merchant and not token:
         token, merchant_id = f"sbx_{secrets.token_hex(16)}", str(uuid.uuid4())
     own_token = bool(token)
@@ -89,6 +95,7 @@ def create_contour(
             name=name or slug,
             mode=mode,
             base_url=url,
+            api_prefix=api_prefix,
             api_token=token or DEMO_TOKEN,
             merchant_id=merchant_id or DEMO_MERCHANT_ID,
             toolsets=toolsets or [Toolset.READ],
@@ -159,7 +166,7 @@ def issue_key(contour: Contour, label: str = "") -> str:
 
 def journal_contour_created(contour: Contour) -> None:
     """A contour made from the command line, journaled as the admin journals its own."""
-    state = {"mode": contour.mode, "base_url": contour.base_url,
+    state = {"mode": contour.mode, "base_url": contour.base_url, "api_prefix": contour.api_prefix,
              "merchant_id": contour.merchant_id, "toolsets": list(contour.toolsets)}
     record_configure(
         contour=contour.slug, code="contour_created",

@@ -454,7 +454,7 @@ def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool
 
 def _client(contour: Contour) -> InvoiceboxClient:
     return make_client(base_url=contour.base_url, token=contour.api_token,
-                       merchant_id=contour.merchant_id)
+                       merchant_id=contour.merchant_id, api_prefix=contour.api_prefix)
 
 
 def _upstream(trace: _Trace, client: InvoiceboxClient, action: Any) -> Any:

@@ -94,6 +94,20 @@ def base_url_problem(mode: str, base_url: str) -> str:
     return ""
 
 
+class ApiPrefix(models.TextChoices):
+    """The API's path prefix (docs api/api.md:30-31)."""
+
+    V3 = "v3", "/v3/ — магазины Инвойсбокс (по умолчанию)"
+    L3 = "l3", "/l3/ — магазины Инвойсбокс.Бизнес (business.invoicebox.ru)"
+
+
+def api_prefix_problem(prefix: str) -> str:
+    """Why a prefix is not one the API has (in Russian), or "" when it is."""
+    if prefix in ApiPrefix.values:
+        return ""
+    return (f"префикс API — только {' или '.join(ApiPrefix.values)}, получен {prefix!r}")
+
+
 def _default_toolsets() -> list[str]:
     return [Toolset.READ]
 
@@ -128,6 +142,13 @@ class Contour(models.Model):
         default=InvoiceboxMode.SANDBOX,
     )
     base_url = models.URLField("адрес API", max_length=500)
+    api_prefix = models.CharField(
+        "префикс API", max_length=2, choices=ApiPrefix.choices, default=ApiPrefix.V3,
+        help_text="/v3/ — для магазинов Инвойсбокс; /l3/ — для магазинов Инвойсбокс.Бизнес "
+                  "(зарегистрированных на business.invoicebox.ru, токен вида «12345-API:…»). "
+                  "Берите тот, что указан в личном кабинете рядом с токеном; смена префикса "
+                  "сбрасывает токен.",
+    )
     # Never rendered back in full: see masked_token and the admin form (write-only). Encrypted
     # at rest; cleared whenever mode or base URL change (save), so it never reaches a new host.
     api_token = EncryptedTextField("токен API", blank=True)
@@ -208,9 +229,12 @@ class Contour(models.Model):
         problem = base_url_problem(self.mode, self.base_url)
         if problem:
             raise ValidationError({"base_url": problem})
+        problem = api_prefix_problem(self.api_prefix)
+        if problem:
+            raise ValidationError({"api_prefix": problem})
         # A token entered for one host is never kept for another: unless a new token came
         # with the change, the stored one is cleared.
-        if self.endpoint_changed and self.api_token == self._loaded[2]:
+        if self.endpoint_changed and self.api_token == self._loaded[3]:
             self.api_token = ""
             if kwargs.get("update_fields") is not None:
                 kwargs["update_fields"] = {*kwargs["update_fields"], "api_token"}
@@ -219,22 +243,28 @@ class Contour(models.Model):
 
     @property
     def endpoint_changed(self) -> bool:
-        """True when mode or base URL differ from what was loaded from the database."""
-        return self._loaded is not None and self._loaded[:2] != (self.mode, self.base_url)
+        """True when mode, base URL or prefix differ from what was loaded from the database."""
+        return self._loaded is not None and self._loaded[:3] != (
+            self.mode, self.base_url, self.api_prefix)
 
     def clean(self) -> None:
         super().clean()
         problem = base_url_problem(self.mode, self.base_url)
         if problem:
             raise ValidationError({"base_url": problem})
-        if self.endpoint_changed and self.api_token == self._loaded[2]:
-            raise ValidationError({"api_token": "адрес API или режим изменились: введите токен "
-                                                "заново, прежний на новый адрес не отправляется"})
+        problem = api_prefix_problem(self.api_prefix)
+        if problem:
+            raise ValidationError({"api_prefix": problem})
+        if self.endpoint_changed and self.api_token == self._loaded[3]:
+            raise ValidationError({"api_token": "адрес API, префикс или режим изменились: введите "
+                                                "токен заново, прежний на новый адрес не "
+                                                "отправляется"})
 
 
     def _remember_endpoint(self) -> None:
         # From __dict__: a deferred field (.only()) must not trigger a load here.
-        loaded = tuple(self.__dict__.get(name) for name in ("mode", "base_url", "api_token"))
+        loaded = tuple(self.__dict__.get(name)
+                       for name in ("mode", "base_url", "api_prefix", "api_token"))
         self._loaded = loaded if self.pk and None not in loaded else None
 
     def has_toolset(self, toolset: str) -> bool:

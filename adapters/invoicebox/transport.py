@@ -163,6 +163,7 @@ class Transport:
         timeout: float | None = None,
         read_attempts: int | None = None,
         backoff_seconds: float | None = None,
+        api_prefix: str = "v3",
     ) -> None:
         self.merchant_id = merchant_id
         self.read_attempts = read_attempts or settings.INVOICEBOX_READ_ATTEMPTS
@@ -177,8 +178,10 @@ class Transport:
         # in-process sandbox's transport, or a custom timeout, gets a client of its own.
         timeout = timeout or settings.INVOICEBOX_TIMEOUT_SECONDS
         self._owns_http = transport is not None or timeout != settings.INVOICEBOX_TIMEOUT_SECONDS
-        self._http = (connections.build(base_url, timeout=timeout, transport=transport)
-                      if self._owns_http else connections.shared(base_url, token, timeout=timeout))
+        self._http = (connections.build(base_url, timeout=timeout, transport=transport,
+                                        prefix=api_prefix)
+                      if self._owns_http else connections.shared(base_url, token, timeout=timeout,
+                                                                 prefix=api_prefix))
 
     def __enter__(self) -> Self:
         return self

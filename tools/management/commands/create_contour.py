@@ -18,7 +18,7 @@ from tools.contours import (
     parse_toolsets,
     running_site_url,
 )
-from tools.models import InvoiceboxMode
+from tools.models import ApiPrefix, InvoiceboxMode
 
 
 class Command(BaseCommand):
@@ -37,6 +37,8 @@ class Command(BaseCommand):
                             help="file holding the Invoicebox API token, '-' for stdin; "
                                  "never pass the token itself on the command line")
         parser.add_argument("--merchant-id", default="")
+        parser.add_argument("--api-prefix", default="v3", choices=ApiPrefix.values,
+                            help="v3 for Invoicebox shops, l3 for Инвойсбокс.Бизнес ones")
 
     def handle(self, *args: Any, **options: Any) -> None:
         token = self._read_token(options["token_file"])
@@ -52,13 +54,14 @@ class Command(BaseCommand):
                     options["slug"], mode=options["mode"], name=options["name"],
                     toolsets=parse_toolsets(options["toolsets"]), base_url=base_url,
                     token=token, merchant_id=options["merchant_id"], own_sandbox_merchant=True,
+                    api_prefix=options["api_prefix"],
                 )
                 journal_contour_created(contour)
         except ContourSetupError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(
             f"contour {contour.slug}: mode {contour.mode}, toolsets {','.join(contour.toolsets)}, "
-            f"base URL {contour.base_url}, token {contour.masked_token}"
+            f"base URL {contour.base_url}/{contour.api_prefix}, token {contour.masked_token}"
         )
         if sandbox and not token:
             self.stdout.write(f"sandbox merchant {contour.merchant_id}: this contour's own, "
