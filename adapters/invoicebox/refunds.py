@@ -45,10 +45,15 @@ class UpstreamRefundableItem(Upstream):
 
 @dataclass(frozen=True)
 class RefundableItem(BasketLine):
-    """An item of a paid order and what of it can still be refunded (kopecks)."""
+    """An item of a paid order and what of it can still be refunded (kopecks).
+
+    `available_sent` is False when the API left availableAmount out (the docs promise plain
+    BasketItems): the amount is then the whole line, true only while nothing was refunded, and
+    the caller subtracts the refunds (tools/catalog/refunds.py `refundable`)."""
 
     available_amount: int = 0
     available_vat_amount: int | None = None
+    available_sent: bool = True
 
     @classmethod
     def parse(cls, raw: Any) -> RefundableItem:
@@ -64,7 +69,21 @@ class RefundableItem(BasketLine):
             available_amount=total if up.available_amount is None else to_kopecks(
                 up.available_amount),
             available_vat_amount=kopecks_or_none(up.available_vat_amount),
+            available_sent=up.available_amount is not None,
         )
+
+
+class UpstreamRefundLine(Upstream):
+    sku: Text
+    total_amount: Money = Field(alias="totalAmount")
+    total_vat_amount: Money = Field(alias="totalVatAmount")
+
+
+@dataclass(frozen=True)
+class RefundLine:
+    sku: str
+    total_amount: int
+    total_vat_amount: int
 
 
 class UpstreamRefund(Upstream):
@@ -77,6 +96,8 @@ class UpstreamRefund(Upstream):
     vat_amount: Money | None = Field(None, alias="vatAmount")
     currency_id: str = Field("", alias="currencyId")
     created_at: str | None = Field(None, alias="createdAt")
+    # A refund is an order (docs merchant/refund/create.md): its lines, when sent.
+    basket_items: list[UpstreamRefundLine] | None = Field(None, alias="basketItems")
 
 
 @dataclass(frozen=True)
@@ -92,6 +113,7 @@ class Refund:
     currency: str
     created_at: str | None
     merchant_id: str | None = None
+    items: tuple[RefundLine, ...] | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> Refund:
@@ -101,6 +123,10 @@ class Refund:
             status=up.status, amount=to_kopecks(up.amount),
             vat_amount=kopecks_or_none(up.vat_amount), currency=up.currency_id,
             created_at=up.created_at, merchant_id=up.merchant_id,
+            items=None if up.basket_items is None else tuple(
+                RefundLine(sku=i.sku, total_amount=to_kopecks(i.total_amount),
+                           total_vat_amount=to_kopecks(i.total_vat_amount))
+                for i in up.basket_items),
         )
 
 
