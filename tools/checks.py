@@ -135,23 +135,22 @@ def _check_line(item: BasketItemLike, where: str, label: str, currency: str
     every named correction is applied (the order's sums are checked against those)."""
     problems: list[Problem] = []
     price, total, vat = int(item.amount), int(item.total_amount), int(item.total_vat_amount)
-    qty = quantity_decimal(item.quantity)
+    qty, shown_qty = quantity_decimal(item.quantity), quantity_text(item.quantity)
     exact_line = Decimal(price) * qty
     fixed_total = line_total(price, qty)
     if total != fixed_total:
         rounded = "" if exact_line == fixed_total else f" (точно {exact_line / 100} ₽, до копейки)"
         problems.append(Problem(f"{where}.total_amount", (
-            f"{label}: цена {format_rub(price, currency)} × {qty} = "
+            f"{label}: цена {format_rub(price, currency)} × {shown_qty} = "
             f"{format_rub(fixed_total, currency)}{rounded}, а total_amount "
             f"{format_rub(total, currency)}." + _fix("total_amount", fixed_total))))
-    if vat > total:
-        problems.append(Problem(f"{where}.total_vat_amount",
-                                f"{label}: НДС {format_rub(vat, currency)} больше суммы позиции"))
     fixed_vat = vat
     if vat > total or not vat_fits_rate(vat, fixed_total, item.vat_code):
         fixed_vat = expected_vat(fixed_total, item.vat_code)
+        above = (f"НДС {format_rub(vat, currency)} больше суммы позиции; " if vat > total
+                 else "")
         problems.append(Problem(f"{where}.total_vat_amount", (
-            f"{label}: по ставке {item.vat_code} НДС с {format_rub(fixed_total, currency)} — "
+            f"{label}: {above}по ставке {item.vat_code} НДС с {format_rub(fixed_total, currency)} — "
             f"{format_rub(fixed_vat, currency)}, а передано {format_rub(vat, currency)}."
             + _fix("total_vat_amount", fixed_vat))))
     if item.amount_wo_vat is not None:
@@ -159,7 +158,7 @@ def _check_line(item: BasketItemLike, where: str, label: str, currency: str
         if not wo_vat_fits(wo_vat, fixed_total, fixed_vat, qty):
             fixed_wo_vat = unit_price_wo_vat(fixed_total, fixed_vat, qty)
             problems.append(Problem(f"{where}.amount_wo_vat", (
-                f"{label}: цена без НДС {format_rub(wo_vat, currency)} × {qty} + НДС "
+                f"{label}: цена без НДС {format_rub(wo_vat, currency)} × {shown_qty} + НДС "
                 f"{format_rub(fixed_vat, currency)} не даёт {format_rub(fixed_total, currency)}; "
                 "цена без НДС за единицу — (сумма позиции − НДС) ÷ количество."
                 + _fix("amount_wo_vat", fixed_wo_vat))))

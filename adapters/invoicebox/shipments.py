@@ -122,7 +122,7 @@ class NewShipment:
         if self.document_number is not None:
             body["documentNumber"] = self.document_number
         if self.document_date is not None:
-            # Y-m-d, as the docs show it (docs merchant/order/shipment_create.md).
+            # Y-m-d, as the docs show it (docs merchant/order/shipment_create.md:62, `2023-12-12`).
             body["documentDate"] = self.document_date.isoformat()
         return body
 

@@ -72,7 +72,7 @@ def _shipment_payload(row: SandboxShipment) -> dict[str, Any]:
 def _create_shipment(call: _Call) -> SandboxResponse:
     data = _validate(_read_json_object(call), _SHIPMENT_SPEC)
     document_date = data.get("documentDate")
-    # [sandbox] the format is undocumented: a date (Y-m-d) or an ATOM datetime, echoed as sent.
+    # The docs show Y-m-d (shipment_create.md:62); [sandbox] an ATOM datetime is taken too.
     if document_date is not None and _parse_datetime(document_date) is None:
         raise _validation_error(
             [_field_error("documentDate", "wrong_value", "A date (Y-m-d) is expected.")]
