@@ -9,8 +9,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit import journal
-from tools import roles
+from audit.actors import user_actor
+from tools import events, roles
 from tools.errors import ToolError
 from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation, Role
 from tools.params import format_rub
@@ -131,14 +131,5 @@ def _record_decision(confirmation: PendingConfirmation, user: Any, *, approve: b
     confirmation.decided_by = user.get_username()
     confirmation.decision_reason = reason
     confirmation.save(update_fields=["status", "decided_at", "decided_by", "decision_reason"])
-    contour = confirmation.contour
-    journal.record(
-        contour=contour.slug, channel="ui", actor=f"user:{user.get_username()}",
-        tool=confirmation.tool, phase="approve" if approve else "reject",
-        arguments={"confirmation_id": str(confirmation.id)},
-        status="ok", code="approved" if approve else "approval_rejected",
-        message="одобрено" + (f": {reason}" if reason else "") if approve
-        else f"отклонено: {reason}",
-        confirmation_id=str(confirmation.id),
-        secrets=[contour.api_token, contour.notification_key],
-    )
+    events.confirmation_decided(confirmation, approve=approve, reason=reason,
+                                actor=user_actor(user))

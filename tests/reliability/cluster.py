@@ -33,10 +33,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def postgres_params() -> dict[str, Any] | None:
+def postgres_params() -> dict[str, Any]:
+    """The test database's server; only tests marked `postgres` ask (tests/conftest.py skips
+    them without PostgreSQL)."""
     db = settings.DATABASES["default"]
     if "postgresql" not in db["ENGINE"]:
-        return None
+        raise RuntimeError("a test that needs PostgreSQL lacks the `postgres` marker")
     return {"host": db.get("HOST") or "127.0.0.1", "port": int(db.get("PORT") or 5432),
             "user": db.get("USER") or "postgres", "password": db.get("PASSWORD") or ""}
 
@@ -211,7 +213,8 @@ class Cluster:
 CREATE_CONTOURS = """
 import json, uuid
 from adapters.invoicebox.sandbox import register_account
-from tools.contours import create_contour, issue_key
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 out = {}
 for slug in SLUGS:
     token, merchant = uuid.uuid4().hex, str(uuid.uuid4())

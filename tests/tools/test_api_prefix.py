@@ -19,8 +19,9 @@ from tests.people.test_contour_endpoint_admin import (
     Upstream,
     custom_contour,
 )
-from tools.contours import ContourSetupError, create_contour, issue_key
 from tools.models import Contour
+from tools.services.contours import ContourSetupError, create_contour
+from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 

@@ -6,20 +6,14 @@ import threading
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from adapters.invoicebox.sandbox import set_faults
 from tests.conftest import order_args, sandbox_orders
 from tools import gateway
-from tools.contours import DEMO_TOKEN, create_contour
+from tools.services.contours import DEMO_TOKEN, create_contour
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _needs_postgres() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("row locks are only meaningful on PostgreSQL: set DATABASE_URL")
 
 
 def test_parallel_executions_of_one_token_create_one_order(client):

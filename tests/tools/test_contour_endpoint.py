@@ -1,11 +1,11 @@
-"""Issue 13 item 2: the stored token never goes to another host and is encrypted at rest."""
+"""The stored token never goes to another host and is encrypted at rest."""
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from tools.contours import ContourSetupError, create_contour
 from tools.models import Contour
+from tools.services.contours import ContourSetupError, create_contour
 
 TOKEN = "a-very-secret-invoicebox-token-1234"
 

@@ -1,10 +1,10 @@
-"""Issue 13 item 2: mode sandbox reaches only the bundled sandbox, never another host."""
+"""Mode sandbox reaches only the bundled sandbox, never another host."""
 
 import pytest
 from django.core.exceptions import ValidationError
 
-from tools.contours import ContourSetupError, create_contour
 from tools.models import Contour
+from tools.services.contours import ContourSetupError, create_contour
 
 pytestmark = pytest.mark.django_db
 
