@@ -415,7 +415,8 @@ def test_refundable_items_map_to_kopecks_and_default_to_the_whole_line(
         sku="ROOM-STD", name="Бронирование номера", measure="шт", measure_code="796",
         quantity=D(3), amount=12396, amount_wo_vat=10330, total_amount=37188,
         total_vat_amount=6198, vat_code="RUS_VAT20", type="4", payment_type="full_prepayment",
-        available_amount=available, available_vat_amount=available_vat)
+        available_amount=available, available_vat_amount=available_vat,
+        available_sent="availableAmount" in extra)
 
 
 def test_lookup_company_keeps_numeric_ids_as_text_and_an_empty_kpp_as_none(
