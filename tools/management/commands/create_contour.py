@@ -54,7 +54,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         self.stdout.write(
             f"contour {contour.slug}: mode {contour.mode}, toolsets {','.join(contour.toolsets)}, "
-            f"base URL {contour.base_url}/{contour.api_prefix}, token {contour.masked_token}"
+            f"base URL {contour.base_url}, token {contour.masked_token}"
         )
         if sandbox and not token:
             self.stdout.write(f"sandbox merchant {contour.merchant_id}: this contour's own, "
