@@ -24,6 +24,8 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "unauthenticated": ("rejected", 401),
     "unknown_tool": ("rejected", 404),
     "forbidden": ("rejected", 403),
+    # An OAuth grant's call beyond the toolsets its owner chose (a key's is `forbidden`).
+    "insufficient_scope": ("rejected", 403),
     "invalid_arguments": ("rejected", 400),
     "invalid_json": ("rejected", 400),
     "arguments_not_object": ("rejected", 400),
