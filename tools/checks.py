@@ -145,10 +145,11 @@ def _check_line(item: BasketItemLike, where: str, label: str, currency: str
             f"{format_rub(fixed_total, currency)}{rounded}, а total_amount "
             f"{format_rub(total, currency)}." + _fix("total_amount", fixed_total))))
     fixed_vat = vat
-    if vat > total or not vat_fits_rate(vat, fixed_total, item.vat_code):
+    # Above the line as given or as corrected: a hint must not leave VAT above a fixed total.
+    too_much = vat > min(total, fixed_total)
+    if too_much or not vat_fits_rate(vat, fixed_total, item.vat_code):
         fixed_vat = expected_vat(fixed_total, item.vat_code)
-        above = (f"НДС {format_rub(vat, currency)} больше суммы позиции; " if vat > total
-                 else "")
+        above = f"НДС {format_rub(vat, currency)} больше суммы позиции; " if too_much else ""
         problems.append(Problem(f"{where}.total_vat_amount", (
             f"{label}: {above}по ставке {item.vat_code} НДС с {format_rub(fixed_total, currency)} — "
             f"{format_rub(fixed_vat, currency)}, а передано {format_rub(vat, currency)}."
