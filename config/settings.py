@@ -139,6 +139,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tools.ops.logs.journaled_refusals_logged_once",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -193,6 +194,10 @@ AUTH_PASSWORD_VALIDATORS = [
 LANGUAGE_CODE = env.str("DJANGO_LANGUAGE_CODE", default="ru")
 TIME_ZONE = env.str("DJANGO_TIME_ZONE", default="Europe/Moscow")
 USE_I18N = True
+# The project's Russian catalog (plural forms, admin messages): read before Django's own.
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# Formats Django's Russian locale gets wrong (config/formats/ru); the rest stay Django's.
+FORMAT_MODULE_PATH = ["config.formats"]
 USE_TZ = True
 
 STATIC_URL = "static/"
@@ -214,7 +219,7 @@ REST_FRAMEWORK = {
     "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
-    "TITLE": "Invoicebox assistant gateway",
+    "TITLE": "Шлюз Инвойсбокс для ИИ-ассистентов — API",
     "DESCRIPTION": "Шлюз между ИИ-ассистентами и API Инвойсбокс: один каталог инструментов, одно ядро.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -229,7 +234,10 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: eager by default so a fresh machine needs no broker; production needs Redis.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
+# memory:// with a host: without one kombu warns "No hostname was supplied" on every connection.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://localhost/")
+if CELERY_BROKER_URL == "memory://":
+    CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not PRODUCTION)
 if PRODUCTION and not CELERY_TASK_ALWAYS_EAGER and CELERY_BROKER_URL.startswith("memory"):
     raise ImproperlyConfigured("CELERY_BROKER_URL (redis://...) is required in production")
@@ -238,6 +246,11 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis hands an unacknowledged message (its worker died) to another worker after this long.
+# It fits the longest task: a read of 30 s, retried, well under 2 minutes; task retries wait
+# at most half of it (tools/tasks.py), and the outbox sweep re-sends what was lost anyway.
+CELERY_VISIBILITY_TIMEOUT_SECONDS = env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SECONDS}
 CELERY_TASK_IGNORE_RESULT = True
 # One queue name per deployment (or per test run) sharing a Redis.
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="gateway")
@@ -261,7 +274,23 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tools.alerts.sweep_alerts",
         "schedule": env.float("GATEWAY_ALERTS_EVERY_SECONDS", default=60.0),
     },
+    "outbox": {  # tasks recorded with their cause and never reported done (tools/outbox.py)
+        "task": "tools.outbox.sweep_outbox",
+        "schedule": env.float("GATEWAY_OUTBOX_EVERY_SECONDS", default=30.0),
+    },
+    "recover-operations": {  # executions left in flight or unknown, resolved by lookup
+        "task": "tools.recovery.resolve_operations",
+        "schedule": env.float("GATEWAY_RECOVERY_EVERY_SECONDS", default=30.0),
+    },
+    "journal-spool": {  # entries written while the database was away (audit/spool.py)
+        "task": "audit.tasks.drain_journal_spool",
+        "schedule": env.float("GATEWAY_SPOOL_EVERY_SECONDS", default=30.0),
+    },
 }
+# An outbox task not reported done this long after it was sent is sent again (doubling).
+GATEWAY_OUTBOX_LEASE_SECONDS = env.float("GATEWAY_OUTBOX_LEASE_SECONDS", default=60.0)
+# At most this many unresolved operations are looked up per recovery run (tools/recovery.py).
+GATEWAY_RECOVERY_BATCH = env.int("GATEWAY_RECOVERY_BATCH", default=50)
 # Where the beat task writes journal checkpoints, one new file each time (never overwritten).
 # Ship them off this host (docs/production.md): a checkpoint is only an anchor where the
 # database's writer cannot reach it.
@@ -410,7 +439,13 @@ if PRODUCTION:
     if env.bool("DJANGO_BEHIND_TLS_PROXY", default=False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+    # A scraper inside the network asks /metrics over plain HTTP, not through the TLS proxy.
+    SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
     SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+    # Decisions for the whole domain, not for this service alone: opt-in (docs/production.md).
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS",
+                                              default=False)
+    SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
 
 # Reads are retried on 408/425/429/503 and network errors; writes never (see client.py).
 INVOICEBOX_READ_ATTEMPTS = env.int("INVOICEBOX_READ_ATTEMPTS", default=3)

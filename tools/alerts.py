@@ -32,12 +32,13 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from tools import catalog, events, roles
+from tools import catalog, clock, events, roles
 from tools.models import (
     AlertKind,
     AlertState,
     AlertTransport,
     ConfirmationStatus,
+    Contour,
     OperatorAlert,
     PendingConfirmation,
     Role,
@@ -96,9 +97,16 @@ def _queue_safely(confirmation_id: str, kind: str) -> None:
         logger.exception("alerts of confirmation %s not queued; the sweep will", confirmation_id)
 
 
+def unreachable_operators(contour: Contour) -> list[str]:
+    """Operators of the contour an alert cannot reach (no email address): the owner is told
+    on the contour's page, before the first alert fails in the dashboard."""
+    return list(roles.holders(contour, Role.OPERATOR).filter(email="")
+                .order_by("username").values_list("username", flat=True))
+
+
 def is_waiting(confirmation: PendingConfirmation, now: datetime | None = None) -> bool:
     return (confirmation.status == ConfirmationStatus.PENDING and confirmation.requires_approval
-            and approval_deadline(confirmation) > (now or timezone.now()))
+            and approval_deadline(confirmation) > (now or clock.now()))
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -138,7 +146,7 @@ def queue_alerts(confirmation_id: str, kind: str) -> int:
 @shared_task(name="tools.alerts.sweep_alerts")
 def sweep_alerts() -> int:
     """Beat: queue reminders for items close to their deadline and re-queue due retries."""
-    now = timezone.now()
+    now = clock.now()
     soon = now + timedelta(seconds=settings.GATEWAY_ALERT_REMINDER_SECONDS)
     reminded = OperatorAlert.objects.filter(confirmation=OuterRef("pk"),
                                             kind=AlertKind.REMINDER)

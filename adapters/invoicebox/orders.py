@@ -62,6 +62,8 @@ class Order:
     payment_url: str | None
     customer_name: str | None
     customer_vat_number: str | None
+    # The shop the order belongs to, as Invoicebox reports it (the connection check compares it
+    # with the contour's merchantId); None when the answer leaves it out.
     merchant_id: str | None = None
 
     @classmethod
@@ -263,7 +265,14 @@ class OrdersApi(Transport):
         data, _ = self._request(
             "POST", "/billing/api/order/order", body=order.as_api(self.merchant_id), write=True
         )
-        return self._parse_order(data, write=True)
+        created = self._parse_order(data, write=True)
+        if created.merchant_order_id != order.merchant_order_id:
+            # Another order than the one sent: ours may or may not exist (issue 27). An unknown
+            # outcome, recovered by a lookup of our own merchantOrderId; never reported as ours.
+            raise self._bad_response(
+                f"на создание счёта {order.merchant_order_id} пришёл счёт "
+                f"{created.merchant_order_id[:64]}", write=True)
+        return created
 
     def update_order(self, order_id: str, update: OrderUpdate) -> Order:
         data, _ = self._request("PUT", f"/billing/api/order/order/{order_id}",

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from tools import events
+from tools import clock, events
 from tools.keys import KeySetupError, describe_scope
 from tools.models import ApiKey, Contour
 
@@ -35,10 +35,11 @@ def rotate(old: ApiKey, *, actor: str, channel: str) -> tuple[ApiKey, str]:
     """A new key with the old one's scope; the old one stays valid for the contour's grace
     period (never longer than it already had)."""
     contour = old.contour
-    grace_end = timezone.now() + timedelta(hours=contour.key_grace_hours)
+    now = clock.now()  # the grace and the expiry by the database's clock (tools/clock.py)
+    grace_end = now + timedelta(hours=contour.key_grace_hours)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=old.pk)
-        if not locked.is_active():
+        if not locked.is_active(now):
             raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
         new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
                                 toolsets=locked.toolsets, tools=locked.tools,

@@ -11,13 +11,17 @@ from tools.models import Contour, ContourRole, Role
 from tools.roles import STAFF_ROLES
 
 
-def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin"
-          ) -> bool:
+def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin",
+          email: str = "") -> bool:
     """Give user the role on contour (owners and auditors also get is_staff to open /admin/).
-    False, and no journal entry, when they already had it."""
+    `email`: where the person's alerts go (an operator without one is never told); given,
+    it replaces the user's address. False, and no journal entry, when they had the role."""
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}; known: {', '.join(Role.values)}")
     with transaction.atomic():
+        if email and user.email != email:
+            user.email = email
+            user.save(update_fields=["email"])
         _, created = ContourRole.objects.get_or_create(
             user=user, contour=contour, role=role, defaults={"granted_by": actor})
         if role in STAFF_ROLES and not user.is_staff:
