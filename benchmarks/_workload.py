@@ -36,7 +36,8 @@ class Workload:
 
         # The core builds one client per call, so the direct path does too.
         c = self.contour
-        return make_client(base_url=c.base_url, token=c.api_token, merchant_id=c.merchant_id)
+        return make_client(base_url=c.base_url, token=c.api_token, merchant_id=c.merchant_id,
+                           api_prefix=c.api_prefix)
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         from tools import gateway

@@ -346,6 +346,13 @@ INVOICEBOX_TIMEOUT_SECONDS = env.float("INVOICEBOX_TIMEOUT_SECONDS", default=30.
 # Calls to this project's own sandbox go through an in-process transport, so a sync view under
 # ASGI (one thread) never waits on a second request that needs that same thread.
 INVOICEBOX_SANDBOX_IN_PROCESS = env.bool("INVOICEBOX_SANDBOX_IN_PROCESS", default=True)
+# The bundled sandbox answers only what the docs promise (no shipment status/final/sums, no
+# availableAmount on refundable items): the client's fallbacks for the real API's answers.
+INVOICEBOX_SANDBOX_DOCUMENTED_ONLY = env.bool("INVOICEBOX_SANDBOX_DOCUMENTED_ONLY",
+                                              default=False)
+# Which paging names the sandbox reads: both (default), docs (page/pageSize), vendor
+# (_page/_pageSize) or none (its first page at 30 rows, whatever is asked).
+INVOICEBOX_SANDBOX_PAGING = env.str("INVOICEBOX_SANDBOX_PAGING", default="both")
 INVOICEBOX_SANDBOX_BASE_URL = env.str(
     "INVOICEBOX_SANDBOX_BASE_URL", default=f"{GATEWAY_SITE_URL}/sandbox/invoicebox"
 ).rstrip("/")

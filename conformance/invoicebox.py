@@ -63,7 +63,7 @@ def run(report: Report, link: GatewayLink, *, allow_write: bool) -> None:
     secrets = [contour.api_token, link.key]
     try:
         with make_client(base_url=contour.base_url, token=contour.api_token,
-                         merchant_id=contour.merchant_id) as client:
+                         merchant_id=contour.merchant_id, api_prefix=contour.api_prefix) as client:
             user_id = client.check_auth()
         report.add("auth", bool(user_id), "токен принят Инвойсбокс", secrets=secrets)
     except Exception as error:  # any failure of the first contact is the finding

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -85,43 +85,98 @@ def resolve_unit(item: BasketItemLike) -> Unit | str:
 
 
 def default_amount_wo_vat(item: BasketItemLike) -> int:
-    total, vat = int(item.total_amount), int(item.total_vat_amount)
-    return round_kopecks(Decimal(total - vat) / quantity_decimal(item.quantity))
+    """The unit price without VAT as the vendor's server computes it when none is given:
+    round((line total − line VAT) ÷ quantity) to the kopeck (MCP src/tools/writes.ts:103-106)."""
+    return unit_price_wo_vat(int(item.total_amount), int(item.total_vat_amount),
+                             quantity_decimal(item.quantity))
 
 
-def _exact_rub(kopecks: Decimal, currency: str) -> str:
-    if kopecks == kopecks.to_integral_value():
-        return format_rub(int(kopecks), currency)
-    return f"{kopecks / 100} (не целое число копеек)"
+def unit_price_wo_vat(total: int, vat: int, qty: Decimal) -> int:
+    return round_kopecks(Decimal(total - vat) / qty)
 
 
-def _inexact_wo_vat(item: BasketItemLike, qty: Decimal, price: int, vat: int,
-                    total: int) -> str:
-    """Under roundPolicy strict the unit price without VAT × quantity + VAT is the line total
-    exactly; when no whole-kopeck price does that, name the VAT that does (by the unit)."""
-    if Decimal(default_amount_wo_vat(item)) * qty + vat == total:
-        return ""
-    rate = vat_rate(item.vat_code)
-    unit_vat = round_kopecks(Decimal(price) * rate / (100 + rate)) if rate else 0
-    exact_vat = Decimal(unit_vat) * qty
-    hint = (f"; НДС по единице {unit_vat} коп. × {qty} = {exact_vat} коп. даёт цену без НДС "
-            f"{price - unit_vat} коп. ровно" if exact_vat == exact_vat.to_integral_value()
-            and exact_vat != vat else "")
-    return (f"с НДС {vat} коп. цена без НДС за единицу не выходит целой в копейках "
-            f"({total - vat} / {qty}), а roundPolicy strict требует точного равенства{hint}. "
-            "Передайте total_vat_amount по единице или amount_wo_vat")
+def line_total(price: int, qty: Decimal) -> int:
+    """price × quantity rounded to the kopeck, as the vendor's server checks it
+    (MCP src/core/money.ts:85: Math.round(amount × quantity))."""
+    return round_kopecks(Decimal(price) * qty)
 
 
 def expected_vat(total: int, vat_code: str) -> int:
+    """The VAT inside a line total at the code's rate, to the kopeck (VAT is always included in
+    totalAmount, also for *_ADDED codes: MCP src/tools/writes.ts:51-57)."""
     rate = vat_rate(vat_code)
     return round_kopecks(Decimal(total) * rate / (100 + rate)) if rate else 0
+
+
+def vat_fits_rate(vat: int, total: int, vat_code: str) -> bool:
+    """Within a kopeck of the rate's VAT (rounding the line either way); a zero rate has no
+    rounding, so its VAT is exactly zero."""
+    return abs(expected_vat(total, vat_code) - vat) <= (1 if vat_rate(vat_code) else 0)
+
+
+def wo_vat_fits(wo_vat: int, total: int, vat: int, qty: Decimal) -> bool:
+    """A caller's unit price without VAT: the exact (total − VAT) ÷ quantity rounded to the
+    kopeck either way, or any price whose line is within the vendor's one-kopeck gap
+    (MCP src/core/money.ts:96-99: |round(amountWoVat × quantity) + VAT − total| ≤ 1)."""
+    exact = Decimal(total - vat) / qty
+    if exact.to_integral_value(ROUND_FLOOR) <= wo_vat <= exact.to_integral_value(ROUND_CEILING):
+        return True
+    return abs(line_total(wo_vat, qty) + vat - total) <= 1
+
+
+def _fix(field: str, value: int) -> str:
+    # One fixed phrase naming the value that is accepted as it is: the hint converges.
+    return f" Исправление: {field} = \"{value}\"."
+
+
+def _check_line(item: BasketItemLike, where: str, label: str, currency: str
+                ) -> tuple[list[Problem], int, int]:
+    """The arithmetic of one line: its problems, and its total and VAT as they would be once
+    every named correction is applied (the order's sums are checked against those)."""
+    problems: list[Problem] = []
+    price, total, vat = int(item.amount), int(item.total_amount), int(item.total_vat_amount)
+    qty, shown_qty = quantity_decimal(item.quantity), quantity_text(item.quantity)
+    exact_line = Decimal(price) * qty
+    fixed_total = line_total(price, qty)
+    if total != fixed_total:
+        rounded = "" if exact_line == fixed_total else f" (точно {exact_line / 100} ₽, до копейки)"
+        problems.append(Problem(f"{where}.total_amount", (
+            f"{label}: цена {format_rub(price, currency)} × {shown_qty} = "
+            f"{format_rub(fixed_total, currency)}{rounded}, а total_amount "
+            f"{format_rub(total, currency)}." + _fix("total_amount", fixed_total))))
+    fixed_vat = vat
+    # Above the line as given or as corrected: a hint must not leave VAT above a fixed total.
+    too_much = vat > min(total, fixed_total)
+    if too_much or not vat_fits_rate(vat, fixed_total, item.vat_code):
+        fixed_vat = expected_vat(fixed_total, item.vat_code)
+        above = f"НДС {format_rub(vat, currency)} больше суммы позиции; " if too_much else ""
+        problems.append(Problem(f"{where}.total_vat_amount", (
+            f"{label}: {above}по ставке {item.vat_code} НДС с {format_rub(fixed_total, currency)} — "
+            f"{format_rub(fixed_vat, currency)}, а передано {format_rub(vat, currency)}."
+            + _fix("total_vat_amount", fixed_vat))))
+    if item.amount_wo_vat is not None:
+        wo_vat = int(item.amount_wo_vat)
+        if not wo_vat_fits(wo_vat, fixed_total, fixed_vat, qty):
+            fixed_wo_vat = unit_price_wo_vat(fixed_total, fixed_vat, qty)
+            problems.append(Problem(f"{where}.amount_wo_vat", (
+                f"{label}: цена без НДС {format_rub(wo_vat, currency)} × {shown_qty} + НДС "
+                f"{format_rub(fixed_vat, currency)} не даёт {format_rub(fixed_total, currency)}; "
+                "цена без НДС за единицу — (сумма позиции − НДС) ÷ количество."
+                + _fix("amount_wo_vat", fixed_wo_vat))))
+    return problems, fixed_total, fixed_vat
 
 
 def check_basket(
     items: list[BasketItemLike], amount: str, vat_amount: str, currency: str
 ) -> list[Problem]:
+    """What merchants and the vendor's server refuse, nothing more: price × quantity off the line
+    total after rounding to the kopeck, VAT above the total or off the rate beyond rounding, a
+    unit price without VAT that doesn't fit, sums that don't add up (docs/invoicebox-api.md,
+    "Basket arithmetic"). The VAT the user states is never changed to suit us."""
     problems: list[Problem] = []
     seen_skus: dict[str, int] = {}
+    fixed_totals: list[int] = []
+    fixed_vats: list[int] = []
     for index, item in enumerate(items):
         where = f"basket_items[{index}]"
         label = f"позиция {index + 1} «{item.name}»"
@@ -132,50 +187,22 @@ def check_basket(
             problems.append(Problem(f"{where}.sku", f"{label}: артикул {item.sku} уже есть в "
                                                     f"позиции {seen_skus[item.sku] + 1}"))
         seen_skus.setdefault(item.sku, index)
-        price, total, vat = int(item.amount), int(item.total_amount), int(item.total_vat_amount)
-        qty = quantity_decimal(item.quantity)
-        line_total = Decimal(price) * qty
-        if line_total != total:  # roundPolicy strict: price × quantity is the line, exactly
-            problems.append(Problem(
-                f"{where}.total_amount",
-                f"{label}: цена {format_rub(price, currency)} × {qty} = "
-                f"{_exact_rub(line_total, currency)}, а total_amount {format_rub(total, currency)}",
-            ))
-        if vat > total:
-            problems.append(Problem(f"{where}.total_vat_amount",
-                                    f"{label}: НДС {format_rub(vat, currency)} больше суммы позиции"))
-        want_vat = expected_vat(total, item.vat_code)
-        if abs(want_vat - vat) > 1:
-            problems.append(Problem(
-                f"{where}.total_vat_amount",
-                f"{label}: по ставке {item.vat_code} НДС с {format_rub(total, currency)} — "
-                f"{format_rub(want_vat, currency)}, а передано {format_rub(vat, currency)}",
-            ))
-        if item.amount_wo_vat is None:
-            problem = _inexact_wo_vat(item, qty, price, vat, total)
-            if problem:
-                problems.append(Problem(f"{where}.total_vat_amount", f"{label}: {problem}"))
-        else:
-            wo_vat = int(item.amount_wo_vat)
-            if abs(round_kopecks(Decimal(wo_vat) * qty) + vat - total) > 1:
-                problems.append(Problem(
-                    f"{where}.amount_wo_vat",
-                    f"{label}: цена без НДС {format_rub(wo_vat, currency)} × {qty} + НДС "
-                    f"{format_rub(vat, currency)} не даёт {format_rub(total, currency)}",
-                ))
-    total_sum = sum(int(i.total_amount) for i in items)
-    vat_sum = sum(int(i.total_vat_amount) for i in items)
+        line_problems, fixed_total, fixed_vat = _check_line(item, where, label, currency)
+        problems += line_problems
+        fixed_totals.append(fixed_total)
+        fixed_vats.append(fixed_vat)
+    total_sum, vat_sum = sum(fixed_totals), sum(fixed_vats)
+    corrected = " (с исправленными позициями)" if any(
+        p.field.startswith("basket_items") for p in problems) else ""
     if total_sum != int(amount):
         problems.append(Problem("amount", (
-            f"сумма позиций {format_rub(total_sum, currency)} не сходится с суммой заказа "
-            f"{format_rub(int(amount), currency)}"
-        )))
+            f"сумма позиций{corrected} {format_rub(total_sum, currency)} не сходится с суммой "
+            f"заказа {format_rub(int(amount), currency)}." + _fix("amount", total_sum))))
     if vat_sum != int(vat_amount):
         problems.append(Problem("vat_amount", (
-            f"НДС позиций {format_rub(vat_sum, currency)} не сходится с НДС заказа "
-            f"{format_rub(int(vat_amount), currency)}"
-        )))
-    if int(vat_amount) > int(amount):
+            f"НДС позиций{corrected} {format_rub(vat_sum, currency)} не сходится с НДС заказа "
+            f"{format_rub(int(vat_amount), currency)}." + _fix("vat_amount", vat_sum))))
+    elif int(vat_amount) > int(amount):
         problems.append(Problem("vat_amount", "НДС заказа больше суммы заказа"))
     return problems
 

@@ -84,3 +84,17 @@ def base_url_problem(mode: str, base_url: str) -> str:
         return (f"http без шифрования допустим только для локального адреса "
                 f"(127.0.0.0/8, ::1, localhost), а указан хост {_shown(parts.hostname)}; нужен https")
     return ""
+
+
+class ApiPrefix(models.TextChoices):
+    """The API's path prefix (docs api/api.md:29-31)."""
+
+    V3 = "v3", "/v3/ — магазины Инвойсбокс (по умолчанию)"
+    L3 = "l3", "/l3/ — магазины Инвойсбокс.Бизнес (business.invoicebox.ru)"
+
+
+def api_prefix_problem(prefix: str) -> str:
+    """Why a prefix is not one the API has (in Russian), or "" when it is."""
+    if prefix in ApiPrefix.values:
+        return ""
+    return f"префикс API — только {' или '.join(ApiPrefix.values)}, получен {prefix!r}"

@@ -24,7 +24,9 @@ from tools.current_key import AUTHENTICATED_KEY
 from tools.endpoints import (
     OFFICIAL_API_ORIGIN,
     OFFICIAL_MODES,
+    ApiPrefix,
     InvoiceboxMode,
+    api_prefix_problem,
     base_url_problem,
     is_loopback,
     is_own_sandbox,
@@ -34,8 +36,9 @@ from tools.params import format_rub
 from tools.secret_box import EncryptedTextField
 
 # Kept importable from here: every caller reads them as model facts.
-__all__ = ["AUTHENTICATED_KEY", "OFFICIAL_API_ORIGIN", "OFFICIAL_MODES", "InvoiceboxMode",
-           "base_url_problem", "is_loopback", "is_own_sandbox", "mask_secret", "sha256_hex"]
+__all__ = ["AUTHENTICATED_KEY", "OFFICIAL_API_ORIGIN", "OFFICIAL_MODES", "ApiPrefix",
+           "InvoiceboxMode", "api_prefix_problem", "base_url_problem", "is_loopback",
+           "is_own_sandbox", "mask_secret", "sha256_hex"]
 
 
 class Toolset(models.TextChoices):
@@ -78,6 +81,13 @@ class Contour(models.Model):
         default=InvoiceboxMode.SANDBOX,
     )
     base_url = models.URLField("адрес API", max_length=500)
+    api_prefix = models.CharField(
+        "префикс API", max_length=2, choices=ApiPrefix.choices, default=ApiPrefix.V3,
+        help_text="/v3/ — для магазинов Инвойсбокс; /l3/ — для магазинов Инвойсбокс.Бизнес "
+                  "(зарегистрированных на business.invoicebox.ru, токен вида «12345-API:…»). "
+                  "Берите тот, что указан в личном кабинете рядом с токеном; смена префикса "
+                  "сбрасывает токен.",
+    )
     # Never rendered back in full: see masked_token and the admin form (write-only). Encrypted
     # at rest; cleared whenever mode or base URL change (save), so it never reaches a new host.
     api_token = EncryptedTextField("токен API", blank=True)
@@ -154,10 +164,13 @@ class Contour(models.Model):
         problem = base_url_problem(self.mode, self.base_url)
         if problem:
             raise ValidationError({"base_url": problem})
+        problem = api_prefix_problem(self.api_prefix)
+        if problem:
+            raise ValidationError({"api_prefix": problem})
         # Secrets entered for one endpoint are never kept for another: unless a new one came
         # with the change, the stored one is cleared. The token would go to the new host; the
         # notification key of a former sandbox is the published one, anyone can sign with it.
-        for index, name in ((2, "api_token"), (3, "notification_key")):
+        for index, name in ((3, "api_token"), (4, "notification_key")):
             if self.endpoint_changed and getattr(self, name) == self._loaded[index]:
                 setattr(self, name, "")
                 if kwargs.get("update_fields") is not None:
@@ -165,8 +178,8 @@ class Contour(models.Model):
         super().save(*args, **kwargs)
         self._remember_endpoint()
 
-    # (mode, base_url, api_token, notification_key) as loaded from the database; None for a
-    # new contour.
+    # (mode, base_url, api_prefix, api_token, notification_key) as loaded from the database;
+    # None for a new contour.
     _loaded: tuple[Any, ...] | None = None
 
     @classmethod
@@ -177,23 +190,29 @@ class Contour(models.Model):
 
     @property
     def endpoint_changed(self) -> bool:
-        """True when mode or base URL differ from what was loaded from the database."""
-        return self._loaded is not None and self._loaded[:2] != (self.mode, self.base_url)
+        """True when mode, base URL or prefix differ from what was loaded from the database."""
+        return self._loaded is not None and self._loaded[:3] != (
+            self.mode, self.base_url, self.api_prefix)
 
     def clean(self) -> None:
         super().clean()
         problem = base_url_problem(self.mode, self.base_url)
         if problem:
             raise ValidationError({"base_url": problem})
-        if self.endpoint_changed and self.api_token == self._loaded[2]:
-            raise ValidationError({"api_token": "адрес API или режим изменились: введите токен "
-                                                "заново, прежний на новый адрес не отправляется"})
+        problem = api_prefix_problem(self.api_prefix)
+        if problem:
+            raise ValidationError({"api_prefix": problem})
+        if self.endpoint_changed and self.api_token == self._loaded[3]:
+            raise ValidationError({"api_token": "адрес API, префикс или режим изменились: введите "
+                                                "токен заново, прежний на новый адрес не "
+                                                "отправляется"})
 
 
     def _remember_endpoint(self) -> None:
         # From __dict__: a deferred field (.only()) must not trigger a load here.
         loaded = tuple(self.__dict__.get(name)
-                       for name in ("mode", "base_url", "api_token", "notification_key"))
+                       for name in ("mode", "base_url", "api_prefix", "api_token",
+                                    "notification_key"))
         self._loaded = loaded if self.pk and None not in loaded else None
 
     def has_toolset(self, toolset: str) -> bool:

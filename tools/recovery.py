@@ -199,7 +199,7 @@ def resolve(operation_id: int) -> str:
                claimed_at=claimed_at)
         return "invalid"
     client = make_client(base_url=contour.base_url, token=contour.api_token,
-                         merchant_id=contour.merchant_id)
+                         merchant_id=contour.merchant_id, api_prefix=contour.api_prefix)
     ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
                       operation_key=operation.key, operation_started=operation.created_at,
                       operator_approved=confirmation.status == ConfirmationStatus.APPROVED)

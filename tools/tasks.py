@@ -132,7 +132,7 @@ def _confirm_notification(self: Task, processed_notification_id: int) -> str:
 def _read_upstream(task: Task, tracked: TrackedOrder) -> Order | None:
     contour = tracked.contour
     client = make_client(base_url=contour.base_url, token=contour.api_token,
-                         merchant_id=contour.merchant_id)
+                         merchant_id=contour.merchant_id, api_prefix=contour.api_prefix)
     try:
         with client:
             return client.get_order(tracked.order_id)

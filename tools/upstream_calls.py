@@ -23,7 +23,7 @@ UPSTREAM_CODES = {
 
 def client_for(contour: Contour) -> InvoiceboxClient:
     return make_client(base_url=contour.base_url, token=contour.api_token,
-                       merchant_id=contour.merchant_id)
+                       merchant_id=contour.merchant_id, api_prefix=contour.api_prefix)
 
 
 def upstream(trace: Trace, client: InvoiceboxClient, action: Any) -> Any:

@@ -58,13 +58,15 @@ def is_local_sandbox(base_url: str) -> bool:
     return parts.hostname in local_hosts and parts.path.rstrip("/").startswith(mount)
 
 
-def make_client(*, base_url: str, token: str, merchant_id: str) -> InvoiceboxClient:
+def make_client(*, base_url: str, token: str, merchant_id: str,
+                api_prefix: str = "v3") -> InvoiceboxClient:
     transport = None
     if settings.INVOICEBOX_SANDBOX_IN_PROCESS and is_local_sandbox(base_url):
         from adapters.invoicebox.sandbox import InProcessTransport
 
         transport = InProcessTransport()
     return InvoiceboxClient(
-        base_url=base_url, token=token, merchant_id=merchant_id, transport=transport
+        base_url=base_url, token=token, merchant_id=merchant_id, transport=transport,
+        api_prefix=api_prefix,
     )
 

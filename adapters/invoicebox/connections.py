@@ -30,7 +30,7 @@ from django.conf import settings
 MAX_CLIENTS = 64
 
 _lock = threading.Lock()
-_clients: OrderedDict[tuple[str, str, float], httpx.Client] = OrderedDict()
+_clients: OrderedDict[tuple[str, str, float, str], httpx.Client] = OrderedDict()
 
 
 @lru_cache(maxsize=1)
@@ -43,11 +43,17 @@ def _no_cookies() -> httpx.Cookies:
     return httpx.Cookies(CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
 
 
-def build(base_url: str, *, timeout: float,
-          transport: httpx.BaseTransport | None = None) -> httpx.Client:
-    """A client for API v3 under base_url, with the shared SSL context and today's limits."""
+# The API's path prefixes (docs api/api.md:30-31): /v3/, and /l3/ for Инвойсбокс.Бизнес shops.
+API_PREFIXES = ("v3", "l3")
+
+
+def build(base_url: str, *, timeout: float, transport: httpx.BaseTransport | None = None,
+          prefix: str = "v3") -> httpx.Client:
+    """A client for the API under base_url and its prefix, with the shared SSL context."""
+    if prefix not in API_PREFIXES:
+        raise ValueError(f"unknown API prefix {prefix!r}")
     return httpx.Client(
-        base_url=base_url.rstrip("/") + "/v3",
+        base_url=base_url.rstrip("/") + "/" + prefix,
         transport=transport,
         verify=ssl_context(),
         timeout=timeout,
@@ -57,20 +63,21 @@ def build(base_url: str, *, timeout: float,
     )
 
 
-def _key(base_url: str, token: str, timeout: float) -> tuple[str, str, float]:
+def _key(base_url: str, token: str, timeout: float, prefix: str
+         ) -> tuple[str, str, float, str]:
     # Only a digest of the token is kept, as the limiter does: the secret is not a dict key.
-    return base_url.rstrip("/"), hashlib.sha256(token.encode()).hexdigest(), timeout
+    return base_url.rstrip("/"), hashlib.sha256(token.encode()).hexdigest(), timeout, prefix
 
 
-def shared(base_url: str, token: str, *, timeout: float) -> httpx.Client:
+def shared(base_url: str, token: str, *, timeout: float, prefix: str = "v3") -> httpx.Client:
     """The process's client for this upstream account; built on first use, then reused."""
-    key = _key(base_url, token, timeout)
+    key = _key(base_url, token, timeout, prefix)
     with _lock:
         client = _clients.get(key)
         if client is not None:
             _clients.move_to_end(key)
             return client
-    client = build(base_url, timeout=timeout)  # outside the lock: building takes a while
+    client = build(base_url, timeout=timeout, prefix=prefix)  # outside the lock: slow
     with _lock:
         winner = _clients.setdefault(key, client)
         _clients.move_to_end(key)

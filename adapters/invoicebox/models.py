@@ -131,11 +131,9 @@ class SandboxOrder(models.Model):
 
 
 class SandboxMerchantOrderId(models.Model):
-    """A merchantOrderId taken by an order or a refund of one merchant.
-
-    The docs make the number unique across both ("to prevent double refunds"); two tables
-    cannot share a unique constraint, so every create also inserts its number here, in the
-    same transaction. The insert is the race-safe check; numbers are never freed.
+    """A merchantOrderId taken by an order of one merchant (refunds have their own namespace,
+    SandboxRefund's constraint: docs merchant/refund/create.md:36 makes a refund's number unique
+    among refunds). The insert is the race-safe check; numbers are never freed.
     """
 
     merchant_id = models.UUIDField()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -15,9 +15,12 @@ from adapters.invoicebox.transport import (
     Transport,
     Upstream,
     atom,
+    paging,
 )
 
-ROUND_POLICY = "strict"
+# (API filter name, Order attribute) of the date filters.
+DATE_FILTERS = (("createdAt", "created_at"), ("expirationDate", "expiration_date"),
+                ("paidAt", "paid_at"))
 
 
 class UpstreamCustomer(Upstream):
@@ -163,9 +166,9 @@ class NewOrder:
             "expirationDate": atom(self.expiration_date),
             "basketItems": [line.as_api() for line in self.basket],
             "customer": self.customer.as_api(),
-            # The docs give roundPolicy's default both as strict and as none: say it, and keep
-            # every line exact (tools/checks.py) so that strict holds.
-            "orderSetting": {"roundPolicy": ROUND_POLICY},
+            # No orderSetting: the vendor's server sends no roundPolicy (MCP
+            # src/tools/writes.ts:541-560), so the API's own default applies to us as to it
+            # (docs/invoicebox-api.md, "roundPolicy").
         }
         api_names = {"success_url": "successUrl", "fail_url": "failUrl",
                       "return_url": "returnUrl", "notification_url": "notificationUrl"}
@@ -223,30 +226,40 @@ class OrdersApi(Transport):
         page_size: int = 20,
     ) -> OrderPage:
         params: list[tuple[str, str]] = [
-            ("_page", str(page)), ("_pageSize", str(page_size)), ("_order[createdAt]", "desc"),
+            *paging(page, page_size), ("_order[createdAt]", "desc"),
+            # One token may see several shops: the contour's only (the SDK's FindOrderTest).
+            ("merchantId", self.merchant_id),
         ]
         if order_id:
             params.append(("id", order_id))
         if merchant_order_id:
             params.append(("merchantOrderId", merchant_order_id))
         params.extend(("status[]", status) for status in statuses)
-        if created_from:
-            params.append(("createdAt[_ge]", atom(created_from)))
-        if created_to:
-            params.append(("createdAt[_le]", atom(created_to)))
-        # Documented filters (docs merchant/order/get.md): expirationDate and paidAt.
-        for name, bounds in (("expirationDate", (expiration_from, expiration_to)),
-                             ("paidAt", (paid_from, paid_to))):
-            params.extend((f"{name}[{op}]", atom(moment))
-                          for op, moment in zip(("_ge", "_le"), bounds, strict=True) if moment)
+        # Documented filters (docs merchant/order/get.md): createdAt, expirationDate, paidAt.
+        bounds = dict(zip(DATE_FILTERS, ((created_from, created_to),
+                                         (expiration_from, expiration_to), (paid_from, paid_to)),
+                          strict=True))
+        for (api_name, _), (low, high) in bounds.items():
+            params.extend((f"{api_name}[{op}]", atom(moment))
+                          for op, moment in (("_ge", low), ("_le", high)) if moment)
         data, envelope = self._request("GET", "/filter/api/order/order", params=params)
         if not isinstance(data, list):
             raise self._bad_response("список счетов пришёл не массивом")
         orders = [self._parse_order(row) for row in data]
         self._check_filtered(orders, "счёт", id=order_id, merchant_order_id=merchant_order_id)
-        total, page, page_size = self._meta(envelope, len(orders), page, page_size,
-                                            rows=len(orders))
-        return OrderPage(orders=orders, total_count=total, page=page, page_size=page_size)
+        self._check_merchant(orders, "счёт")
+        for order in orders:
+            outside = _outside(order, statuses, bounds)
+            if outside:
+                raise self._bad_response(
+                    f"Инвойсбокс вернул счёт {order.id} с {outside}, вне запрошенного фильтра: "
+                    "фильтр не применён, ответ не используется")
+        meta = self._meta(envelope, page, page_size, rows=len(orders))
+        # A larger first page than asked (a server that read neither paging name) is cut to
+        # the size asked for: every row of it was checked above, and nothing is summed here.
+        shown = orders[:page_size]
+        total = meta.total if meta.total is not None else (page - 1) * page_size + len(orders)
+        return OrderPage(orders=shown, total_count=total, page=page, page_size=page_size)
 
     def create_order(self, order: NewOrder) -> Order:
         data, _ = self._request(
@@ -273,3 +286,24 @@ class OrdersApi(Transport):
     def _parse_order(self, raw: Any, *, write: bool = False) -> Order:
         return self._parse(Order.parse, raw, "счёт", write=write)
 
+
+
+def _outside(order: Order, statuses: list[str] | tuple[str, ...],
+             bounds: dict[tuple[str, str], tuple[datetime | None, datetime | None]]) -> str:
+    """What of the row lies outside the filter that was sent ("" when nothing does, or when
+    the row doesn't carry the field: an absent field is a shape, not a contradiction)."""
+    if statuses and order.status not in statuses:
+        return f"статусом {order.status!s:.20}"
+    for (_, name), (low, high) in bounds.items():
+        value = getattr(order, name)
+        if not value or not (low or high):
+            continue
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            continue
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        if (low and moment < low) or (high and moment > high):
+            return f"{name} {value!s:.32}"
+    return ""

@@ -11,11 +11,13 @@ from adapters.invoicebox.money import to_kopecks, to_roubles
 from adapters.invoicebox.orders import BasketLine
 from adapters.invoicebox.transport import (
     Money,
+    PageMeta,
     Quantity,
     Text,
     Transport,
     Upstream,
     kopecks_or_none,
+    paging,
 )
 
 # Refund lists are read whole; the cap only stops a server whose paging never ends.
@@ -43,10 +45,15 @@ class UpstreamRefundableItem(Upstream):
 
 @dataclass(frozen=True)
 class RefundableItem(BasketLine):
-    """An item of a paid order and what of it can still be refunded (kopecks)."""
+    """An item of a paid order and what of it can still be refunded (kopecks).
+
+    `available_sent` is False when the API left availableAmount out (the docs promise plain
+    BasketItems): the amount is then the whole line, true only while nothing was refunded, and
+    the caller subtracts the refunds (tools/catalog/refunds.py `refundable`)."""
 
     available_amount: int = 0
     available_vat_amount: int | None = None
+    available_sent: bool = True
 
     @classmethod
     def parse(cls, raw: Any) -> RefundableItem:
@@ -62,18 +69,35 @@ class RefundableItem(BasketLine):
             available_amount=total if up.available_amount is None else to_kopecks(
                 up.available_amount),
             available_vat_amount=kopecks_or_none(up.available_vat_amount),
+            available_sent=up.available_amount is not None,
         )
+
+
+class UpstreamRefundLine(Upstream):
+    sku: Text
+    total_amount: Money = Field(alias="totalAmount")
+    total_vat_amount: Money = Field(alias="totalVatAmount")
+
+
+@dataclass(frozen=True)
+class RefundLine:
+    sku: str
+    total_amount: int
+    total_vat_amount: int
 
 
 class UpstreamRefund(Upstream):
     id: Text
     parent_id: Text = Field(alias="parentId")
+    merchant_id: Text | None = Field(None, alias="merchantId")
     merchant_order_id: str = Field("", alias="merchantOrderId")
     status: str
     amount: Money
     vat_amount: Money | None = Field(None, alias="vatAmount")
     currency_id: str = Field("", alias="currencyId")
     created_at: str | None = Field(None, alias="createdAt")
+    # A refund is an order (docs merchant/refund/create.md): its lines, when sent.
+    basket_items: list[UpstreamRefundLine] | None = Field(None, alias="basketItems")
 
 
 @dataclass(frozen=True)
@@ -88,6 +112,8 @@ class Refund:
     vat_amount: int | None
     currency: str
     created_at: str | None
+    merchant_id: str | None = None
+    items: tuple[RefundLine, ...] | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> Refund:
@@ -96,7 +122,11 @@ class Refund:
             id=up.id, parent_id=up.parent_id, merchant_order_id=up.merchant_order_id,
             status=up.status, amount=to_kopecks(up.amount),
             vat_amount=kopecks_or_none(up.vat_amount), currency=up.currency_id,
-            created_at=up.created_at,
+            created_at=up.created_at, merchant_id=up.merchant_id,
+            items=None if up.basket_items is None else tuple(
+                RefundLine(sku=i.sku, total_amount=to_kopecks(i.total_amount),
+                           total_vat_amount=to_kopecks(i.total_vat_amount))
+                for i in up.basket_items),
         )
 
 
@@ -135,35 +165,23 @@ class RefundsApi(Transport):
         self, *, parent_id: str | None = None, merchant_order_id: str | None = None
     ) -> list[Refund]:
         """Every refund matching the filters, oldest first (all pages are read)."""
-        filters: list[tuple[str, str]] = []
+        # The contour's shop only (docs merchant/refund/get.md:41 documents the filter).
+        filters: list[tuple[str, str]] = [("merchantId", self.merchant_id)]
         if parent_id:
             filters.append(("parentId", parent_id))
         if merchant_order_id:
             filters.append(("merchantOrderId", merchant_order_id))
-        refunds: list[Refund] = []
-        seen: set[str] = set()
-        for page in range(1, MAX_REFUND_PAGES + 1):
-            params = [("_page", str(page)), ("_pageSize", str(REFUND_PAGE_SIZE)),
-                      ("_order[createdAt]", "asc"), *filters]
+
+        def fetch(page: int, size: int) -> tuple[list[Refund], PageMeta]:
+            params = [*paging(page, size), ("_order[createdAt]", "asc"), *filters]
             data, envelope = self._request("GET", "/filter/api/order/refund-order",
                                            params=params)
             rows = self._rows(data, "список возвратов пришёл не массивом")
             found = [self._parse(Refund.parse, row, "возврат") for row in rows]
             self._check_filtered(found, "возврат", parent_id=parent_id,
                                  merchant_order_id=merchant_order_id)
-            total, _, _ = self._meta(envelope, len(refunds) + len(found), page,
-                                     REFUND_PAGE_SIZE, rows=len(found))
-            for refund in found:
-                # A repeated row means the pages shifted or overlap: the sum would count it twice.
-                if refund.id in seen:
-                    raise self._bad_response(
-                        f"возврат {refund.id} пришёл на двух страницах: список сместился, "
-                        "сумма возвратов не посчитана")
-                seen.add(refund.id)
-            refunds.extend(found)
-            if len(rows) < REFUND_PAGE_SIZE or len(refunds) >= total:
-                return refunds
-        raise self._bad_response(
-            f"возвратов больше {MAX_REFUND_PAGES * REFUND_PAGE_SIZE}: все не прочитать, "
-            "сумма возвратов не посчитана")
+            self._check_merchant(found, "возврат")
+            return found, self._meta(envelope, page, size, rows=len(found))
 
+        return self._read_all(fetch, "возврат {} пришёл на двух страницах", page_size=REFUND_PAGE_SIZE,
+                              max_pages=MAX_REFUND_PAGES)

@@ -6,6 +6,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Self, TypeVar
@@ -25,6 +26,21 @@ RETRYABLE_STATUSES = frozenset({408, 425, 429, 503})
 MAX_RETRY_AFTER_SECONDS = 60
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+
+def paging(page: int, page_size: int) -> list[tuple[str, str]]:
+    """Both spellings with the same values: the docs' page/pageSize (docs/api/filters.md:34-36)
+    and the vendor code's _page/_pageSize (MCP src/tools/reads.ts:222-223)."""
+    return [("_page", str(page)), ("page", str(page)),
+            ("_pageSize", str(page_size)), ("pageSize", str(page_size))]
+
+
+@dataclass(frozen=True)
+class PageMeta:
+    total: int | None  # metaData.totalCount, when sent
+    page: int
+    size: int  # the server's page size: metaData.pageSize, else what was asked (or more rows)
 
 ErrorKind = Literal[
     "unauthorized", "forbidden", "rejected", "not_found", "rate_limited", "unavailable",
@@ -147,6 +163,7 @@ class Transport:
         timeout: float | None = None,
         read_attempts: int | None = None,
         backoff_seconds: float | None = None,
+        api_prefix: str = "v3",
     ) -> None:
         self.merchant_id = merchant_id
         self.read_attempts = read_attempts or settings.INVOICEBOX_READ_ATTEMPTS
@@ -165,8 +182,10 @@ class Transport:
         # in-process sandbox's transport, or a custom timeout, gets a client of its own.
         timeout = timeout or settings.INVOICEBOX_TIMEOUT_SECONDS
         self._owns_http = transport is not None or timeout != settings.INVOICEBOX_TIMEOUT_SECONDS
-        self._http = (connections.build(base_url, timeout=timeout, transport=transport)
-                      if self._owns_http else connections.shared(base_url, token, timeout=timeout))
+        self._http = (connections.build(base_url, timeout=timeout, transport=transport,
+                                        prefix=api_prefix)
+                      if self._owns_http else connections.shared(base_url, token, timeout=timeout,
+                                                                 prefix=api_prefix))
 
     def __enter__(self) -> Self:
         return self
@@ -211,28 +230,66 @@ class Transport:
             raise self._bad_response(detail)
         return data
 
-    def _meta(
-        self, envelope: dict[str, Any], count: int, page: int, page_size: int, *, rows: int
-    ) -> tuple[int, int, int]:
-        """(totalCount, page, pageSize) from metaData, checked against what was asked for.
+    def _check_merchant(self, rows: list[Any], what: str) -> None:
+        """One token may see several shops (the docs, the SDK's FindOrderTest): a row of another
+        merchant is never this contour's, whatever the filter did."""
+        for row in rows:
+            got = getattr(row, "merchant_id", None)
+            if got and self.merchant_id and str(got).lower() != self.merchant_id.lower():
+                raise self._bad_response(
+                    f"Инвойсбокс вернул {what} другого магазина (merchantId {got!s:.40}): "
+                    "ответ не используется")
 
-        The docs name the paging parameters page/pageSize, the vendor's code _page/_pageSize;
-        a server that ignored ours answers another page or size, or more rows than asked.
-        Counting on such an answer would undercount what was shipped or refunded, or count a
-        row twice, so it is refused instead of guessed at."""
+    def _meta(self, envelope: dict[str, Any], page: int, page_size: int, *, rows: int
+              ) -> PageMeta:
+        """What metaData says of this page, checked against what was asked for.
+
+        Both spellings of the paging names go out (`paging`), so a server that reads either
+        pages as asked. A server that read neither answers its own first page at its own size:
+        on page 1 that is still page 1 (a larger page is accepted; every row is checked against
+        the filter by the caller), but another page number, or another size or more rows past
+        page 1, means the rows are not the ones asked for, and the answer is refused."""
         meta = envelope.get("metaData") or {}
         try:
-            total, got_page, got_size = (int(meta.get("totalCount", count)),
-                                         int(meta.get("page", page)),
-                                         int(meta.get("pageSize", page_size)))
+            total = None if meta.get("totalCount") is None else int(meta["totalCount"])
+            got_page = None if meta.get("page") is None else int(meta["page"])
+            got_size = None if meta.get("pageSize") is None else int(meta["pageSize"])
         except (AttributeError, TypeError, ValueError):
             raise self._bad_response("metaData списка не прочитать") from None
-        if got_page != page or got_size != page_size or rows > page_size:
+        if (got_page is not None and got_page != page) or (page > 1 and (
+                rows > page_size or (got_size is not None and got_size != page_size))):
             raise self._bad_response(
-                f"запрошена страница {page} по {page_size} строк, а пришла страница {got_page} "
-                f"по {got_size} ({rows} строк): постраничная выборка не выполнена, ответ не "
-                "используется")
-        return total, got_page, got_size
+                f"запрошена страница {page} по {page_size} строк, а пришла страница "
+                f"{got_page or '?'} по {got_size or '?'} ({rows} строк): постраничная выборка "
+                "не выполнена, ответ не используется")
+        return PageMeta(total=total, page=page,
+                        size=got_size if got_size is not None else max(page_size, rows))
+
+    def _read_all(self, fetch: Callable[[int, int], tuple[list[R], PageMeta]], repeated: str,
+                  *, page_size: int, max_pages: int) -> list[R]:
+        """Every row of a list that is summed (shipped, refunded): all pages, at the server's
+        own page size once it names one; a row seen twice (`repeated` says so, "{}" is its
+        id), a list that ends before its totalCount or never ends is refused, never summed."""
+        found: dict[str, R] = {}
+        size = page_size
+        for page in range(1, max_pages + 1):
+            batch, meta = fetch(page, size)
+            for row in batch:
+                key = str(getattr(row, "id", ""))
+                if key in found:
+                    raise self._bad_response(
+                        repeated.format(key) + ": список сместился, сумма не посчитана")
+                found[key] = row
+            if meta.total is not None and len(found) >= meta.total:
+                return list(found.values())
+            if meta.total is None and len(batch) < meta.size:
+                return list(found.values())
+            if not batch:
+                raise self._bad_response(
+                    f"список кончился на {len(found)} из {meta.total} строк: сумма не посчитана")
+            size = meta.size
+        raise self._bad_response(
+            f"строк больше {max_pages} страниц: все не прочитать, сумма не посчитана")
 
     def _bad_response(self, detail: str, *, write: bool = False) -> InvoiceboxError:
         kind: ErrorKind = "unknown_outcome" if write else "bad_response"

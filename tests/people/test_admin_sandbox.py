@@ -19,7 +19,8 @@ pytestmark = pytest.mark.django_db
 
 def new_sandbox_form(slug: str) -> dict[str, object]:
     return {"slug": slug, "name": "Проверка", "mode": "sandbox",
-            "base_url": "http://127.0.0.1:8000/sandbox/invoicebox", "merchant_id": "",
+            "base_url": "http://127.0.0.1:8000/sandbox/invoicebox", "api_prefix": "v3",
+            "merchant_id": "",
             "api_token": "", "toolsets": ["read"], "confirmation_ttl_seconds": 900,
             "approval_window_hours": 24, "dedup_window_seconds": 600,
             **thresholds_form({"RUB": 10000000}), "allowed_currencies": ["RUB"],

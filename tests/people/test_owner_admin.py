@@ -39,7 +39,8 @@ def contour_form(contour: Contour, **changes: Any) -> dict[str, Any]:
     """What the change form posts for this contour as stored, with changes applied."""
     data: dict[str, Any] = {
         "slug": contour.slug, "name": contour.name, "mode": contour.mode,
-        "base_url": contour.base_url, "merchant_id": contour.merchant_id,
+        "base_url": contour.base_url, "api_prefix": contour.api_prefix,
+        "merchant_id": contour.merchant_id,
         "toolsets": list(contour.toolsets), "disabled_tools": list(contour.disabled_tools),
         "confirmation_ttl_seconds": contour.confirmation_ttl_seconds,
         "dedup_window_seconds": contour.dedup_window_seconds,
@@ -265,7 +266,7 @@ def test_a_new_contour_with_writes_is_confirmed_then_created_and_journaled(
         owner: Client, contour: Contour):
     post_save.disconnect(sender=Contour, dispatch_uid="test-owner")  # the admin grants here
     form = {"slug": "fresh", "name": "Новый", "mode": "sandbox",
-            "base_url": "http://127.0.0.1:8000/sandbox/invoicebox",
+            "base_url": "http://127.0.0.1:8000/sandbox/invoicebox", "api_prefix": "v3",
             "merchant_id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "api_token": NEW_TOKEN,
             "toolsets": ["write"], "confirmation_ttl_seconds": 900,
             "dedup_window_seconds": 600, "approval_window_hours": 24,

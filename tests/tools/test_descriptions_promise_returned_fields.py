@@ -77,6 +77,8 @@ def results(assistant: Assistant) -> dict[str, dict[str, Any]]:
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
     out["create_refund"] = assistant.call(
         "create_refund", {**refund_args, "confirmation_token": first["confirmation"]["token"]})[1]
+    out["find_refunds"] = assistant.call("find_refunds", {"order_id": paid})[1]
+    out["get_refundable"] = assistant.call("get_refundable", {"order_id": paid})[1]
     return out
 
 

@@ -56,6 +56,7 @@ def test_catalog_order_is_pinned():
     assert [spec.name for spec in catalog.CATALOG] == [
         "lookup_company_by_inn", "get_order", "find_orders", "find_shipments",
         "create_order", "cancel_order", "create_shipment", "create_refund", "update_order",
+        "find_refunds", "get_refundable",
     ]
 
 

@@ -117,7 +117,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
             "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
             "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "time_zone")}),
-        ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
+        ("Инвойсбокс", {"fields": ("mode", "base_url", "api_prefix", "merchant_id", "api_token",
                                    "api_token_sealed", "notification_key",
                                    "clear_notification_key")}),
         ("Оповещения операторов и ключи", {"fields": (

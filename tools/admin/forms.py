@@ -120,7 +120,8 @@ class ContourForm(forms.ModelForm):
     class Meta:
         model = Contour
         fields = (
-            "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
+            "slug", "name", "mode", "base_url", "api_prefix", "api_token", "merchant_id",
+            "toolsets",
             "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "approval_thresholds",
             "allowed_currencies", "approval_for_all_writes", "time_zone", "disabled_tools",

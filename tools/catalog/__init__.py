@@ -5,15 +5,16 @@ from __future__ import annotations
 from tools.catalog.companies import LOOKUP_COMPANY_BY_INN
 from tools.catalog.order_update import UPDATE_ORDER
 from tools.catalog.orders import CANCEL_ORDER, CREATE_ORDER, FIND_ORDERS, GET_ORDER
-from tools.catalog.refunds import CREATE_REFUND
+from tools.catalog.refunds import CREATE_REFUND, FIND_REFUNDS, GET_REFUNDABLE
 from tools.catalog.shipments import CREATE_SHIPMENT, FIND_SHIPMENTS
 from tools.spec import ToolSpec
 
 # The reference server's order, which prompts written for it rely on (pinned by a test);
-# update_order, which that server lacks, comes last so the eight keep their places.
+# the tools that server lacks come last so the eight keep their places.
 CATALOG: tuple[ToolSpec, ...] = (
     LOOKUP_COMPANY_BY_INN, GET_ORDER, FIND_ORDERS, FIND_SHIPMENTS,
     CREATE_ORDER, CANCEL_ORDER, CREATE_SHIPMENT, CREATE_REFUND, UPDATE_ORDER,
+    FIND_REFUNDS, GET_REFUNDABLE,
 )
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in CATALOG}
 

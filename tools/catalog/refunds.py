@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -82,6 +82,40 @@ def _remainder_line(item: RefundableItem) -> BasketLine:
     return _line(item, Decimal(1), item.available_amount, _item_vat(item, item.available_amount))
 
 
+def refundable(ctx: CallContext, order_id: str) -> list[RefundableItem]:
+    """The order's items with what is still refundable: the API's availableAmount when it sends
+    it; otherwise each line less the refunds made of it (every one but a canceled one), read
+    whole; a refund whose lines are unknown leaves no line's remainder known, so it refuses."""
+    items = ctx.client.refundable_items(order_id)
+    if all(item.available_sent for item in items):
+        return items
+    taken: dict[str, list[int]] = {}
+    for refund in ctx.client.find_refunds(parent_id=order_id):
+        if refund.status == "canceled":
+            continue
+        if refund.items is None:
+            raise ToolError("upstream_unavailable",
+                            f"Инвойсбокс не прислал ни остатков к возврату, ни состава возврата "
+                            f"{refund.merchant_order_id}: сколько осталось по позициям, не "
+                            "установить", hint="повторите позже или проверьте в личном кабинете")
+        for line in refund.items:
+            sums = taken.setdefault(line.sku, [0, 0])
+            sums[0] += line.total_amount
+            sums[1] += line.total_vat_amount
+    out = []
+    for item in items:
+        if item.available_sent:
+            out.append(item)
+            continue
+        sums = taken.get(item.sku, [0, 0])
+        amount, vat = min(item.total_amount, sums[0]), min(item.total_vat_amount, sums[1])
+        sums[0] -= amount
+        sums[1] -= vat
+        out.append(replace(item, available_amount=item.total_amount - amount,
+                           available_vat_amount=item.total_vat_amount - vat))
+    return out
+
+
 def _item_vat(item: RefundableItem, total: int) -> int:
     if item.available_vat_amount is not None and total == item.available_amount:
         return item.available_vat_amount
@@ -96,7 +130,7 @@ def plan(ctx: CallContext, params: CreateRefundParams) -> Plan:
                         f"счёт {order.merchant_order_id} не оплачен (статус {order.status}): "
                         "возврат делают по оплаченному счёту",
                         hint="неоплаченный счёт отменяют через cancel_order")
-    items = {item.sku: item for item in ctx.client.refundable_items(order.id)}
+    items = {item.sku: item for item in refundable(ctx, order.id)}
     available = sum(item.available_amount for item in items.values())
     c = order.currency
     if available == 0:
@@ -244,4 +278,76 @@ CREATE_REFUND = ToolSpec(
         "Вернуть деньги по оплаченному счёту: два шага, первый даёт сводку и confirmation_token, "
         "второй — только после одобрения оператора. Суммы — копейки строкой."
     ),
+)
+
+
+# -- find_refunds, get_refundable -------------------------------------------------------------
+
+class RefundsOfOrderParams(StrictModel):
+    order_id: UUID = Field(description="Оплаченный счёт.")
+
+
+def find_refunds(ctx: CallContext, params: RefundsOfOrderParams) -> dict[str, Any]:
+    order = load_order(ctx, params.order_id)
+    c = order.currency
+    found = ctx.client.find_refunds(parent_id=order.id)  # every page: the sum is never partial
+    refunded = sum(r.amount for r in found if r.status != "canceled")
+    return {
+        "order_id": order.id,
+        "refunds": [{"refund_id": r.id, "merchant_order_id": r.merchant_order_id,
+                     "status": r.status, "amount": str(r.amount),
+                     "amount_human": format_rub(r.amount, c),
+                     "vat_amount": None if r.vat_amount is None else str(r.vat_amount),
+                     "created_at": r.created_at} for r in found],
+        "total_count": len(found),
+        "refunded_amount": str(refunded), "refunded_amount_human": format_rub(refunded, c),
+    }
+
+
+def get_refundable(ctx: CallContext, params: RefundsOfOrderParams) -> dict[str, Any]:
+    order = load_order(ctx, params.order_id)
+    c = order.currency
+    items = refundable(ctx, order.id) if order.status == "completed" else []
+    available = sum(i.available_amount for i in items)
+    return {
+        "order_id": order.id, "status": order.status,
+        "lines": [{"sku": i.sku, "name": i.name, "quantity": str(i.quantity),
+                   "total_amount": str(i.total_amount),
+                   "available_amount": str(i.available_amount),
+                   "available_amount_human": format_rub(i.available_amount, c),
+                   "available_vat_amount": str(_item_vat(i, i.available_amount))}
+                  for i in items],
+        "available_amount": str(available), "available_amount_human": format_rub(available, c),
+    }
+
+
+FIND_REFUNDS = ToolSpec(
+    name="find_refunds",
+    title="Возвраты по счёту",
+    kind="read",
+    toolset="read",
+    params=RefundsOfOrderParams,
+    handler=find_refunds,
+    description_ru=(
+        "Показывает все возвраты по одному счёту Инвойсбокс (order_id): для каждого refund_id, "
+        "merchant_order_id, status, amount, amount_human, vat_amount, created_at. Возвращает "
+        "refunds, total_count и refunded_amount — сумму всех, кроме отменённых. Ничего не меняет."
+    ),
+    summary_ru="Возвраты по счёту: статусы и суммы. Только чтение.",
+)
+
+GET_REFUNDABLE = ToolSpec(
+    name="get_refundable",
+    title="Что ещё можно вернуть",
+    kind="read",
+    toolset="read",
+    params=RefundsOfOrderParams,
+    handler=get_refundable,
+    description_ru=(
+        "Показывает, что ещё можно вернуть по оплаченному счёту Инвойсбокс (order_id), по "
+        "позициям: lines с sku, name, quantity, total_amount, available_amount и "
+        "available_vat_amount; всего available_amount. У неоплаченного счёта lines пуст. "
+        "Ничего не меняет."
+    ),
+    summary_ru="Остаток к возврату по позициям счёта. Только чтение.",
 )

@@ -94,7 +94,7 @@ def check_connection(contour: Contour) -> ConnectionReport:
         report.steps.append(Step("токен", False, problem))
         return report
     with make_client(base_url=contour.base_url, token=contour.api_token,
-                     merchant_id=contour.merchant_id) as client:
+                     merchant_id=contour.merchant_id, api_prefix=contour.api_prefix) as client:
         try:
             user_id = client.check_auth()
         except InvoiceboxError as error:

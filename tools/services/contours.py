@@ -16,9 +16,11 @@ from django.db import transaction
 from tools import events
 from tools.models import (
     OFFICIAL_API_ORIGIN,
+    ApiPrefix,
     Contour,
     InvoiceboxMode,
     Role,
+    api_prefix_problem,
     base_url_problem,
 )
 from tools.services import roles as role_service
@@ -32,8 +34,8 @@ SANDBOX_TOKEN_MARK = "sbx_"  # noqa: S105 - a prefix, not a secret
 # What the journal compares before and after a contour change (secrets separately, by value
 # equality only: their values never enter the journal).
 AUDITED_FIELDS = (
-    "slug", "name", "mode", "base_url", "merchant_id", "toolsets", "disabled_tools",
-    "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
+    "slug", "name", "mode", "base_url", "api_prefix", "merchant_id", "toolsets",
+    "disabled_tools", "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
     "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds", "time_zone",
     "key_grace_hours", "notification_signature_method", "notification_signature_algorithm",
 )
@@ -115,6 +117,7 @@ def create_contour(
     own_sandbox_merchant: bool = False,
     actor: str = "",
     channel: str = "cli",
+    api_prefix: str = ApiPrefix.V3,
 ) -> Contour:
     """Create a contour and journal it as done by `actor` ("" for scaffolding no one did:
     tests, benchmarks, the conformance kit's own contours; those are not journaled).
@@ -140,6 +143,9 @@ def create_contour(
     problem = base_url_problem(mode, url)
     if problem:
         raise ContourSetupError(f"--base-url: {problem}")
+    problem = api_prefix_problem(api_prefix)
+    if problem:
+        raise ContourSetupError(f"--api-prefix: {problem}")
     if mode == InvoiceboxMode.SANDBOX and own_sandbox_merchant and not token:
         token, merchant_id = mint_sandbox_merchant()
     try:
@@ -148,6 +154,7 @@ def create_contour(
             name=name or slug,
             mode=mode,
             base_url=url,
+            api_prefix=api_prefix,
             api_token=token or DEMO_TOKEN,
             merchant_id=merchant_id or DEMO_MERCHANT_ID,
             toolsets=toolsets or defaults["toolsets"],

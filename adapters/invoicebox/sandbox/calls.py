@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import simplejson
+from django.conf import settings
 
 from adapters.invoicebox.models import SandboxAccount, SandboxFaults
 from adapters.invoicebox.sandbox.responses import _JSON, SandboxResponse, _ApiError, _json_response
@@ -73,3 +74,10 @@ def _read_json_object(call: _Call) -> dict[str, Any]:
     if _json_depth(data) > MAX_JSON_DEPTH:
         raise _ApiError(400, "bad_request", "The request body is nested too deeply")
     return data
+
+
+def documented_only() -> bool:
+    """INVOICEBOX_SANDBOX_DOCUMENTED_ONLY: answer only the fields the docs promise, leaving out
+    the sandbox's looser extras (shipment status, final, sums, createdAt; availableAmount), so
+    that the client's paths for an answer without them are exercised."""
+    return bool(getattr(settings, "INVOICEBOX_SANDBOX_DOCUMENTED_ONLY", False))

@@ -48,6 +48,10 @@ from adapters.invoicebox.sandbox.shipments import _create_shipment, _list_shipme
 logger = logging.getLogger("adapters.invoicebox.sandbox")
 
 MOUNT_PATH = "/sandbox/invoicebox"
+# /v3/ is current; shops of Инвойсбокс.Бизнес use /l3/ (docs api/api.md:30-31, the Bitrix
+# module's URL_v23, the SDK's examples/create-order.php:27). Both serve the same API here.
+API_PREFIXES = ("v3", "l3")
+PREFIX = r"/(?:v3|l3)"
 
 # A path no route of the sandbox has (a person's wrong address, most often the bare mount): said
 # in Russian with where the paths are. A known route's missing object keeps the API's own
@@ -76,30 +80,32 @@ class _Route:
 
 
 _ROUTES: tuple[_Route, ...] = (
-    _Route(re.compile(r"/v3/security/api/auth/auth"), {"GET": _auth_check}, anonymous=True),
-    _Route(re.compile(r"/v3/billing/api/order/order"), {"POST": _create_order}),
+    _Route(re.compile(PREFIX + r"/security/api/auth/auth"), {"GET": _auth_check}, anonymous=True),
+    _Route(re.compile(PREFIX + r"/billing/api/order/order"), {"POST": _create_order}),
     _Route(
-        re.compile(r"/v3/billing/api/order/order/(?P<order_id>[^/]+)"),
+        re.compile(PREFIX + r"/billing/api/order/order/(?P<order_id>[^/]+)"),
         {"GET": _get_order, "PUT": _update_order, "DELETE": _cancel_order},
     ),
-    _Route(re.compile(r"/v3/filter/api/order/order"), {"GET": _list_orders}),
+    _Route(re.compile(PREFIX + r"/filter/api/order/order"), {"GET": _list_orders}),
     _Route(
-        re.compile(r"/v3/billing/api/order/order/(?P<order_id>[^/]+)/refund-basket-item"),
+        re.compile(PREFIX + r"/billing/api/order/order/(?P<order_id>[^/]+)/refund-basket-item"),
         {"GET": _get_refundable_items},
     ),
-    _Route(re.compile(r"/v3/billing/api/order/shipment"), {"POST": _create_shipment}),
-    _Route(re.compile(r"/v3/filter/api/order/shipment"), {"GET": _list_shipments}),
-    _Route(re.compile(r"/v3/billing/api/order/refund-order"), {"POST": _create_refund}),
-    _Route(re.compile(r"/v3/filter/api/order/refund-order"), {"GET": _list_refunds}),
-    _Route(re.compile(r"/v3/filter/api/counterparty-detail"), {"GET": _counterparty_detail}),
+    # GET here is the MCP server's list path (src/tools/reads.ts:273, writes.ts:395).
+    _Route(re.compile(PREFIX + r"/billing/api/order/shipment"),
+           {"POST": _create_shipment, "GET": _list_shipments}),
+    _Route(re.compile(PREFIX + r"/filter/api/order/shipment"), {"GET": _list_shipments}),
+    _Route(re.compile(PREFIX + r"/billing/api/order/refund-order"), {"POST": _create_refund}),
+    _Route(re.compile(PREFIX + r"/filter/api/order/refund-order"), {"GET": _list_refunds}),
+    _Route(re.compile(PREFIX + r"/filter/api/counterparty-detail"), {"GET": _counterparty_detail}),
     _Route(
-        re.compile(r"/v3/_sandbox/faults"),
+        re.compile(PREFIX + r"/_sandbox/faults"),
         {"GET": _get_faults, "PUT": _put_faults, "DELETE": _delete_faults},
         faults=False,
         contract=False,
     ),
     _Route(
-        re.compile(r"/v3/_sandbox/pay/(?P<order_id>[^/]+)"), {"POST": _pay}, faults=False,
+        re.compile(PREFIX + r"/_sandbox/pay/(?P<order_id>[^/]+)"), {"POST": _pay}, faults=False,
         contract=False,
     ),
     _Route(re.compile(r"/pay/(?P<container_id>[^/]+)"),
@@ -149,12 +155,10 @@ def _dispatch(
     call = _Call(method, path, match.groupdict(), query, headers, body, request_id, timezone.now())
     if not route.api:
         return handler(call)
-    if not headers.get("user-agent", "").strip():
-        # The docs make User-Agent mandatory; the 400 and its body are our reading.
-        raise _ApiError(400, "bad_request", "The User-Agent header is required")
-    if route.contract and _media_type(headers) != _JSON:
-        # The docs make Content-Type: application/json mandatory on every request (api/api.md)
-        # and the SDK sends it on GET and DELETE too; the 415 and its code are our reading.
+    # No 400 without a User-Agent (the docs ask for one, no source shows a refusal), and no
+    # 415 on a GET or DELETE without Content-Type: the MCP server sends it only with a body
+    # (src/api/client.ts:170). [sandbox] a body that is not declared JSON is refused.
+    if route.contract and method in ("POST", "PUT") and _media_type(headers) != _JSON:
         raise _ApiError(415, "unsupported_media_type", "Content-Type must be application/json")
     call.account = _authenticate(headers, route.anonymous)
     timed_out = False
@@ -187,7 +191,7 @@ def handle(
     *,
     timeout: float | None = None,
 ) -> SandboxResponse:
-    """Answer one request; `path` is relative to the mount (it starts with /v3/ or /pay/).
+    """Answer one request; `path` is relative to the mount (it starts with /v3/, /l3/ or /pay/).
 
     `timeout` is the client's read timeout (in-process transport only): a latency fault longer
     than it ends with `dropped=True`, as a socket timeout would.

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db.models import F, OrderBy, Q, QuerySet
 
 from adapters.invoicebox.models import SandboxOrder
@@ -41,6 +42,8 @@ _FILTERS: dict[str, tuple[str, str, frozenset[str]]] = {
     "id": ("order_id", "uuid", frozenset({"_eq", "_ne"})),
     "status": ("status", "status", frozenset({"_eq", "_ne"})),
     "merchantOrderId": ("merchant_order_id", "string", frozenset({"_eq", "_ne", "_start"})),
+    # The SDK's FindOrderTest filters by merchantId (one token may see several shops).
+    "merchantId": ("merchant_id", "uuid", frozenset({"_eq", "_ne"})),
     "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
     "expirationDate": ("expiration_date", "datetime", frozenset(_COMPARISONS)),
     "paidAt": ("paid_at", "datetime", frozenset(_COMPARISONS)),
@@ -79,7 +82,8 @@ def _php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
         current = out.get(name)
         if sub is None:
             out[name] = value
-        elif sub == "":
+        elif sub == "" or sub.isdigit():
+            # `status[]=` and PHP's http_build_query `status[0]=` (the SDK's Filter) alike.
             out[name] = [*current, value] if isinstance(current, list) else [value]
         else:
             mapping = current if isinstance(current, dict) else {}
@@ -185,8 +189,23 @@ def _ordering(
     return ordering
 
 
+# [sandbox] INVOICEBOX_SANDBOX_PAGING: which paging names the sandbox reads, so that the
+# client is tested against a server that reads either spelling or neither (then it answers
+# its first page at its default size, as a server that ignores them would).
+PAGING_MODES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "both": (PAGE_NAMES, PAGE_SIZE_NAMES),
+    "docs": (("page",), ("pageSize",)),
+    "vendor": (("_page",), ("_pageSize",)),
+    "none": ((), ()),
+}
+
+
+def _paging_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return PAGING_MODES[getattr(settings, "INVOICEBOX_SANDBOX_PAGING", "both")]
+
+
 def _int_param(
-    params: Mapping[str, _QueryValue], names: tuple[str, str], default: int, high: int | None
+    params: Mapping[str, _QueryValue], names: tuple[str, ...], default: int, high: int | None
 ) -> int:
     values: dict[str, int] = {}
     for name in names:
@@ -200,7 +219,7 @@ def _int_param(
             raise _bad_query(name, f"At most {high}.")
         values[name] = value
     if len(set(values.values())) > 1:
-        raise _bad_query(names[1], f"{names[0]} and {names[1]} disagree.")
+        raise _bad_query(names[-1], f"{' and '.join(names)} disagree.")
     return next(iter(values.values()), default)
 
 
@@ -209,8 +228,9 @@ def _paged(
 ) -> SandboxResponse:
     """One page of the merchant's rows under the query's filters, with metaData."""
     params = _php_query(call.query)
-    page = _int_param(params, PAGE_NAMES, 1, MAX_PAGE)
-    page_size = min(_int_param(params, PAGE_SIZE_NAMES, DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE)
+    page_names, size_names = _paging_names()
+    page = _int_param(params, page_names, 1, MAX_PAGE)
+    page_size = min(_int_param(params, size_names, DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE)
     rows = rows.filter(merchant_id=call.merchant_id).filter(_filters(params, call.now, listing))
     ordering = _ordering(params.get("_order"), listing)
     total = rows.count()

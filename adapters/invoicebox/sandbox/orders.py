@@ -194,7 +194,7 @@ def _duplicate_merchant_order_id() -> _ApiError:
 
 
 def _take_merchant_order_id(merchant_id: uuid.UUID, merchant_order_id: str) -> None:
-    """Claim the number for an order or a refund; IntegrityError if either already has it."""
+    """Claim the number for an order; IntegrityError if another order already has it."""
     SandboxMerchantOrderId(merchant_id=merchant_id, merchant_order_id=merchant_order_id).save(
         force_insert=True
     )

@@ -10,14 +10,13 @@ from typing import Any
 import simplejson
 from django.db import IntegrityError, transaction
 
-from adapters.invoicebox.models import SandboxMerchantOrderId, SandboxOrder, SandboxRefund
-from adapters.invoicebox.sandbox.calls import _Call, _read_json_object
+from adapters.invoicebox.models import SandboxOrder, SandboxRefund
+from adapters.invoicebox.sandbox.calls import _Call, _read_json_object, documented_only
 from adapters.invoicebox.sandbox.listing import _COMPARISONS, _Listing, _paged
 from adapters.invoicebox.sandbox.orders import (
     _duplicate_merchant_order_id,
     _items_out,
     _order_or_404,
-    _take_merchant_order_id,
     _wrong_order_status,
 )
 from adapters.invoicebox.sandbox.responses import SandboxResponse, _ApiError, _dumps, _field_error
@@ -123,7 +122,14 @@ def _refund_payload(row: SandboxRefund) -> dict[str, Any]:
 
 def _get_refundable_items(call: _Call) -> SandboxResponse:
     order = _order_or_404(call)
-    return call.ok({"data": _items_out(_refundable_items(order, call.now)), "extendedData": []})
+    items = _refundable_items(order, call.now)
+    if documented_only():
+        # The docs say plain BasketItems (merchant/refund/create.md); the remainder fields are
+        # the MCP server's only, so the documented answer leaves them out.
+        for item in items:
+            item.pop("availableAmount", None)
+            item.pop("availableVatAmount", None)
+    return call.ok({"data": _items_out(items), "extendedData": []})
 
 
 def _create_refund(call: _Call) -> SandboxResponse:
@@ -144,7 +150,9 @@ def _create_refund(call: _Call) -> SandboxResponse:
         # Only a paid order is refunded; an unpaid one is canceled with DELETE.
         if parent.effective_status(call.now) != SandboxOrder.Status.COMPLETED:
             raise _wrong_order_status()
-        taken = SandboxMerchantOrderId.objects.filter(
+        # Unique among the merchant's refunds (docs merchant/refund/create.md:36,44); the docs
+        # don't say an order's number can't be reused for its refund, so it can.
+        taken = SandboxRefund.objects.filter(
             merchant_id=call.merchant_id, merchant_order_id=data["merchantOrderId"]
         )
         if taken.exists():
@@ -166,7 +174,6 @@ def _create_refund(call: _Call) -> SandboxResponse:
         )
         try:
             with transaction.atomic():
-                _take_merchant_order_id(call.merchant_id, data["merchantOrderId"])
                 row.save(force_insert=True)
         except IntegrityError:
             raise _duplicate_merchant_order_id() from None

@@ -30,6 +30,8 @@ CUSTOMER_TYPES = frozenset({"private", "legal"})
 # For the checks VAT is always the part included in totalAmount, also for *_ADDED codes.
 VAT_RATES: dict[str, Decimal] = {
     "VATNONE": Decimal(0),
+    # The Bitrix module's «без НДС» (handler.php:64 VAT_NO), sent in production.
+    "NONE": Decimal(0),
     "RUS_VAT0": Decimal(0),
     **{f"RUS_VAT{rate}": Decimal(rate) for rate in (5, 7, 10, 20, 22)},
     **{f"RUS_VAT{rate}_ADDED": Decimal(rate) for rate in (5, 7, 10, 20, 22)},
@@ -95,12 +97,11 @@ class _Problems:
 def _clean_fields(
     data: Mapping[str, Any], specs: Mapping[str, _Spec], prefix: str, problems: _Problems
 ) -> dict[str, Any]:
-    """Check the known fields, keep their cleaned values; an unknown field is refused (the docs:
-    a request off the method's contract gets an error)."""
+    """Check the known fields, keep their cleaned values. An unknown field is ignored, as the
+    vendor's backend skeleton deserialises (JMS): the Bitrix module sends `vatRate` in every
+    line (handler.php:670,680) and the WooCommerce plugin the customer's KPP, both in
+    production, so the real API takes fields off the documented contract."""
     out: dict[str, Any] = {}
-    for key in data:
-        if key not in specs:
-            problems.add(f"{prefix}{key}", "wrong_value", "This field was not expected.")
     for key, spec in specs.items():
         name = f"{prefix}{key}"
         if key not in data or data[key] is None:

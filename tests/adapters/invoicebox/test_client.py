@@ -422,7 +422,8 @@ def test_find_orders_sends_paging_order_statuses_and_an_offset_date(remote: Remo
     # What a server decodes from the raw query: a literal '+' would arrive as a space.
     sent = parse_qsl(request.url.query.decode("ascii"), keep_blank_values=True)
     assert sent == [
-        ("_page", "2"), ("_pageSize", "50"), ("_order[createdAt]", "desc"),
+        ("_page", "2"), ("page", "2"), ("_pageSize", "50"), ("pageSize", "50"),
+        ("_order[createdAt]", "desc"), ("merchantId", REMOTE_MERCHANT),
         ("status[]", "created"), ("status[]", "completed"),
         ("createdAt[_ge]", "2026-01-02T03:04:05+03:00"),
     ]

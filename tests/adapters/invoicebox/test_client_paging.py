@@ -117,14 +117,40 @@ def test_refunds_beyond_the_page_cap_are_refused_not_truncated(remote: Remote) -
     assert "все не прочитать" in caught.value.message
 
 
-def test_shipments_refused_when_more_rows_come_than_asked(remote: Remote) -> None:
-    # given: no metaData at all, and the whole list instead of a page
+def test_a_larger_first_page_without_metadata_is_accepted_row_by_row(remote: Remote) -> None:
+    # given: a server that reads neither paging name: no metaData, the whole list
     rows = [{"id": n, "orderId": ORDER_ID, "basketItems": []} for n in range(1, 8)]
+    remote.answer = lambda request: json_reply(200, {"data": rows})
+
+    # when
+    shipments = remote.client().all_shipments(ORDER_ID)
+
+    # then: every row is this order's, and the list ended (fewer rows on page 2 than... none)
+    assert [s.id for s in shipments] == [str(n) for n in range(1, 8)]
+
+
+def test_a_larger_first_page_with_a_row_of_another_order_is_refused(remote: Remote) -> None:
+    # given: the filter was not applied either
+    rows = [{"id": n, "orderId": ORDER_ID if n < 7 else "another", "basketItems": []}
+            for n in range(1, 8)]
     remote.answer = lambda request: json_reply(200, {"data": rows})
 
     # when
     with pytest.raises(InvoiceboxError) as caught:
         remote.client().find_shipments(order_id=ORDER_ID, page=1, page_size=5)
+
+    # then
+    assert "фильтр не применён" in caught.value.message
+
+
+def test_a_larger_page_past_the_first_is_refused(remote: Remote) -> None:
+    # given: page 2 asked, 7 rows with no metaData: they are not page 2 of 5
+    rows = [{"id": n, "orderId": ORDER_ID, "basketItems": []} for n in range(1, 8)]
+    remote.answer = lambda request: json_reply(200, {"data": rows})
+
+    # when
+    with pytest.raises(InvoiceboxError) as caught:
+        remote.client().find_shipments(order_id=ORDER_ID, page=2, page_size=5)
 
     # then
     assert "(7 строк)" in caught.value.message

@@ -28,6 +28,7 @@ from adapters.invoicebox.client import (
 from adapters.invoicebox.models import SandboxOrder, SandboxRefund, SandboxShipment
 from adapters.invoicebox.sandbox import DEMO_TOKEN, pay_order, set_faults
 from tests.adapters.invoicebox.test_client import (
+    REMOTE_MERCHANT,
     Remote,
     Sandbox,
     error_reply,
@@ -365,7 +366,7 @@ def test_find_shipments_sends_the_documented_filter_and_paging(remote: Remote) -
 
 def test_a_shipment_without_sums_is_worth_its_lines(remote: Remote) -> None:
     # given: only what the docs promise, plus lines
-    row = {"id": 7, "merchantId": "m", "orderId": ORDER_ID, "basketItems": [
+    row = {"id": 7, "merchantId": REMOTE_MERCHANT, "orderId": ORDER_ID, "basketItems": [
         {"sku": 501, "name": "A", "quantity": D("1.5"), "totalAmount": D("10.5"),
          "totalVatAmount": D("1.75")},
         {"sku": "B", "name": "B", "quantity": 2, "totalAmount": 4, "totalVatAmount": 0}]}
@@ -381,7 +382,7 @@ def test_a_shipment_without_sums_is_worth_its_lines(remote: Remote) -> None:
             ShipmentItem(sku="501", name="A", quantity=D("1.5"), total_amount=1050,
                          total_vat_amount=175),
             ShipmentItem(sku="B", name="B", quantity=D(2), total_amount=400,
-                         total_vat_amount=0)])
+                         total_vat_amount=0)], merchant_id=REMOTE_MERCHANT)
 
 
 ITEM = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт",
@@ -414,7 +415,8 @@ def test_refundable_items_map_to_kopecks_and_default_to_the_whole_line(
         sku="ROOM-STD", name="Бронирование номера", measure="шт", measure_code="796",
         quantity=D(3), amount=12396, amount_wo_vat=10330, total_amount=37188,
         total_vat_amount=6198, vat_code="RUS_VAT20", type="4", payment_type="full_prepayment",
-        available_amount=available, available_vat_amount=available_vat)
+        available_amount=available, available_vat_amount=available_vat,
+        available_sent="availableAmount" in extra)
 
 
 def test_lookup_company_keeps_numeric_ids_as_text_and_an_empty_kpp_as_none(

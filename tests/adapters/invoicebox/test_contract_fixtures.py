@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
@@ -51,9 +52,9 @@ class Recorded:
         return httpx.Response(response["status"], headers={"Content-Type": "application/json"},
                               content=simplejson.dumps(response["body"], use_decimal=True))
 
-    def client(self) -> InvoiceboxClient:
-        return InvoiceboxClient(base_url=BASE_URL, token=DOCS_TOKEN,
-                                merchant_id="ffffffff-ffff-ffff-ffff-ffffffffffff",
+    def client(self, merchant_id: str = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+               ) -> InvoiceboxClient:
+        return InvoiceboxClient(base_url=BASE_URL, token=DOCS_TOKEN, merchant_id=merchant_id,
                                 transport=httpx.MockTransport(self), read_attempts=1,
                                 backoff_seconds=0)
 
@@ -123,14 +124,14 @@ def test_documented_order_request_is_sent_exactly() -> None:
         urls={"success_url": documented["successUrl"], "fail_url": documented["failUrl"],
               "return_url": documented["returnUrl"]}))
 
-    # then: the documented body, less what we don't model, plus roundPolicy said out loud
+    # then: the documented body, less what we don't model; no orderSetting, as the vendor's
+    # MCP server sends none (src/tools/writes.ts:541-560)
     sent = recorded.body()
     expected = {**without(documented, "metaData"),
                 "merchantId": "ffffffff-ffff-ffff-ffff-ffffffffffff",
                 "expirationDate": "2020-12-22T00:00:00+00:00",
                 "basketItems": [without(i, "grossWeight", "netWeight")
-                                for i in documented["basketItems"]],
-                "orderSetting": {"roundPolicy": "strict"}}
+                                for i in documented["basketItems"]]}
     assert sent == expected
 
 
@@ -214,20 +215,24 @@ def test_sdk_refund_and_refundable_items_are_parsed() -> None:
 
 
 def test_sdk_order_list_is_parsed_when_paged_as_the_server_did() -> None:
+    # The SDK's test filters by merchantId ffff…ffff, yet its answer has a row of …fff5: the
+    # shapes are read by a client scoped to no shop; a scoped one refuses it (next test).
     recorded = Recorded(fixture("sdk-success-get-order-response.json"))
 
-    page = recorded.client().find_orders(page=1, page_size=30)
+    page = recorded.client(merchant_id="").find_orders(page=1, page_size=30)
 
     assert [o.id for o in page.orders] == ["017f1b5a-b677-a228-2951-b3523dbbd836",
                                            "017f0713-8238-0019-4772-f1cc6bab2e88"]
     assert (page.total_count, page.page_size) == (2, 30)
 
 
-def test_sdk_order_list_paged_otherwise_than_asked_is_refused() -> None:
-    # The SDK's answer carries the server's default pageSize 30: asked for 20, it isn't ours.
+def test_sdk_order_list_with_a_row_of_another_shop_is_refused() -> None:
     recorded = Recorded(fixture("sdk-success-get-order-response.json"))
 
     with pytest.raises(InvoiceboxError) as caught:
         recorded.client().find_orders(page=1, page_size=20)
 
+    assert "другого магазина" in caught.value.message
+    assert dict(parse_qsl(recorded.sent[0].url.query.decode()))["merchantId"] == (
+        "ffffffff-ffff-ffff-ffff-ffffffffffff")
     assert caught.value.kind == "bad_response"

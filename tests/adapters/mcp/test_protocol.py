@@ -145,3 +145,23 @@ async def test_unknown_tool_is_a_protocol_error_and_still_journaled(mcp: Connect
     assert name in refused.value.message
     [entry] = mcp.gateway.journal(tool=name)
     assert (entry["code"], entry["channel"]) == ("unknown_tool", mcp.channel)
+
+
+async def test_the_refund_read_tools_answer_through_mcp(mcp: Connected):
+    # given: an order issued through the same connection
+    client = mcp["acme"]
+    args = order_args(description=f"Возвраты, {mcp.transport} {mcp.protocol}")
+    first = envelope(await client.call_tool("create_order", args))
+    issued = envelope(await client.call_tool(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}))
+    order_id = issued["data"]["order_id"]
+
+    # when
+    refunds = envelope(await client.call_tool("find_refunds", {"order_id": order_id}))
+    refundable = envelope(await client.call_tool("get_refundable", {"order_id": order_id}))
+
+    # then: an unpaid order has neither refunds nor anything to refund
+    assert (refunds["status"], refunds["data"]["total_count"]) == ("ok", 0), refunds
+    assert refunds["data"]["refunded_amount"] == "0"
+    assert refundable["status"] == "ok", refundable
+    assert (refundable["data"]["status"], refundable["data"]["lines"]) == ("created", [])

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
 from tools.contours import parse_toolsets, running_site_url
-from tools.models import InvoiceboxMode
+from tools.models import ApiPrefix, InvoiceboxMode
 from tools.services.contours import ContourSetupError, create_contour
 
 
@@ -32,6 +32,8 @@ class Command(BaseCommand):
                             help="file holding the Invoicebox API token, '-' for stdin; "
                                  "never pass the token itself on the command line")
         parser.add_argument("--merchant-id", default="")
+        parser.add_argument("--api-prefix", default="v3", choices=ApiPrefix.values,
+                            help="v3 for Invoicebox shops, l3 for Инвойсбокс.Бизнес ones")
 
     def handle(self, *args: Any, **options: Any) -> None:
         token = self._read_token(options["token_file"])
@@ -46,7 +48,7 @@ class Command(BaseCommand):
                 options["slug"], mode=options["mode"], name=options["name"],
                 toolsets=parse_toolsets(options["toolsets"]), base_url=base_url,
                 token=token, merchant_id=options["merchant_id"], own_sandbox_merchant=True,
-                actor=cli_actor(), channel="cli",
+                actor=cli_actor(), channel="cli", api_prefix=options["api_prefix"],
             )
         except ContourSetupError as error:
             raise CommandError(str(error)) from None
