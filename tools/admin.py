@@ -779,3 +779,6 @@ class OperationAdmin(OwnerScoped, ReadOnlyAdmin):
 
 
 __all__ = ["ApiKeyAdmin", "ContourAdmin", "snapshot"]
+
+# The people admin (a superuser's reset of someone's second factor) registers on import.
+from tools.factors import admin as _factors_admin  # noqa: E402, F401

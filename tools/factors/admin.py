@@ -1,0 +1,72 @@
+"""The admin's side of second factors: a superuser resets a person's devices (journaled,
+the person told by email). Devices themselves are not edited here: a device added in the admin
+would count without its first code, and a deletion would leave no journal entry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
+from django_otp_webauthn.utils import get_attestation_model, get_credential_model
+
+from tools.errors import ToolError
+from tools.factors import devices, stepup
+from tools.factors.views import step_up_link
+
+for _model in (TOTPDevice, StaticDevice, get_credential_model(), get_attestation_model()):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+
+User = get_user_model()
+
+
+def reset_devices(request: HttpRequest, people: QuerySet[Any]) -> tuple[int, ToolError | None]:
+    """The superuser's reset of the people chosen: needs their own fresh factor where the
+    gateway requires one (a reset lets the next login enroll a new device)."""
+    if not request.user.is_superuser:
+        return 0, ToolError("forbidden", "сбросить второй фактор может только суперпользователь")
+    error = stepup.refusal(request.user, stepup.from_request(request), contour=None,
+                           action="сброс второго фактора")
+    if error is not None:
+        return 0, error
+    by = f"user:{request.user.get_username()}"
+    return sum(devices.reset(person, by=by, channel="admin") for person in people), None
+
+
+class PeopleAdmin(UserAdmin):
+    actions = [*UserAdmin.actions, "reset_second_factor"]
+    list_display = (*UserAdmin.list_display, "second_factor")
+
+    @admin.display(description="второй фактор")
+    def second_factor(self, user: Any) -> str:
+        kinds = sorted({devices.KIND_LABELS[devices.kind_of(d)] for d in devices.confirmed(user)})
+        return ", ".join(kinds) or "—"
+
+    @admin.action(description="Сбросить второй фактор (все устройства; человеку уйдёт письмо)")
+    def reset_second_factor(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        removed, error = reset_devices(request, queryset)
+        if error is not None:
+            self.message_user(request, format_html(
+                "Не сброшено: {}. <a href=\"{}\">Подтвердить вторым фактором</a>",
+                error.message, step_up_link(request.get_full_path())), messages.ERROR)
+            return
+        self.message_user(request, f"Сброшено устройств: {removed}. Люди получат письмо и "
+                          "подключат новое устройство при следующем решении.", messages.SUCCESS)
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        if not request.user.is_superuser:
+            actions.pop("reset_second_factor", None)
+        return actions
+
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, PeopleAdmin)
