@@ -158,18 +158,20 @@ def verify_code(request: HttpRequest, code: str) -> FactorProof:
     if not code:
         raise ToolError("second_factor_required", "введите код второго фактора")
     throttled_for = 0
-    for model in (TOTPDevice, StaticDevice):
-        for device_id in model.objects.filter(user=user, confirmed=True).values_list(
-                "pk", flat=True):
-            with transaction.atomic():
-                # Row lock: two requests with one code cannot both pass the last-step check.
-                device = model.objects.select_for_update().get(pk=device_id)
-                allowed, info = device.verify_is_allowed()
-                if not allowed:
-                    throttled_for = max(throttled_for, _seconds_left(info))
-                    continue
-                if device.verify_token(code):
-                    return stamp(request, device)
+    # Six digits go to the app, anything else to the backup codes (eight letters and digits),
+    # so a backup code never counts as a failure against the app, nor the other way round.
+    model = TOTPDevice if code.isdigit() and len(code) == 6 else StaticDevice
+    for device_id in model.objects.filter(user=user, confirmed=True).values_list("pk",
+                                                                                 flat=True):
+        with transaction.atomic():
+            # Row lock: two requests with one code cannot both pass the last-step check.
+            device = model.objects.select_for_update().get(pk=device_id)
+            allowed, info = device.verify_is_allowed()
+            if not allowed:
+                throttled_for = max(throttled_for, _seconds_left(info))
+                continue
+            if device.verify_token(code):
+                return stamp(request, device)
     _journal_failure(user, throttled=bool(throttled_for))
     if throttled_for:
         raise ToolError("second_factor_throttled", "слишком много неверных кодов: попробуйте "

@@ -99,7 +99,8 @@ def enroll(request: HttpRequest) -> HttpResponse:
         device = devices.confirm_totp(request.user, str(request.POST.get("code", "")))
         if device is None:
             messages.error(request, "Код не подошёл: проверьте время на телефоне и введите "
-                           "текущий код из приложения.")
+                           "текущий код из приложения (после неверного кода подождите "
+                           "несколько секунд).")
             return redirect(here)
         stepup.stamp(request, device)
         messages.success(request, "Приложение подключено. Выпустите резервные коды на случай "
