@@ -1,16 +1,13 @@
 """Recovery and setup of second factors: add_totp for a colleague, the superuser's reset in
-the admin (journaled, emailed), the shell's reset, and production refusing to run without."""
+the admin (journaled, emailed) and the shell's reset. (Production refusing to run without a
+second factor: tests/reliability/test_settings.py.)"""
 
 from __future__ import annotations
 
 import html
 import io
-import os
-import subprocess
-import sys
 from base64 import b32encode
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,7 +23,6 @@ from tests.people.conftest import logged_in
 from tools.factors import devices
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def phone(user: User) -> pyotp.TOTP:
@@ -114,15 +110,3 @@ def test_the_shell_resets_when_no_superuser_can(olga: User,
     assert devices.confirmed(olga) == []
     assert JournalEntry.objects.get(code="second_factor_reset").channel == "cli"
     assert len(mail.outbox) == 1
-
-
-def test_production_refuses_to_run_without_the_second_factor():
-    env = {**os.environ, "GATEWAY_ENV": "production", "GATEWAY_REQUIRE_SECOND_FACTOR": "false",
-           "DJANGO_SECRET_KEY": "x" * 50, "GATEWAY_JOURNAL_KEYS": "k1:" + "s" * 40,
-           "GATEWAY_SECRETS_KEY": "MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTI=",
-           "CELERY_TASK_ALWAYS_EAGER": "true", "DJANGO_SETTINGS_MODULE": "config.settings"}
-    result = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=60, check=False)
-
-    assert result.returncode != 0
-    assert "GATEWAY_REQUIRE_SECOND_FACTOR cannot be off" in result.stderr

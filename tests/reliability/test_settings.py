@@ -45,6 +45,7 @@ def test_production_with_its_secrets_starts_with_secure_cookies_and_a_real_broke
     ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",bare-secret-value-xyz"},
      "item 2 is not kid:secret"),
     ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",j1:" + "t" * 40}, "'j1' appears twice"),
+    ({"GATEWAY_REQUIRE_SECOND_FACTOR": "false"}, "GATEWAY_REQUIRE_SECOND_FACTOR cannot be off"),
 ])
 def test_production_refuses_to_start_unsafe(change: dict[str, str], message: str):
     done = load_settings(**{**PRODUCTION, **change})

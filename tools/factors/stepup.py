@@ -117,6 +117,32 @@ def check(user: Any, proof: FactorProof | None, *, contour: Any | None, action: 
     return proof
 
 
+@dataclass(frozen=True)
+class StepUp:
+    """Who acts and the factor they proved: what a service that widens assistants' rights is
+    handed by its surface (of_request() on the web, from_shell() in a manage.py command)."""
+
+    person: Any | None
+    proof: FactorProof | None
+
+
+def from_shell() -> StepUp:
+    return StepUp(person=None, proof=shell())
+
+
+def require(step_up: StepUp | None, *, contour: Any | None, action: str
+            ) -> FactorProof | None:
+    """The widening services' check: refused without a fresh factor where one is required
+    (no step-up handed in counts as none). Returns the proof to journal."""
+    proof = step_up.proof if step_up is not None else None
+    if not required(contour) or (proof is not None and proof.kind == SHELL):
+        return proof
+    if step_up is None or step_up.person is None:
+        raise ToolError("second_factor_required",
+                        f"{action}: нужна проверка вторым фактором того, кто это делает")
+    return check(step_up.person, proof, contour=contour, action=action)
+
+
 def stamp(request: HttpRequest, device: Device) -> FactorProof:
     """Remember in the session that this person just proved this device."""
     otp_login(request, device)
@@ -127,6 +153,10 @@ def stamp(request: HttpRequest, device: Device) -> FactorProof:
                                     "device": proof.device, "device_id": proof.device_id,
                                     "at": proof.checked_at.isoformat()}
     return proof
+
+
+def of_request(request: HttpRequest) -> StepUp:
+    return StepUp(person=request.user, proof=from_request(request))
 
 
 def from_request(request: HttpRequest) -> FactorProof | None:
