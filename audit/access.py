@@ -84,8 +84,3 @@ def request_reader(request: HttpRequest) -> Reader | None:
         named = set(token.contours)
         allowed = named if allowed is None else allowed & named
     return Reader(token.user, allowed)
-
-
-def request_user(request: HttpRequest) -> Any:
-    reader = request_reader(request)
-    return reader.user if reader is not None else None

@@ -15,6 +15,7 @@ from django.utils.timezone import localtime
 
 from audit import journal
 from audit.access import AUDITOR, OWNER, contours_of
+from audit.actors import user_actor
 from audit.models import AuditorToken, JournalEntry
 
 # Changelist filter parameters -> the export's query parameters.
@@ -63,8 +64,21 @@ def shortened(value: str, length: int) -> str:
     return format_html('<span title="{}">{}…</span>', value, value[:length - 1])
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records nobody adds, changes or deletes by hand (the journal; tools' confirmations)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(JournalEntry)
-class JournalEntryAdmin(admin.ModelAdmin):
+class JournalEntryAdmin(ReadOnlyAdmin):
     # What happened first (tool, phase, outcome), then who and how: the outcome columns must
     # not scroll out of view on a laptop screen.
     list_display = ("id", "at_short", "contour", "tool", "phase", "status", "code_short",
@@ -123,16 +137,6 @@ class JournalEntryAdmin(admin.ModelAdmin):
             return True
         return bool(allowed) and (obj is None or obj.contour in allowed)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(AuditorToken)
 class AuditorTokenAdmin(admin.ModelAdmin):
     list_display = ("prefix", "user", "label", "created_at", "revoked_at")
@@ -171,7 +175,7 @@ class AuditorTokenAdmin(admin.ModelAdmin):
         for token in queryset.filter(revoked_at__isnull=True).select_related("user"):
             token.revoke()
             journal.record(
-                contour="", channel="admin", actor=f"user:{request.user.get_username()}",
+                contour="", channel="admin", actor=user_actor(request.user),
                 tool="", phase="configure",
                 arguments={"object": "auditor_token", "prefix": token.prefix,
                            "holder": token.user.get_username()},
@@ -180,4 +184,5 @@ class AuditorTokenAdmin(admin.ModelAdmin):
             )
 
 
-__all__ = ["AuditorTokenAdmin", "JournalEntryAdmin", "RevokedFilter", "export_query", "shortened"]
+__all__ = ["AuditorTokenAdmin", "JournalEntryAdmin", "ReadOnlyAdmin", "RevokedFilter",
+           "export_query", "shortened"]

@@ -35,6 +35,9 @@ class JournalQuerySet(models.QuerySet["JournalEntry"]):
 
 
 class Channel(models.TextChoices):
+    """Where a call or change came in. audit.journal.record() refuses any other value; the
+    column has no choices, so a new protocol adds a member here and needs no migration."""
+
     REST = "rest", "REST API"
     MCP_HTTP = "mcp-http", "MCP (HTTP)"
     MCP_STDIO = "mcp-stdio", "MCP (stdio)"
@@ -84,7 +87,7 @@ class JournalEntry(models.Model):
     # A slug rather than a foreign key: the audit app depends on nothing else in the project,
     # and an entry must outlive the contour it names.
     contour = models.SlugField("контур", max_length=64, blank=True, db_index=False)
-    channel = models.CharField("канал", max_length=16, choices=Channel.choices)
+    channel = models.CharField("канал", max_length=16)
     actor = models.CharField("кто", max_length=150, blank=True)
     tool = models.CharField("инструмент", max_length=100, blank=True)
     phase = models.CharField("фаза", max_length=16, choices=Phase.choices)

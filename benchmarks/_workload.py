@@ -20,7 +20,7 @@ class Workload:
     def __init__(self, slug: str = "bench") -> None:
         from adapters.invoicebox.sandbox import clear_faults
         from tools import catalog
-        from tools.contours import create_contour
+        from tools.services.contours import create_contour
 
         self.contour = create_contour(slug, mode="sandbox", name="Bench",
                                       toolsets=["read", "write"])

@@ -189,7 +189,7 @@ def run(args: argparse.Namespace, url: str) -> list[dict[str, Any]]:
     from django.db import connections
 
     from adapters.invoicebox.sandbox import set_faults
-    from tools.contours import DEMO_TOKEN
+    from tools.services.contours import DEMO_TOKEN
 
     rows: list[dict[str, Any]] = []
     order_id = ""

@@ -193,7 +193,8 @@ async def load(gateway: str, key: str, clients: int, duration: float, pg_url: st
 
 def seed(url: str, fake_port: int) -> str:
     setup_django(url)
-    from tools.contours import create_contour, issue_key
+    from tools.services.contours import create_contour
+    from tools.services.keys import issue_key
 
     contour = create_contour("bench", mode="custom", toolsets=["read", "write"], token=TOKEN,
                              base_url=f"http://127.0.0.1:{fake_port}", merchant_id=MERCHANT_ID)

@@ -32,8 +32,9 @@ def run() -> dict[str, Any]:
     from django.test import Client
 
     from tools import catalog
-    from tools.contours import create_contour, issue_key
     from tools.exports.registry import formats
+    from tools.services.contours import create_contour
+    from tools.services.keys import issue_key
 
     http = Client()
     keys = {label: issue_key(create_contour(f"size-{i}", mode="sandbox", toolsets=toolsets))

@@ -299,9 +299,6 @@ INVOICEBOX_USER_AGENT = env.str(
     "INVOICEBOX_USER_AGENT", default="InvoiceboxAssistantGateway/0.1 (Django)"
 )
 INVOICEBOX_TIMEOUT_SECONDS = env.float("INVOICEBOX_TIMEOUT_SECONDS", default=30.0)
-# The official API origin, not configurable: modes demo and production always use it, and a
-# database constraint holds them to it (tools.models). Any other host is mode `custom`.
-INVOICEBOX_PRODUCTION_BASE_URL = "https://api.invoicebox.ru"
 # Calls to this project's own sandbox go through an in-process transport, so a sync view under
 # ASGI (one thread) never waits on a second request that needs that same thread.
 INVOICEBOX_SANDBOX_IN_PROCESS = env.bool("INVOICEBOX_SANDBOX_IN_PROCESS", default=True)

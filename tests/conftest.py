@@ -13,8 +13,9 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
-from tools.contours import DEMO_TOKEN, create_contour, issue_key
 from tools.models import Contour
+from tools.services.contours import DEMO_TOKEN, create_contour
+from tools.services.keys import issue_key
 
 SANDBOX = "/sandbox/invoicebox/v3"
 

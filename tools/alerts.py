@@ -32,8 +32,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from audit import journal
-from tools import catalog, roles
+from tools import catalog, events, roles
 from tools.models import (
     AlertKind,
     AlertState,
@@ -306,15 +305,8 @@ def _journal(alert: OperatorAlert, attempt: int, status: str, code: str, message
     if alert.transport == AlertTransport.EMAIL:
         user = get_user_model().objects.filter(pk=alert.recipient).first()
         recipient = user.get_username() if user else alert.recipient
-    contour = alert.contour
-    journal.record(
-        contour=contour.slug, channel="celery", actor="celery", tool=alert.confirmation.tool,
-        phase="notify", status=status, code=code, message=message,
-        arguments={"alert_id": alert.pk, "kind": alert.kind, "transport": alert.transport,
-                   "recipient": recipient, "attempt": attempt},
-        confirmation_id=str(alert.confirmation_id),
-        secrets=[*contour.secrets(), contour.notify_webhook_url],
-    )
+    events.operator_alert(alert, recipient=recipient, attempt=attempt, status=status,
+                          code=code, message=message)
 
 
 def undelivered(contour_ids: Any) -> list[OperatorAlert]:

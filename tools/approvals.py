@@ -9,8 +9,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit import journal
-from tools import roles
+from audit.actors import user_actor
+from tools import events, roles
 from tools.errors import ToolError
 from tools.factors import stepup
 from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation, Role
@@ -142,14 +142,5 @@ def _record_decision(confirmation: PendingConfirmation, user: Any, *, approve: b
     confirmation.factor_checked_at = factor.checked_at if factor is not None else None
     confirmation.save(update_fields=["status", "decided_at", "decided_by", "decision_reason",
                                      "factor_kind", "factor_device", "factor_checked_at"])
-    contour = confirmation.contour
-    journal.record(
-        contour=contour.slug, channel="ui", actor=f"user:{user.get_username()}",
-        tool=confirmation.tool, phase="approve" if approve else "reject",
-        arguments={"confirmation_id": str(confirmation.id), "second_factor": factor_record},
-        status="ok", code="approved" if approve else "approval_rejected",
-        message="одобрено" + (f": {reason}" if reason else "") if approve
-        else f"отклонено: {reason}",
-        confirmation_id=str(confirmation.id),
-        secrets=[contour.api_token, contour.notification_key],
-    )
+    events.confirmation_decided(confirmation, approve=approve, reason=reason,
+                                actor=user_actor(user), second_factor=factor_record)

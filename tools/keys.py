@@ -1,4 +1,5 @@
-"""API keys narrower than their contour: scope, expiry, rotation with a grace period, last use.
+"""API keys narrower than their contour: scope, expiry, last use (issuing, rotating and
+revoking them: tools/services/keys.py).
 
 The core (tools/gateway.py) resolves the calling key from its actor ("key:<prefix>") and asks
 here, so every protocol gets the same scope check; expiry is part of ApiKey.authenticate, so
@@ -7,14 +8,10 @@ an expired key is unauthenticated (401) on every endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
-from audit import journal
 from tools import catalog
 from tools.errors import ToolError
 from tools.models import AUTHENTICATED_KEY, ApiKey, Contour, Toolset
@@ -90,45 +87,6 @@ def parse_scope(toolsets: str, tools: str) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(chosen_sets)), list(dict.fromkeys(chosen_tools))
 
 
-def issue(contour: Contour, *, label: str = "", user: Any = None,
-          toolsets: Sequence[str] = (), tools: Sequence[str] = (),
-          expires_at: datetime | None = None, actor: str = "manage.py",
-          channel: str = "admin") -> tuple[ApiKey, str]:
-    """Issue a key (narrower than the contour when asked) and journal it."""
-    if expires_at is not None and expires_at <= timezone.now():
-        raise KeySetupError("--expires must be in the future")
-    with transaction.atomic():
-        key, raw = ApiKey.issue(contour, label=label, user=user, toolsets=list(toolsets),
-                                tools=list(tools), expires_at=expires_at)
-        _journal(key, "api_key_issued", f"выдан ключ {key.prefix}… для контура {contour.slug}"
-                 + describe_scope(key), actor=actor, channel=channel)
-    return key, raw
-
-
-def rotate(old: ApiKey, *, actor: str = "manage.py", channel: str = "admin"
-           ) -> tuple[ApiKey, str]:
-    """A new key with the old one's scope; the old one stays valid for the contour's grace
-    period (never longer than it already had)."""
-    contour = old.contour
-    grace_end = timezone.now() + timedelta(hours=contour.key_grace_hours)
-    with transaction.atomic():
-        locked = ApiKey.objects.select_for_update().get(pk=old.pk)
-        if locked.revoked_at is not None or (locked.expires_at is not None
-                                             and locked.expires_at <= timezone.now()):
-            raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
-        new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
-                                toolsets=locked.toolsets, tools=locked.tools,
-                                expires_at=locked.expires_at)
-        if locked.expires_at is None or locked.expires_at > grace_end:
-            locked.expires_at = grace_end
-            locked.save(update_fields=["expires_at"])
-        _journal(new, "api_key_rotated",
-                 f"ключ {locked.prefix}… заменён ключом {new.prefix}…; прежний действует до "
-                 f"{timezone.localtime(locked.expires_at):%d.%m.%Y %H:%M}",
-                 actor=actor, channel=channel, replaces=locked.prefix)
-    return new, raw
-
-
 def describe_scope(key: ApiKey) -> str:
     parts = []
     if key.toolsets:
@@ -138,17 +96,3 @@ def describe_scope(key: ApiKey) -> str:
     if key.expires_at:
         parts.append(f"до {timezone.localtime(key.expires_at):%d.%m.%Y %H:%M}")
     return f" ({'; '.join(parts)})" if parts else ""
-
-
-def _journal(key: ApiKey, code: str, message: str, *, actor: str, channel: str,
-             replaces: str = "") -> None:
-    arguments: dict[str, Any] = {
-        "object": "api_key", "prefix": key.prefix, "label": key.label,
-        "holder": key.user.get_username() if key.user else "", "toolsets": key.toolsets,
-        "tools": key.tools, "expires_at": key.expires_at.isoformat() if key.expires_at else None,
-    }
-    if replaces:
-        arguments["replaces"] = replaces
-    journal.record(contour=key.contour.slug, channel=channel, actor=actor, tool="",
-                   phase="configure", arguments=arguments, status="ok", code=code,
-                   message=message, secrets=key.contour.secrets())

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
 import secrets
 import uuid
-from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -23,75 +19,28 @@ from adapters.invoicebox.notify import (
     SIGNATURE_ALGORITHMS,
     SIGNATURE_METHODS,
 )
+from tools.current_key import AUTHENTICATED_KEY
+from tools.endpoints import (
+    OFFICIAL_API_ORIGIN,
+    OFFICIAL_MODES,
+    InvoiceboxMode,
+    base_url_problem,
+    is_loopback,
+    is_own_sandbox,
+)
+from tools.hashing import mask_secret, sha256_hex
 from tools.params import format_rub
 from tools.secret_box import EncryptedTextField
+
+# Kept importable from here: every caller reads them as model facts.
+__all__ = ["AUTHENTICATED_KEY", "OFFICIAL_API_ORIGIN", "OFFICIAL_MODES", "InvoiceboxMode",
+           "base_url_problem", "is_loopback", "is_own_sandbox", "mask_secret", "sha256_hex"]
 
 
 class Toolset(models.TextChoices):
     READ = "read", "чтение"
     WRITE = "write", "запись"
     REFUND = "refund", "возвраты"
-
-
-class InvoiceboxMode(models.TextChoices):
-    SANDBOX = "sandbox", "песочница (встроенная)"
-    DEMO = "demo", "демо-магазин Инвойсбокс"
-    PRODUCTION = "production", "рабочий магазин"
-    CUSTOM = "custom", "свой адрес (прокси или тестовый двойник)"
-
-
-# The official API origin (reference/invoicebox-api.md §1); demo and production use only it.
-OFFICIAL_API_ORIGIN = "https://api.invoicebox.ru"
-OFFICIAL_MODES = (InvoiceboxMode.DEMO, InvoiceboxMode.PRODUCTION)
-LOOPBACK_NAMES = {"localhost"}
-
-
-def is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def is_own_sandbox(url: str) -> bool:
-    """This project's sandbox: the configured URL, or its mount on a loopback host or on this
-    gateway's own host (another process of the same installation, as the cluster tests run)."""
-    sandbox = settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/")
-    if url == sandbox:
-        return True
-    parts, mount = urlsplit(url), urlsplit(sandbox).path.rstrip("/")
-    own_host = urlsplit(settings.GATEWAY_SITE_URL).hostname
-    return (parts.scheme in ("http", "https") and parts.path.rstrip("/") == mount
-            and (is_loopback(parts.hostname) or parts.hostname == own_host)
-            and not parts.query and not parts.fragment and not parts.username)
-
-
-def base_url_problem(mode: str, base_url: str) -> str:
-    """Why a base URL is not allowed for a mode (in Russian), or "" when it is."""
-    url = (base_url or "").rstrip("/")
-    parts = urlsplit(url)
-    if mode in OFFICIAL_MODES:
-        if url != OFFICIAL_API_ORIGIN:
-            return (f"в режиме {mode} адрес API только {OFFICIAL_API_ORIGIN}, получен {url!r}; "
-                    "другой адрес — режим custom")
-        return ""
-    if mode == InvoiceboxMode.SANDBOX:
-        # The bundled sandbox only: a token must not leave for another host under a mode
-        # the admin shows as harmless (issue 13.2; any other host is mode custom).
-        return "" if is_own_sandbox(url) else (
-            f"в режиме sandbox адрес API — только встроенная песочница "
-            f"({settings.INVOICEBOX_SANDBOX_BASE_URL}), получен {url!r}; другой адрес — "
-            "режим custom")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"адрес API должен быть http(s)://хост, получен {url!r}"
-    if parts.scheme == "http" and not is_loopback(parts.hostname):
-        return (f"http без шифрования допустим только для локального адреса "
-                f"(127.0.0.0/8, ::1, localhost), получен хост {parts.hostname!r}; нужен https")
-    return ""
 
 
 def _default_toolsets() -> list[str]:
@@ -203,10 +152,6 @@ class Contour(models.Model):
             ),
         ]
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._remember_endpoint()
-
     def __str__(self) -> str:
         return f"{self.name} ({self.slug})"
 
@@ -222,6 +167,15 @@ class Contour(models.Model):
                 kwargs["update_fields"] = {*kwargs["update_fields"], "api_token"}
         super().save(*args, **kwargs)
         self._remember_endpoint()
+
+    # (mode, base_url, api_token) as loaded from the database; None for a new contour.
+    _loaded: tuple[Any, ...] | None = None
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Any, values: Any) -> Contour:
+        instance = super().from_db(db, field_names, values)
+        instance._remember_endpoint()
+        return instance
 
     @property
     def endpoint_changed(self) -> bool:
@@ -310,17 +264,6 @@ class Ceiling(models.Model):
         return f"{self.get_kind_display()}: {format_rub(self.limit, self.currency or 'RUB')}"
 
 
-def mask_secret(value: str) -> str:
-    """Show just enough of a secret to recognise it: the last four characters."""
-    if not value:
-        return ""
-    return "***" + value[-4:] if len(value) > 8 else "***"
-
-
-def sha256_hex(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
-
-
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def active(self) -> ApiKeyQuerySet:
         unexpired = models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=timezone.now())
@@ -407,10 +350,6 @@ class ApiKey(models.Model):
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
         self.save(update_fields=["revoked_at"])
-
-
-# The key the current request (or task) authenticated with; see tools.keys.key_of.
-AUTHENTICATED_KEY: ContextVar[ApiKey | None] = ContextVar("authenticated_key", default=None)
 
 
 class ConfirmationStatus(models.TextChoices):

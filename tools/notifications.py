@@ -31,8 +31,7 @@ from adapters.invoicebox.notify import (
     OrderNotification,
     answer_from,
 )
-from audit import journal
-from tools import tasks
+from tools import events, tasks
 from tools.models import Contour, ProcessedNotification, TrackedOrder
 
 logger = logging.getLogger(__name__)
@@ -235,10 +234,9 @@ def _journal(record: _Record, answer: Answer, *, code: str = "", message: str = 
         status = "ok"
     else:
         status = "error" if answer.code == "out_of_service" else "rejected"
-    journal.record(
-        contour=record.slug, channel=CHANNEL, actor=record.actor, tool="", phase=PHASE,
-        arguments=record.facts, status=status, code=code or answer.code or "ok",
-        message=message or answer.message,
+    events.payment_notification(
+        record.slug, channel=CHANNEL, actor=record.actor, phase=PHASE, facts=record.facts,
+        status=status, code=code or answer.code or "ok", message=message or answer.message,
         duration_ms=int((time.monotonic() - record.started) * 1000), secrets=record.secrets,
     )
     if answer.status != "success":

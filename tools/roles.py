@@ -2,7 +2,8 @@
 
 A role is a row (user, contour, role) in ContourRole; superusers stay global. The checks are
 django-rules predicates registered as Django permissions, so the admin, the operator UI and
-the dashboard all ask `user.has_perm("tools.change_contour", contour)`. Why django-rules and
+the dashboard all ask `user.has_perm("tools.change_contour", contour)`. Grants and revokes
+are services (tools/services/roles.py). Why django-rules and
 not django-guardian: every list here must be filtered by the same rows anyway (an owner's
 contours, an operator's queue, an auditor's journal), and rules evaluates predicates over
 those rows without guardian's second, generic per-object permission table that would have to
@@ -15,10 +16,8 @@ from typing import Any
 
 import rules
 from django.contrib.auth import get_user_model
-from django.db import transaction
 from django.db.models import QuerySet
 
-from audit import journal
 from tools.models import Contour, ContourRole, Role
 
 # Roles that work in /admin/ (need is_staff); operators only log in at /approvals/.
@@ -83,45 +82,6 @@ for _perm in ("change_contour", "add_ceiling", "change_ceiling", "delete_ceiling
     rules.set_perm(f"tools.{_perm}", is_owner)
 rules.set_perm("tools.decide_confirmation", is_operator)
 rules.set_perm("audit.view_journalentry", is_owner | is_auditor)
-
-
-def _journal(contour: Contour, code: str, message: str, *, user: Any, role: str, by: str,
-             channel: str) -> None:
-    journal.record(
-        contour=contour.slug, channel=channel, actor=by, tool="", phase="configure",
-        arguments={"object": "role", "user": user.get_username(), "role": role},
-        status="ok", code=code, message=message, secrets=contour.secrets(),
-    )
-
-
-def grant(user: Any, role: str, contour: Contour, *, by: str, channel: str = "admin"
-          ) -> bool:
-    """Give user the role on contour; journaled. False when they already had it."""
-    if role not in Role.values:
-        raise ValueError(f"unknown role {role!r}; known: {', '.join(Role.values)}")
-    with transaction.atomic():
-        _, created = ContourRole.objects.get_or_create(
-            user=user, contour=contour, role=role, defaults={"granted_by": by})
-        if role in STAFF_ROLES and not user.is_staff:
-            user.is_staff = True
-            user.save(update_fields=["is_staff"])
-        if created:
-            _journal(contour, "role_granted",
-                     f"{user.get_username()}: роль «{Role(role).label}» в контуре {contour.slug}",
-                     user=user, role=role, by=by, channel=channel)
-    return created
-
-
-def revoke(user: Any, role: str, contour: Contour, *, by: str, channel: str = "admin"
-           ) -> bool:
-    """Take the role back; journaled. False when they did not have it."""
-    with transaction.atomic():
-        deleted, _ = ContourRole.objects.filter(user=user, contour=contour, role=role).delete()
-        if deleted:
-            _journal(contour, "role_revoked",
-                     f"{user.get_username()}: роль «{Role(role).label}» в контуре "
-                     f"{contour.slug} отозвана", user=user, role=role, by=by, channel=channel)
-    return bool(deleted)
 
 
 def people_for(user: Any) -> QuerySet[Any]:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from adapters.invoicebox.client import InvoiceboxError, Order, make_client
-from audit import journal
+from tools import events
 from tools.confirmations import EXPIRABLE
 from tools.models import (
     ConfirmationStatus,
@@ -160,9 +160,8 @@ def _moment(value: str) -> datetime | None:
 
 def _note(contour: Contour, phase: str, status: str, code: str, message: str,
           facts: dict[str, Any]) -> None:
-    journal.record(contour=contour.slug, channel="celery", actor="celery", tool="",
-                   phase=phase, arguments=facts, status=status, code=code, message=message,
-                   secrets=[s for s in (contour.api_token, contour.notification_key) if s])
+    events.order_sync(contour, phase=phase, status=status, code=code, message=message,
+                      facts=facts)
 
 
 # Operators' alerts live in tools/alerts.py; imported here so the worker registers them.

@@ -11,8 +11,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from audit.models import AuditorToken, JournalEntry
-from tools import roles
-from tools.contours import create_contour
+from tools.services import roles as role_service
+from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ def run(*args: str) -> str:
 
 def test_create_auditor_token_prints_only_a_token_that_works_and_is_not_stored():
     anna = User.objects.create_user("anna")
-    roles.grant(anna, "auditor", create_contour("shop", mode="sandbox"), by="test")
+    role_service.grant(anna, "auditor", create_contour("shop", mode="sandbox"), actor="test")
 
     raw = run("create_auditor_token", "anna", "--label", "nightly").strip()
 
@@ -43,7 +43,7 @@ def test_create_auditor_token_prints_only_a_token_that_works_and_is_not_stored()
 def test_a_token_names_only_contours_its_user_audits():
     anna = User.objects.create_user("anna")
     for slug in ("a", "b"):
-        roles.grant(anna, "auditor", create_contour(slug, mode="sandbox"), by="test")
+        role_service.grant(anna, "auditor", create_contour(slug, mode="sandbox"), actor="test")
     create_contour("c", mode="sandbox")
 
     raw = run("create_auditor_token", "anna", "--contours", "b").strip()

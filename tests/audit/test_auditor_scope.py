@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from audit.models import AuditorToken, JournalEntry
-from tools import roles
-from tools.contours import create_contour
+from tools.services import roles as role_service
+from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
@@ -35,8 +35,8 @@ def journal(write: Callable[..., JournalEntry]) -> dict[str, list[int]]:
 def anna() -> User:
     """Auditor of a (and c), not of b."""
     person = User.objects.create_user("anna", password="pw-anna-123", is_staff=True)
-    roles.grant(person, "auditor", create_contour_or_get("a"), by="test")
-    roles.grant(person, "auditor", create_contour_or_get("c"), by="test")
+    role_service.grant(person, "auditor", create_contour_or_get("a"), actor="test")
+    role_service.grant(person, "auditor", create_contour_or_get("c"), actor="test")
     return person
 
 
@@ -103,7 +103,7 @@ def test_a_token_reads_only_the_contours_it_names(journal: dict[str, list[int]],
 def test_a_token_naming_a_contour_its_user_no_longer_audits_reads_nothing_of_it(
         journal: dict[str, list[int]], anna: User):
     _, raw = AuditorToken.issue(anna, contours=["a", "c"])
-    roles.revoke(anna, "auditor", create_contour_or_get("a"), by="test")
+    role_service.revoke(anna, "auditor", create_contour_or_get("a"), actor="test")
 
     rows = contours_in_csv(streamed(Client().get(
         EXPORT, {"format": "csv"}, HTTP_AUTHORIZATION=f"Bearer {raw}")))

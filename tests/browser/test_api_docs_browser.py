@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tools.contours import create_contour, issue_key
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.browser
 

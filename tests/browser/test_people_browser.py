@@ -16,8 +16,9 @@ from audit.models import JournalEntry
 from tests.browser.conftest import RestAssistant, log_in
 from tests.conftest import order_args
 from tools import views
-from tools.contours import create_contour, issue_key
 from tools.models import PendingConfirmation, TrackedOrder
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.browser
 

@@ -10,8 +10,9 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from tests.browser.conftest import log_in
-from tools import roles
-from tools.contours import create_contour, issue_key
+from tools.services import roles as role_service
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 
 def test_an_owner_sees_only_their_contours(page: Any, person: Callable[..., User],
@@ -21,7 +22,7 @@ def test_an_owner_sees_only_their_contours(page: Any, person: Callable[..., User
     issue_key(mine, "ключ моего")
     issue_key(theirs, "ключ чужого")
     oleg = person("oleg", staff=True)
-    roles.grant(oleg, "owner", mine, by="test")
+    role_service.grant(oleg, "owner", mine, actor="test")
 
     log_in(page, "/admin/tools/contour/", "oleg")
     contours = page.inner_text("#result_list")

@@ -12,8 +12,9 @@ from django.db.models.signals import post_save
 from django.test import Client
 
 from tests.conftest import Assistant, grant_everywhere, order_args
-from tools.contours import create_contour, issue_key
 from tools.models import Contour, ContourRole
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 
 @pytest.fixture

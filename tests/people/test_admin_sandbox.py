@@ -10,8 +10,9 @@ from tests.conftest import Assistant, order_args
 from tests.people.test_owner_admin import (
     thresholds_form,
 )
-from tools.contours import DEMO_TOKEN, issue_key
 from tools.models import Contour
+from tools.services.contours import DEMO_TOKEN
+from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 

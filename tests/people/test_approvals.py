@@ -12,10 +12,11 @@ from django.utils import timezone
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.people.conftest import prepare_order
-from tools import approvals, roles
-from tools.contours import create_contour
+from tools import approvals
 from tools.errors import ToolError
 from tools.models import ApiKey, PendingConfirmation
+from tools.services import roles as role_service
+from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
@@ -112,7 +113,7 @@ def test_operators_see_only_the_contours_they_operate(
     root = make_user("root", superuser=True)
     other = create_contour("elsewhere", mode="sandbox", toolsets=["read", "write"])
     olga = make_user("olga")
-    roles.grant(olga, "operator", other, by="test")
+    role_service.grant(olga, "operator", other, actor="test")
     _, body = prepare_order(guarded_assistant)
     cid = body["confirmation"]["id"]
 

@@ -18,9 +18,10 @@ from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.people.conftest import logged_in
 from tests.people.test_owner_admin import contour_form
-from tools import roles
-from tools.contours import create_contour, issue_key
 from tools.models import OFFICIAL_API_ORIGIN, Contour
+from tools.services import roles as role_service
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 
@@ -83,7 +84,7 @@ def custom_contour(url: str) -> Contour:
     contour = create_contour("proxy", mode="custom", base_url=url, token=OLD_TOKEN,
                              merchant_id=MERCHANT)
     for oleg in User.objects.filter(username="oleg"):
-        roles.grant(oleg, "owner", contour, by="test")
+        role_service.grant(oleg, "owner", contour, actor="test")
     return contour
 
 

@@ -16,8 +16,10 @@ from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tests.people.conftest import logged_in
 from tools import roles
-from tools.contours import create_contour, issue_key
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole
+from tools.services import roles as role_service
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +44,7 @@ def two_shops(make_user: Callable[..., User]) -> dict[str, object]:
         found[f"{slug}_assistant"] = assistant
         found[f"{slug}_confirmation"] = body["confirmation"]["id"]
     oleg = make_user("oleg", staff=True)
-    roles.grant(oleg, "owner", found["a"], by="test")
+    role_service.grant(oleg, "owner", found["a"], actor="test")
     found["oleg"] = logged_in(oleg)
     return found
 
@@ -129,7 +131,7 @@ def test_an_assistant_key_of_a_never_reads_bs_confirmation(two_shops: dict[str, 
 def test_the_operator_queue_follows_the_same_roles(two_shops: dict[str, object],
                                                    make_user: Callable[..., User]):
     olga = make_user("olga")
-    roles.grant(olga, "operator", two_shops["b"], by="test")
+    role_service.grant(olga, "operator", two_shops["b"], actor="test")
 
     queue = logged_in(olga).get("/approvals/").content.decode()
 
@@ -143,10 +145,10 @@ def test_grant_and_revoke_are_journaled_as_configure(make_user: Callable[..., Us
     shop = create_contour("shop", mode="sandbox")
     olga = make_user("olga")
 
-    assert roles.grant(olga, "operator", shop, by="user:root") is True
-    assert roles.grant(olga, "operator", shop, by="user:root") is False  # once
-    assert roles.revoke(olga, "operator", shop, by="user:root") is True
-    assert roles.revoke(olga, "operator", shop, by="user:root") is False
+    assert role_service.grant(olga, "operator", shop, actor="user:root") is True
+    assert role_service.grant(olga, "operator", shop, actor="user:root") is False  # once
+    assert role_service.revoke(olga, "operator", shop, actor="user:root") is True
+    assert role_service.revoke(olga, "operator", shop, actor="user:root") is False
 
     entries = list(JournalEntry.objects.filter(phase="configure").order_by("id"))
     assert [(e.code, e.contour, e.actor, e.arguments["user"], e.arguments["role"])

@@ -11,9 +11,9 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.people.conftest import logged_in, prepare_order
-from tools import roles
-from tools.contours import create_contour
 from tools.models import ApiKey, PendingConfirmation
+from tools.services import roles as role_service
+from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 
@@ -156,7 +156,7 @@ def test_an_operator_of_other_contours_gets_404_for_this_one(
         guarded_assistant: Assistant, make_user: Callable[..., User]):
     other = create_contour("elsewhere", mode="sandbox")
     olga = make_user("olga")
-    roles.grant(olga, "operator", other, by="test")
+    role_service.grant(olga, "operator", other, actor="test")
     _, body = prepare_order(guarded_assistant)
 
     response = logged_in(olga).get(f"/approvals/{body['confirmation']['id']}/")

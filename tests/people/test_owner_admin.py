@@ -16,7 +16,7 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tests.people.conftest import logged_in
-from tools.admin_money import CURRENCIES, roubles_text
+from tools.admin.widgets import CURRENCIES, roubles_text
 from tools.models import ApiKey, Ceiling, Contour
 
 pytestmark = pytest.mark.django_db

@@ -211,7 +211,8 @@ class Cluster:
 CREATE_CONTOURS = """
 import json, uuid
 from adapters.invoicebox.sandbox import register_account
-from tools.contours import create_contour, issue_key
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 out = {}
 for slug in SLUGS:
     token, merchant = uuid.uuid4().hex, str(uuid.uuid4())

@@ -11,8 +11,9 @@ from django.test import Client
 from adapters.invoicebox.notify import sign
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
-from tools.contours import create_contour, issue_key
 from tools.models import PendingConfirmation
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 
 def _own_contour(slug: str, **changes: Any) -> Assistant:

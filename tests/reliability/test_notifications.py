@@ -23,8 +23,8 @@ from tests.reliability.conftest import (
     tracked,
     webhook_entries,
 )
-from tools.contours import create_contour
 from tools.models import ProcessedNotification, TrackedOrder
+from tools.services.contours import create_contour
 
 KEY = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
 Capture = Callable[..., Any]

@@ -23,9 +23,11 @@ from django.utils import timezone
 
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
-from tools import alerts, roles
-from tools.contours import create_contour, issue_key
+from tools import alerts
 from tools.models import AlertState, Contour, OperatorAlert, PendingConfirmation
+from tools.services import roles as role_service
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 
@@ -85,7 +87,7 @@ def people(shop: Contour) -> dict[str, User]:
     found = {}
     for name, role in (("olga", "operator"), ("pavel", "operator"), ("oleg", "owner")):
         found[name] = User.objects.create_user(name, email=f"{name}@shop.example")
-        roles.grant(found[name], role, shop, by="test")
+        role_service.grant(found[name], role, shop, actor="test")
     return found
 
 

@@ -19,8 +19,8 @@ from django.test import Client
 
 from adapters.invoicebox.client import InvoiceboxError, make_client
 from tests.conftest import order_args
-from tools.contours import DEMO_MERCHANT_ID, DEMO_TOKEN
-from tools.models import ApiKey, Contour
+from tools.models import OFFICIAL_API_ORIGIN, ApiKey, Contour
+from tools.services.contours import DEMO_MERCHANT_ID, DEMO_TOKEN
 
 pytestmark = pytest.mark.django_db
 
@@ -156,7 +156,7 @@ def test_token_file_is_stored_but_only_its_masked_form_is_shown(tmp_path: Path) 
     contour = Contour.objects.get(slug="shop")
     assert contour.api_token == OWN_TOKEN
     assert contour.merchant_id == OWN_MERCHANT
-    assert contour.base_url == settings.INVOICEBOX_PRODUCTION_BASE_URL.rstrip("/")
+    assert contour.base_url == OFFICIAL_API_ORIGIN
     assert OWN_TOKEN not in output
     assert OWN_TOKEN[:-4] not in output
     assert f"token ***{OWN_TOKEN[-4:]}" in output

@@ -11,7 +11,7 @@ from django.db import connection, connections
 from adapters.invoicebox.sandbox import set_faults
 from tests.conftest import order_args, sandbox_orders
 from tools import gateway
-from tools.contours import DEMO_TOKEN, create_contour
+from tools.services.contours import DEMO_TOKEN, create_contour
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -7,8 +7,8 @@ import pytest
 from adapters.invoicebox.sandbox import clear_faults, set_faults
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args, sandbox_orders
-from tools.contours import DEMO_TOKEN
 from tools.models import Operation
+from tools.services.contours import DEMO_TOKEN
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from adapters.invoicebox.sandbox import clear_faults, set_faults
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tools import gateway
-from tools.contours import DEMO_TOKEN, create_contour
+from tools.services.contours import DEMO_TOKEN, create_contour
 
 
 def upstream_requests() -> int:

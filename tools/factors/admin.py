@@ -16,6 +16,7 @@ from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 from django_otp_webauthn.utils import get_attestation_model, get_credential_model
 
+from audit.actors import user_actor
 from tools.errors import ToolError
 from tools.factors import devices, stepup
 from tools.factors.views import step_up_link
@@ -36,7 +37,7 @@ def reset_devices(request: HttpRequest, people: QuerySet[Any]) -> tuple[int, Too
                            action="сброс второго фактора")
     if error is not None:
         return 0, error
-    by = f"user:{request.user.get_username()}"
+    by = user_actor(request.user)
     return sum(devices.reset(person, by=by, channel="admin") for person in people), None
 
 

@@ -15,7 +15,8 @@ from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 from django_otp_webauthn.utils import get_credential_model
 
-from audit import journal
+from audit.actors import user_actor
+from tools import events
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def confirm_totp(user: Any, code: str, *, channel: str = "ui") -> TOTPDevice | N
         device.save(update_fields=["confirmed"])
         record(user, "second_factor_enrolled", f"{user.get_username()}: подключено "
                f"{KIND_LABELS[TOTP]} «{label_of(device)}»", channel=channel,
-               actor=f"user:{user.get_username()}", kind=TOTP, device=label_of(device))
+               actor=user_actor(user), kind=TOTP, device=label_of(device))
     return device
 
 
@@ -99,7 +100,7 @@ def issue_backup_codes(user: Any, *, channel: str = "ui") -> list[str]:
         StaticToken.objects.bulk_create(StaticToken(device=device, token=c) for c in codes)
         record(user, "backup_codes_issued", f"{user.get_username()}: выпущено "
                f"{BACKUP_CODES} резервных кодов (прежние недействительны)", channel=channel,
-               actor=f"user:{user.get_username()}", kind=BACKUP, device=BACKUP_NAME)
+               actor=user_actor(user), kind=BACKUP, device=BACKUP_NAME)
     return codes
 
 
@@ -138,11 +139,5 @@ def _tell_reset(person: Any, by: str) -> None:
 
 def record(person: Any, code: str, message: str, *, channel: str, actor: str, kind: str,
            device: str, **extra: Any) -> None:
-    """Journal a device event on the chain of no contour (people are not per contour).
-    Never a secret or a code: the kind and the device's label only."""
-    journal.record(
-        contour="", channel=channel, actor=actor, tool="", phase="configure",
-        arguments={"object": "second_factor", "user": person.get_username(), "kind": kind,
-                   "device": device, **extra},
-        status="ok", code=code, message=message,
-    )
+    events.second_factor(person, code, message, actor=actor, channel=channel, kind=kind,
+                         device=device, **extra)

@@ -18,6 +18,7 @@ from django_otp_webauthn.views import (
     CompleteCredentialRegistrationView,
 )
 
+from audit.actors import user_actor
 from tools.factors import devices, stepup
 
 
@@ -51,7 +52,7 @@ class CompleteRegistration(_FreshCheckToAdd, CompleteCredentialRegistrationView)
             user = self.request.user
             devices.record(user, "second_factor_enrolled", f"{user.get_username()}: подключён "
                            f"ключ доступа «{devices.label_of(device)}»", channel="ui",
-                           actor=f"user:{user.get_username()}", kind=devices.PASSKEY,
+                           actor=user_actor(user), kind=devices.PASSKEY,
                            device=devices.label_of(device))
             stepup.stamp(self.request, device)
         return response

@@ -23,7 +23,8 @@ from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from audit import journal
+from audit.actors import user_actor
+from tools import events
 from tools.errors import ToolError
 from tools.factors import devices
 
@@ -226,11 +227,7 @@ def _seconds_left(info: dict[str, Any] | None) -> int:
 
 
 def _journal_failure(user: Any, *, throttled: bool) -> None:
-    journal.record(
-        contour="", channel="ui", actor=f"user:{user.get_username()}", tool="",
-        phase="configure", arguments={"object": "second_factor", "user": user.get_username()},
-        status="rejected", code="second_factor_throttled" if throttled
-        else "second_factor_invalid",
-        message="второй фактор: код отклонён" + (" (слишком много попыток)" if throttled
-                                                 else ""),
-    )
+    code = "second_factor_throttled" if throttled else "second_factor_invalid"
+    events.second_factor(user, code, "второй фактор: код отклонён" + (
+        " (слишком много попыток)" if throttled else ""), actor=user_actor(user), channel="ui",
+        status="rejected")

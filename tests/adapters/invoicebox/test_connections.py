@@ -11,8 +11,9 @@ from django.test import Client
 
 from adapters.invoicebox import connections
 from benchmarks.fake_upstream import MERCHANT_ID, FakeServer, serve
-from tools.contours import create_contour, issue_key
 from tools.models import Contour
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 

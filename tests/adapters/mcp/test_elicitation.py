@@ -23,8 +23,8 @@ from adapters.mcp.server import Caller, build_server, run_sync
 from audit.models import JournalEntry
 from tests.adapters.mcp.test_protocol import envelope
 from tests.conftest import order_args, sandbox_orders
-from tools.contours import create_contour
 from tools.models import ConfirmationStatus, Contour, PendingConfirmation
+from tools.services.contours import create_contour
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 

@@ -15,8 +15,9 @@ from adapters.invoicebox.sandbox import set_faults
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.ops.conftest import distinctive_order, valid_inn
-from tools.contours import create_contour, issue_key
 from tools.ops.logs import JsonFormatter
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
 
 
 def configured_formatter() -> logging.Formatter:

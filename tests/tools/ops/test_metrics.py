@@ -16,8 +16,8 @@ from adapters.invoicebox.models import CircuitState
 from adapters.invoicebox.sandbox import set_faults
 from tests.conftest import Assistant
 from tests.tools.ops.conftest import distinctive_order, scrape, valid_inn, value
-from tools.contours import DEMO_TOKEN
 from tools.models import Ceiling, CeilingKind, PendingConfirmation
+from tools.services.contours import DEMO_TOKEN
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -15,8 +15,8 @@ from sentry_sdk.transport import Transport
 from adapters.invoicebox.sandbox import set_faults
 from tests.conftest import Assistant
 from tests.tools.ops.conftest import distinctive_order, valid_inn
-from tools.contours import DEMO_TOKEN
 from tools.ops import sentry
+from tools.services.contours import DEMO_TOKEN
 
 
 class KeepingTransport(Transport):

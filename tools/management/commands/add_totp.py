@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit.actors import cli_actor
 from tools.factors import devices
 
 
@@ -25,7 +26,7 @@ class Command(BaseCommand):
         device = devices.start_totp(person, name=devices.ADMIN_TOTP_NAME)
         devices.record(person, "second_factor_prepared", f"{person.get_username()}: "
                        "приложение подготовлено администратором, ждёт первого кода",
-                       channel="cli", actor="manage.py", kind=devices.TOTP,
+                       channel="cli", actor=cli_actor(), kind=devices.TOTP,
                        device=devices.label_of(device))
         self.stdout.write(device.config_url)
         self.stderr.write(f"{person.get_username()}: the device counts after its first code at "

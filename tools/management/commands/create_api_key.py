@@ -10,9 +10,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from audit.cli import cli_actor
+from audit.actors import cli_actor
 from tools import keys
 from tools.models import Contour
+from tools.services import keys as key_service
 
 
 def parse_moment(value: str) -> datetime:
@@ -50,7 +51,7 @@ class Command(BaseCommand):
         expires = parse_moment(options["expires"]) if options["expires"] else None
         try:
             toolsets, tools = keys.parse_scope(options["toolsets"], options["tools"])
-            _, raw = keys.issue(contour, label=options["label"], user=user, toolsets=toolsets,
+            _, raw = key_service.issue(contour, label=options["label"], user=user, toolsets=toolsets,
                                 tools=tools, expires_at=expires,
                                 channel="cli", actor=cli_actor())
         except keys.KeySetupError as error:

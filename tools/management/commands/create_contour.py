@@ -9,16 +9,11 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 
-from tools.contours import (
-    ContourSetupError,
-    create_contour,
-    journal_contour_created,
-    parse_toolsets,
-    running_site_url,
-)
+from audit.actors import cli_actor
+from tools.contours import parse_toolsets, running_site_url
 from tools.models import InvoiceboxMode
+from tools.services.contours import ContourSetupError, create_contour
 
 
 class Command(BaseCommand):
@@ -47,13 +42,12 @@ class Command(BaseCommand):
             # The bundled sandbox answers on the port the gateway runs on, not on 8000.
             base_url = f"{site}/sandbox/invoicebox"
         try:
-            with transaction.atomic():
-                contour = create_contour(
-                    options["slug"], mode=options["mode"], name=options["name"],
-                    toolsets=parse_toolsets(options["toolsets"]), base_url=base_url,
-                    token=token, merchant_id=options["merchant_id"], own_sandbox_merchant=True,
-                )
-                journal_contour_created(contour)
+            contour = create_contour(
+                options["slug"], mode=options["mode"], name=options["name"],
+                toolsets=parse_toolsets(options["toolsets"]), base_url=base_url,
+                token=token, merchant_id=options["merchant_id"], own_sandbox_merchant=True,
+                actor=cli_actor(), channel="cli",
+            )
         except ContourSetupError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(

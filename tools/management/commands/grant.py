@@ -8,8 +8,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tools import roles
 from tools.models import Contour, Role
+from tools.services import roles as role_service
 
 
 class Command(BaseCommand):
@@ -47,6 +47,6 @@ class Command(BaseCommand):
         elif options["email"] and user.email != options["email"]:
             user.email = options["email"]
             user.save(update_fields=["email"])
-        created = roles.grant(user, options["role"], contour, by="manage.py")
+        created = role_service.grant(user, options["role"], contour, actor="manage.py")
         self.stdout.write(f"{user.get_username()}: {options['role']} of {contour.slug}"
                           + ("" if created else " (already)"))

@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit.actors import cli_actor
 from tools.factors import devices
 
 
@@ -22,5 +23,5 @@ class Command(BaseCommand):
         person = get_user_model().objects.filter(username=options["username"]).first()
         if person is None:
             raise CommandError(f"user {options['username']!r} does not exist")
-        removed = devices.reset(person, by="manage.py", channel="cli")
+        removed = devices.reset(person, by=cli_actor(), channel="cli")
         self.stdout.write(f"{person.get_username()}: {removed} device(s) removed")

@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tools import roles
 from tools.models import Contour, Role
+from tools.services import roles as role_service
 
 
 class Command(BaseCommand):
@@ -26,6 +26,6 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
             raise CommandError(f"user {options['username']!r} does not exist")
-        removed = roles.revoke(user, options["role"], contour, by="manage.py")
+        removed = role_service.revoke(user, options["role"], contour, actor="manage.py")
         self.stdout.write(f"{user.get_username()}: {options['role']} of {contour.slug} "
                           + ("revoked" if removed else "was not granted"))

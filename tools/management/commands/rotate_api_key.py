@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from tools import keys
 from tools.models import ApiKey
+from tools.services import keys as key_service
 
 
 class Command(BaseCommand):
@@ -26,7 +27,8 @@ class Command(BaseCommand):
         if len(found) > 1:
             raise CommandError(f"prefix {options['prefix']!r} is ambiguous")
         try:
-            _, raw = keys.rotate(found[0])
+            # The actor and channel this command always journaled under.
+            _, raw = key_service.rotate(found[0], actor="manage.py", channel="admin")
         except keys.KeySetupError as error:
             raise CommandError(str(error)) from None
         old = ApiKey.objects.get(pk=found[0].pk)

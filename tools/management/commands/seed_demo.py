@@ -14,14 +14,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
-from tools.contours import (
-    connect_sandbox_notifications,
-    create_contour,
-    journal_contour_created,
-    journal_key_issued,
-    remember_site_url,
-)
+from audit.actors import cli_actor
+from tools.contours import remember_site_url
 from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
+from tools.services import keys as key_service
+from tools.services.contours import connect_sandbox_notifications, create_contour
 
 SLUG = "demo"
 
@@ -41,9 +38,8 @@ class Command(BaseCommand):
         if contour is None:
             contour = create_contour(
                 SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
-                toolsets=[Toolset.READ, Toolset.WRITE],
+                toolsets=[Toolset.READ, Toolset.WRITE], actor=cli_actor(), channel="cli",
             )
-            journal_contour_created(contour)
         if contour.mode == InvoiceboxMode.SANDBOX:
             # Idempotent; also connects a demo contour seeded before notifications existed.
             connect_sandbox_notifications(contour, own_account=False, claim_shared=True)
@@ -70,8 +66,7 @@ class Command(BaseCommand):
             found = ApiKey.authenticate(saved)
             if found is not None and found.contour_id == contour.id:
                 return saved
-        key, raw = ApiKey.issue(contour, label="demo")
-        journal_key_issued(key)
+        _, raw = key_service.issue(contour, label="demo", actor=cli_actor(), channel="cli")
         _write_private(path, raw)
         return raw
 

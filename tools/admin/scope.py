@@ -15,8 +15,10 @@ from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 
+from audit.actors import user_actor
 from tools import roles
 from tools.models import ApiKey, Contour, ContourRole, Role
+from tools.services import roles as role_service
 
 # The contour list filter lists only contours in the (already scoped) queryset.
 contour_filter = ("contour", admin.RelatedOnlyFieldListFilter)
@@ -78,7 +80,7 @@ class ContourRoleForm(forms.ModelForm):
 
 class ContourRoleInline(admin.TabularInline):
     """Who holds which role on this contour; only superusers grant and revoke here (owners
-    read it). Saving goes through roles.grant/revoke, so each change is journaled."""
+    read it). Saving goes through tools.services.roles, so each change is journaled."""
 
     model = ContourRole
     form = ContourRoleForm
@@ -102,12 +104,12 @@ class ContourRoleInline(admin.TabularInline):
 
 def save_role_formset(request: HttpRequest, formset: Any, contour: Contour) -> None:
     """The role inline's changes as journaled grants and revokes, never raw saves."""
-    by = f"user:{request.user.get_username()}"
+    by = user_actor(request.user)
     # What the admin's own history message reads (our journal entries say the rest).
     formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
     for form in formset.deleted_forms:
         if form.instance.pk:
-            roles.revoke(form.instance.user, form.instance.role, contour, by=by)
+            role_service.revoke(form.instance.user, form.instance.role, contour, actor=by)
     for form in formset.forms:
         if form in formset.deleted_forms or not form.has_changed() or not form.is_valid():
             continue
@@ -116,8 +118,8 @@ def save_role_formset(request: HttpRequest, formset: Any, contour: Contour) -> N
             continue
         if form.instance.pk:
             stored = ContourRole.objects.get(pk=form.instance.pk)
-            roles.revoke(stored.user, stored.role, contour, by=by)
-        roles.grant(data["user"], data["role"], contour, by=by)
+            role_service.revoke(stored.user, stored.role, contour, actor=by)
+        role_service.grant(data["user"], data["role"], contour, actor=by)
 
 
 @admin.display(description="последний вызов")

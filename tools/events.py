@@ -1,0 +1,191 @@
+"""One function per journal event that is not a tool call: the payload of each is written here
+and nowhere else. Tool calls are journaled by tools/gateway.py; auditor tokens by audit/ (which
+imports nothing of ours). Every function here runs inside its caller's transaction, so a change
+and its entry commit or roll back together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from audit import journal
+from audit.actors import CELERY_ACTOR
+
+if TYPE_CHECKING:
+    from tools.models import ApiKey, Contour, OperatorAlert, PendingConfirmation
+
+CONFIGURE = "configure"
+
+
+def _configure(contour: Contour, *, code: str, message: str, arguments: Mapping[str, Any],
+               actor: str, channel: str, secrets: Iterable[str] = ()) -> None:
+    journal.record(contour=contour.slug, channel=channel, actor=actor, tool="",
+                   phase=CONFIGURE, arguments=arguments, status="ok", code=code,
+                   message=message, secrets=[*contour.secrets(), *secrets])
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "—"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if isinstance(value, bool):
+        return "да" if value else "нет"
+    return str(value) if value not in ("", None) else "—"
+
+
+# -- contours ---------------------------------------------------------------------------------
+
+def contour_created(contour: Contour, state: Mapping[str, Any], *, actor: str,
+                    channel: str) -> None:
+    """`state`: the contour's audited settings (tools.services.contours.snapshot)."""
+    _configure(
+        contour, code="contour_created", actor=actor, channel=channel,
+        message=f"контур {contour.slug} создан: наборы {_describe(list(contour.toolsets))}",
+        arguments={"object": "contour", "action": "created",
+                   "changes": {key: {"before": None, "after": value}
+                               for key, value in state.items()},
+                   "credentials_replaced": []},
+        secrets=[contour.notify_webhook_url],
+    )
+
+
+def contour_changed(contour: Contour, changes: Mapping[str, Mapping[str, Any]],
+                    replaced: list[str], *, old_secrets: Iterable[str], actor: str,
+                    channel: str) -> None:
+    """`changes`: {setting: {"before", "after"}}; `replaced`: names of secrets given anew
+    (their values never enter the journal, old or new)."""
+    parts = [f"{key}: {_describe(diff['before'])} → {_describe(diff['after'])}"
+             for key, diff in changes.items()]
+    parts += [f"{name}: заменён" for name in replaced]
+    _configure(
+        contour, code="contour_changed", actor=actor, channel=channel,
+        message=f"контур {contour.slug} изменён: " + "; ".join(parts),
+        arguments={"object": "contour", "action": "changed", "changes": dict(changes),
+                   "credentials_replaced": list(replaced)},
+        secrets=[contour.notify_webhook_url, *old_secrets],
+    )
+
+
+# -- API keys ---------------------------------------------------------------------------------
+
+def _key_arguments(key: ApiKey, **extra: Any) -> dict[str, Any]:
+    return {
+        "object": "api_key", "prefix": key.prefix, "label": key.label,
+        "holder": key.user.get_username() if key.user else "", "toolsets": key.toolsets,
+        "tools": key.tools, "expires_at": key.expires_at.isoformat() if key.expires_at else None,
+        **extra,
+    }
+
+
+def api_key_issued(key: ApiKey, scope: str, *, actor: str, channel: str) -> None:
+    """`scope`: the key's scope in words (tools.keys.describe_scope), "" for the contour's."""
+    _configure(key.contour, code="api_key_issued", actor=actor, channel=channel,
+               message=f"выдан ключ {key.prefix}… для контура {key.contour.slug}{scope}",
+               arguments=_key_arguments(key))
+
+
+def api_key_rotated(new: ApiKey, old: ApiKey, *, actor: str, channel: str) -> None:
+    """`old` after the rotation: its expiry is the end of the grace period."""
+    until = f"{timezone.localtime(old.expires_at):%d.%m.%Y %H:%M}" if old.expires_at else "—"
+    _configure(new.contour, code="api_key_rotated", actor=actor, channel=channel,
+               message=f"ключ {old.prefix}… заменён ключом {new.prefix}…; прежний действует до "
+                       f"{until}",
+               arguments=_key_arguments(new, replaces=old.prefix))
+
+
+def api_key_changed(key: ApiKey, fields: list[str], *, actor: str, channel: str) -> None:
+    _configure(key.contour, code="api_key_changed", actor=actor, channel=channel,
+               message=f"ключ {key.prefix}…: изменены " + ", ".join(fields),
+               arguments=_key_arguments(key, changed=list(fields)))
+
+
+def api_key_revoked(key: ApiKey, *, actor: str, channel: str) -> None:
+    _configure(key.contour, code="api_key_revoked", actor=actor, channel=channel,
+               message=f"ключ {key.prefix}… отозван", arguments=_key_arguments(key))
+
+
+# -- roles ------------------------------------------------------------------------------------
+
+def role_granted(contour: Contour, user: Any, role: str, role_label: str, *, actor: str,
+                 channel: str) -> None:
+    _configure(contour, code="role_granted", actor=actor, channel=channel,
+               message=f"{user.get_username()}: роль «{role_label}» в контуре {contour.slug}",
+               arguments={"object": "role", "user": user.get_username(), "role": role})
+
+
+def role_revoked(contour: Contour, user: Any, role: str, role_label: str, *, actor: str,
+                 channel: str) -> None:
+    _configure(contour, code="role_revoked", actor=actor, channel=channel,
+               message=f"{user.get_username()}: роль «{role_label}» в контуре "
+                       f"{contour.slug} отозвана",
+               arguments={"object": "role", "user": user.get_username(), "role": role})
+
+
+# -- operators' decisions and alerts ------------------------------------------------------------
+
+def confirmation_decided(confirmation: PendingConfirmation, *, approve: bool, reason: str,
+                         actor: str, second_factor: Mapping[str, Any], channel: str = "ui"
+                         ) -> None:
+    """An operator's decision, with the second factor behind it (kind, device label, whether
+    and when it was checked: tools/factors/stepup.py)."""
+    contour = confirmation.contour
+    journal.record(
+        contour=contour.slug, channel=channel, actor=actor,
+        tool=confirmation.tool, phase="approve" if approve else "reject",
+        arguments={"confirmation_id": str(confirmation.id),
+                   "second_factor": dict(second_factor)},
+        status="ok", code="approved" if approve else "approval_rejected",
+        message="одобрено" + (f": {reason}" if reason else "") if approve
+        else f"отклонено: {reason}",
+        confirmation_id=str(confirmation.id),
+        secrets=[contour.api_token, contour.notification_key],
+    )
+
+
+def operator_alert(alert: OperatorAlert, *, recipient: str, attempt: int, status: str,
+                   code: str, message: str) -> None:
+    """One delivery attempt of an operator's alert (by Celery)."""
+    contour = alert.contour
+    journal.record(
+        contour=contour.slug, channel="celery", actor=CELERY_ACTOR,
+        tool=alert.confirmation.tool, phase="notify", status=status, code=code, message=message,
+        arguments={"alert_id": alert.pk, "kind": alert.kind, "transport": alert.transport,
+                   "recipient": recipient, "attempt": attempt},
+        confirmation_id=str(alert.confirmation_id),
+        secrets=[*contour.secrets(), contour.notify_webhook_url],
+    )
+
+
+# -- payment notifications and order sync -------------------------------------------------------
+
+def payment_notification(slug: str, *, channel: str, actor: str, phase: str,
+                         facts: Mapping[str, Any], status: str, code: str, message: str,
+                         duration_ms: int, secrets: Iterable[str]) -> None:
+    """A payment notification from Invoicebox, accepted or refused (tools/notifications.py)."""
+    journal.record(contour=slug, channel=channel, actor=actor, tool="", phase=phase,
+                   arguments=facts, status=status, code=code, message=message,
+                   duration_ms=duration_ms, secrets=secrets)
+
+
+def order_sync(contour: Contour, *, phase: str, status: str, code: str, message: str,
+               facts: Mapping[str, Any]) -> None:
+    """What a Celery task learned about an order from Invoicebox (tools/tasks.py)."""
+    journal.record(contour=contour.slug, channel="celery", actor=CELERY_ACTOR, tool="",
+                   phase=phase, arguments=facts, status=status, code=code, message=message,
+                   secrets=[s for s in (contour.api_token, contour.notification_key) if s])
+
+
+def second_factor(person: Any, code: str, message: str, *, actor: str, channel: str,
+                  status: str = "ok", **details: Any) -> None:
+    """A person's second-factor device enrolled, prepared, reset, or a code refused: on the
+    chain of no contour (people are not per contour). The kind and the device's label only,
+    never a secret or a code."""
+    journal.record(contour="", channel=channel, actor=actor, tool="", phase="configure",
+                   arguments={"object": "second_factor", "user": person.get_username(),
+                              **details},
+                   status=status, code=code, message=message)

@@ -1,0 +1,196 @@
+"""Creating and changing contours: a new contour's defaults, its sandbox merchant and its
+journal entries have their one home here (the admin and `manage.py create_contour` call it)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from tools import events
+from tools.models import (
+    OFFICIAL_API_ORIGIN,
+    Contour,
+    InvoiceboxMode,
+    Role,
+    Toolset,
+    base_url_problem,
+)
+from tools.services import roles as role_service
+
+# The public demo shop of Invoicebox (reference/invoicebox-api.md §1): shared, no real money.
+DEMO_TOKEN = "b37c4c689295904ed21eee5d9a48d42e"  # noqa: S105 - published by Invoicebox
+DEMO_MERCHANT_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+SANDBOX_TOKEN_MARK = "sbx_"  # noqa: S105 - a prefix, not a secret
+
+# What the journal compares before and after a contour change (secrets separately, by value
+# equality only: their values never enter the journal).
+AUDITED_FIELDS = (
+    "slug", "name", "mode", "base_url", "merchant_id", "toolsets", "disabled_tools",
+    "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
+    "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds", "time_zone",
+    "key_grace_hours", "notification_signature_method", "notification_signature_algorithm",
+)
+# The webhook URL counts as a secret: a relay's URL (Telegram) carries its token.
+SECRET_FIELDS = ("api_token", "notification_key", "notify_webhook_url", "notify_webhook_secret")
+# The journal masks values under a key called "name" as personal data; a contour's name isn't.
+JOURNAL_KEYS = {"name": "contour_name"}
+
+
+class ContourSetupError(ValueError):
+    """A contour can't be created as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class ContourState:
+    """A contour's audited settings (plain JSON values) and its secrets, taken before a change."""
+
+    settings: dict[str, Any] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+
+
+def default_base_url(mode: str) -> str:
+    if mode == InvoiceboxMode.SANDBOX:
+        return settings.INVOICEBOX_SANDBOX_BASE_URL
+    return OFFICIAL_API_ORIGIN
+
+
+def mint_sandbox_merchant() -> tuple[str, str]:
+    """A sandbox merchant of a contour's own (token, merchant id): a tester of isolation must
+    not see another contour's orders."""
+    return f"{SANDBOX_TOKEN_MARK}{secrets.token_hex(16)}", str(uuid.uuid4())
+
+
+def snapshot(contour: Contour | None) -> dict[str, Any]:
+    """A contour's audited settings as plain JSON values (no secrets)."""
+    if contour is None or contour.pk is None:
+        return {}
+    state = {JOURNAL_KEYS.get(name, name): getattr(contour, name) for name in AUDITED_FIELDS}
+    state["ceilings"] = sorted(
+        f"{c.kind} {c.currency or '-'} {c.limit}" for c in contour.ceilings.all())
+    return state
+
+
+def state_of(contour: Contour | None) -> ContourState:
+    """What a later record_change() compares with; empty for a contour not stored yet."""
+    if contour is None or contour.pk is None:
+        return ContourState()
+    return ContourState(snapshot(contour),
+                        {name: getattr(contour, name) for name in SECRET_FIELDS})
+
+
+@transaction.atomic
+def create_contour(
+    slug: str,
+    *,
+    mode: str,
+    name: str = "",
+    toolsets: list[str] | None = None,
+    base_url: str = "",
+    token: str = "",
+    merchant_id: str = "",
+    own_sandbox_merchant: bool = False,
+    actor: str = "",
+    channel: str = "cli",
+) -> Contour:
+    """Create a contour and journal it as done by `actor` ("" for scaffolding no one did:
+    tests, benchmarks, the conformance kit's own contours; those are not journaled).
+
+    `own_sandbox_merchant`: a sandbox contour without a token gets a fresh sandbox merchant
+    and token of its own, as the admin gives it, so it never reads another contour's orders
+    (the default shared demo shop is what the seeded `demo` contour and the published demo
+    token use)."""
+    if mode not in InvoiceboxMode.values:
+        raise ContourSetupError(f"mode must be one of {', '.join(InvoiceboxMode.values)}")
+    if Contour.objects.filter(slug=slug).exists():
+        raise ContourSetupError(f"contour {slug!r} already exists")
+    if mode == InvoiceboxMode.PRODUCTION and not (token and merchant_id):
+        raise ContourSetupError("production needs --token-file and --merchant-id")
+    if merchant_id and not token:
+        raise ContourSetupError("--merchant-id needs the token of that merchant (--token-file)")
+    if merchant_id and not UUID_RE.match(merchant_id):
+        raise ContourSetupError("--merchant-id must be a UUID")
+    if mode == InvoiceboxMode.CUSTOM and not base_url:
+        raise ContourSetupError("mode custom needs --base-url (a proxy or a test double)")
+    url = (base_url or default_base_url(mode)).rstrip("/")
+    problem = base_url_problem(mode, url)
+    if problem:
+        raise ContourSetupError(f"--base-url: {problem}")
+    if mode == InvoiceboxMode.SANDBOX and own_sandbox_merchant and not token:
+        token, merchant_id = mint_sandbox_merchant()
+    try:
+        contour = Contour.objects.create(
+            slug=slug,
+            name=name or slug,
+            mode=mode,
+            base_url=url,
+            api_token=token or DEMO_TOKEN,
+            merchant_id=merchant_id or DEMO_MERCHANT_ID,
+            toolsets=toolsets or [Toolset.READ],
+        )
+    except ValidationError as error:
+        raise ContourSetupError("; ".join(error.messages)) from None
+    record_new(contour, actor=actor, channel=channel)
+    return contour
+
+
+@transaction.atomic
+def record_new(contour: Contour, *, actor: str, channel: str, creator: Any = None) -> None:
+    """What follows every new contour's row (the admin's, after its inlines are saved): its
+    sandbox connection, its journal entry, and the owner role of a creator who is no
+    superuser (an owner who starts a contour owns it, and nothing else changes hands)."""
+    if contour.mode == InvoiceboxMode.SANDBOX:
+        connect_sandbox_notifications(contour, own_account=contour.api_token != DEMO_TOKEN)
+    if actor:
+        events.contour_created(contour, snapshot(contour), actor=actor, channel=channel)
+    if creator is not None and not creator.is_superuser:
+        role_service.grant(creator, Role.OWNER, contour, actor=actor, channel=channel)
+
+
+@transaction.atomic
+def record_change(contour: Contour, before: ContourState, *, actor: str, channel: str
+                  ) -> list[str]:
+    """Journal what changed since `before` (state_of() taken before the save); nothing when
+    nothing did. Returns the names of the changed settings and replaced secrets."""
+    after = snapshot(contour)
+    changes = {key: {"before": before.settings.get(key), "after": value}
+               for key, value in after.items() if before.settings.get(key) != value}
+    replaced = [name for name in SECRET_FIELDS
+                if before.secrets.get(name) != getattr(contour, name)]
+    if changes or replaced:
+        events.contour_changed(contour, changes, replaced, old_secrets=before.secrets.values(),
+                               actor=actor, channel=channel)
+    return [*changes, *replaced]
+
+
+def connect_sandbox_notifications(contour: Contour, *, own_account: bool,
+                                  claim_shared: bool = False) -> None:
+    """A sandbox contour signs like its sandbox shop and is that shop's notification URL.
+
+    A contour with its own sandbox token has its own shop. The shared demo shop keeps the URL
+    of the first contour that claimed it (the seeded `demo`), so a later contour on the demo
+    token never silently steals another's notifications; `claim_shared` takes it anyway
+    (seed_demo does, so the demo contour follows a changed GATEWAY_SITE_URL).
+    """
+    from adapters.invoicebox.sandbox import (
+        configure_notifications,
+        notification_url_of,
+        register_account,
+    )
+    from tools.contours import notification_url
+
+    if not contour.notification_key:
+        contour.notification_key = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
+        contour.save(update_fields=["notification_key"])
+    if own_account:
+        register_account(contour.api_token, contour.merchant_id,
+                         notification_url=notification_url(contour))
+    elif claim_shared or not notification_url_of(contour.api_token):
+        configure_notifications(contour.api_token, notification_url(contour))

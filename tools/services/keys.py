@@ -1,0 +1,78 @@
+"""Issuing, rotating, changing and revoking API keys (the rules of their scope: tools/keys.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from tools import events
+from tools.keys import KeySetupError, describe_scope
+from tools.models import ApiKey, Contour
+
+# Fields of a key a person may edit after issuing it; the rest is fixed at issue.
+EDITABLE_FIELDS = ("label", "user")
+
+
+def issue(contour: Contour, *, label: str = "", user: Any = None,
+          toolsets: Sequence[str] = (), tools: Sequence[str] = (),
+          expires_at: datetime | None = None, actor: str, channel: str
+          ) -> tuple[ApiKey, str]:
+    """Issue a key (narrower than the contour when asked); the raw key is returned once."""
+    if expires_at is not None and expires_at <= timezone.now():
+        raise KeySetupError("--expires must be in the future")
+    with transaction.atomic():
+        key, raw = ApiKey.issue(contour, label=label, user=user, toolsets=list(toolsets),
+                                tools=list(tools), expires_at=expires_at)
+        events.api_key_issued(key, describe_scope(key), actor=actor, channel=channel)
+    return key, raw
+
+
+def rotate(old: ApiKey, *, actor: str, channel: str) -> tuple[ApiKey, str]:
+    """A new key with the old one's scope; the old one stays valid for the contour's grace
+    period (never longer than it already had)."""
+    contour = old.contour
+    grace_end = timezone.now() + timedelta(hours=contour.key_grace_hours)
+    with transaction.atomic():
+        locked = ApiKey.objects.select_for_update().get(pk=old.pk)
+        if not locked.is_active():
+            raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
+        new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
+                                toolsets=locked.toolsets, tools=locked.tools,
+                                expires_at=locked.expires_at)
+        if locked.expires_at is None or locked.expires_at > grace_end:
+            locked.expires_at = grace_end
+            locked.save(update_fields=["expires_at"])
+        events.api_key_rotated(new, locked, actor=actor, channel=channel)
+    return new, raw
+
+
+def revoke(key: ApiKey, *, actor: str, channel: str) -> bool:
+    """Revoke at once; False (and no journal entry) when it already was."""
+    with transaction.atomic():
+        locked = ApiKey.objects.select_for_update().select_related("contour").get(pk=key.pk)
+        if locked.revoked_at is not None:
+            return False
+        locked.revoke()
+        events.api_key_revoked(locked, actor=actor, channel=channel)
+    key.revoked_at = locked.revoked_at
+    return True
+
+
+def change(key: ApiKey, fields: Sequence[str], *, actor: str, channel: str) -> None:
+    """Save what a person edited on `key` (its label, its holder) and journal which fields."""
+    fields = [name for name in fields if name in EDITABLE_FIELDS]
+    if not fields:
+        return
+    with transaction.atomic():
+        key.save(update_fields=fields)
+        events.api_key_changed(key, fields, actor=actor, channel=channel)
+
+
+def issue_key(contour: Contour, label: str = "") -> str:
+    """The raw key alone, for scaffolding no one did (tests, benchmarks): not journaled, as
+    create_contour() without an actor."""
+    return ApiKey.issue(contour, label=label)[1]

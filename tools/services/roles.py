@@ -1,0 +1,40 @@
+"""Granting and revoking roles on a contour (who may do what: tools/roles.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from tools import events
+from tools.models import Contour, ContourRole, Role
+from tools.roles import STAFF_ROLES
+
+
+def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin"
+          ) -> bool:
+    """Give user the role on contour (owners and auditors also get is_staff to open /admin/).
+    False, and no journal entry, when they already had it."""
+    if role not in Role.values:
+        raise ValueError(f"unknown role {role!r}; known: {', '.join(Role.values)}")
+    with transaction.atomic():
+        _, created = ContourRole.objects.get_or_create(
+            user=user, contour=contour, role=role, defaults={"granted_by": actor})
+        if role in STAFF_ROLES and not user.is_staff:
+            user.is_staff = True
+            user.save(update_fields=["is_staff"])
+        if created:
+            events.role_granted(contour, user, role, Role(role).label, actor=actor,
+                                channel=channel)
+    return created
+
+
+def revoke(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin"
+           ) -> bool:
+    """Take the role back. False, and no journal entry, when they did not have it."""
+    with transaction.atomic():
+        deleted, _ = ContourRole.objects.filter(user=user, contour=contour, role=role).delete()
+        if deleted:
+            events.role_revoked(contour, user, role, Role(role).label, actor=actor,
+                                channel=channel)
+    return bool(deleted)
