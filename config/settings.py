@@ -143,6 +143,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A widening refused for want of a fresh second factor: to its check and back.
+    "tools.factors.middleware.StepUpRefusals",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

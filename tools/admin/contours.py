@@ -21,6 +21,7 @@ from audit.actors import user_actor
 from tools import catalog
 from tools.admin.forms import CeilingForm, ContourForm
 from tools.admin.scope import ContourRoleInline, OwnerScoped, save_role_formset
+from tools.factors import stepup
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole, InvoiceboxMode, Toolset
 from tools.params import format_rub
 from tools.services import contours as contour_service
@@ -277,11 +278,11 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         obj: Contour = form.instance
         if not change:
             contour_service.record_new(obj, actor=user_actor(request.user), channel="admin",
-                                       creator=request.user)
+                                       creator=request.user, step_up=stepup.of_request(request))
             return
         changes = contour_service.record_change(
             obj, getattr(form, "state_before", contour_service.ContourState()),
-            actor=user_actor(request.user), channel="admin")
+            actor=user_actor(request.user), channel="admin", step_up=stepup.of_request(request))
         if any(key in changes for key in ("toolsets", "disabled_tools")):
             messages.info(request, "Набор инструментов изменён: ассистент увидит его при "
                                    "следующем вызове.")

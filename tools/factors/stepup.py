@@ -64,10 +64,10 @@ def window_seconds() -> int:
     return int(settings.GATEWAY_STEP_UP_SECONDS)
 
 
-def required(contour: Any | None = None) -> bool:
+def required(contour: Any | None = None, *, strict: bool = False) -> bool:
     """On for every contour when GATEWAY_REQUIRE_SECOND_FACTOR; a contour may add it, never
-    drop it."""
-    if settings.GATEWAY_REQUIRE_SECOND_FACTOR:
+    drop it (`strict`: it had it before the change being checked)."""
+    if settings.GATEWAY_REQUIRE_SECOND_FACTOR or strict:
         return True
     return bool(contour is not None and getattr(contour, "require_second_factor", False))
 
@@ -131,17 +131,20 @@ def from_shell() -> StepUp:
     return StepUp(person=None, proof=shell())
 
 
-def require(step_up: StepUp | None, *, contour: Any | None, action: str
+def require(step_up: StepUp | None, *, contour: Any | None, action: str, strict: bool = False
             ) -> FactorProof | None:
     """The widening services' check: refused without a fresh factor where one is required
     (no step-up handed in counts as none). Returns the proof to journal."""
     proof = step_up.proof if step_up is not None else None
-    if not required(contour) or (proof is not None and proof.kind == SHELL):
+    if not required(contour, strict=strict) or (proof is not None and proof.kind == SHELL):
         return proof
     if step_up is None or step_up.person is None:
         raise ToolError("second_factor_required",
                         f"{action}: нужна проверка вторым фактором того, кто это делает")
-    return check(step_up.person, proof, contour=contour, action=action)
+    error = _stale(step_up.person, proof, action)
+    if error is not None:
+        raise error
+    return proof
 
 
 def stamp(request: HttpRequest, device: Device) -> FactorProof:

@@ -9,7 +9,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from tools import events
+from tools import catalog, events
+from tools.factors import stepup
 from tools.keys import KeySetupError, describe_scope
 from tools.models import ApiKey, Contour
 
@@ -17,24 +18,41 @@ from tools.models import ApiKey, Contour
 EDITABLE_FIELDS = ("label", "user")
 
 
+def has_write_scope(key: ApiKey) -> bool:
+    """Whether the key's own scope covers a write or money tool (a key without toolsets
+    follows its contour, writes included once they are on)."""
+    return any(key.allows(spec.toolset, spec.name)
+               for spec in map(catalog.get, catalog.names())
+               if spec is not None and spec.kind != "read")
+
+
 def issue(contour: Contour, *, label: str = "", user: Any = None,
           toolsets: Sequence[str] = (), tools: Sequence[str] = (),
-          expires_at: datetime | None = None, actor: str, channel: str
-          ) -> tuple[ApiKey, str]:
-    """Issue a key (narrower than the contour when asked); the raw key is returned once."""
+          expires_at: datetime | None = None, actor: str, channel: str,
+          step_up: stepup.StepUp | None = None) -> tuple[ApiKey, str]:
+    """Issue a key (narrower than the contour when asked); the raw key is returned once.
+    A key with write scope needs the actor's fresh second factor (tools/factors)."""
     if expires_at is not None and expires_at <= timezone.now():
         raise KeySetupError("--expires must be in the future")
     with transaction.atomic():
         key, raw = ApiKey.issue(contour, label=label, user=user, toolsets=list(toolsets),
                                 tools=list(tools), expires_at=expires_at)
+        if has_write_scope(key):
+            stepup.require(step_up, contour=contour,
+                           action=f"ключ API с правом записи для контура {contour.slug}")
         events.api_key_issued(key, describe_scope(key), actor=actor, channel=channel)
     return key, raw
 
 
-def rotate(old: ApiKey, *, actor: str, channel: str) -> tuple[ApiKey, str]:
+def rotate(old: ApiKey, *, actor: str, channel: str, step_up: stepup.StepUp | None = None
+           ) -> tuple[ApiKey, str]:
     """A new key with the old one's scope; the old one stays valid for the contour's grace
-    period (never longer than it already had)."""
+    period (never longer than it already had). A key with write scope needs the actor's fresh
+    second factor."""
     contour = old.contour
+    if has_write_scope(old):
+        stepup.require(step_up, contour=contour,
+                       action=f"замена ключа API {old.prefix} с правом записи")
     grace_end = timezone.now() + timedelta(hours=contour.key_grace_hours)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=old.pk)

@@ -7,16 +7,25 @@ from typing import Any
 from django.db import transaction
 
 from tools import events
+from tools.factors import stepup
 from tools.models import Contour, ContourRole, Role
 from tools.roles import STAFF_ROLES
 
+# Roles that widen what is done with assistants' writes: owners turn them on, operators let
+# money go; granting either needs the granter's fresh second factor (tools/factors).
+STEP_UP_ROLES = (Role.OWNER, Role.OPERATOR)
 
-def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin"
-          ) -> bool:
+
+def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin",
+          step_up: stepup.StepUp | None = None) -> bool:
     """Give user the role on contour (owners and auditors also get is_staff to open /admin/).
     False, and no journal entry, when they already had it."""
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}; known: {', '.join(Role.values)}")
+    if role in STEP_UP_ROLES and not ContourRole.objects.filter(
+            user=user, contour=contour, role=role).exists():
+        stepup.require(step_up, contour=contour, action=f"роль «{Role(role).label}» в "
+                       f"контуре {contour.slug} для {user.get_username()}")
     with transaction.atomic():
         _, created = ContourRole.objects.get_or_create(
             user=user, contour=contour, role=role, defaults={"granted_by": actor})

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
 from tools.contours import parse_toolsets, running_site_url
+from tools.factors import stepup
 from tools.models import InvoiceboxMode
 from tools.services.contours import ContourSetupError, create_contour
 
@@ -46,7 +47,7 @@ class Command(BaseCommand):
                 options["slug"], mode=options["mode"], name=options["name"],
                 toolsets=parse_toolsets(options["toolsets"]), base_url=base_url,
                 token=token, merchant_id=options["merchant_id"], own_sandbox_merchant=True,
-                actor=cli_actor(), channel="cli",
+                actor=cli_actor(), channel="cli", step_up=stepup.from_shell(),
             )
         except ContourSetupError as error:
             raise CommandError(str(error)) from None

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tools.factors import stepup
 from tools.models import Contour, Role
 from tools.services import roles as role_service
 
@@ -47,6 +48,7 @@ class Command(BaseCommand):
         elif options["email"] and user.email != options["email"]:
             user.email = options["email"]
             user.save(update_fields=["email"])
-        created = role_service.grant(user, options["role"], contour, actor="manage.py")
+        created = role_service.grant(user, options["role"], contour, actor="manage.py",
+                                     step_up=stepup.from_shell())
         self.stdout.write(f"{user.get_username()}: {options['role']} of {contour.slug}"
                           + ("" if created else " (already)"))
