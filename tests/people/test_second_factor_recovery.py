@@ -66,8 +66,10 @@ def test_a_superuser_resets_a_persons_devices_journaled_and_emailed(
     http = logged_in(root)
     action = {"action": "reset_second_factor", "_selected_action": [olga.pk]}
 
-    refused = html.unescape(http.post("/admin/auth/user/", action, follow=True).content.decode())
-    assert "Не сброшено: сброс второго фактора: подтвердите вход вторым фактором" in refused
+    refused = http.post("/admin/auth/user/", action, follow=True)
+    assert refused.redirect_chain[0][0] == "/account/second-factor/verify/?next=%2Fadmin%2Fauth%2Fuser%2F"
+    assert "сброс второго фактора: подтвердите вход вторым фактором" in html.unescape(
+        refused.content.decode())
     assert len(devices.confirmed(olga)) == 1 and mail.outbox == []
 
     http.post("/account/second-factor/verify/", {"code": root_app.now()})

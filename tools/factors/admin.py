@@ -9,17 +9,15 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.html import format_html
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 from django_otp_webauthn.utils import get_attestation_model, get_credential_model
 
 from audit.actors import user_actor
-from tools.errors import ToolError
 from tools.factors import devices, stepup
-from tools.factors.views import step_up_link
 
 for _model in (TOTPDevice, StaticDevice, get_credential_model(), get_attestation_model()):
     if admin.site.is_registered(_model):
@@ -28,17 +26,15 @@ for _model in (TOTPDevice, StaticDevice, get_credential_model(), get_attestation
 User = get_user_model()
 
 
-def reset_devices(request: HttpRequest, people: QuerySet[Any]) -> tuple[int, ToolError | None]:
+def reset_devices(request: HttpRequest, people: QuerySet[Any]) -> int:
     """The superuser's reset of the people chosen: needs their own fresh factor where the
-    gateway requires one (a reset lets the next login enroll a new device)."""
+    gateway requires one (after a reset, the next login enrolls a new device). Refused, it
+    raises ToolError, which tools/factors/middleware.py turns into the check and back."""
     if not request.user.is_superuser:
-        return 0, ToolError("forbidden", "сбросить второй фактор может только суперпользователь")
-    error = stepup.refusal(request.user, stepup.from_request(request), contour=None,
-                           action="сброс второго фактора")
-    if error is not None:
-        return 0, error
+        raise PermissionDenied
+    stepup.require(stepup.of_request(request), contour=None, action="сброс второго фактора")
     by = user_actor(request.user)
-    return sum(devices.reset(person, by=by, channel="admin") for person in people), None
+    return sum(devices.reset(person, by=by, channel="admin") for person in people)
 
 
 class PeopleAdmin(UserAdmin):
@@ -52,12 +48,7 @@ class PeopleAdmin(UserAdmin):
 
     @admin.action(description="Сбросить второй фактор (все устройства; человеку уйдёт письмо)")
     def reset_second_factor(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        removed, error = reset_devices(request, queryset)
-        if error is not None:
-            self.message_user(request, format_html(
-                "Не сброшено: {}. <a href=\"{}\">Подтвердить вторым фактором</a>",
-                error.message, step_up_link(request.get_full_path())), messages.ERROR)
-            return
+        removed = reset_devices(request, queryset)
         self.message_user(request, f"Сброшено устройств: {removed}. Люди получат письмо и "
                           "подключат новое устройство при следующем решении.", messages.SUCCESS)
 
