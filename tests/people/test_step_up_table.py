@@ -53,6 +53,13 @@ class World:
     def guarded(self) -> Contour:
         return self.guarded_assistant.contour
 
+    @property
+    def strict(self) -> Contour:
+        """The reader contour with its own second factor on."""
+        Contour.objects.filter(pk=self.reader.pk).update(require_second_factor=True)
+        self.reader.refresh_from_db()
+        return self.reader
+
     def person(self, name: str, *groups: str, superuser: bool = False) -> User:
         return self.people(name, *groups, staff=True, superuser=superuser)
 
@@ -95,7 +102,8 @@ def owner_change(changes: Callable[[Contour], dict[str, Any]], *, which: str = "
         def state() -> Any:
             fresh = Contour.objects.get(pk=contour.pk)
             return (fresh.toolsets, fresh.approval_thresholds, fresh.allowed_currencies,
-                    fresh.approval_for_all_writes, fresh.disabled_tools,
+                    fresh.approval_for_all_writes, fresh.require_second_factor,
+                    fresh.disabled_tools,
                     list(Ceiling.objects.filter(contour=fresh).values_list("limit", flat=True)))
         return owner, act, state
     return row
@@ -164,6 +172,8 @@ ROWS = {
     "dropping operator approval of all writes": owner_change(
         lambda c: {"approval_for_all_writes": ""}, which="guarded"),
     "re-enabling a write tool": owner_change(lambda c: {"disabled_tools": []}),
+    "dropping the contour's own second factor": owner_change(
+        lambda c: {"require_second_factor": ""}, which="strict"),
     "issuing a key with write scope": key_issue,
     "rotating a key with write scope": key_rotate,
     "granting the operator role": role_grant("operator"),
@@ -255,3 +265,19 @@ def test_commands_from_the_shell_need_no_factor_and_are_journaled_as_such(world:
     issued = JournalEntry.objects.get(code="api_key_issued")
     granted = JournalEntry.objects.get(code="role_granted")
     assert issued.channel == "cli" and granted.actor == "manage.py"
+
+
+def test_in_the_demo_a_strict_contour_is_loosened_only_with_a_factor(settings: Any,
+                                                                      world: World):
+    settings.GATEWAY_REQUIRE_SECOND_FACTOR = False
+    owner, act, _ = ROWS["dropping the contour's own second factor"](world)
+    app = phone(owner)
+    http = logged_in(owner)
+
+    refused = act(http)
+    assert refused["Location"].startswith(VERIFY)
+    assert Contour.objects.get(pk=world.reader.pk).require_second_factor is True
+
+    http.post("/account/second-factor/verify/", {"code": app.now()})
+    act(http)
+    assert Contour.objects.get(pk=world.reader.pk).require_second_factor is False

@@ -100,8 +100,8 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         (None, {"fields": ("slug", "name")}),
         ("Что может ассистент", {"fields": ("toolsets", "disabled_tools")}),
         ("Подтверждение записей", {"fields": (
-            "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
-            "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
+            "approval_for_all_writes", "require_second_factor", "approval_thresholds",
+            "allowed_currencies", "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "time_zone")}),
         ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
                                    "notification_key", "clear_notification_key")}),

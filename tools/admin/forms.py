@@ -92,7 +92,8 @@ class ContourForm(forms.ModelForm):
             "slug", "name", "mode", "base_url", "api_token", "merchant_id", "toolsets",
             "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "approval_thresholds",
-            "allowed_currencies", "approval_for_all_writes", "time_zone", "disabled_tools",
+            "allowed_currencies", "approval_for_all_writes", "require_second_factor",
+            "time_zone", "disabled_tools",
             "notification_key", "notify_webhook_url", "notify_webhook_secret", "key_grace_hours",
         )
         help_texts = {
