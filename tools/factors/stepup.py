@@ -1,10 +1,11 @@
 """Step-up: the one rule "this needs a second factor checked within GATEWAY_STEP_UP_SECONDS".
 
-Deciding a confirmation and every widening of what assistants may do call `refusal()` (or
-`check()`) in their service, whichever surface (operator UI, admin, command) reached it. A
-web surface hands in the proof its session holds (`from_request`, `from_post`); a manage.py
-command hands in `shell()`: whoever runs commands on the server can change the database
-directly, so a factor would prove nothing there; the journal names the channel instead.
+Deciding a confirmation (`refusal()`, in tools/approvals.py) and every widening of what
+assistants may do (`require()`, in tools/services/) ask here, whichever surface (operator UI,
+admin, command) reached them. A web surface hands in the proof its session holds
+(`of_request`, `from_post`); a manage.py command hands in `from_shell()`: whoever runs
+commands on the server can change the database directly, so a factor would prove nothing
+there; the journal names the channel (cli) instead.
 """
 
 from __future__ import annotations
@@ -107,15 +108,6 @@ def refusal(user: Any, proof: FactorProof | None, *, contour: Any | None, action
     if proof is not None and proof.kind == SHELL:
         return None
     return _stale(user, proof, action)
-
-
-def check(user: Any, proof: FactorProof | None, *, contour: Any | None, action: str
-          ) -> FactorProof | None:
-    """refusal() raised; returns the proof to record (None when none was needed or given)."""
-    error = refusal(user, proof, contour=contour, action=action)
-    if error is not None:
-        raise error
-    return proof
 
 
 @dataclass(frozen=True)
