@@ -181,11 +181,12 @@ def order_sync(contour: Contour, *, phase: str, status: str, code: str, message:
 
 
 def second_factor(person: Any, code: str, message: str, *, actor: str, channel: str,
-                  status: str = "ok", **details: Any) -> None:
-    """A person's second-factor device enrolled, prepared, reset, or a code refused: on the
-    chain of no contour (people are not per contour). The kind and the device's label only,
-    never a secret or a code."""
-    journal.record(contour="", channel=channel, actor=actor, tool="", phase="configure",
+                  status: str = "ok", contour: str = "", **details: Any) -> None:
+    """A person's second-factor device enrolled, prepared, reset, or a code refused (on the
+    chain of no contour: people are not per contour), or a widening of a contour allowed by a
+    fresh check (on that contour's chain). The kind and the device's label only, never a
+    secret or a code."""
+    journal.record(contour=contour, channel=channel, actor=actor, tool="", phase="configure",
                    arguments={"object": "second_factor", "user": person.get_username(),
                               **details},
                    status=status, code=code, message=message)

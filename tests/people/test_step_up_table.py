@@ -214,6 +214,10 @@ def test_each_step_up_page_refuses_without_a_fresh_factor_and_changes_nothing(
     act(http)
 
     assert state() != before
+    if not name.endswith("confirmation"):
+        checked = JournalEntry.objects.get(code="second_factor_checked")
+        assert (checked.arguments["kind"], checked.arguments["device"]) == ("totp", "Телефон")
+        assert checked.actor == f"user:{person.get_username()}"
 
 
 def test_without_a_device_the_admin_sends_to_enrollment_with_the_reason(world: World):

@@ -117,10 +117,11 @@ class StepUp:
 
     person: Any | None
     proof: FactorProof | None
+    channel: str = "ui"
 
 
 def from_shell() -> StepUp:
-    return StepUp(person=None, proof=shell())
+    return StepUp(person=None, proof=shell(), channel="cli")
 
 
 def require(step_up: StepUp | None, *, contour: Any | None, action: str, strict: bool = False
@@ -136,6 +137,13 @@ def require(step_up: StepUp | None, *, contour: Any | None, action: str, strict:
     error = _stale(step_up.person, proof, action)
     if error is not None:
         raise error
+    assert proof is not None
+    person = step_up.person
+    # The change's own entry follows in the same transaction; this one names the device.
+    events.second_factor(person, "second_factor_checked", f"{action}: подтверждено вторым "
+                         f"фактором ({devices.KIND_LABELS.get(proof.kind, proof.kind)} "
+                         f"«{proof.device}»)", actor=user_actor(person), channel=step_up.channel,
+                         contour=getattr(contour, "slug", "") or "", **proof.as_record())
     return proof
 
 
@@ -152,7 +160,8 @@ def stamp(request: HttpRequest, device: Device) -> FactorProof:
 
 
 def of_request(request: HttpRequest) -> StepUp:
-    return StepUp(person=request.user, proof=from_request(request))
+    channel = "admin" if request.path.startswith("/admin/") else "ui"
+    return StepUp(person=request.user, proof=from_request(request), channel=channel)
 
 
 def from_request(request: HttpRequest) -> FactorProof | None:
