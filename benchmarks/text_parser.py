@@ -1,4 +1,4 @@
-"""Text parser throughput: adapters.text.hermes.parse() on the test corpus and on 1 MB replies."""
+"""Text parser throughput: adapters.text.parser.parse() on the test corpus and on 1 MB replies."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from adapters.text.hermes import parse
+    from adapters.text.parser import parse
     from tests.adapters.text.corpus import CASES
 
     texts = [case.text for case in CASES]

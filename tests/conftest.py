@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
@@ -75,6 +76,23 @@ class Assistant:
     def get(self, path: str) -> tuple[int, Any]:
         response = self.http.get(path, HTTP_AUTHORIZATION=f"Bearer {self.key}")
         return response.status_code, response.json()
+
+
+def on_postgres() -> bool:
+    return "postgresql" in settings.DATABASES["default"]["ENGINE"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The `postgres` marker's one skip: row locks, concurrent writers and the multi-process
+    suites prove nothing on SQLite, so without PostgreSQL they are skipped, never run."""
+    if on_postgres():
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL (marker `postgres`): set DATABASE_URL="
+                                   "postgres://...; it points at " + settings.DATABASES[
+                                       "default"]["ENGINE"].rsplit(".", 1)[-1])
+    for item in items:
+        if item.get_closest_marker("postgres") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

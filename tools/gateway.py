@@ -18,6 +18,7 @@ from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_c
 from audit import journal
 from tools import alerts, approvals, catalog, ceilings, confirmations, keys, phrases
 from tools.errors import Outcome, Problem, ToolError, invalid_arguments
+from tools.json_kinds import json_kind
 from tools.models import (
     ApiKey,
     ConfirmationStatus,
@@ -167,7 +168,7 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
                         data={"known_tools": visible})
     if not isinstance(arguments, dict):
         raise ToolError("arguments_not_object",
-                        f"arguments должен быть JSON-объектом, а пришёл {_json_kind(arguments)}",
+                        f"arguments должен быть JSON-объектом, а пришёл {json_kind(arguments)}",
                         hint='передайте аргументы объектом: {"order_id": "..."}')
     token = arguments.get("confirmation_token") if spec.writes else None
     trace.phase = "read" if not spec.writes else ("execute" if token else "prepare")
@@ -498,12 +499,6 @@ def _forbidden_message(spec: ToolSpec, contour: Contour) -> str:
         return (f"инструмент {spec.name} изменяет данные, а контур «{contour.slug}» только "
                 "читает: запись не включена владельцем")
     return f"набор «{spec.toolset}» не включён для контура «{contour.slug}»"
-
-
-def _json_kind(value: Any) -> str:
-    kinds = {list: "массив", str: "строка", int: "число", float: "число", bool: "логическое",
-             type(None): "null"}
-    return kinds.get(type(value), type(value).__name__)
 
 
 def _journal_started(trace: _Trace, operation: Operation) -> None:

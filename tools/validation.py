@@ -8,13 +8,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from tools.errors import Problem, invalid_arguments
+from tools.json_kinds import json_kind
 
 M = TypeVar("M", bound=BaseModel)
-
-_KIND_RU = {
-    "str": "строка", "int": "целое число", "float": "дробное число", "bool": "логическое",
-    "list": "массив", "dict": "объект", "NoneType": "null",
-}
 
 _TEMPLATES: dict[str, str] = {
     "missing": "обязательное поле не передано",
@@ -63,7 +59,7 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def _describe_input(value: Any) -> str:
-    kind = _KIND_RU.get(type(value).__name__, type(value).__name__)
+    kind = json_kind(value, exact_number=True)
     shown = json.dumps(value, ensure_ascii=False, default=str)
     if len(shown) > 60:
         shown = shown[:57] + "..."

@@ -11,13 +11,14 @@ from django.conf import settings
 from pydantic import AliasChoices, Field
 
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
+from audit.models import Channel
 from tools import gateway
 from tools.errors import Problem
 from tools.exports import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 
-CHANNEL = "gigachat"
+CHANNEL = Channel.GIGACHAT
 
 # Observed: GigaChat refuses a function block over 4096 tokens (formats.md, [G7]). The budget
 # (3700 by default, a margin for its own rendering of the block) and the characters per token

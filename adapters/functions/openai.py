@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import Field
 
+from adapters import strict_json
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
+from audit.models import Channel
 from tools import catalog, gateway
 from tools.errors import Outcome
 from tools.exports import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 
-CHANNEL = "openai"
+CHANNEL = Channel.OPENAI
 
 
 def function(spec: ToolSpec, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -67,18 +68,14 @@ class _Message(PlatformModel):
     tool_calls: list[_ToolCall] = Field(min_length=1)
 
 
-def _reject_nan(constant: str) -> Any:
-    raise ValueError(f"{constant} — не JSON")
-
-
 def parse_arguments(raw: Any) -> tuple[Any, str]:
-    """(arguments, "") or (None, the parser's reason). Never repairs the text."""
+    """(arguments, "") or (None, the reason): the adapters' strict JSON, never repaired."""
     if not isinstance(raw, str):
         return raw, ""
     try:
-        return json.loads(raw, parse_constant=_reject_nan), ""
-    except (ValueError, RecursionError) as error:
-        return None, str(error) or type(error).__name__
+        return strict_json.loads(raw), ""
+    except strict_json.JsonRefused as refused:
+        return None, refused.message
 
 
 def without_nulls(schema_node: dict[str, Any], value: Any) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from audit.models import Channel
 from tools import gateway
 from tools.errors import Outcome
 
@@ -16,7 +17,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         message = str(exc.detail) if isinstance(exc, exceptions.AuthenticationFailed) else (
             "нужен ключ API контура: Authorization: Bearer <ключ>")
-        outcome = gateway.reject(None, "unauthenticated", message, channel="rest",
+        outcome = gateway.reject(None, "unauthenticated", message, channel=Channel.REST,
                                  actor="anonymous", tool=_path(request))
         response = Response(outcome.as_dict(), status=status.HTTP_401_UNAUTHORIZED)
         response["WWW-Authenticate"] = 'Bearer realm="invoicebox-gateway"'
@@ -27,7 +28,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         actor = getattr(principal, "actor", "anonymous")
         outcome = gateway.reject(contour, "invalid_json",
                                  "тело запроса не разобрано как JSON: " + str(exc.detail)[:200],
-                                 channel="rest", actor=actor)
+                                 channel=Channel.REST, actor=actor)
         return Response(outcome.as_dict(), status=outcome.http_status)
     if isinstance(exc, exceptions.APIException):
         code = {405: "method_not_allowed", 404: "not_found", 415: "unsupported_media_type",

@@ -12,11 +12,12 @@ from rest_framework.views import APIView
 
 from adapters.rest.authentication import ContourKeyAuthentication, ContourPrincipal, HasContourKey
 from adapters.rest.openapi import CALL_EXAMPLES
+from audit.models import Channel
 from tools import gateway
 from tools.exports.registry import export_tools, formats, stats
 from tools.models import PendingConfirmation
 
-CHANNEL = "rest"
+CHANNEL = Channel.REST
 
 Envelope = inline_serializer(
     name="Outcome",

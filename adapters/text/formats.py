@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.text.hermes import export as hermes_export
+from adapters.text.prompt import export as hermes_export
 from tools.exports.registry import Exporter, Payload
 
 FORMATS: dict[str, Exporter] = {"hermes": hermes_export}

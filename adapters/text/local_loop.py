@@ -71,7 +71,7 @@ class LocalLoop:
                 exchanges.append(exchange)
                 if not exchange["reply"]:
                     return LoopResult(messages, "answer", text, exchanges)
-                # Qwen templates carry tool results in a user turn; see hermes.TOOL_RESPONSE_ROLE.
+                # Qwen templates carry tool results in a user turn; see prompt.TOOL_RESPONSE_ROLE.
                 messages.append({"role": "user", "content": exchange["reply"]})
                 pending = [r for r in exchange["results"] if r.get("status") in HUMAN_STATUSES]
                 if pending:

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from adapters.rest.openapi import TEXT_EXAMPLES
 from adapters.rest.views import ContourView
-from adapters.text import hermes
+from adapters.text import executor
 from tools import gateway
 
 
@@ -47,12 +47,12 @@ class TextCallView(ContourView):
         if problem:
             outcome = gateway.reject(
                 principal.contour, "invalid_json", f"тело запроса не принято: {problem}",
-                channel=hermes.CHANNEL, actor=principal.actor, tool="text/call",
+                channel=executor.CHANNEL, actor=principal.actor, tool="text/call",
                 hint='пришлите {"text": "<ответ модели>"}',
             )
             return Response(outcome.as_dict(), status=outcome.http_status)
         # A 200 even when every block is refused: the refusals are the answer for the model.
-        return Response(hermes.execute(principal.contour, body["text"], actor=principal.actor))
+        return Response(executor.execute(principal.contour, body["text"], actor=principal.actor))
 
 
 def _body_problem(body: Any) -> str:

@@ -35,9 +35,6 @@ def _write_many(writer: int) -> None:
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_writers_keep_one_unbroken_chain():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs DATABASE_URL pointing at PostgreSQL")
-
     with ThreadPoolExecutor(max_workers=WRITERS) as pool:
         list(pool.map(_write_many, range(WRITERS)))
 
@@ -72,8 +69,6 @@ def _append_with_lock_timeout(contour: str) -> str:
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_writer_of_another_contour_does_not_wait_on_an_open_append():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs DATABASE_URL pointing at PostgreSQL")
     _entry("shop-a")
     _entry("shop-b")
 
@@ -93,8 +88,6 @@ def test_a_writer_of_another_contour_does_not_wait_on_an_open_append():
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_with_one_lane_the_same_contour_waits(settings):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs DATABASE_URL pointing at PostgreSQL")
     settings.GATEWAY_JOURNAL_LANES = 1
     _entry("shop-a")
 
@@ -109,9 +102,6 @@ def test_with_one_lane_the_same_contour_waits(settings):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_writers_of_many_contours_append_in_parallel_and_each_chain_holds():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs DATABASE_URL pointing at PostgreSQL")
-
     def write_contour(writer: int) -> None:
         try:
             for n in range(PER_WRITER):

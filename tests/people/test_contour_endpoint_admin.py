@@ -1,6 +1,6 @@
-"""Issue 13 item 2 through the owner's admin: mode custom shown with a warning, a change of
+"""The contour's endpoint through the owner's admin: mode custom shown with a warning, a change of
 address or mode without a new token refused, and, over real HTTP, the old token never
-reaching a new host. Also the notification signature settings (issue 15.8) in the form."""
+reaching a new host. Also the notification signature settings in the form."""
 
 from __future__ import annotations
 

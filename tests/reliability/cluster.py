@@ -33,10 +33,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def postgres_params() -> dict[str, Any] | None:
+def postgres_params() -> dict[str, Any]:
+    """The test database's server; only tests marked `postgres` ask (tests/conftest.py skips
+    them without PostgreSQL)."""
     db = settings.DATABASES["default"]
     if "postgresql" not in db["ENGINE"]:
-        return None
+        raise RuntimeError("a test that needs PostgreSQL lacks the `postgres` marker")
     return {"host": db.get("HOST") or "127.0.0.1", "port": int(db.get("PORT") or 5432),
             "user": db.get("USER") or "postgres", "password": db.get("PASSWORD") or ""}
 

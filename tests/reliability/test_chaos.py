@@ -1,4 +1,4 @@
-"""The chaos campaign of issue 19, short: assistants, every upstream fault and a killed gateway
+"""A short chaos campaign: assistants, every upstream fault and a killed gateway
 worker against the production-shaped cluster, then the full reconciliation (benchmarks/chaos.py
 is the long version of the same code)."""
 
@@ -17,8 +17,6 @@ pytestmark = [pytest.mark.postgres]
 
 def test_a_short_chaos_campaign_reconciles_without_an_anomaly(tmp_path):
     params = postgres_params()
-    if params is None:
-        pytest.skip("the campaign runs on PostgreSQL: set DATABASE_URL")
     cfg = Config(seed=19, duration=45, assistants=6, kills=2, faults=FAULT_KINDS, settle=60,
                  db_prefix=f"{settings.DATABASES['default']['NAME']}_chaos"[:40],
                  database_url=database_url(params, "postgres"), keep_dir=str(tmp_path))

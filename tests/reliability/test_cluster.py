@@ -27,8 +27,6 @@ SLUGS = ["race", "first", "ceiling", "kill", "notify", "refresh", "expire",
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     params = postgres_params()
-    if params is None:
-        pytest.skip("processes share guarantees through PostgreSQL: set DATABASE_URL")
     with scratch_database(params, "gateway_cluster") as dbname:
         built = build(tmp_path_factory.mktemp("cluster"), params, dbname, SLUGS)
         try:

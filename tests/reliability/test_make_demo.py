@@ -50,8 +50,6 @@ def command_line(pid: int) -> str:
 
 def test_make_demo_serves_from_two_processes_on_postgres(tmp_path: Path):
     params = postgres_params()
-    if params is None:
-        pytest.skip("WORKERS=2 shares its guarantees through PostgreSQL: set DATABASE_URL")
     port = free_port()
     name = f"gateway_demo_{os.getpid()}"
     log = tmp_path / "demo.log"

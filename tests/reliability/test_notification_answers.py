@@ -1,4 +1,4 @@
-"""Issue 13 item 8 and issue 15 finding 8: what a notification is answered, and why.
+"""What a notification is answered, and why.
 
 Each test drives the real webhook (Django test client, signed body, the sandbox's own
 notification body) and, where it matters, the real follow-up task against the sandbox.
@@ -36,7 +36,7 @@ def sandbox_status(order_id: str, status: str) -> None:
     SandboxOrder.objects.filter(order_id=order_id).update(status=status)
 
 
-# -- item 8: de-duplication on (order, status) -------------------------------------------------
+# -- de-duplication on (order, status) --------------------------------------------------------
 
 def test_completed_after_hold_of_the_same_order_is_applied_not_dropped(
         assistant: Assistant, http: Client, django_capture_on_commit_callbacks: Capture):
@@ -93,7 +93,7 @@ def test_a_hold_arriving_after_the_payment_leaves_the_order_paid(
     assert tracked(order["order_id"]).status == "completed"
 
 
-# -- item 8: the same payment again is success, another payment is order_already_paid --------
+# -- the same payment again is success, another payment is order_already_paid ----------------
 
 def test_a_retry_of_the_same_payment_after_the_status_poll_answers_success(
         assistant: Assistant, django_capture_on_commit_callbacks: Capture):
@@ -145,7 +145,7 @@ def test_after_the_poll_another_invoicebox_order_is_already_paid(
     assert not ProcessedNotification.objects.exists()
 
 
-# -- finding 8: codes, the probe, shipping_unavailable, the signature setting ----------------
+# -- codes, the probe, shipping_unavailable, the signature setting ---------------------------
 
 def test_answers_use_only_the_documented_codes():
     assert set(get_args(ErrorCode)) == DOCUMENTED_CODES

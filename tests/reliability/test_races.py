@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from adapters.invoicebox.notify import sign
 from adapters.invoicebox.sandbox import notification_body, pay_order
@@ -18,12 +18,6 @@ from tools.notifications import process
 from tools.services.contours import create_contour
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _needs_postgres() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("row locks are only meaningful on PostgreSQL: set DATABASE_URL")
 
 
 def fifty(work: Any) -> list[Any]:

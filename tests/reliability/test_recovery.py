@@ -1,4 +1,4 @@
-"""Issue 19: `unknown` leaves only by proof; a begun confirmation never expires; cut executions
+"""`unknown` leaves only by proof; a begun confirmation never expires; cut executions
 leave a started entry. Each test goes through the REST call path and the sandbox faults."""
 
 from __future__ import annotations

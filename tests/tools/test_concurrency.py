@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from adapters.invoicebox.sandbox import set_faults
 from tests.conftest import order_args, sandbox_orders
@@ -14,12 +14,6 @@ from tools import gateway
 from tools.services.contours import DEMO_TOKEN, create_contour
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _needs_postgres() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("row locks are only meaningful on PostgreSQL: set DATABASE_URL")
 
 
 def test_parallel_executions_of_one_token_create_one_order(client):

@@ -1,4 +1,4 @@
-"""Issue 13 item 2: the stored token never goes to another host and is encrypted at rest."""
+"""The stored token never goes to another host and is encrypted at rest."""
 
 import pytest
 from django.core.exceptions import ValidationError

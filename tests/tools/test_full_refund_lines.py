@@ -1,4 +1,4 @@
-"""A full refund repeats each untouched line as sold: its own quantity and unit price (finding 6)."""
+"""A full refund repeats each untouched line as sold: its own quantity and unit price."""
 
 from __future__ import annotations
 

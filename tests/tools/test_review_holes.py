@@ -1,4 +1,4 @@
-"""The adversarial review's reproductions (issue: money-safety holes), rebuilt as tests.
+"""Money-safety holes an adversarial review reproduced, rebuilt as tests.
 
 Each test failed on the code the review attacked: deep nesting and lone surrogates that ended
 in a 500 with no journal entry, digits written other ways that slipped past duplicate

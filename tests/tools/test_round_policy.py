@@ -1,4 +1,4 @@
-"""roundPolicy is sent as strict, and the default line arithmetic is exact under it (finding 9)."""
+"""roundPolicy is sent as strict, and the default line arithmetic is exact under it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13 item 2: mode sandbox reaches only the bundled sandbox, never another host."""
+"""Mode sandbox reaches only the bundled sandbox, never another host."""
 
 import pytest
 from django.core.exceptions import ValidationError

@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from django.utils import timezone
 
 from adapters.invoicebox.limits import account_key
@@ -71,8 +71,6 @@ def test_circuit_closes_after_a_successful_probe(assistant: Assistant):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_burst_never_exceeds_the_budget(settings):
-    if connection.vendor != "postgresql":
-        pytest.skip("the shared budget under concurrency is proven on PostgreSQL")
     settings.INVOICEBOX_RATE_LIMIT = "8/30"
     contour = create_contour("burst", mode="sandbox")
     codes: list[str] = []

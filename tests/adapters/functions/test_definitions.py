@@ -285,6 +285,15 @@ def test_gigachat_block_fits_its_budget_with_as_many_tools_as_fit(settings: Any)
         assert names == [s.name for s in ALL] or gigachat.tokens_of(leanest) > budget
 
 
+def test_the_whole_catalog_reaches_gigachat_with_the_default_budget():
+    # The budget cut drops tools from the end of the catalog without an error: a new tool that
+    # pushes the block over the budget must fail here, not vanish from GigaChat's list.
+    for fmt in ("gigachat", "gigachat-v2"):
+        names = [f["name"] for f in functions_of(fmt, FORMATS[fmt](ALL))]
+
+        assert names == [spec.name for spec in ALL]
+
+
 def test_gigachat_budget_follows_the_measured_characters_per_token(settings: Any):
     # given: the default over-estimate, then a ratio measured with the API's tokens/count
     settings.GIGACHAT_CHARS_PER_TOKEN = 3.0

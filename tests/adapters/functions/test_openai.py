@@ -88,7 +88,7 @@ def test_identical_parallel_calls_make_one_order_and_every_id_is_answered(assist
 
 
 @pytest.mark.parametrize("raw", ['{"order_id": ', "{'order_id': 'x'}", "", '{"page": NaN}',
-                                 "[" * 100_000])
+                                 "[" * 100_000, '{"page": 1, "page": 2}'])
 def test_invalid_json_arguments_are_refused_with_the_reason(assistant: Assistant, raw: str):
     body = message(tool_call("bad", "find_orders", raw), tool_call("good", "find_orders", {}))
 
@@ -99,6 +99,15 @@ def test_invalid_json_arguments_are_refused_with_the_reason(assistant: Assistant
     assert result["good"]["status"] == "ok"
     entry = JournalEntry.objects.get(pk=result["bad"]["journal_id"])
     assert (entry.channel, entry.code, entry.tool) == ("openai", "invalid_json", "find_orders")
+
+
+def test_a_repeated_key_is_refused_rather_than_resolved_to_either_value(assistant: Assistant):
+    raw = '{"page": 1, "page": 2}'  # json.loads alone would silently keep page 2
+
+    result = answers(assistant, message(tool_call("twice", "find_orders", raw)))["twice"]
+
+    assert result["code"] == "invalid_json"
+    assert "'page' повторяется" in result["message"]
 
 
 def test_strict_nulls_mean_not_given_for_optional_fields(assistant: Assistant):

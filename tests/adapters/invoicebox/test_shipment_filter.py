@@ -1,4 +1,4 @@
-"""Issue 13 item 9, shipments: a server that ignores the orderId filter is never believed."""
+"""Shipments: a server that ignores the orderId filter is never believed."""
 
 from __future__ import annotations
 

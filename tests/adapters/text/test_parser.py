@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.text.hermes import MAX_CANDIDATES, REASON_CODES, Call, Parsed, Refusal, parse
+from adapters.text.parser import MAX_CANDIDATES, REASON_CODES, Call, Parsed, Refusal, parse
 from tests.adapters.text.corpus import CASES, GET, Case, raw, tc
 from tools.catalog import CATALOG
 

@@ -70,7 +70,7 @@ def test_the_exports_home_is_what_adapters_use_for_schemas_and_formats():
              if any(n.startswith("tools.exports") for n in imports_of(path))}
 
     assert {"adapters/functions/openai.py", "adapters/functions/gigachat.py",
-            "adapters/functions/yandexgpt.py", "adapters/text/hermes.py",
+            "adapters/functions/yandexgpt.py", "adapters/text/prompt.py",
             "adapters/mcp/schema.py", "adapters/rest/views.py"} <= users
 
 

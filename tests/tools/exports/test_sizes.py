@@ -1,9 +1,9 @@
 """What the catalog costs a model per request, measured on `GET /api/v1/tools?format=F&stats=1`.
 
 The reference is the official InvoiceBox/invoicebox-mcp-server (0.2.1): its MCP `tools/list`
-for its 8 tools was 13 992 characters (issue 14; 13 107 as compact JSON measured here, see
-benchmarks/README.md). Issue 14 asks every format to cost at most 70 % of that for the same 8
-tools. Sizes are deterministic, so these are plain assertions.
+for its 8 tools was 13 992 characters (13 107 as compact JSON measured here, see
+benchmarks/README.md). Every format must cost at most 70 % of that for the same 8 tools.
+Sizes are deterministic, so these are plain assertions.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SHARE = 0.70
 REFERENCE_TOOLS = ("lookup_company_by_inn", "get_order", "find_orders", "find_shipments",
                    "create_order", "cancel_order", "create_shipment", "create_refund")
 
-# Issue 14: every format at most 70 % of the reference's MCP list for the reference's eight tools.
+# Every format at most 70 % of the reference's MCP list for the reference's eight tools.
 CEILING = int(REFERENCE_MCP * SHARE)  # 9 794
 # Per format: the ceiling these definitions must stay under for the reference's eight tools.
 # Two formats carry what their platform requires on top of the same texts and schemas, and are

@@ -1,114 +1,25 @@
-"""Hermes / Qwen calls in text: the <tools> prompt, a strict <tool_call> parser, <tool_response>."""
+"""The strict <tool_call> parser: every block and every call-like text outside one is a
+candidate, accepted or refused with its position and a hint. Nothing is repaired."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools import catalog, gateway
-from tools.errors import Outcome, Problem
-from tools.exports.schema import describe, parameters, parameters_for
-from tools.models import Contour
-from tools.spec import ToolSpec
+from adapters.strict_json import WHITESPACE, JsonRefused, loads
+from tools import catalog
+from tools.errors import Problem
+from tools.json_kinds import json_kind
 from tools.validation import shape_problem
 
-CHANNEL = "text"
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 THINK_START, THINK_END = "<think>", "</think>"
-# Qwen2.5/Qwen3 templates merge tool results into one `user` turn (Hermes 2 Pro used `tool`).
-TOOL_RESPONSE_ROLE = "user"
 # One reply may not fan out into unbounded upstream calls and journal entries.
 MAX_CANDIDATES = 32
-_JSON_WS = " \t\r\n"
-
-# The Qwen2.5 / Qwen3 chat template text around the tool lines, verbatim: the wording the
-# models were trained on, so it stays in English.
-TOOLS_HEADER = (
-    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
-)
-TOOLS_FOOTER = (
-    "\n</tools>\n\nFor each function call, return a json object with function name and "
-    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
-)
 CALL_FORM = '<tool_call>\n{"name": "<инструмент>", "arguments": {...}}\n</tool_call>'
 
-
-# -- the system prompt -----------------------------------------------------------------------
-
-def tool_definition(spec: ToolSpec, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The line of one tool, in the shape the template expects; the schema generator is the
-    function formats' one, so every platform sees the same arguments."""
-    return {"type": "function", "function": {
-        "name": spec.name,
-        "description": describe(spec, short=True),
-        "parameters": params if params is not None else parameters(spec.params),
-    }}
-
-
-def tool_definitions(specs: list[ToolSpec]) -> list[dict[str, Any]]:
-    return [tool_definition(spec, params)
-            for spec, params in zip(specs, parameters_for(specs), strict=True)]
-
-
-def tool_line(definition: dict[str, Any]) -> str:
-    # What the template's `tool | tojson` prints in transformers: json.dumps, non-ASCII kept.
-    return json.dumps(definition, ensure_ascii=False)
-
-
-def tools_block(specs: list[ToolSpec]) -> str:
-    lines = "".join("\n" + tool_line(tool) for tool in tool_definitions(specs))
-    return f"<tools>{lines}\n</tools>"
-
-
-def tools_section(specs: list[ToolSpec]) -> str:
-    """What the template appends to the system message when tools are given."""
-    lines = "".join("\n" + tool_line(tool) for tool in tool_definitions(specs))
-    return TOOLS_HEADER + lines + TOOLS_FOOTER
-
-
-def preamble(specs: list[ToolSpec]) -> str:
-    """The gateway's rules in Russian: the system message the template puts before # Tools."""
-    # The template's own text already says how a call is written and that results come back in
-    # <tool_response>; this adds only what it cannot know: strict JSON, kopecks, the retry rule
-    # and, when a tool writes, the human's consent between the two calls.
-    text = (
-        "Ты работаешь со счетами Инвойсбокс. Один вызов — один блок <tool_call>, строгий JSON по "
-        "схеме. Суммы — копейки строкой: \"12200\" — это 122,00 ₽. Отклонённый вызов исправь по "
-        "подсказке и пришли заново, ничего не угадывая."
-    )
-    if any(spec.writes for spec in specs):
-        text += (
-            " Меняющий данные инструмент первым вызовом даёт сводку и confirmation_token: "
-            "перескажи сводку человеку и только после его явного согласия повтори вызов с теми "
-            "же параметрами и токеном."
-        )
-    return text
-
-
-def system_prompt(specs: list[ToolSpec]) -> str:
-    return preamble(specs) + "\n\n" + tools_section(specs)
-
-
-def export(specs: list[ToolSpec]) -> dict[str, Any]:
-    """`GET /api/v1/tools?format=hermes`: the whole system prompt and its parts."""
-    return {
-        "format": "hermes",
-        "template": "Qwen2.5 / Qwen3 (Hermes-style <tool_call>)",
-        "system_prompt": system_prompt(specs),
-        "preamble": preamble(specs),
-        "tools_block": tools_block(specs),
-        "tools": tool_definitions(specs),
-        "tool_response_role": TOOL_RESPONSE_ROLE,
-        "call_endpoint": "/api/v1/text/call",
-    }
-
-
-# -- parsing ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Call:
@@ -198,12 +109,6 @@ class _Verdict:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-class _JsonRefused(Exception):
-    def __init__(self, message: str, offset: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
-
 
 def parse(text: str, known: Collection[str] | None = None,
           listed: Collection[str] | None = None) -> Parsed:
@@ -270,8 +175,8 @@ def _answer_start(text: str) -> int:
 def _block(text: str, opening: int, body_start: int, body_end: int, end: int, *, closed: bool,
            known: list[str], listed: list[str] | None = None) -> _Verdict:
     body = text[body_start:body_end]
-    stripped = body.strip(_JSON_WS)
-    lead = len(body) - len(body.lstrip(_JSON_WS))
+    stripped = body.strip(WHITESPACE)
+    lead = len(body) - len(body.lstrip(WHITESPACE))
     span = {"start": opening, "end": end}
     nested = body.find(OPEN)
     if nested >= 0:
@@ -289,7 +194,7 @@ def _block(text: str, opening: int, body_start: int, body_end: int, end: int, *,
                         hint="в блоке нужен JSON: " + CALL_FORM)
     try:
         value = _strict_json(stripped)
-    except _JsonRefused as error:
+    except JsonRefused as error:
         at = body_start + lead + error.offset if error.offset is not None else body_start
         return _Verdict(**span, reason="invalid_json",
                         detail=f"JSON не разобран (символ {at}): {error.message}",
@@ -305,7 +210,7 @@ def _judge(value: Any, span: dict[str, int], notes: tuple[str, ...], known: list
     if not isinstance(value, dict):
         hint = ("по одному вызову на блок: " if isinstance(value, list) else "нужен вызов: ")
         return _Verdict(**span, reason="not_an_object",
-                        detail=f"в блоке {_kind(value)}, а нужен JSON-объект с name и arguments",
+                        detail=f"в блоке {json_kind(value)}, а нужен JSON-объект с name и arguments",
                         hint=hint + CALL_FORM)
     problems: list[tuple[str, str, str]] = []  # (reason, field suffix, message)
     data: dict[str, Any] = {}
@@ -315,7 +220,7 @@ def _judge(value: Any, span: dict[str, int], notes: tuple[str, ...], known: list
         problems.append(("missing_name", ".name", "нет ключа name с именем инструмента"))
     elif not isinstance(name, str) or not name:
         problems.append(("name_not_string", ".name",
-                         f"name должен быть непустой строкой, а пришло {_kind(name)}"))
+                         f"name должен быть непустой строкой, а пришло {json_kind(name)}"))
     elif name not in known:
         problems.append(("unknown_function", ".name",
                          f"инструмента {name[:64]!r} нет; есть: {', '.join(shown)}"))
@@ -329,20 +234,20 @@ def _judge(value: Any, span: dict[str, int], notes: tuple[str, ...], known: list
                         'передайте "arguments": {} даже без параметров')
     elif isinstance(arguments, str):
         try:
-            decoded = _strict_json(arguments.strip(_JSON_WS))
-        except _JsonRefused as error:
+            decoded = _strict_json(arguments.strip(WHITESPACE))
+        except JsonRefused as error:
             decoded = error
         if isinstance(decoded, dict):
             arguments = decoded
             notes = (*notes, "arguments пришли JSON-строкой с объектом; приняты как объект")
         else:
-            what = ("строка, которая не разбирается как JSON" if isinstance(decoded, _JsonRefused)
-                    else f"строка, а в ней {_kind(decoded)}")
+            what = ("строка, которая не разбирается как JSON" if isinstance(decoded, JsonRefused)
+                    else f"строка, а в ней {json_kind(decoded)}")
             problems.append(("arguments_not_object", ".arguments",
                              f"arguments должен быть JSON-объектом, а пришла {what}"))
     elif not isinstance(arguments, dict):
         problems.append(("arguments_not_object", ".arguments",
-                         f"arguments должен быть JSON-объектом, а пришло {_kind(arguments)}"))
+                         f"arguments должен быть JSON-объектом, а пришло {json_kind(arguments)}"))
     extra = [key for key in value if key not in ("name", "arguments")]
     if extra:
         problems.append(("extra_keys", "", "лишние ключи верхнего уровня: "
@@ -404,35 +309,13 @@ def _number(text: str, verdicts: list[_Verdict], known: list[str]) -> list[Candi
 
 
 def _strict_json(text: str) -> Any:
-    """json.loads without leniency: no NaN/Infinity, no repeated keys; errors in one type."""
-    try:
-        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except json.JSONDecodeError as error:
-        raise _JsonRefused(f"{error.msg}: line {error.lineno} column {error.colno} "
-                           f"(char {error.pos})", error.pos) from None
-    except _JsonRefused:
-        raise
-    except RecursionError:
-        raise _JsonRefused("слишком глубокая вложенность") from None
-    except ValueError as error:  # e.g. an integer longer than Python's digit limit
-        raise _JsonRefused(str(error)[:200]) from None
+    """The adapters' strict JSON (adapters.strict_json), then the core's shape limits: the
+    parser walks the value, so what no later step could walk safely is refused here."""
+    value = loads(text)
     problem = shape_problem(value)
     if problem:
-        raise _JsonRefused(problem)
+        raise JsonRefused(problem)
     return value
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _JsonRefused(f"ключ {key[:40]!r} повторяется в одном объекте")
-        result[key] = value
-    return result
-
-
-def _no_constant(name: str) -> Any:
-    raise _JsonRefused(f"{name} — не JSON: числа должны быть конечными")
 
 
 def _json_hint(body: str, message: str) -> str:
@@ -447,99 +330,3 @@ def _json_hint(body: str, message: str) -> str:
     else:
         lead = ""
     return lead + "Пришлите вызов заново: " + CALL_FORM
-
-
-def _kind(value: Any) -> str:
-    kinds = {list: "массив", str: "строка", int: "число", float: "число", bool: "логическое",
-             type(None): "null", dict: "объект"}
-    return kinds.get(type(value), type(value).__name__)
-
-
-# -- execution and the <tool_response> turn --------------------------------------------------
-
-def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
-    """Parse a model reply, journal every refused candidate, run the accepted calls as one batch
-    (identical ones once) and answer with the `POST /api/v1/text/call` body."""
-    # A refusal lists only what the model was shown in <tools>; a known tool it may not call
-    # still goes to the core, which answers `forbidden`.
-    parsed = parse(text, catalog.names(),
-                   listed=[spec.name for spec in gateway.visible_tools(contour)])
-    refused: dict[int, Outcome] = {}
-    for refusal in parsed.refusals:
-        outcome = gateway.reject(
-            contour, refusal.code, refusal.message, channel=CHANNEL, actor=actor,
-            tool=refusal.name or "", hint=refusal.hint,
-            arguments=refusal.arguments if refusal.arguments is not None
-            else {"_unparsed_chars": refusal.end - refusal.start},
-        )
-        # The journal keeps the message; the model also gets the field problems and the data.
-        outcome.problems = list(refusal.problems)
-        outcome.data = dict(refusal.data)
-        refused[refusal.number] = outcome
-    calls = parsed.calls
-    items = gateway.call_batch(contour, [(c.name, c.arguments) for c in calls],
-                               channel=CHANNEL, actor=actor)
-    results: list[dict[str, Any]] = []
-    result_of: list[int] = []
-    call_rows: list[dict[str, Any]] = []
-    dropped: list[dict[str, Any]] = []
-    blocks: dict[int, str] = {}
-    for call, item in zip(calls, items, strict=True):
-        original = calls[item.duplicate_of] if item.duplicate_of is not None else None
-        if original is None:
-            result_of.append(len(results))
-            results.append(item.outcome.as_dict())
-            blocks[call.number] = response_block(call.name, results[-1])
-        else:
-            result_of.append(result_of[item.duplicate_of])
-            dropped.append({"number": call.number, "name": call.name,
-                            "duplicate_of": original.number, **_where(call)})
-            blocks[call.number] = response_block(call.name, _duplicate_note(original.number))
-        call_rows.append({
-            "number": call.number, "name": call.name, "arguments": call.arguments,
-            **_where(call), "notes": list(call.notes),
-            "duplicate_of": original.number if original is not None else None,
-            "result": result_of[-1],
-        })
-    problems = []
-    for refusal in parsed.refusals:
-        outcome = refused[refusal.number]
-        problems.append({
-            "number": refusal.number, "reason": refusal.reason, "code": refusal.code,
-            "message": refusal.message, "hint": refusal.hint, "name": refusal.name,
-            **_where(refusal), "problems": [p.as_dict() for p in refusal.problems],
-            "journal_id": outcome.journal_id,
-        })
-        blocks[refusal.number] = response_block(refusal.name, outcome.as_dict())
-    return {
-        "calls": call_rows,
-        "problems": problems,
-        "dropped": dropped,
-        "results": results,
-        "reply": render_reply([blocks[c.number] for c in parsed.candidates]),
-    }
-
-
-def response_block(name: str | None, content: dict[str, Any]) -> str:
-    """One result as Hermes writes it: <tool_response> with {"name", "content"} inside."""
-    body = json.dumps({"name": name, "content": content}, ensure_ascii=False)
-    return f"<tool_response>\n{body}\n</tool_response>"
-
-
-def render_reply(blocks: list[str]) -> str:
-    """The next turn's content (role `user`), as the Qwen template renders consecutive tool
-    messages; it starts and ends with the tag, which is how the template recognises it."""
-    return "\n".join(blocks)
-
-
-def _duplicate_note(original: int) -> dict[str, Any]:
-    return Outcome(
-        status="rejected", code="duplicate_call",
-        message=f"такой же вызов №{original} в этом ответе уже обработан; повтор не выполнялся",
-        hint=f"результат — в ответе на вызов №{original}; не повторяйте вызов",
-        data={"duplicate_of": original},
-    ).as_dict()
-
-
-def _where(candidate: Candidate) -> dict[str, int]:
-    return {"start": candidate.start, "end": candidate.end, "line": candidate.line}
