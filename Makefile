@@ -49,7 +49,15 @@ worker: $(BIN)/.installed
 beat: $(BIN)/.installed
 	$(BIN)/celery -A config beat --loglevel INFO --schedule var/celerybeat-schedule
 
-test: $(BIN)/.installed-test
+# Outside MCP clients the system tests drive (mcp-remote, the official TypeScript SDK), from
+# the registry into a folder the tests own, exactly as locked. Without npm the tests say so.
+NODE_TESTS := tests/system/node
+$(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd $(NODE_TESTS) && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "npm not found: tests/system skip locally (CI fails them)"; fi
+
+test: $(BIN)/.installed-test $(NODE_TESTS)/node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest

@@ -50,6 +50,7 @@ class Channel(models.TextChoices):
     CLI = "cli", "командная строка"
     CELERY = "celery", "Celery"
     WEBHOOK = "webhook", "вебхук"
+    OAUTH = "oauth", "OAuth"
 
 
 class Phase(models.TextChoices):

@@ -29,6 +29,7 @@ from django.conf import settings  # noqa: E402 - after the settings module is na
 
 from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app registry loaded
 from adapters.mcp.server import run_sync  # noqa: E402
+from adapters.oauth.routes import oauth_routes  # noqa: E402
 from tools.ops.health import never_cache_headers, report  # noqa: E402
 
 django_application = WSGIMiddleware(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
@@ -57,12 +58,14 @@ async def health(request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=never_cache_headers())
 
 
-# The MCP route comes first: Mount("/") would take every path.
+# The MCP and OAuth routes come first: Mount("/") would take every path. OAuth (adapters/oauth):
+# RFC 8414 and RFC 9728 metadata, /register, /authorize, /token, /revoke; consent is Django's.
 application = Starlette(
     routes=[Route(PATH, endpoint=mcp_application),
             # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
             Route("/health", endpoint=health,
                   methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
+            *oauth_routes(),
             Mount("/", app=django_application)],
     lifespan=lifespan,
 )

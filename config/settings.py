@@ -125,6 +125,7 @@ INSTALLED_APPS = [
     "adapters.mcp",
     "adapters.functions",
     "adapters.text",
+    "adapters.oauth",
     "conformance",
 ]
 
@@ -354,6 +355,13 @@ MCP_ALLOWED_HOSTS = env.list("MCP_ALLOWED_HOSTS", default=[
 MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[
     "http://127.0.0.1", "http://127.0.0.1:*", "http://localhost", "http://localhost:*",
     "http://[::1]", "http://[::1]:*"])
+
+# The gateway as an OAuth 2.1 authorization server for /mcp (adapters/oauth): hosted assistants
+# register themselves and an owner consents. Its issuer is GATEWAY_SITE_URL (https, or loopback
+# http); access tokens live an hour, a grant (its key, every refresh) GATEWAY_OAUTH_GRANT_DAYS.
+GATEWAY_OAUTH_ENABLED = env.bool("GATEWAY_OAUTH_ENABLED", default=True)
+GATEWAY_OAUTH_ACCESS_SECONDS = env.int("GATEWAY_OAUTH_ACCESS_SECONDS", default=3600)
+GATEWAY_OAUTH_GRANT_DAYS = env.int("GATEWAY_OAUTH_GRANT_DAYS", default=90)
 
 # One JSON object per line on stderr (tools.ops.logs), one line per tool call with its journal
 # id; LOG_FORMAT=text for a human at a terminal.

@@ -23,6 +23,7 @@ urlpatterns = [
     path("metrics", metrics_view, name="ops-metrics"),  # METRICS_TOKEN / METRICS_ALLOWED_IPS
     path("accounts/login/", auth_views.LoginView.as_view(template_name="admin/login.html"),
          name="login"),
+    path("oauth/", include("adapters.oauth.urls")),  # the owner's consent (OAuth for /mcp)
     path("api/v1/", include("audit.urls")),  # the journal for auditors
     path("api/v1/", include("adapters.rest.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),

@@ -109,6 +109,49 @@ def api_key_revoked(key: ApiKey, *, actor: str, channel: str) -> None:
                message=f"ключ {key.prefix}… отозван", arguments=_key_arguments(key))
 
 
+# -- OAuth grants (adapters/oauth): each grant is a key; every entry names the client ---------
+
+def _grant(key: ApiKey, code: str, message: str, *, client_id: str, client_name: str,
+           actor: str, channel: str, status: str = "ok", **extra: Any) -> None:
+    journal.record(contour=key.contour.slug, channel=channel, actor=actor, tool="",
+                   phase=CONFIGURE, status=status, code=code, message=message,
+                   arguments=_key_arguments(key, object="oauth_grant", client_id=client_id,
+                                            client_name=client_name, **extra),
+                   secrets=key.contour.secrets())
+
+
+def oauth_grant_issued(key: ApiKey, *, client_id: str, client_name: str, redirect_host: str,
+                       actor: str, channel: str) -> None:
+    """An owner's consent (actor: the person); `key` is the grant's key, issued just before."""
+    _grant(key, "oauth_grant_issued",
+           f"{key.user.get_username() if key.user else '—'} разрешил клиенту «{client_name}» "
+           f"доступ к контуру {key.contour.slug} (наборы {', '.join(key.toolsets)})",
+           client_id=client_id, client_name=client_name, actor=actor, channel=channel,
+           redirect_host=redirect_host)
+
+
+def oauth_token_issued(key: ApiKey, *, client_id: str, client_name: str, actor: str,
+                       channel: str) -> None:
+    _grant(key, "oauth_token_issued", f"клиент «{client_name}» обменял код на токены",
+           client_id=client_id, client_name=client_name, actor=actor, channel=channel)
+
+
+def oauth_token_refreshed(key: ApiKey, *, client_id: str, client_name: str, actor: str,
+                          channel: str) -> None:
+    _grant(key, "oauth_token_refreshed", f"клиент «{client_name}» обновил токены",
+           client_id=client_id, client_name=client_name, actor=actor, channel=channel)
+
+
+def oauth_grant_revoked(key: ApiKey, *, client_id: str, client_name: str, reason: str,
+                        message: str, actor: str, channel: str) -> None:
+    """reason: revoked_by_client | revoked_by_owner | refresh_token_reused | code_reused (the
+    last two: a stolen token is suspected, so the entry is a refusal)."""
+    suspected = reason in ("refresh_token_reused", "code_reused")
+    _grant(key, "oauth_grant_revoked", message, client_id=client_id, client_name=client_name,
+           actor=actor, channel=channel, status="rejected" if suspected else "ok",
+           reason=reason)
+
+
 # -- roles ------------------------------------------------------------------------------------
 
 def role_granted(contour: Contour, user: Any, role: str, role_label: str, *, actor: str,

@@ -1,7 +1,9 @@
-"""Streamable HTTP at /mcp: Host/Origin checks, the contour key per request, the SDK transport."""
+"""Streamable HTTP at /mcp: Host/Origin checks, the contour key (or OAuth grant) per request,
+the SDK transport."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import mcp_types as types
@@ -15,16 +17,19 @@ from mcp.shared.exceptions import MCPError
 from starlette.authentication import AuthCredentials
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters.mcp.server import Caller, build_server, run_sync
+from adapters.oauth import challenge, grants
 from tools import gateway, keys
 from tools.models import ApiKey
 
 PATH = "/mcp"
 CHANNEL = "mcp-http"
 CALLER = "invoicebox_gateway.caller"  # ASGI scope key the middleware fills in
-WWW_AUTHENTICATE = 'Bearer realm="invoicebox-gateway"'
+# A tools/call body is read to check a grant's scope only up to this size (a larger one goes
+# on unread, and the SDK's own body limit answers it).
+SCOPE_PEEK_LIMIT = 4 * 1024 * 1024
 
 
 def transport_security() -> TransportSecuritySettings:
@@ -35,14 +40,67 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def _authenticate(header: str, address: str | None = None) -> ApiKey | None:
+def _authenticate(header: str, address: str | None = None) -> tuple[ApiKey | None, bool]:
+    """The key behind a contour key or an OAuth access token, and whether it was the latter."""
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
-        return None
-    key = ApiKey.authenticate(raw.strip())
+        return None, False
+    key, by_oauth = grants.authenticate(raw.strip())
     if key is not None:
         keys.note_address(key, address)
-    return key
+    return key, by_oauth
+
+
+async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
+    """The request's messages as received, and its whole body (None when over the limit or
+    cut short): the messages are replayed to the app either way."""
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            return messages, None
+        size += len(message.get("body", b""))
+        if size > SCOPE_PEEK_LIMIT:
+            return messages, None
+        if not message.get("more_body", False):
+            return messages, b"".join(m.get("body", b"") for m in messages)
+
+
+def _replaying(messages: list[Message], receive: Receive) -> Receive:
+    queue = list(messages)
+
+    async def replay() -> Message:
+        return queue.pop(0) if queue else await receive()
+
+    return replay
+
+
+def _called_tools(body: bytes) -> list[str]:
+    """Names of the tools/call requests in a JSON-RPC message or batch ([] if unreadable)."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return []
+    batch = parsed if isinstance(parsed, list) else [parsed]
+    return [str(item.get("params", {}).get("name", "")) for item in batch
+            if isinstance(item, dict) and item.get("method") == "tools/call"
+            and isinstance(item.get("params"), dict)]
+
+
+def _scope_refusal(key: ApiKey, tools: list[str]) -> tuple[dict[str, Any], str] | None:
+    """A grant's call beyond its toolsets: the journaled refusal and its challenge header."""
+    missing = {tool: challenge.missing_toolset(key, tool) for tool in tools}
+    lacking = {tool: toolset for tool, toolset in missing.items() if toolset}
+    if not lacking:
+        return None
+    tool, toolset = next(iter(lacking.items()))
+    outcome = gateway.reject(key.contour, "insufficient_scope",
+                             challenge.refusal_message(key, tool, toolset),
+                             channel=CHANNEL, actor=f"key:{key.prefix}", tool=tool,
+                             hint=challenge.REFUSAL_HINT)
+    return outcome.as_dict(), challenge.insufficient_scope(key, sorted(set(lacking.values())))
 
 
 class ContourKeyAuth:
@@ -68,17 +126,30 @@ class ContourKeyAuth:
             await refusal(scope, receive, send)
             return
         header = request.headers.get("authorization", "")
-        key = await run_sync(_authenticate, header,
-                             request.client.host if request.client else None)
+        key, by_oauth = await run_sync(_authenticate, header,
+                                       request.client.host if request.client else None)
         if key is None:
             message = ("ключ API не найден, отозван или истёк" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
             outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
                                      channel=CHANNEL, actor="anonymous", tool=PATH)
             response = JSONResponse(outcome.as_dict(), status_code=401,
-                                    headers={"WWW-Authenticate": WWW_AUTHENTICATE})
+                                    headers={"WWW-Authenticate": challenge.unauthorized()})
             await response(scope, receive, send)
             return
+        if by_oauth and scope["method"] == "POST":
+            # As the reference server: a grant's tools/call beyond its toolsets is an HTTP 403
+            # insufficient_scope the client can act on (ask the owner for more).
+            messages, body = await _read_body(receive)
+            receive = _replaying(messages, receive)
+            refusal = (await run_sync(_scope_refusal, key, _called_tools(body))
+                       if body else None)
+            if refusal is not None:
+                envelope, www_authenticate = refusal
+                response = JSONResponse(envelope, status_code=403,
+                                        headers={"WWW-Authenticate": www_authenticate})
+                await response(scope, receive, send)
+                return
         caller = Caller(contour=key.contour, channel=CHANNEL, actor=f"key:{key.prefix}")
         user = AuthenticatedUser(AccessToken(token=key.prefix, client_id=f"api-key:{key.pk}",
                                              scopes=[], subject=key.contour.slug))

@@ -9,6 +9,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from adapters.oauth import grants
 from tools import keys
 from tools.models import ApiKey, Contour
 
@@ -36,7 +37,8 @@ class ContourKeyAuthentication(BaseAuthentication):
             return None
         if header[0].lower() != self.keyword.lower() or len(header) != 2:
             raise AuthenticationFailed("нужен заголовок Authorization: Bearer <ключ контура>")
-        key = ApiKey.authenticate(header[1])
+        # A contour key, or an OAuth access token standing for its grant's key.
+        key, _ = grants.authenticate(header[1])
         if key is None:
             raise AuthenticationFailed("ключ API не найден, отозван или истёк")
         keys.note_address(key, request.META.get("REMOTE_ADDR"))

@@ -10,14 +10,18 @@ from base64 import b32encode
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import pyotp
 import pytest
 from django.contrib.auth.models import User
+from django.core import signing
 from django.core.management import call_command
 from django.test import Client
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from adapters.oauth.models import OAuthClient
+from adapters.oauth.provider import CONSENT_SALT
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.people.conftest import logged_in, prepare_order
@@ -147,6 +151,21 @@ def role_grant(role: str) -> Callable[[World], Any]:
     return row
 
 
+def oauth_write_consent(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
+    owner = world.person("oleg")
+    ContourRole.objects.create(user=owner, contour=world.contour, role="owner")
+    OAuthClient.objects.create(client_id="c-1", name="ChatGPT",
+                               redirect_uris=["https://chatgpt.com/cb"])
+    signed = signing.dumps({"client_id": "c-1", "redirect_uri": "https://chatgpt.com/cb",
+                            "explicit": True, "state": "s", "scopes": [],
+                            "challenge": "x" * 43, "resource": ""},
+                           salt=CONSENT_SALT, compress=True)
+    url = f"/oauth/consent/?{urlencode({'request': signed})}"
+    return (owner, lambda http: http.post(url, {
+        "request": signed, "contour": world.contour.slug, "toolsets": ["read", "write"]}),
+        lambda: ApiKey.objects.count())
+
+
 def device_reset(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
     root = world.person("root", superuser=True)
     colleague = world.people("olga")
@@ -179,6 +198,7 @@ ROWS = {
     "granting the operator role": role_grant("operator"),
     "granting the owner role": role_grant("owner"),
     "resetting a person's second factor": device_reset,
+    "consenting to an OAuth client with write scope": oauth_write_consent,
 }
 
 
