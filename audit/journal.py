@@ -253,6 +253,33 @@ def record(
     different contours side by side. A caller whose transaction fails as a whole when the
     entry fails passes savepoint=False: two round trips fewer.
     """
+    entry = build(contour=contour, channel=channel, actor=actor, tool=tool, phase=phase,
+                  arguments=arguments, status=status, code=code, message=message,
+                  confirmation_id=confirmation_id, operation_key=operation_key,
+                  upstream_request_id=upstream_request_id, upstream_status=upstream_status,
+                  duration_ms=duration_ms, secrets=secrets)
+    return append(entry, savepoint=savepoint)
+
+
+def build(
+    *,
+    contour: str,
+    channel: str,
+    actor: str,
+    tool: str,
+    phase: str,
+    arguments: Mapping[str, Any] | None,
+    status: str,
+    code: str,
+    message: str,
+    confirmation_id: str = "",
+    operation_key: str = "",
+    upstream_request_id: str = "",
+    upstream_status: int | None = None,
+    duration_ms: int = 0,
+    secrets: Iterable[str] = (),
+) -> JournalEntry:
+    """The entry's content, checked and redacted, not yet placed in a chain (no database)."""
     if channel not in _CHANNELS:
         raise ValueError(f"unknown journal channel {channel!r}")
     if phase not in _PHASES:
@@ -279,6 +306,11 @@ def record(
         upstream_status=upstream_status,
         duration_ms=max(0, int(duration_ms)),
     )
+    return entry
+
+
+def append(entry: JournalEntry, *, savepoint: bool = True) -> JournalEntry:
+    """Place a built entry at the end of a chain of its contour and save it."""
     key_id = signing_key_id()
     secret = journal_keys()[key_id]
     with transaction.atomic(savepoint=savepoint):

@@ -8,7 +8,7 @@ from pathlib import Path
 from celery import shared_task
 from django.conf import settings
 
-from audit import checkpoints
+from audit import checkpoints, spool
 
 logger = logging.getLogger(__name__)
 
@@ -26,3 +26,9 @@ def write_journal_checkpoint() -> str:
     path = checkpoints.write_new(found, Path(settings.GATEWAY_JOURNAL_CHECKPOINT_DIR))
     logger.info("journal checkpoint: %s chain head(s) written to %s", len(found), path)
     return str(path)
+
+
+@shared_task(name="audit.tasks.drain_journal_spool")
+def drain_journal_spool() -> int:
+    """Append entries spooled while the database was away (audit/spool.py); returns how many."""
+    return spool.drain()

@@ -37,17 +37,29 @@ import httpx
 if __package__ in (None, ""):  # run as a script: python benchmarks/chaos.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.chaos_faults import (
+    INFRA_KINDS,
+    UPSTREAM_LIES,
+    Infra,
+    notify_gateway_a,
+    per_fault_table,
+    resend_paid_notifications,
+    wait_until_settled,
+)
 from benchmarks.chaos_reconcile import reconcile
 from tests.reliability.cluster import Cluster, Server, build, scratch_database
 
 MAIN, CEILING = "chaos", "chaos-ceiling"
 ORDER_AMOUNT = 36600
 # Answers after which an assistant repeats the same call, as their hints say.
-RETRY_CODES = {"duplicate_call", "outcome_unknown", "upstream_unavailable", "rate_limited"}
+RETRY_CODES = {"duplicate_call", "outcome_unknown", "upstream_unavailable", "rate_limited",
+               "database_unavailable"}
 # Answers a chaos run may legitimately give; anything else is an anomaly (a 500 above all).
 EXPECTED_CODES = RETRY_CODES | {"ok", "confirmation_required", "confirmation_expired",
                                 "ceiling_exceeded", "not_found"}
 FAULT_KINDS = ("lost", "latency", "5xx", "429", "reset", "503")
+# Issue 27: the lying upstream, then the database, the broker and the worker.
+ALL_FAULTS = FAULT_KINDS + tuple(UPSTREAM_LIES) + INFRA_KINDS
 # The gateway gives up on the sandbox after 5 s (cluster.CLIENT_TIMEOUT_SECONDS).
 OVER_CLIENT_TIMEOUT_MS = 5500
 
@@ -69,6 +81,8 @@ class Config:
     # The circuit breaker's open time (30 s by default): shorter lets more traffic through.
     breaker_seconds: int = 10
     worker: bool = True
+    # Gateway b's clock this many seconds ahead (libfaketime); 0 for none.
+    skew: float = 0.0
     db_prefix: str = "gw_chaos"
     database_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
     keep_dir: str = ""
@@ -89,6 +103,7 @@ class Answer:
     http_status: int | None = None
     code: str = ""
     journal_id: int | None = None
+    journal_pending: str = ""
     order_id: str = ""
     token: str = ""
     confirmation_id: str = ""
@@ -135,6 +150,10 @@ def plan_phases(rng: random.Random, cfg: Config) -> list[Phase]:
 
 
 def _switches(rng: random.Random, kind: str) -> dict[str, Any]:
+    if kind in INFRA_KINDS:
+        return {}
+    if kind in UPSTREAM_LIES:
+        return dict(UPSTREAM_LIES[kind])
     return {
         "lost": {"drop_response_after_create": True},
         "latency": {"latency_ms": OVER_CLIENT_TIMEOUT_MS},
@@ -172,8 +191,8 @@ def order_args(description: str) -> dict[str, Any]:
 class Campaign:
     """The assistants, the fault and kill controllers, and the record of every answer."""
 
-    def __init__(self, cluster: Cluster, cfg: Config) -> None:
-        self.cluster, self.cfg = cluster, cfg
+    def __init__(self, cluster: Cluster, cfg: Config, infra: Infra | None = None) -> None:
+        self.cluster, self.cfg, self.infra = cluster, cfg, infra
         self.servers = {"a": cluster.a, "b": cluster.b}
         self.answers: list[Answer] = []
         self.intents: list[Intent] = []
@@ -187,6 +206,7 @@ class Campaign:
         self.phases = plan_phases(random.Random(f"{cfg.seed}:phases"), cfg)
         self.kill_plan = plan_kills(random.Random(f"{cfg.seed}:kills"), cfg)
         self.kills: list[dict[str, Any]] = []
+        self.applied: list[Phase] = []  # the phases as they ran (the plan may outrun the run)
         self.down: set[str] = set()
 
     # -- calls -----------------------------------------------------------------------------
@@ -233,6 +253,7 @@ class Campaign:
             return
         answer.code = str(body.get("code", ""))
         answer.journal_id = body.get("journal_id")
+        answer.journal_pending = str(body.get("journal_pending") or "")
         answer.replayed = bool(body.get("replayed"))
         data = body.get("data") or {}
         answer.order_id = str(data.get("order_id", "")) if body.get("status") == "ok" else ""
@@ -342,11 +363,21 @@ class Campaign:
         for phase in self.phases:
             if not self._sleep_until(phase.start):
                 break
-            self._set_faults(phase.switches)
-            if not self._sleep_until(phase.end):
+            # A phase that starts late (a slow switch before it) still lasts its length.
+            started = self.elapsed()
+            self._switch(phase, on=True)
+            ended = self._sleep_until(started + phase.end - phase.start)
+            self._switch(phase, on=False)
+            self.applied.append(Phase(started, self.elapsed(), phase.kind, phase.switches))
+            if not ended:
                 break
-            self._set_faults({})
         self._set_faults({})
+
+    def _switch(self, phase: Phase, *, on: bool) -> None:
+        if phase.kind not in INFRA_KINDS:
+            self._set_faults(phase.switches if on else {})
+        elif self.infra is not None:
+            (self.infra.begin if on else self.infra.end)(phase.kind, self.elapsed())
 
     def _set_faults(self, switches: dict[str, Any]) -> None:
         for slug in (MAIN, CEILING):
@@ -380,7 +411,7 @@ class Campaign:
 
     @staticmethod
     def _restart(server: Server) -> int:
-        """Start the killed server again; a start that times out (a loaded machine) is retried."""
+        """Start a server (again); a start that times out (a loaded machine) is retried."""
         for failures in range(3):
             try:
                 server.start()
@@ -437,7 +468,7 @@ def summarize(campaign: Campaign, timing: dict[str, Any]) -> dict[str, Any]:
         "intent_outcomes": dict(Counter(o for i in campaign.intents for o in i.outcomes)),
         "expired_then_new_first_call": sum(i.expired_then_new for i in campaign.intents),
         "fault_phases": [{"from": round(p.start, 1), "to": round(p.end, 1), "kind": p.kind,
-                          **p.switches} for p in campaign.phases],
+                          **p.switches} for p in campaign.applied],
         "kills": campaign.kills,
     }
 
@@ -449,6 +480,8 @@ def run(cfg: Config) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gw-chaos-") as scratch:
         logs = Path(cfg.keep_dir or scratch)
         logs.mkdir(parents=True, exist_ok=True)
+        state_dir = logs / "state"
+        state_dir.mkdir(exist_ok=True)
         with scratch_database(params, cfg.db_prefix) as dbname:
             cluster = build(logs, params, dbname, [MAIN, CEILING], mode="custom",
                             extra_env={"GATEWAY_STALE_IN_FLIGHT_SECONDS": stale,
@@ -460,17 +493,26 @@ def run(cfg: Config) -> dict[str, Any]:
             cluster.sql('insert into tools_ceiling (contour_id, kind, currency, "limit") '
                         "select id, 'per_day', 'RUB', %s from tools_contour where slug = %s",
                         limit, CEILING)
+            infra = Infra.wire(cluster, params, dbname, state_dir, cfg.skew)
+            notify_gateway_a(cluster)
             try:
                 for server in (cluster.sandbox, cluster.a, cluster.b):
-                    server.start()
+                    Campaign._restart(server)  # a start can outlast its wait on a loaded host
                 if cfg.worker:
                     cluster.start_worker()
-                campaign = Campaign(cluster, cfg)
+                campaign = Campaign(cluster, cfg, infra)
                 timing = campaign.run()
+                if cfg.worker:
+                    infra.worker_back()
                 summary = summarize(campaign, timing)
+                summary["notifications_resent"] = resend_paid_notifications(cluster)
+                summary["left_after_settling"] = wait_until_settled(cluster, state_dir)
+                summary["per_fault"] = per_fault_table(campaign, cluster)
+                summary["infra_events"] = infra.events
                 summary["anomalies"], summary["reconciliation"] = reconcile(
-                    cluster, campaign, ceiling_limit=limit)
+                    cluster, campaign, ceiling_limit=limit, state_dir=state_dir)
             finally:
+                infra.stop()
                 cluster.stop()
     summary["seed"] = cfg.seed
     summary["config"] = {k: v for k, v in asdict(cfg).items() if k != "database_url"}
@@ -490,7 +532,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--assistants", type=int, default=8)
     parser.add_argument("--kills", type=int, default=2, help="SIGKILLs of a gateway worker")
     parser.add_argument("--faults", default=",".join(FAULT_KINDS),
-                        help=f"fault mix, comma-separated from {','.join(FAULT_KINDS)}")
+                        help=f"fault mix, comma-separated from {','.join(ALL_FAULTS)}, or all")
+    parser.add_argument("--skew", type=float, default=0.0,
+                        help="seconds gateway b's clock runs ahead (libfaketime)")
     parser.add_argument("--settle", type=float, default=90,
                         help="seconds allowed, after the chaos, for every intent to finish")
     parser.add_argument("--ceiling-orders", type=int, default=6,
@@ -505,12 +549,13 @@ def main(argv: list[str] | None = None) -> int:
         help="PostgreSQL server to make the scratch database on (its name is not used)")
     parser.add_argument("--keep-dir", default="", help="keep the processes' logs here")
     args = parser.parse_args(argv)
-    faults = tuple(kind for kind in args.faults.split(",") if kind)
-    unknown = set(faults) - set(FAULT_KINDS)
+    faults = ALL_FAULTS if args.faults == "all" else tuple(
+        kind for kind in args.faults.split(",") if kind)
+    unknown = set(faults) - set(ALL_FAULTS)
     if unknown:
         parser.error(f"unknown faults {sorted(unknown)}")
     cfg = Config(seed=args.seed, duration=args.duration, assistants=args.assistants,
-                 kills=args.kills, faults=faults, settle=args.settle,
+                 kills=args.kills, faults=faults, settle=args.settle, skew=args.skew,
                  ceiling_orders=args.ceiling_orders, worker=not args.no_worker,
                  confirmation_ttl=args.confirmation_ttl, breaker_seconds=args.breaker_seconds,
                  db_prefix=args.db_prefix, database_url=args.database_url,

@@ -246,6 +246,11 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis hands an unacknowledged message (its worker died) to another worker after this long.
+# It fits the longest task: a read of 30 s, retried, well under 2 minutes; task retries wait
+# at most half of it (tools/tasks.py), and the outbox sweep re-sends what was lost anyway.
+CELERY_VISIBILITY_TIMEOUT_SECONDS = env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SECONDS}
 CELERY_TASK_IGNORE_RESULT = True
 # One queue name per deployment (or per test run) sharing a Redis.
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="gateway")
@@ -269,7 +274,23 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tools.alerts.sweep_alerts",
         "schedule": env.float("GATEWAY_ALERTS_EVERY_SECONDS", default=60.0),
     },
+    "outbox": {  # tasks recorded with their cause and never reported done (tools/outbox.py)
+        "task": "tools.outbox.sweep_outbox",
+        "schedule": env.float("GATEWAY_OUTBOX_EVERY_SECONDS", default=30.0),
+    },
+    "recover-operations": {  # executions left in flight or unknown, resolved by lookup
+        "task": "tools.recovery.resolve_operations",
+        "schedule": env.float("GATEWAY_RECOVERY_EVERY_SECONDS", default=30.0),
+    },
+    "journal-spool": {  # entries written while the database was away (audit/spool.py)
+        "task": "audit.tasks.drain_journal_spool",
+        "schedule": env.float("GATEWAY_SPOOL_EVERY_SECONDS", default=30.0),
+    },
 }
+# An outbox task not reported done this long after it was sent is sent again (doubling).
+GATEWAY_OUTBOX_LEASE_SECONDS = env.float("GATEWAY_OUTBOX_LEASE_SECONDS", default=60.0)
+# At most this many unresolved operations are looked up per recovery run (tools/recovery.py).
+GATEWAY_RECOVERY_BATCH = env.int("GATEWAY_RECOVERY_BATCH", default=50)
 # Where the beat task writes journal checkpoints, one new file each time (never overwritten).
 # Ship them off this host (docs/production.md): a checkpoint is only an anchor where the
 # database's writer cannot reach it.

@@ -32,7 +32,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from tools import catalog, events, roles
+from tools import catalog, clock, events, roles
 from tools.models import (
     AlertKind,
     AlertState,
@@ -98,7 +98,7 @@ def _queue_safely(confirmation_id: str, kind: str) -> None:
 
 def is_waiting(confirmation: PendingConfirmation, now: datetime | None = None) -> bool:
     return (confirmation.status == ConfirmationStatus.PENDING and confirmation.requires_approval
-            and approval_deadline(confirmation) > (now or timezone.now()))
+            and approval_deadline(confirmation) > (now or clock.now()))
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -138,7 +138,7 @@ def queue_alerts(confirmation_id: str, kind: str) -> int:
 @shared_task(name="tools.alerts.sweep_alerts")
 def sweep_alerts() -> int:
     """Beat: queue reminders for items close to their deadline and re-queue due retries."""
-    now = timezone.now()
+    now = clock.now()
     soon = now + timedelta(seconds=settings.GATEWAY_ALERT_REMINDER_SECONDS)
     reminded = OperatorAlert.objects.filter(confirmation=OuterRef("pk"),
                                             kind=AlertKind.REMINDER)

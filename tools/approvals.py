@@ -7,10 +7,10 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from audit.actors import user_actor
-from tools import events, roles
+from tools import clock, events, roles
 from tools.errors import ToolError
 from tools.factors import stepup
 from tools.models import ApiKey, ConfirmationStatus, Contour, PendingConfirmation, Role
@@ -67,7 +67,7 @@ def waiting(user: Any) -> QuerySet[PendingConfirmation]:
     """The operator's queue: open confirmations that wait for a human, oldest first."""
     return (PendingConfirmation.objects.select_related("contour")
             .filter(status=ConfirmationStatus.PENDING, requires_approval=True,
-                    expires_at__gt=timezone.now(), contour__in=visible_contours(user))
+                    expires_at__gt=Now(), contour__in=visible_contours(user))
             .order_by("created_at"))
 
 
@@ -88,7 +88,7 @@ def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError |
     if confirmation.status != ConfirmationStatus.PENDING:
         return ToolError("confirmation_used",
                          f"решение уже принято: {confirmation.get_status_display()}")
-    if confirmation.is_expired():
+    if confirmation.is_expired(clock.now()):
         confirmation.status = ConfirmationStatus.EXPIRED
         confirmation.save(update_fields=["status"])
         return ToolError("confirmation_expired", "срок подтверждения истёк; решать поздно")
@@ -133,7 +133,7 @@ def _record_decision(confirmation: PendingConfirmation, user: Any, *, approve: b
                      reason: str, factor: stepup.FactorProof | None) -> None:
     confirmation.status = (ConfirmationStatus.APPROVED if approve
                            else ConfirmationStatus.REJECTED)
-    confirmation.decided_at = timezone.now()
+    confirmation.decided_at = clock.now()
     confirmation.decided_by = user.get_username()
     confirmation.decision_reason = reason
     factor_record = stepup.record_of(factor)

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.db.models import Sum
-from django.utils import timezone
 
+from tools import clock
 from tools.errors import ToolError
 from tools.models import Ceiling, CeilingKind, Contour, Operation, OperationState
 from tools.params import format_rub
@@ -85,7 +85,7 @@ def check(contour: Contour, request: Request, *, exclude_operation: int | None =
     _check_currency(contour, request, ceilings)
     if not ceilings:
         return
-    now = timezone.now()
+    now = clock.now()  # one clock: a worker's own would count its own day
     for ceiling in ceilings:
         if ceiling.kind == CeilingKind.PER_HOUR:
             count = used(ceiling, now, exclude_operation=exclude_operation) or 0

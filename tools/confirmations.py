@@ -6,7 +6,7 @@ import base64
 import hashlib
 import hmac
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from tools import clock
 from tools.errors import ToolError
 from tools.models import (
     ConfirmationStatus,
@@ -53,7 +54,7 @@ def token_for(confirmation: PendingConfirmation) -> str:
 def recent_execution(contour: Contour, spec: ToolSpec, canonical: dict[str, Any]
                      ) -> PendingConfirmation | None:
     """The same write already executed inside the contour's dedup window, if any."""
-    since = timezone.now() - timedelta(seconds=contour.dedup_window_seconds)
+    since = clock.now() - timedelta(seconds=contour.dedup_window_seconds)
     return (
         PendingConfirmation.objects.filter(
             contour=contour, tool=spec.name, args_hash=arguments_hash(spec.name, canonical),
@@ -106,16 +107,22 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
                     summary: Summary, actor: str, *, approval_reason: str, reuse_open: bool
                     ) -> tuple[PendingConfirmation, str]:
     digest = arguments_hash(spec.name, canonical)
-    now = timezone.now()
+    now = clock.now()  # the database's: workers' clocks may disagree
     existing = None
     if reuse_open:
+        # Under the lock, again: what the caller checked before its (slow) summary may have
+        # changed since. The same write executed or begun meanwhile is answered with that one,
+        # never with a second confirmation (the gateway replays or recovers it).
+        since = now - timedelta(seconds=contour.dedup_window_seconds)
+        fresh = Q(status__in=OPEN_STATUSES, expires_at__gt=now, created_at__gte=since)
+        executed = Q(status=ConfirmationStatus.EXECUTED, executed_at__gte=since)
+        begun = Q(operation__state__in=UNRESOLVED_STATES)
         existing = (
-            PendingConfirmation.objects.filter(
-                contour=contour, tool=spec.name, args_hash=digest, status__in=OPEN_STATUSES,
-                expires_at__gt=now,
-                created_at__gte=now - timedelta(seconds=contour.dedup_window_seconds),
-            ).order_by("created_at").first()
+            PendingConfirmation.objects.filter(contour=contour, tool=spec.name, args_hash=digest)
+            .filter(fresh | executed | begun).order_by("created_at").first()
         )
+    if existing is not None and existing.status not in OPEN_STATUSES:
+        return existing, token_for(existing)
     if existing is not None:
         if approval_reason and not existing.requires_approval:
             # The write became one for an operator since (an order moved to hold): escalate,
@@ -130,7 +137,7 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
     confirmation = PendingConfirmation(
         contour=contour, tool=spec.name, arguments=canonical, args_hash=digest,
         summary=summary.text, summary_data={**summary.data, "warnings": summary.warnings},
-        created_by=actor,
+        created_by=actor, created_at=now,
         # An operator decides in hours; a chat confirmation is a matter of minutes.
         expires_at=now + (contour.approval_window if approval_reason else contour.confirmation_ttl),
         requires_approval=bool(approval_reason), approval_reason=approval_reason[:200],
@@ -176,7 +183,7 @@ def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: 
                         hint="не повторяйте этот токен: расскажите человеку причину отказа; "
                              "если он исправит условия, вызовите инструмент заново без токена "
                              "с новыми параметрами")
-    if confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired():
+    if confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired(clock.now()):
         if not _may_expire(confirmation):
             # Its execution began and may have happened: the token keeps naming it, so the
             # caller recovers it instead of inviting a second operation.
@@ -197,7 +204,8 @@ def expired(confirmation: PendingConfirmation) -> ToolError:
     )
 
 
-def expired_unbegun(confirmation: PendingConfirmation, operation: Operation | None) -> bool:
+def expired_unbegun(confirmation: PendingConfirmation, operation: Operation | None,
+                    now: datetime) -> bool:
     """Expired, and nothing of it may have happened: what resolve() answers as expired.
 
     _claim asks again under the confirmation's lock: an attempt in flight when resolve() ran
@@ -205,7 +213,7 @@ def expired_unbegun(confirmation: PendingConfirmation, operation: Operation | No
     """
     unbegun = operation is None or operation.state == OperationState.FAILED
     return unbegun and confirmation.status != ConfirmationStatus.EXECUTED and (
-        confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired())
+        confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired(now))
 
 
 def envelope(confirmation: PendingConfirmation, token: str, approval_url: str = ""

@@ -47,6 +47,8 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "rate_limited": ("rejected", 429),
     "upstream_unavailable": ("error", 502),
     "outcome_unknown": ("error", 504),
+    # The gateway's own database is away: nothing was done, the call may be repeated.
+    "database_unavailable": ("error", 503),
 }
 
 
@@ -97,6 +99,8 @@ class Outcome:
     confirmation: dict[str, Any] | None = None
     replayed: bool = False
     journal_id: int | None = None
+    # The spool id of a journal entry written while the database was away (audit/spool.py).
+    journal_pending: str = ""
     http_status: int = 200
 
     @classmethod
@@ -122,6 +126,8 @@ class Outcome:
             body["confirmation"] = self.confirmation
         body["replayed"] = self.replayed
         body["journal_id"] = self.journal_id
+        if self.journal_pending:
+            body["journal_pending"] = self.journal_pending
         return body
 
 

@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from audit import journal
 from audit.actors import CELERY_ACTOR
+from audit.spool import record_or_spool
 
 if TYPE_CHECKING:
-    from tools.models import ApiKey, Contour, OperatorAlert, PendingConfirmation
+    from tools.models import ApiKey, Contour, Operation, OperatorAlert, PendingConfirmation
 
 CONFIGURE = "configure"
 
@@ -209,10 +210,13 @@ def operator_alert(alert: OperatorAlert, *, recipient: str, attempt: int, status
 def payment_notification(slug: str, *, channel: str, actor: str, phase: str,
                          facts: Mapping[str, Any], status: str, code: str, message: str,
                          duration_ms: int, secrets: Iterable[str]) -> None:
-    """A payment notification from Invoicebox, accepted or refused (tools/notifications.py)."""
-    journal.record(contour=slug, channel=channel, actor=actor, tool="", phase=phase,
-                   arguments=facts, status=status, code=code, message=message,
-                   duration_ms=duration_ms, secrets=secrets)
+    """A payment notification from Invoicebox, accepted or refused (tools/notifications.py).
+
+    Through the spool when the database is away (audit/spool.py): the answer given then
+    (out_of_service) still reaches the journal."""
+    record_or_spool(contour=slug, channel=channel, actor=actor, tool="", phase=phase,
+                    arguments=facts, status=status, code=code, message=message,
+                    duration_ms=duration_ms, secrets=secrets)
 
 
 def order_sync(contour: Contour, *, phase: str, status: str, code: str, message: str,
@@ -233,3 +237,14 @@ def second_factor(person: Any, code: str, message: str, *, actor: str, channel: 
                    arguments={"object": "second_factor", "user": person.get_username(),
                               **details},
                    status=status, code=code, message=message)
+
+
+def operation_resolved(operation: Operation, *, status: str, code: str, message: str) -> None:
+    """What the recovery sweep proved about an unresolved execution (tools/recovery.py)."""
+    contour = operation.contour
+    journal.record(contour=contour.slug, channel="celery", actor=CELERY_ACTOR,
+                   tool=operation.tool, phase="execute",
+                   arguments={"merchant_order_id": operation.merchant_order_id},
+                   status=status, code=code, message=message,
+                   confirmation_id=str(operation.confirmation_id), operation_key=operation.key,
+                   secrets=[s for s in (contour.api_token, contour.notification_key) if s])

@@ -4,70 +4,44 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from pydantic import BaseModel
 
-from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
-from audit import journal
-from tools import alerts, approvals, catalog, ceilings, confirmations, keys, phrases
+from tools import (
+    alerts,
+    approvals,
+    catalog,
+    ceilings,
+    clock,
+    confirmations,
+    keys,
+    phrases,
+    recovery,
+)
+from tools.call_trace import Trace as _Trace
+from tools.call_trace import journal_outcome as _journal
+from tools.call_trace import journal_started as _journal_started
+from tools.database_faults import database_outcome
 from tools.errors import Outcome, Problem, ToolError, invalid_arguments
 from tools.json_kinds import json_kind
 from tools.models import (
-    ApiKey,
     ConfirmationStatus,
     Contour,
     Operation,
     OperationState,
     PendingConfirmation,
 )
-from tools.ops.hooks import observe_call
+from tools.recovery import finish as _finish
 from tools.spec import CONTROL_FIELDS, CallContext, ToolSpec
+from tools.upstream_calls import client_for, upstream, with_context
 from tools.validation import printable, shape_problem, validate
 
 logger = logging.getLogger(__name__)
-
-
-# An execution still "in flight" after this long has lost its worker: recover it by lookup.
-# settings.GATEWAY_STALE_IN_FLIGHT_SECONDS (60 by default), read per call so tests can shorten it.
-def _stale_in_flight() -> timedelta:
-    return timedelta(seconds=settings.GATEWAY_STALE_IN_FLIGHT_SECONDS)
-
-
-UPSTREAM_CODES = {
-    "unauthorized": "upstream_rejected",
-    "forbidden": "upstream_rejected",
-    "rejected": "upstream_rejected",
-    "not_found": "not_found",
-    "rate_limited": "rate_limited",
-    "unavailable": "upstream_unavailable",
-    "bad_response": "upstream_unavailable",
-    "unknown_outcome": "outcome_unknown",
-}
-
-
-@dataclass
-class _Trace:
-    """What the journal needs to know about one call, filled in along the pipeline."""
-
-    contour: Contour | None
-    channel: str
-    actor: str
-    tool: str
-    arguments: Any
-    phase: str = "call"
-    confirmation_id: str = ""
-    operation_key: str = ""
-    upstream_request_id: str = ""
-    upstream_status: int | None = None
-    started: float = field(default_factory=time.monotonic)
-    key: ApiKey | None = None
 
 
 def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: str) -> Outcome:
@@ -84,6 +58,10 @@ def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: st
         outcome = Outcome.from_error(error)
         trace.upstream_request_id = trace.upstream_request_id or error.upstream_request_id
         trace.upstream_status = trace.upstream_status or error.upstream_status
+    except DatabaseError:
+        # The database is a fault like any other: an envelope with a stable code, never a 500.
+        logger.exception("database failure in tool %s", trace.tool)
+        outcome = database_outcome(claimed=bool(trace.operation_key) and trace.phase == "execute")
     except Exception:  # a bug of ours: still journaled, still an envelope, never a stack trace
         logger.exception("unexpected failure in tool %s", trace.tool)
         outcome = Outcome(status="error", code="internal_error",
@@ -192,11 +170,11 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
 
 
 def _read(trace: _Trace, spec: ToolSpec, params: BaseModel) -> Outcome:
-    with _client(trace.contour) as client:
-        data = _upstream(trace, client, lambda: spec.handler(CallContext(trace.contour, client),
+    with client_for(trace.contour) as client:
+        data = upstream(trace, client, lambda: spec.handler(CallContext(trace.contour, client),
                                                             params))
         return Outcome(status="ok", code="ok", message=phrases.read_message(spec, data),
-                       data=_with_context(trace, data))
+                       data=with_context(trace, data))
 
 
 def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any]
@@ -206,20 +184,13 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     if not allow_duplicate:
         earlier = confirmations.recent_execution(contour, spec, canonical)
         if earlier is not None:
-            trace.confirmation_id = str(earlier.id)
-            when = timezone.localtime(earlier.executed_at)
-            return Outcome(
-                status="ok", code="ok", replayed=True, data=earlier.result or {},
-                message=(f"{spec.title}: такая же операция уже выполнена {when:%d.%m.%Y %H:%M}; "
-                         "повторная не создана, вот её результат"),
-                hint="если нужна ещё одна такая же, вызовите с allow_duplicate: true",
-            )
+            return _already_executed(trace, spec, earlier)
     pending = confirmations.unresolved_operation(contour, spec, canonical)
     if pending is not None:
         return _unresolved(trace, spec, pending)
     assert spec.summarize is not None  # every write tool declares its summary
-    with _client(contour) as client:
-        summary = _upstream(trace, client,
+    with client_for(contour) as client:
+        summary = upstream(trace, client,
                             lambda: spec.summarize(CallContext(contour, client), params))
     ceilings.check(contour, ceilings.Request(summary.amount, summary.currency))
     reason = approvals.requirement(spec, contour, summary.amount, summary.currency,
@@ -229,6 +200,12 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
         reuse_open=not allow_duplicate,
     )
     trace.confirmation_id = str(confirmation.id)
+    if confirmation.status == ConfirmationStatus.EXECUTED:
+        return _already_executed(trace, spec, confirmation)
+    begun = Operation.objects.filter(confirmation=confirmation,
+                                     state__in=confirmations.UNRESOLVED_STATES).first()
+    if begun is not None:
+        return _unresolved(trace, spec, begun)
     url = approvals.approval_url(confirmation) if approvals.needs_human(spec, confirmation) else ""
     if url:
         alerts.waiting_started(confirmation)  # idempotent: a reused item alerts no one twice
@@ -244,6 +221,17 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
         data={"summary": summary.data, "warnings": summary.warnings,
               "requires_approval": bool(url)},
         confirmation=confirmations.envelope(confirmation, token, url),
+    )
+
+
+def _already_executed(trace: _Trace, spec: ToolSpec, earlier: PendingConfirmation) -> Outcome:
+    trace.confirmation_id = str(earlier.id)
+    when = timezone.localtime(earlier.executed_at)
+    return Outcome(
+        status="ok", code="ok", replayed=True, data=earlier.result or {},
+        message=(f"{spec.title}: такая же операция уже выполнена {when:%d.%m.%Y %H:%M}; "
+                 "повторная не создана, вот её результат"),
+        hint="если нужна ещё одна такая же, вызовите с allow_duplicate: true",
     )
 
 
@@ -286,104 +274,52 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                           "expires_at": confirmation.expires_at.isoformat(),
                           "summary": confirmation.summary},
         )
-    operation, replay, previous = _claim(trace, spec, confirmation)
+    operation, replay, previous, previous_started = _claim(trace, spec, confirmation)
     trace.operation_key = operation.key
     if replay is not None:
         return _done(trace, spec, replay, replayed=True)
-    with _client(contour) as client:
+    with client_for(contour) as client:
         ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
                           operation_key=operation.key, operation_started=operation.created_at,
                           operator_approved=confirmation.status == ConfirmationStatus.APPROVED)
         data = None
         if previous is not None and spec.recover is not None:
             # Recovery first, before any re-check: a landed order is answered, never refused.
-            data = _recover(trace, client, spec, ctx, params, operation, confirmation, previous)
+            data = recovery.recover_by_lookup(trace, client, spec, ctx, params, operation,
+                                              confirmation, previous)
+            if data is None and previous != OperationState.FAILED:
+                recovery.absent_too_early(trace, spec, operation, confirmation, previous_started)
         if data is None:
             if previous is not None and (spec.recover is not None
                                          or previous == OperationState.FAILED):
-                _recheck_ceilings(contour, operation, confirmation)
+                recovery.recheck_ceilings(contour, operation, confirmation)
             try:
-                data = _send(trace, client, spec, ctx, params)
+                data = recovery.send_or_find(trace, client, spec, ctx, params)
             except ToolError as error:
                 state = (OperationState.UNKNOWN if error.code == "outcome_unknown"
                          else OperationState.FAILED)
                 _finish(operation, confirmation, state, None, error.code,
                         trace.upstream_request_id)
                 raise
-    data = _with_context(trace, data)
-    _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
+    data = with_context(trace, data)
+    try:
+        _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
+    except DatabaseError:
+        # The order exists upstream and the assistant gets it; only our record is late. The
+        # operation stays in flight until the recovery sweep (tools/recovery.py) finds it by
+        # lookup and records it.
+        logger.exception("operation %s done upstream, not recorded", operation.key)
     return _done(trace, spec, data, replayed=False)
 
 
-def _recover(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
-             params: BaseModel, operation: Operation, confirmation: PendingConfirmation,
-             previous: str) -> dict[str, Any] | None:
-    """Look the earlier attempt up: its result when found, None when proven absent.
-
-    A lookup that fails proves nothing: an operation that may have happened stays `unknown`
-    (and keeps counting against the ceilings), and the answer says so.
-    """
-    assert spec.recover is not None
-    try:
-        found = _upstream(trace, client, lambda: spec.recover(ctx, params))
-    except ToolError as error:
-        may_have_happened = previous != OperationState.FAILED
-        state = OperationState.UNKNOWN if may_have_happened else OperationState.FAILED
-        _finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
-        if may_have_happened:
-            raise ToolError(
-                error.code,
-                f"{error.message}; проверить, выполнена ли операция, не удалось — её результат "
-                "по-прежнему неизвестен",
-                hint=("не создавайте операцию заново: повторите позже тот же вызов с тем же "
-                      "токеном — шлюз снова проверит, выполнена ли она"),
-                data={**error.data, "operation_state": OperationState.UNKNOWN.value},
-                upstream_request_id=error.upstream_request_id,
-                upstream_status=error.upstream_status,
-            ) from None
-        raise
-    if found is None:
-        return None
-    return {**found, "recovered": True}
-
-
-def _recheck_ceilings(contour: Contour, operation: Operation,
-                      confirmation: PendingConfirmation) -> None:
-    """After the earlier attempt is proven absent: check the ceilings again, as for a new one.
-
-    Under the contour's row lock, like _claim; the operation itself is left out of the count.
-    """
-    try:
-        with transaction.atomic():
-            Contour.objects.select_for_update().filter(pk=contour.pk).first()
-            ceilings.check(contour, ceilings.Request(operation.amount, operation.currency or None),
-                           exclude_operation=operation.pk)
-    except ToolError as error:
-        _finish(operation, confirmation, OperationState.FAILED, None, error.code, "")
-        raise
-
-
-def _send(trace: _Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
-          params: BaseModel) -> dict[str, Any]:
-    try:
-        return _upstream(trace, client, lambda: spec.handler(ctx, params))
-    except ToolError as error:
-        # Our minted id already exists upstream: an earlier attempt did land. Find it.
-        if error.data.get("upstream_code") != "merchant_order_id_duplicate" or not spec.recover:
-            raise
-        found = _upstream(trace, client, lambda: spec.recover(ctx, params))
-        if found is None:
-            raise
-        return {**found, "recovered": True}
-
-
 def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
-           ) -> tuple[Operation, dict[str, Any] | None, str | None]:
+           ) -> tuple[Operation, dict[str, Any] | None, str | None, datetime | None]:
     """Take the right to execute under a row lock; a finished operation is replayed instead.
 
     Returns the operation, the stored result of a finished one, and the state an earlier
-    attempt left (None for the first attempt). Only a first attempt has its ceilings checked
-    here: a later one is looked up first (_recover), then re-checked (_recheck_ceilings).
+    attempt left and when it started (None for the first attempt). Only a first attempt has
+    its ceilings checked here: a later one is looked up first (recovery.recover_by_lookup),
+    then re-checked (recovery.recheck_ceilings).
 
     The transaction is short on purpose: it commits before the upstream call, so the
     in-flight record survives a crash and no lock is held across the network. It also writes
@@ -398,52 +334,37 @@ def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
         locked = PendingConfirmation.objects.select_for_update().get(pk=confirmation.pk)
         key = hashlib.sha256(f"operation:{locked.id}".encode()).hexdigest()[:32]
         existing = Operation.objects.select_for_update().filter(confirmation=locked).first()
-        if confirmations.expired_unbegun(locked, existing):
+        now = clock.now()  # the database's: workers' clocks may disagree (tools/clock.py)
+        if confirmations.expired_unbegun(locked, existing, now):
             raise confirmations.expired(locked)
         previous: str | None = None
+        previous_started = None
         if existing is None:
             ceilings.check(contour, ceilings.Request(locked.amount, locked.currency or None))
             # Born in flight: the locked confirmation row keeps any other creator out (and
             # the unique confirmation would refuse one).
             operation = Operation.objects.create(
                 confirmation=locked, key=key, contour=contour, tool=spec.name,
-                merchant_order_id=f"gw-{timezone.now():%Y%m%d}-{key[:12]}",
+                merchant_order_id=f"gw-{now:%Y%m%d}-{key[:12]}",
                 amount=locked.amount, currency=locked.currency,
-                state=OperationState.IN_FLIGHT, attempts=1, started_at=timezone.now(),
+                state=OperationState.IN_FLIGHT, attempts=1, created_at=now, started_at=now,
             )
         else:
             operation = existing
             if operation.state == OperationState.DONE:
-                return operation, operation.result or locked.result or {}, None
-            stale = timezone.now() - operation.started_at > _stale_in_flight()
+                return operation, operation.result or locked.result or {}, None, None
+            stale = now - operation.started_at > recovery.stale_after()
             if operation.state == OperationState.IN_FLIGHT and not stale:
                 raise ToolError("duplicate_call", "такая же операция уже выполняется",
                                 hint="подождите несколько секунд и повторите тот же вызов")
-            previous = operation.state
+            previous, previous_started = operation.state, operation.started_at
             operation.state = OperationState.IN_FLIGHT
             operation.attempts += 1
-            operation.started_at = timezone.now()
+            operation.started_at = now
             operation.save(update_fields=["state", "attempts", "started_at"])
         trace.operation_key = operation.key
         _journal_started(trace, operation)
-        return operation, None, previous
-
-
-def _finish(operation: Operation, confirmation: PendingConfirmation, state: str,
-            result: dict[str, Any] | None, error_code: str, request_id: str) -> None:
-    with transaction.atomic():
-        # The lock order of _claim (confirmation before operation): updating the operation
-        # first deadlocks against a concurrent _claim of the same token on PostgreSQL.
-        PendingConfirmation.objects.select_for_update().filter(pk=confirmation.pk).first()
-        now = timezone.now()
-        Operation.objects.filter(pk=operation.pk).update(
-            state=state, result=result, error_code=error_code, upstream_request_id=request_id,
-            finished_at=now,
-        )
-        if state == OperationState.DONE:
-            PendingConfirmation.objects.filter(pk=confirmation.pk).update(
-                status=ConfirmationStatus.EXECUTED, executed_at=now, result=result
-            )
+        return operation, None, previous, previous_started
 
 
 def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool) -> Outcome:
@@ -453,47 +374,6 @@ def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool
 
 # -- helpers ---------------------------------------------------------------------------------
 
-def _client(contour: Contour) -> InvoiceboxClient:
-    return make_client(base_url=contour.base_url, token=contour.api_token,
-                       merchant_id=contour.merchant_id)
-
-
-def _upstream(trace: _Trace, client: InvoiceboxClient, action: Any) -> Any:
-    try:
-        return action()
-    except InvoiceboxError as error:
-        data: dict[str, Any] = {"upstream_code": error.code} if error.code else {}
-        if error.retry_after is not None:
-            data["retry_after_seconds"] = error.retry_after
-        raise ToolError(
-            UPSTREAM_CODES[error.kind], error.message,
-            hint=_upstream_hint(error),
-            data=data,
-            upstream_request_id=error.request_id,
-            upstream_status=error.http_status,
-        ) from None
-    finally:
-        trace.upstream_request_id = client.last_request_id
-        trace.upstream_status = client.last_status
-
-
-def _upstream_hint(error: InvoiceboxError) -> str:
-    if error.kind == "unknown_outcome":
-        return ("не создавайте операцию заново: повторите тот же вызов с тем же токеном — шлюз "
-                "сначала проверит, не выполнена ли она")
-    if error.kind in ("unavailable", "rate_limited", "bad_response"):
-        return "повторите позже"
-    if error.kind == "unauthorized":
-        return "владельцу контура нужно проверить токен Инвойсбокс"
-    return ""
-
-
-def _with_context(trace: _Trace, data: dict[str, Any]) -> dict[str, Any]:
-    contour = trace.contour
-    return {**data, "environment": contour.mode, "scope_context": f"магазин {contour.merchant_id}",
-            "request_id": trace.upstream_request_id}
-
-
 def _forbidden_message(spec: ToolSpec, contour: Contour) -> str:
     if spec.toolset == "write":
         return (f"инструмент {spec.name} изменяет данные, а контур «{contour.slug}» только "
@@ -501,54 +381,6 @@ def _forbidden_message(spec: ToolSpec, contour: Contour) -> str:
     return f"набор «{spec.toolset}» не включён для контура «{contour.slug}»"
 
 
-def _journal_started(trace: _Trace, operation: Operation) -> None:
-    """The entry of an attempt, written before its upstream request (the outcome follows)."""
-    journal.record(
-        contour=trace.contour.slug if trace.contour is not None else "",
-        channel=trace.channel, actor=trace.actor, tool=trace.tool[:64], phase="execute",
-        arguments=_journal_arguments(trace), status="started", code="execution_started",
-        message=f"исполнение начато: попытка {operation.attempts}",
-        confirmation_id=trace.confirmation_id, operation_key=operation.key,
-        duration_ms=int((time.monotonic() - trace.started) * 1000),
-        secrets=trace.contour.secrets() if trace.contour is not None else [],
-        savepoint=False,  # inside _claim's transaction: no entry, no claim
-    )
-
-
-def _journal_arguments(trace: _Trace) -> dict[str, Any]:
-    if isinstance(trace.arguments, dict):
-        return trace.arguments
-    return {"_raw": printable(str(trace.arguments)[:200])}
-
-
-def _journal(trace: _Trace, outcome: Outcome) -> Outcome:
-    arguments = _journal_arguments(trace)
-    contour = trace.contour
-    fields: dict[str, Any] = {
-        "contour": contour.slug if contour is not None else "",
-        "channel": trace.channel, "actor": trace.actor, "tool": trace.tool[:64],
-        "phase": trace.phase, "status": outcome.status, "code": outcome.code,
-        "confirmation_id": trace.confirmation_id, "operation_key": trace.operation_key,
-        "upstream_request_id": trace.upstream_request_id,
-        "upstream_status": trace.upstream_status,
-        "duration_ms": int((time.monotonic() - trace.started) * 1000),
-        "secrets": contour.secrets() if contour is not None else [],
-    }
-    try:
-        entry = journal.record(arguments=arguments, message=outcome.message, **fields)
-    except Exception:
-        # Journaling must never fail the call: keep what can be recorded, say what could not.
-        logger.exception("journal entry of tool %s failed; writing a fallback", trace.tool)
-        try:
-            entry = journal.record(
-                arguments={"_unrecordable": "аргументы не удалось записать в журнал"},
-                message=printable(outcome.message)[:500], **fields)
-        except Exception:
-            logger.exception("fallback journal entry of tool %s failed", trace.tool)
-            return outcome
-    outcome.journal_id = entry.id
-    observe_call(entry)  # tools/ops: metrics, the JSON log line, Sentry; never raises
-    return outcome
 
 
 __all__ = ["CONTROL_FIELDS", "BatchItem", "call", "call_batch", "reject", "visible_tools"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -31,8 +31,9 @@ from adapters.invoicebox.notify import (
     OrderNotification,
     answer_from,
 )
-from tools import events, tasks
-from tools.models import Contour, ProcessedNotification, TrackedOrder
+from tools import events, outbox
+from tools.confirmations import UNRESOLVED_STATES
+from tools.models import Contour, Operation, ProcessedNotification, TrackedOrder
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,13 @@ def receive(request: HttpRequest, slug: str) -> JsonResponse:
         body = request.body
     except RequestDataTooBig:
         body = b"x" * (notify.MAX_BODY_BYTES + 1)  # refused by the checks below, journaled
-    answer = process(slug, body, request.headers.get(notify.SIGNATURE_HEADER), actor=actor)
+    try:
+        answer = process(slug, body, request.headers.get(notify.SIGNATURE_HEADER), actor=actor)
+    except DatabaseError:
+        # Our database is away: nothing was applied, so Invoicebox is asked to retry.
+        logger.exception("notification for contour %s: database unavailable", slug[:64])
+        answer = _journal(_Record(slug=slug[:64], actor=actor), notify.error(
+            "out_of_service", "база данных шлюза временно недоступна; повторите уведомление"))
     return JsonResponse(answer.as_dict(), status=200)
 
 
@@ -122,6 +129,12 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         if seen is not None:
             return _journal(record, answer_from(seen.answer), code="duplicate",
                             message="это уведомление уже обработано; ответ прежний")
+        if tracked is None and _create_in_flight(contour, note):
+            # Our create of this order has not come back yet (or its outcome is being
+            # recovered): Invoicebox retries out_of_service, and by then the order is tracked.
+            return _journal(record, notify.error(
+                "out_of_service", f"счёт {note.merchant_order_id} ещё создаётся: ответ "
+                                  "Инвойсбокс на его создание не получен; повторите позже"))
         if tracked is None:
             return _journal(record, notify.error(
                 "order_not_found", f"счёт {note.merchant_order_id or note.id} этот шлюз не "
@@ -154,11 +167,18 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         except IntegrityError:  # a concurrent copy that found no tracked row to lock
             return _journal(record, answer, code="duplicate",
                             message="это уведомление уже обработано; ответ прежний")
-        # After commit: confirm by a read of the order upstream (a notification is a claim,
-        # the API is the record). robust: a broker hiccup never turns success into an error.
-        transaction.on_commit(lambda: tasks.process_notification.delay(processed.pk),
-                              robust=True)
+        # Confirmed by a read of the order upstream (a notification is a claim, the API is the
+        # record). Through the outbox, in this transaction: a broker that is down when it
+        # commits delays the read, never loses it (tools/outbox.py).
+        outbox.enqueue("tools.tasks.process_notification", processed.pk)
         return _journal(record, answer, code=code, message=message)
+
+
+def _create_in_flight(contour: Contour, note: OrderNotification) -> bool:
+    """Whether an execution of ours that may have created this order is still unresolved."""
+    return bool(note.merchant_order_id) and Operation.objects.filter(
+        contour=contour, merchant_order_id=note.merchant_order_id,
+        state__in=UNRESOLVED_STATES).exists()
 
 
 def _processed(contour: Contour, note: OrderNotification) -> ProcessedNotification | None:

@@ -15,11 +15,12 @@ from typing import Any
 from celery import Task, shared_task
 from django.conf import settings
 from django.db import transaction
+from django.db.models.functions import Now
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from adapters.invoicebox.client import InvoiceboxError, Order, make_client
-from tools import events
+from tools import events, outbox
 from tools.confirmations import EXPIRABLE
 from tools.models import (
     ConfirmationStatus,
@@ -47,7 +48,7 @@ def expire_confirmations() -> int:
     counts. The rule is confirmations.EXPIRABLE, which the resolve path applies too.
     """
     return PendingConfirmation.objects.filter(
-        EXPIRABLE, status__in=OPEN_CONFIRMATIONS, expires_at__lte=timezone.now(),
+        EXPIRABLE, status__in=OPEN_CONFIRMATIONS, expires_at__lte=Now(),
     ).update(status=ConfirmationStatus.EXPIRED)
 
 
@@ -83,13 +84,21 @@ def refresh_order(self: Task, tracked_order_id: int) -> str:
 
 
 @shared_task(bind=True, name="tools.tasks.process_notification", max_retries=MAX_RETRIES)
-def process_notification(self: Task, processed_notification_id: int) -> str:
+def process_notification(self: Task, processed_notification_id: int,
+                         outbox_id: int | None = None) -> str:
     """After a notification was accepted: confirm it by reading the order upstream.
 
     Agreement is journaled as notification_confirmed; a notification the API contradicts
     (a paid claim for an order Invoicebox shows unpaid) as notification_unconfirmed, for a
-    human to look at: its key may have leaked. The stored status follows the API.
+    human to look at: its key may have leaked. The stored status follows the API. Queued
+    through the outbox (tools/outbox.py): any verdict reports it done; a retry does not.
     """
+    verdict = _confirm_notification(self, processed_notification_id)
+    outbox.done(outbox_id)
+    return verdict
+
+
+def _confirm_notification(self: Task, processed_notification_id: int) -> str:
     processed = (ProcessedNotification.objects.select_related("contour")
                  .filter(pk=processed_notification_id).first())
     if processed is None:
@@ -129,7 +138,9 @@ def _read_upstream(task: Task, tracked: TrackedOrder) -> Order | None:
             return client.get_order(tracked.order_id)
     except InvoiceboxError as error:
         if error.kind in RETRYABLE_KINDS and not task.request.is_eager:
-            countdown = error.retry_after or min(300, 5 * 2 ** task.request.retries)
+            # Below the broker's visibility timeout: a message held longer is delivered twice.
+            countdown = min(error.retry_after or 5 * 2 ** task.request.retries,
+                            settings.CELERY_VISIBILITY_TIMEOUT_SECONDS / 2)
             raise task.retry(exc=error, countdown=countdown) from None
         logger.warning("task %s: order %s of contour %s not read (%s): %s", task.name,
                        tracked.order_id, contour.slug, error.kind, error.message)
@@ -166,3 +177,5 @@ def _note(contour: Contour, phase: str, status: str, code: str, message: str,
 
 # Operators' alerts live in tools/alerts.py; imported here so the worker registers them.
 from tools.alerts import deliver_alert, queue_alerts, sweep_alerts  # noqa: E402, F401
+from tools.outbox import sweep_outbox  # noqa: E402, F401
+from tools.recovery import resolve_operations  # noqa: E402, F401

@@ -41,6 +41,12 @@ class SandboxFaults(models.Model):
     rate_limit_next = models.PositiveIntegerField(default=0)
     # The next N requests lose the connection before the application sees them.
     reset_next = models.PositiveIntegerField(default=0)
+    # An upstream that lies (issue 27): an order create is stored, then answered 503, or
+    # answered with another order (another merchantOrderId), or its payment notification is
+    # sent before the answer (the order is paid at once).
+    fail_after_create = models.BooleanField(default=False)
+    wrong_order_after_create = models.BooleanField(default=False)
+    notify_before_answer = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -65,6 +71,9 @@ class SandboxFaults(models.Model):
             and not self.drop_response_after_create
             and self.rate_limit_next == 0
             and self.reset_next == 0
+            and not self.fail_after_create
+            and not self.wrong_order_after_create
+            and not self.notify_before_answer
         )
 
 
@@ -131,6 +140,8 @@ class SandboxMerchantOrderId(models.Model):
 
     merchant_id = models.UUIDField()
     merchant_order_id = models.CharField(max_length=256)
+    # Creates refused because the number was taken: a client that POSTed one order twice.
+    repeated_creates = models.PositiveIntegerField(default=0)
 
     class Meta:
         verbose_name = "sandbox merchant order id"

@@ -247,7 +247,14 @@ class OrdersApi(Transport):
         data, _ = self._request(
             "POST", "/billing/api/order/order", body=order.as_api(self.merchant_id), write=True
         )
-        return self._parse_order(data, write=True)
+        created = self._parse_order(data, write=True)
+        if created.merchant_order_id != order.merchant_order_id:
+            # Another order than the one sent: ours may or may not exist (issue 27). An unknown
+            # outcome, recovered by a lookup of our own merchantOrderId; never reported as ours.
+            raise self._bad_response(
+                f"на создание счёта {order.merchant_order_id} пришёл счёт "
+                f"{created.merchant_order_id[:64]}", write=True)
+        return created
 
     def update_order(self, order_id: str, update: OrderUpdate) -> Order:
         data, _ = self._request("PUT", f"/billing/api/order/order/{order_id}",

@@ -357,7 +357,9 @@ class Transport:
             return InvoiceboxError("not_found", text, **common)
         if status == 429:
             return InvoiceboxError("rate_limited", "Инвойсбокс ограничил частоту запросов", **common)
-        if status in RETRYABLE_STATUSES:
+        if status in RETRYABLE_STATUSES and not (write and status >= 500):
+            # A write answered 5xx may have been stored before the failure (issue 27): it is
+            # an unknown outcome below, recovered by lookup, never a plain "unavailable".
             return InvoiceboxError("unavailable", f"Инвойсбокс временно недоступен (HTTP {status})",
                                    **common)
         if status >= 500:

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import DatabaseError
 from rest_framework import exceptions, status
+from rest_framework.authentication import get_authorization_header
 from rest_framework.response import Response
 
 from audit.models import Channel
 from tools import gateway
+from tools.database_faults import database_error
 from tools.errors import Outcome
+from tools.models import ApiKey
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     request = context.get("request")
+    if isinstance(exc, DatabaseError):
+        # Authentication reads the key from the database: with the database away the call is
+        # answered (and journaled through the spool) like any other refusal, never a 500.
+        error = database_error(claimed=False)
+        outcome = gateway.reject(None, error.code, error.message, channel="rest",
+                                 actor=_key_actor(request), tool=_path(request), hint=error.hint)
+        outcome.data = error.data
+        return Response(outcome.as_dict(), status=error.http_status)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         message = str(exc.detail) if isinstance(exc, exceptions.AuthenticationFailed) else (
             "нужен ключ API контура: Authorization: Bearer <ключ>")
@@ -36,6 +48,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         body = Outcome(status="rejected", code=code, message=str(exc.detail)).as_dict()
         return Response(body, status=exc.status_code)
     return None
+
+
+def _key_actor(request: Any) -> str:
+    """The key's visible prefix (never the key) when a Bearer header came: who was refused."""
+    header = get_authorization_header(request).decode("latin-1").split() if request else []
+    if len(header) == 2 and header[0].lower() == "bearer":
+        return f"key:{header[1][:ApiKey.PREFIX_LENGTH]}"
+    return "anonymous"
 
 
 def _path(request: Any) -> str:

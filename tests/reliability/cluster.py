@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -31,6 +32,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def server_port() -> int:
+    """A free port below the ephemeral range (32768 and up on Linux), for a server that may be
+    killed and restarted: a port from the ephemeral range can be taken meanwhile as the source
+    port of an outgoing connection, and the restart then cannot bind it."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return free_port()
 
 
 def postgres_params() -> dict[str, Any]:
@@ -127,6 +144,10 @@ class Cluster:
     queue: str
     contours: dict[str, dict[str, str]] = field(default_factory=dict)
     worker: subprocess.Popen[bytes] | None = None
+    # The worker's own environment when it differs (a proxied database or broker), and
+    # whether it runs the beat schedule too (-B), with its schedule file in this directory.
+    worker_env: dict[str, str] | None = None
+    beat_dir: Path | None = None
 
     @property
     def sandbox_api(self) -> str:
@@ -169,20 +190,28 @@ class Cluster:
 
     def start_worker(self) -> None:
         handle = self.worker_log.open("ab")
+        start = self.worker_log.stat().st_size if self.worker_log.exists() else 0
+        beat = ["-B", "--schedule", str(self.beat_dir / "beat-schedule")] if self.beat_dir else []
         self.worker = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo", "-Q",
              self.queue, "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "-l", "info"],
-            cwd=ROOT, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
+             "-l", "info", *beat],
+            cwd=ROOT, env=self.worker_env or self.env, stdout=handle, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.worker.poll() is not None:
                 raise RuntimeError(f"celery worker died:\n{self.worker_log.read_text()[-3000:]}")
-            if "ready." in self.worker_log.read_text():
+            if b"ready." in self.worker_log.read_bytes()[start:]:
                 return
             time.sleep(0.2)
         raise RuntimeError(f"celery worker not ready:\n{self.worker_log.read_text()[-3000:]}")
+
+    def kill_worker(self) -> None:
+        """SIGKILL the worker: a task it holds is never acknowledged."""
+        assert self.worker is not None
+        self.worker.send_signal(signal.SIGKILL)
+        self.worker.wait(timeout=10)
 
     def send_task(self, name: str, *args: Any) -> None:
         from celery import Celery
@@ -229,7 +258,7 @@ print("CONTOURS=" + json.dumps(out))
 
 def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str], *,
           mode: str = "sandbox", extra_env: dict[str, str] | None = None) -> Cluster:
-    ports = [free_port() for _ in range(3)]
+    ports = [server_port() for _ in range(3)]
     queue = f"gateway-tests-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     base_env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))},

@@ -116,9 +116,10 @@ def test_an_expired_token_told_expired_once_never_executes_after(assistant: Assi
     "expired, call again", gets a new token and its order. Y's claim comes after and must
     refuse too, or one description gets two orders."""
     confirmed = _prepare(assistant, description="Хаос: истёкший токен")
-    set_faults(DEMO_TOKEN, fail_next=1)
+    # A refusal before the upstream stored anything (a 5xx on a create is an unknown outcome).
+    set_faults(DEMO_TOKEN, rate_limit_next=1)
     _, failed = assistant.call("create_order", confirmed)
-    assert failed["code"] == "upstream_unavailable", failed
+    assert failed["code"] == "rate_limited", failed
     # Another attempt of the same token is in flight, and the confirmation's lifetime is over.
     Operation.objects.update(state="in_flight", started_at=timezone.now())
     PendingConfirmation.objects.update(expires_at=timezone.now() - timedelta(seconds=1))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from adapters.invoicebox.sandbox import clear_faults, set_faults
@@ -40,7 +42,11 @@ def test_lost_response_is_unknown_then_recovered_without_a_second_order(assistan
     assert Operation.objects.get().state == "done"
 
 
-def test_server_error_on_create_is_unknown_and_a_retry_creates_one_order(assistant: Assistant):
+def test_server_error_on_create_is_unknown_and_a_retry_creates_one_order(assistant: Assistant,
+                                                                         settings: Any):
+    # The retry comes after the stale period: sooner, absence proves nothing (the earlier
+    # request may still land) and nothing is sent (tests/reliability/test_faults_round_two.py).
+    settings.GATEWAY_STALE_IN_FLIGHT_SECONDS = 0
     confirmed = prepare(assistant)
     set_faults(DEMO_TOKEN, error_rate=1.0)
 

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from tools import catalog, events
+from tools import catalog, clock, events
 from tools.factors import stepup
 from tools.keys import KeySetupError, describe_scope
 from tools.models import ApiKey, Contour
@@ -53,10 +53,11 @@ def rotate(old: ApiKey, *, actor: str, channel: str, step_up: stepup.StepUp | No
     if has_write_scope(old):
         stepup.require(step_up, contour=contour,
                        action=f"замена ключа API {old.prefix} с правом записи")
-    grace_end = timezone.now() + timedelta(hours=contour.key_grace_hours)
+    now = clock.now()  # the grace and the expiry by the database's clock (tools/clock.py)
+    grace_end = now + timedelta(hours=contour.key_grace_hours)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=old.pk)
-        if not locked.is_active():
+        if not locked.is_active(now):
             raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
         new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
                                 toolsets=locked.toolsets, tools=locked.tools,

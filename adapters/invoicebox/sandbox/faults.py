@@ -23,6 +23,8 @@ from adapters.invoicebox.sandbox.responses import (
 
 MAX_LATENCY_MS = 60_000
 MAX_FAIL_NEXT = 1_000_000
+# Switches applied to an order create after the order is stored (adapters/invoicebox/models.py).
+AFTER_CREATE = ("fail_after_create", "wrong_order_after_create", "notify_before_answer")
 
 
 def _fault_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -44,8 +46,9 @@ def _fault_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
         or not 0 <= fail_next <= MAX_FAIL_NEXT
     ):
         problems.append(("fail_next", f"an integer from 0 to {MAX_FAIL_NEXT}"))
-    if not isinstance(values["drop_response_after_create"], bool):
-        problems.append(("drop_response_after_create", "a boolean"))
+    for name in ("drop_response_after_create", *AFTER_CREATE):
+        if not isinstance(values[name], bool):
+            problems.append((name, "a boolean"))
     for name in ("rate_limit_next", "reset_next"):
         value = values[name]
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FAIL_NEXT:
@@ -64,6 +67,7 @@ def _store_faults(account: SandboxAccount, values: Mapping[str, Any]) -> Sandbox
                 "drop_response_after_create": values["drop_response_after_create"],
                 "rate_limit_next": values["rate_limit_next"],
                 "reset_next": values["reset_next"],
+                **{name: values[name] for name in AFTER_CREATE},
             },
         )
     return faults
@@ -78,6 +82,9 @@ def set_faults(
     drop_response_after_create: bool = False,
     rate_limit_next: int = 0,
     reset_next: int = 0,
+    fail_after_create: bool = False,
+    wrong_order_after_create: bool = False,
+    notify_before_answer: bool = False,
 ) -> None:
     """Replace the fault switches of the account behind `token` (ValueError if unknown).
 
@@ -94,6 +101,9 @@ def set_faults(
         "drop_response_after_create": drop_response_after_create,
         "rate_limit_next": rate_limit_next,
         "reset_next": reset_next,
+        "fail_after_create": fail_after_create,
+        "wrong_order_after_create": wrong_order_after_create,
+        "notify_before_answer": notify_before_answer,
     }
     problems = _fault_problems(values)
     if problems:
@@ -116,6 +126,7 @@ def _faults_payload(faults: SandboxFaults | None) -> dict[str, Any]:
         "drop_response_after_create": faults.drop_response_after_create if faults else False,
         "rate_limit_next": faults.rate_limit_next if faults else 0,
         "reset_next": faults.reset_next if faults else 0,
+        **{name: bool(faults and getattr(faults, name)) for name in AFTER_CREATE},
     }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import simplejson
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 
 from adapters.invoicebox.models import SandboxMerchantOrderId, SandboxOrder, SandboxShipment
 from adapters.invoicebox.sandbox.calls import _Call, _read_json_object
@@ -152,8 +153,35 @@ def _create_order(call: _Call) -> SandboxResponse:
             row.save(force_insert=True)
     except IntegrityError:
         # The unique (merchant, merchantOrderId) constraints: correct under concurrent creates.
+        SandboxMerchantOrderId.objects.filter(
+            merchant_id=call.merchant_id, merchant_order_id=order["merchantOrderId"],
+        ).update(repeated_creates=F("repeated_creates") + 1)
         raise _duplicate_merchant_order_id() from None
-    return call.created({"data": _order_payload(row, call.now), "extendedData": []})
+    payload = _order_payload(row, call.now)
+    lie = _lie_after_create(call, row, payload)
+    if lie is not None:
+        return lie
+    return call.created({"data": payload, "extendedData": []})
+
+
+def _lie_after_create(call: _Call, row: SandboxOrder, payload: dict[str, Any]
+                      ) -> SandboxResponse | None:
+    """The lying-upstream faults, once the order is stored (SandboxFaults)."""
+    faults = call.faults
+    if faults is None:
+        return None
+    if faults.notify_before_answer:
+        from adapters.invoicebox.sandbox.notifications import send_notification
+        from adapters.invoicebox.sandbox.payment import pay_order
+
+        pay_order(row.order_id, notify=False)
+        send_notification(row.order_id)
+    if faults.fail_after_create:
+        raise _ApiError(503, "service_unavailable", "Service Unavailable")
+    if faults.wrong_order_after_create:
+        other = {**payload, "id": str(_uuid7()), "merchantOrderId": f"other-{_uuid7().hex}"}
+        return call.ok({"data": other, "extendedData": []})
+    return None
 
 
 def _duplicate_merchant_order_id() -> _ApiError:

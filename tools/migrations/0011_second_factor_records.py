@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tools', '0009_merge_approval_window'),
+        ('tools', '0010_outbox_and_database_clock'),
     ]
 
     operations = [

@@ -1,0 +1,233 @@
+"""Issue 27's faults for the chaos campaign (benchmarks/chaos.py).
+
+- The database and the broker behind TCP proxies (tests/reliability/proxy.py): `db_cut`
+  (open connections cut, again and again), `db_down` (refused and cut for the phase),
+  `db_slow` (every chunk delayed), `db_exhaust` (8 connections at most), `redis_down`.
+- `worker_kill`: the Celery worker (with the beat in it) SIGKILLed at the phase's start and
+  started again at its end.
+- The lying upstream, sandbox switches: `503stored` (stored, then 503), `wrong_order` (stored,
+  answered with another order), `notify_first` (paid and notified before the answer).
+- Clock skew: gateway b runs under libfaketime, its clock `skew` seconds ahead.
+
+Only the gateways and the worker go through the proxies; the sandbox (the upstream) and the
+reconciliation use the database directly. Notifications go to gateway a; after the campaign,
+every paid order's notification is sent again until accepted, as Invoicebox retries.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from tests.reliability.cluster import REDIS_URL, Cluster, database_url
+from tests.reliability.proxy import TcpProxy
+
+UPSTREAM_LIES = {
+    "503stored": {"fail_after_create": True},
+    "wrong_order": {"wrong_order_after_create": True},
+    "notify_first": {"notify_before_answer": True},
+}
+INFRA_KINDS = ("db_cut", "db_down", "db_slow", "db_exhaust", "redis_down", "worker_kill")
+FAKETIME_LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+EXHAUSTED_CONNECTIONS = 8
+SLOW_CHUNK_SECONDS = 0.05
+# The background work runs often in a campaign: the recovery and outbox sweeps and the spool.
+WORKER_SETTINGS = {"GATEWAY_RECOVERY_EVERY_SECONDS": "3", "GATEWAY_OUTBOX_EVERY_SECONDS": "3",
+                   "GATEWAY_SPOOL_EVERY_SECONDS": "3", "GATEWAY_OUTBOX_LEASE_SECONDS": "5",
+                   "CELERY_VISIBILITY_TIMEOUT_SECONDS": "20"}
+
+
+@dataclass
+class Infra:
+    """The proxies and the switches of the infrastructure faults."""
+
+    cluster: Cluster
+    pg: TcpProxy
+    redis: TcpProxy
+    events: list[dict[str, Any]] = field(default_factory=list)
+    _cutting: threading.Event = field(default_factory=threading.Event)
+    _restarting: threading.Thread | None = None
+
+    @classmethod
+    def wire(cls, cluster: Cluster, params: dict[str, Any], dbname: str, state_dir: Path,
+             skew_seconds: float) -> Infra:
+        """Start the proxies and point the gateways and the worker at them (before start)."""
+        redis_parts = urlsplit(REDIS_URL)
+        pg = TcpProxy(target_port=int(params["port"]), target_host=params["host"]).start()
+        redis = TcpProxy(target_port=redis_parts.port or 6379,
+                         target_host=redis_parts.hostname or "127.0.0.1").start()
+        proxied = {
+            "DATABASE_URL": database_url({**params, "host": "127.0.0.1", "port": pg.port},
+                                         dbname),
+            "CELERY_BROKER_URL": urlunsplit(redis_parts._replace(
+                netloc=f"{redis_parts.hostname or '127.0.0.1'}:{redis.port}")),
+            "GATEWAY_STATE_DIR": str(state_dir),
+            **WORKER_SETTINGS,
+        }
+        for server in (cluster.a, cluster.b):
+            server.env = {**server.env, **proxied}
+        if skew_seconds:
+            cluster.b.env.update({"LD_PRELOAD": FAKETIME_LIBRARY,
+                                  "FAKETIME": f"{skew_seconds:+.0f}s"})
+        cluster.worker_env = {**cluster.env, **proxied}
+        cluster.beat_dir = state_dir
+        return cls(cluster=cluster, pg=pg, redis=redis)
+
+    def begin(self, kind: str, at: float) -> None:
+        self.events.append({"at": round(at, 2), "fault": kind, "switch": "on"})
+        if kind == "db_cut":
+            self._cutting.clear()
+            threading.Thread(target=self._keep_cutting, daemon=True).start()
+        elif kind == "db_down":
+            self.pg.set(refuse=True)
+            self.pg.cut()
+        elif kind == "db_slow":
+            self.pg.set(delay=SLOW_CHUNK_SECONDS)
+        elif kind == "db_exhaust":
+            self.pg.set(max_connections=EXHAUSTED_CONNECTIONS)
+        elif kind == "redis_down":
+            self.redis.set(refuse=True)
+            self.redis.cut()
+        elif kind == "worker_kill":
+            self.cluster.kill_worker()
+
+    def end(self, kind: str, at: float) -> None:
+        self.events.append({"at": round(at, 2), "fault": kind, "switch": "off"})
+        if kind == "db_cut":
+            self._cutting.set()
+        elif kind in ("db_down", "db_slow", "db_exhaust"):
+            self.pg.set()
+        elif kind == "redis_down":
+            self.redis.set()
+        elif kind == "worker_kill":
+            # In the background: a worker takes long to start on a loaded machine, and the
+            # next phases must not wait for it.
+            self._restarting = threading.Thread(target=self._restart_worker, daemon=True)
+            self._restarting.start()
+
+    def _restart_worker(self) -> None:
+        for _ in range(3):
+            try:
+                self.cluster.start_worker()
+                return
+            except RuntimeError:
+                if self.cluster.worker is not None and self.cluster.worker.poll() is None:
+                    self.cluster.kill_worker()
+
+    def worker_back(self) -> None:
+        """Wait for a restart under way; start the worker if a kill phase never ended."""
+        if self._restarting is not None:
+            self._restarting.join()
+        if self.cluster.worker is None or self.cluster.worker.poll() is not None:
+            self._restart_worker()
+
+    def _keep_cutting(self) -> None:
+        rng = random.Random()  # noqa: S311  (timing only)
+        while not self._cutting.is_set():
+            self.pg.cut()
+            self._cutting.wait(rng.uniform(0.3, 1.2))
+
+    def stop(self) -> None:
+        """Before the cluster stops: a restart under way must not leave a worker behind."""
+        if self._restarting is not None:
+            self._restarting.join(timeout=180)
+        self._cutting.set()
+        self.pg.stop()
+        self.redis.stop()
+
+
+NOTIFY_SETUP = """
+from django.conf import settings
+from adapters.invoicebox.sandbox.accounts import register_account
+from tools.models import Contour
+for slug, contour in CONTOURS.items():
+    register_account(contour["token"], contour["merchant_id"], notification_url=BASE + slug)
+    row = Contour.objects.get(slug=slug)
+    row.notification_key = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
+    row.save()
+"""
+
+RESEND = """
+import json, time, uuid
+from adapters.invoicebox.models import SandboxOrder
+from adapters.invoicebox.sandbox import send_notification
+out = {}
+for order in SandboxOrder.objects.filter(merchant_id__in=[uuid.UUID(m) for m in MERCHANTS],
+                                         status="completed"):
+    answers = []
+    for attempt in range(8):
+        delivery = send_notification(order.order_id)
+        answer = delivery.answer if isinstance(delivery.answer, dict) else {}
+        answers.append(answer.get("code") or answer.get("status") or delivery.error[:40])
+        if delivery.accepted:
+            break
+        time.sleep(2)
+    out[str(order.order_id)] = answers
+print("RESENT=" + json.dumps(out))
+"""
+
+
+def notify_gateway_a(cluster: Cluster) -> None:
+    """Sandbox accounts notify gateway a; contours check the sandbox's signing key."""
+    code = (f"CONTOURS = {cluster.contours!r}\n"
+            f"BASE = {cluster.a.base + '/invoicebox/notifications/'!r}\n" + NOTIFY_SETUP)
+    cluster.manage("shell", "-c", code)
+
+
+def resend_paid_notifications(cluster: Cluster) -> dict[str, list[str]]:
+    """Invoicebox retries a notification until it is accepted: each paid order's, here."""
+    merchants = [c["merchant_id"] for c in cluster.contours.values()]
+    out = cluster.manage("shell", "-c", f"MERCHANTS = {merchants!r}\n" + RESEND)
+    return json.loads(out.split("RESENT=", 1)[1])
+
+
+def wait_until_settled(cluster: Cluster, state_dir: Path, seconds: float = 60) -> dict[str, int]:
+    """Give the background work time: operations resolved, outbox done, spool drained."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = {
+            "unresolved_operations": cluster.scalar(
+                "select count(*) from tools_operation where state in ('in_flight', 'unknown')"),
+            "outbox_pending": cluster.scalar(
+                "select count(*) from tools_outboxtask where done_at is null"),
+            "spooled_entries": len(list((state_dir / "journal-spool").glob("*.json"))),
+        }
+        if not any(left.values()) or time.monotonic() > deadline:
+            return left
+        time.sleep(1)
+
+
+def per_fault_table(campaign: Any, cluster: Cluster) -> list[dict[str, Any]]:
+    """For each fault: its phases' calls, the upstream orders created then, answers by code."""
+    from collections import Counter
+
+    started = campaign.wall_started
+    created = [row[0] for row in cluster.sql(
+        "select created_at from invoicebox_sandboxorder where merchant_id = any(%s)",
+        [_uuid(c["merchant_id"]) for c in cluster.contours.values()])]
+    table: dict[str, dict[str, Any]] = {}
+    for phase in campaign.applied:
+        row = table.setdefault(phase.kind, {"fault": phase.kind, "phases": 0, "seconds": 0.0,
+                                            "calls": 0, "orders": 0, "answers": Counter()})
+        row["phases"] += 1
+        row["seconds"] += phase.end - phase.start
+        inside = [a for a in campaign.answers if phase.start <= a.at < phase.end]
+        row["calls"] += len(inside)
+        row["answers"].update(a.code or a.cut for a in inside)
+        row["orders"] += sum(
+            1 for moment in created
+            if phase.start <= (moment - started).total_seconds() < phase.end + 1)
+    return [{**row, "seconds": round(row["seconds"], 1), "answers": dict(row["answers"])}
+            for row in table.values()]
+
+
+def _uuid(value: str) -> Any:
+    import uuid
+
+    return uuid.UUID(value)
