@@ -147,6 +147,7 @@ MIDDLEWARE = [
     # A widening refused for want of a fresh second factor: to its check and back.
     "tools.factors.middleware.StepUpRefusals",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tools.ops.logs.journaled_refusals_logged_once",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -201,6 +202,10 @@ AUTH_PASSWORD_VALIDATORS = [
 LANGUAGE_CODE = env.str("DJANGO_LANGUAGE_CODE", default="ru")
 TIME_ZONE = env.str("DJANGO_TIME_ZONE", default="Europe/Moscow")
 USE_I18N = True
+# The project's Russian catalog (plural forms, admin messages): read before Django's own.
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# Formats Django's Russian locale gets wrong (config/formats/ru); the rest stay Django's.
+FORMAT_MODULE_PATH = ["config.formats"]
 USE_TZ = True
 
 STATIC_URL = "static/"
@@ -222,7 +227,7 @@ REST_FRAMEWORK = {
     "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
-    "TITLE": "Invoicebox assistant gateway",
+    "TITLE": "Шлюз Инвойсбокс для ИИ-ассистентов — API",
     "DESCRIPTION": "Шлюз между ИИ-ассистентами и API Инвойсбокс: один каталог инструментов, одно ядро.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -237,7 +242,10 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: eager by default so a fresh machine needs no broker; production needs Redis.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
+# memory:// with a host: without one kombu warns "No hostname was supplied" on every connection.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://localhost/")
+if CELERY_BROKER_URL == "memory://":
+    CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not PRODUCTION)
 if PRODUCTION and not CELERY_TASK_ALWAYS_EAGER and CELERY_BROKER_URL.startswith("memory"):
     raise ImproperlyConfigured("CELERY_BROKER_URL (redis://...) is required in production")
@@ -432,7 +440,13 @@ if PRODUCTION:
     if env.bool("DJANGO_BEHIND_TLS_PROXY", default=False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+    # A scraper inside the network asks /metrics over plain HTTP, not through the TLS proxy.
+    SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
     SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+    # Decisions for the whole domain, not for this service alone: opt-in (docs/production.md).
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS",
+                                              default=False)
+    SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
 
 # People's second factor (tools/factors). Step-up: deciding a confirmation and widening what
 # assistants may do needs a factor checked within GATEWAY_STEP_UP_SECONDS. Required on every

@@ -6,11 +6,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 
 from adapters.rest.openapi import SchemaView
-from tools import notifications
+from tools import admin_site, notifications
 from tools.ops.dashboard import dashboard_view
 from tools.ops.health import health_view
 from tools.ops.home import home_view
 from tools.ops.metrics import metrics_view
+
+# The login form that names the right door, the user page without groups (tools/admin_site.py).
+admin_site.configure(admin.site)
 
 urlpatterns = [
     path("", home_view, name="home"),  # public: what this is, where to go

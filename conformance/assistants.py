@@ -4,6 +4,7 @@ makes executed by the gateway's own endpoints (adapters/functions/loop.py, Local
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable
@@ -38,6 +39,18 @@ class Exchange:
 Converse = Callable[[list[Any]], Exchange]
 
 
+INSTALL = 'pip install -e ".[conformance]"'
+
+
+def sdk(module: str, package: str) -> Any:
+    """The platform's SDK, or a failure naming what to install (`make demo` installs none)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise KitError(f"не установлен SDK {package}: {INSTALL} (SDK всех платформ набора "
+                       "проверки)") from None
+
+
 def need(*names: str) -> str:
     """The first of the variables that is set; else a failure naming them."""
     for name in names:
@@ -49,11 +62,10 @@ def need(*names: str) -> str:
 # -- each platform's client, from its own SDK's environment variables --------------------------
 
 def gigachat(link: GatewayLink, report: Report, contract: str) -> tuple[Converse, Callable[[str], Any]]:
-    from gigachat import GigaChat
-
     need("GIGACHAT_CREDENTIALS", "GIGACHAT_ACCESS_TOKEN", "GIGACHAT_USER")
     model = os.environ.get("GIGACHAT_MODEL", "GigaChat")
-    client = GigaChat(model=model)  # the SDK reads GIGACHAT_* itself (base URL, scope, TLS)
+    # The SDK reads GIGACHAT_* itself (base URL, scope, TLS).
+    client = sdk("gigachat", "gigachat").GigaChat(model=model)
     report.platform = {"sdk": "gigachat", "model": model, "contract": contract}
 
     def converse(history: list[Any]) -> Exchange:
@@ -87,11 +99,10 @@ def _count_function_tokens(client: Any, link: GatewayLink, report: Report, model
 
 
 def yandexgpt(link: GatewayLink, report: Report) -> tuple[Converse, Callable[[str], Any]]:
-    from yandex_ai_studio_sdk import AIStudio
-    from yandex_ai_studio_sdk.auth import APIKeyAuth
-
     folder = need("YC_FOLDER_ID")
     key = need("YC_API_KEY")
+    studio = sdk("yandex_ai_studio_sdk", "yandex-ai-studio-sdk")
+    auth = sdk("yandex_ai_studio_sdk.auth", "yandex-ai-studio-sdk")
     model = os.environ.get("YANDEXGPT_MODEL", "yandexgpt")
     # A local gRPC double (tests) stands in for the service; live runs leave it unset.
     double = os.environ.get("CONFORMANCE_YANDEX_GRPC", "")
@@ -101,11 +112,11 @@ def yandexgpt(link: GatewayLink, report: Report) -> tuple[Converse, Callable[[st
             raise KitError("CONFORMANCE_YANDEX_GRPC принимает только 127.0.0.1:порт")
         extra = {"endpoint": None, "verify": False,
                  "service_map": {"ai-foundation-models": double}}
-    sdk = AIStudio(folder_id=folder, auth=APIKeyAuth(key), **extra)
+    client = studio.AIStudio(folder_id=folder, auth=auth.APIKeyAuth(key), **extra)
     report.platform = {"sdk": "yandex-ai-studio-sdk", "model": model}
 
     def converse(history: list[Any]) -> Exchange:
-        turn = loop.yandexgpt_turn(sdk, history, gateway_url=link.url, api_key=link.key,
+        turn = loop.yandexgpt_turn(client, history, gateway_url=link.url, api_key=link.key,
                                    model=model)
         return Exchange(turn.answer, turn.outcomes, turn.messages)
 
@@ -114,18 +125,17 @@ def yandexgpt(link: GatewayLink, report: Report) -> tuple[Converse, Callable[[st
 
 def openai(link: GatewayLink, report: Report, fmt: str, model_option: str
            ) -> tuple[Converse, Callable[[str], Any]]:
-    from openai import OpenAI
-
     if fmt == "yandexgpt-openai":
         folder = need("YC_FOLDER_ID")
+        key = need("YC_API_KEY")
         # Yandex wants an API key (not an IAM token), the folder as the project, a gpt:// URI.
-        client = OpenAI(api_key=need("YC_API_KEY"), project=folder, max_retries=0,
+        client = sdk("openai", "openai").OpenAI(api_key=key, project=folder, max_retries=0,
                         base_url=os.environ.get("YANDEX_OPENAI_BASE_URL",
                                                 "https://llm.api.cloud.yandex.net/v1"))
         model = model_option or f"gpt://{folder}/yandexgpt/latest"
     else:
         need("OPENAI_API_KEY")
-        client = OpenAI(max_retries=0)  # OPENAI_API_KEY, OPENAI_BASE_URL
+        client = sdk("openai", "openai").OpenAI(max_retries=0)  # OPENAI_API_KEY, OPENAI_BASE_URL
         model = model_option or need("OPENAI_MODEL")
     report.platform = {"sdk": "openai", "model": model, "format": fmt}
 

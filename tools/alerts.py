@@ -38,6 +38,7 @@ from tools.models import (
     AlertState,
     AlertTransport,
     ConfirmationStatus,
+    Contour,
     OperatorAlert,
     PendingConfirmation,
     Role,
@@ -94,6 +95,13 @@ def _queue_safely(confirmation_id: str, kind: str) -> None:
         queue_alerts.delay(confirmation_id, kind)
     except Exception:
         logger.exception("alerts of confirmation %s not queued; the sweep will", confirmation_id)
+
+
+def unreachable_operators(contour: Contour) -> list[str]:
+    """Operators of the contour an alert cannot reach (no email address): the owner is told
+    on the contour's page, before the first alert fails in the dashboard."""
+    return list(roles.holders(contour, Role.OPERATOR).filter(email="")
+                .order_by("username").values_list("username", flat=True))
 
 
 def is_waiting(confirmation: PendingConfirmation, now: datetime | None = None) -> bool:

@@ -46,25 +46,30 @@ def is_own_sandbox(url: str) -> bool:
             and not parts.query and not parts.fragment and not parts.username)
 
 
+def _shown(value: str | None) -> str:
+    """A value quoted for a person: «https://…», or "пусто" (never a Python repr like '')."""
+    return f"«{value}»" if value else "пусто"
+
+
 def base_url_problem(mode: str, base_url: str) -> str:
     """Why a base URL is not allowed for a mode (in Russian), or "" when it is."""
     url = (base_url or "").rstrip("/")
     parts = urlsplit(url)
     if mode in OFFICIAL_MODES:
         if url != OFFICIAL_API_ORIGIN:
-            return (f"в режиме {mode} адрес API только {OFFICIAL_API_ORIGIN}, получен {url!r}; "
-                    "другой адрес — режим custom")
+            return (f"в режиме {mode} адрес API только {OFFICIAL_API_ORIGIN}, а указано "
+                    f"{_shown(url)}; другой адрес — режим custom")
         return ""
     if mode == InvoiceboxMode.SANDBOX:
         # The bundled sandbox only: a token must not leave for another host under a mode
         # the admin shows as harmless (issue 13.2; any other host is mode custom).
         return "" if is_own_sandbox(url) else (
             f"в режиме sandbox адрес API — только встроенная песочница "
-            f"({settings.INVOICEBOX_SANDBOX_BASE_URL}), получен {url!r}; другой адрес — "
+            f"({settings.INVOICEBOX_SANDBOX_BASE_URL}), а указано {_shown(url)}; другой адрес — "
             "режим custom")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"адрес API должен быть http(s)://хост, получен {url!r}"
+        return f"адрес API должен быть http(s)://хост, а указано {_shown(url)}"
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         return (f"http без шифрования допустим только для локального адреса "
-                f"(127.0.0.0/8, ::1, localhost), получен хост {parts.hostname!r}; нужен https")
+                f"(127.0.0.0/8, ::1, localhost), а указан хост {_shown(parts.hostname)}; нужен https")
     return ""

@@ -19,7 +19,7 @@ from tools import approvals, catalog
 from tools.errors import ToolError
 from tools.factors import devices, stepup
 from tools.factors.views import send_to_enrollment
-from tools.models import ConfirmationStatus, PendingConfirmation
+from tools.models import ApiKey, ConfirmationStatus, ContourRole, PendingConfirmation, Role
 from tools.params import format_rub, vat_rate
 
 RECENT_DECISIONS = 10
@@ -58,6 +58,10 @@ class Item:
     time_left: str = ""
     own: bool = False
     deadline: str = ""
+
+    def preparer(self) -> str:
+        """Only the detail page shows it: the queue costs no query per row for it."""
+        return preparer_text(self.c)
 
 
 def deadline_text(moment: datetime, zone_name: str) -> str:
@@ -118,6 +122,21 @@ def _lines(arguments: dict[str, Any], currency: str) -> list[Line]:
     return lines
 
 
+def preparer_text(c: PendingConfirmation) -> str:
+    """Who prepared it, as people name keys: «Claude, бухгалтерия» (ibg_…), holder anna.
+    The journal's actor is the key's prefix; its label and holder are looked up here."""
+    actor = c.created_by or ""
+    if not actor.startswith("key:"):
+        return actor or "—"
+    prefix = actor.removeprefix("key:")
+    key = (ApiKey.objects.select_related("user")
+           .filter(contour_id=c.contour_id, prefix=prefix).first())
+    if key is None:
+        return f"ключ {prefix}…"
+    named = f"ключ «{key.label}» ({prefix}…)" if key.label else f"ключ {prefix}…"
+    return f"{named}, владелец {key.user.get_username()}" if key.user else named
+
+
 def present(c: PendingConfirmation, user: Any, now: datetime | None = None) -> Item:
     """The facts an operator decides on, from the stored summary and canonical arguments."""
     now = now or timezone.now()
@@ -144,7 +163,14 @@ def present(c: PendingConfirmation, user: Any, now: datetime | None = None) -> I
 
 
 def _forbidden(request: HttpRequest) -> HttpResponse:
-    return render(request, "approvals/forbidden.html", status=403)
+    """Who this person is here, so the page says which door is theirs (owners and auditors
+    work in /admin/) and who gives the operator role."""
+    held = (ContourRole.objects.filter(user=request.user).select_related("contour")
+            .order_by("contour__slug"))
+    owned = [role.contour.slug for role in held if role.role == Role.OWNER]
+    audited = [role.contour.slug for role in held if role.role == Role.AUDITOR]
+    return render(request, "approvals/forbidden.html",
+                  {"owned": owned, "audited": audited}, status=403)
 
 
 def _queue_context(request: HttpRequest) -> dict[str, Any]:

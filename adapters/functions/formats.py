@@ -9,11 +9,13 @@ from tools.exports.registry import Exporter, Option
 OPTIONS: dict[str, dict[str, Option]] = {
     "openai": {"parallel_tool_calls": openai.parallel_tool_calls},
     "openai-strict": {"parallel_tool_calls": openai.parallel_tool_calls},
+    "openai-responses": {"parallel_tool_calls": openai.parallel_tool_calls},
 }
 
 FORMATS: dict[str, Exporter] = {
     "openai": openai.export,
     "openai-strict": openai.export_strict,
+    "openai-responses": openai.export_responses,
     "gigachat": gigachat.export_v1,
     "gigachat-v2": gigachat.export_v2,
     "yandexgpt": yandexgpt.export,

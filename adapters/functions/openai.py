@@ -1,4 +1,5 @@
-"""OpenAI Chat Completions: `tools` (plain and strict), `tool_calls` in, `role: tool` messages out."""
+"""OpenAI Chat Completions: `tools` (plain and strict), `tool_calls` in, `role: tool` messages out;
+and the Responses API's flat tool shape."""
 
 from __future__ import annotations
 
@@ -38,6 +39,18 @@ def export_strict(specs: list[ToolSpec]) -> dict[str, Any]:
         tool["function"]["strict"] = True
         tools.append(tool)
     return {"tools": tools}
+
+
+def export_responses(specs: list[ToolSpec]) -> dict[str, Any]:
+    """The Responses API (`client.responses.create(tools=...)`): the function's fields sit on
+    the tool itself, not under "function", and `strict` is a field every tool states. Strict,
+    with the same closed, all-required schemas as `openai-strict`."""
+    return {"tools": [
+        {"type": "function", "name": spec.name,
+         "description": schema.describe(spec, short=True),
+         "parameters": schema.strict(params), "strict": True}
+        for spec, params in zip(specs, schema.parameters_for(specs, schema.STRICT), strict=True)
+    ]}
 
 
 def parallel_tool_calls(body: dict[str, Any], value: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ class UpstreamCustomer(Upstream):
 
 class UpstreamOrder(Upstream):
     id: str
+    merchant_id: str | None = Field(None, alias="merchantId")
     merchant_order_id: str = Field("", alias="merchantOrderId")
     status: str
     amount: Money
@@ -58,6 +59,9 @@ class Order:
     payment_url: str | None
     customer_name: str | None
     customer_vat_number: str | None
+    # The shop the order belongs to, as Invoicebox reports it (the connection check compares it
+    # with the contour's merchantId); None when the answer leaves it out.
+    merchant_id: str | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> Order:
@@ -76,6 +80,7 @@ class Order:
             payment_url=upstream.payment_url,
             customer_name=upstream.customer.name if upstream.customer else None,
             customer_vat_number=upstream.customer.vat_number if upstream.customer else None,
+            merchant_id=upstream.merchant_id,
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -64,7 +65,7 @@ class ToolsView(ContourView):
                     OpenApiParameter("parallel_tool_calls", str, required=False,
                                      description="false — добавить parallel_tool_calls: false "
                                                  "(openai, openai-strict); иначе не передаётся")],
-        responses={200: serializers.DictField()},
+        responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request) -> Response:
         principal = self.principal(request)
@@ -125,7 +126,7 @@ class CallView(ContourView):
 
 
 class ConfirmationView(ContourView):
-    @extend_schema(summary="Состояние подтверждения", responses={200: serializers.DictField()})
+    @extend_schema(summary="Состояние подтверждения", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, confirmation_id: str) -> Response:
         principal = self.principal(request)
         confirmation = PendingConfirmation.objects.filter(

@@ -4,13 +4,15 @@ scripted stubs on 127.0.0.1; every call the scripted model makes runs through th
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.adapters.functions.stubs import HttpProvider, YandexProvider
-from tests.conformance.conftest import Kit, order_arguments, steps, token_in
+from tests.conformance.conftest import ROOT, Kit, order_arguments, steps, token_in
 
 CONVERSATION = ["model calls find_orders", "create_order stops at the confirmation",
                 "answer is text", "confirmed create_order is ok", "final answer is text",
@@ -88,6 +90,33 @@ def test_a_missing_credential_names_the_variable(kit: Kit):
     assert done.returncode != 0
     assert report is None
     assert "OPENAI_API_KEY" in done.stderr
+
+
+def without_sdk(kit: Kit, module: str, *args: str, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    """The kit on an install without the SDK (`make demo`): Python's own rule that a None in
+    sys.modules makes `import module` raise ModuleNotFoundError stands in for the absent package."""
+    code = ("import runpy, sys; sys.modules[sys.argv[1]] = None; "
+            "sys.argv = ['manage.py', *sys.argv[2:]]; runpy.run_path('manage.py', run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code, module, "conformance", *args],
+                          cwd=ROOT, env={**kit.env, **(env or {})}, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def test_a_missing_sdk_names_the_extra_to_install(kit: Kit):
+    done = without_sdk(kit, "openai", "openai", "--contour", "kit",
+                       env={"OPENAI_API_KEY": "sk-stub", "OPENAI_MODEL": "stub-model"})
+
+    assert done.returncode != 0
+    assert 'pip install -e ".[conformance]"' in done.stderr
+    assert "ModuleNotFoundError" not in done.stderr
+
+
+def test_a_missing_variable_is_named_before_the_missing_sdk(kit: Kit):
+    done = without_sdk(kit, "gigachat", "gigachat", "--contour", "kit")
+
+    assert done.returncode != 0
+    assert "GIGACHAT_CREDENTIALS" in done.stderr and "conformance]" not in done.stderr
 
 
 def test_a_model_target_refuses_a_contour_that_is_not_a_sandbox(kit: Kit):

@@ -196,10 +196,18 @@ def test_the_admin_role_inline_grants_through_the_journal(make_user: Callable[..
                  "roles-0-role": "operator", "roles-0-contour": shop.pk, "_save": "1"})
     data["approval_thresholds"] = '{"RUB": 10000000}'
 
+    # an operator without an address would never be alerted: asked for it right there
+    refused = root.post(f"/admin/tools/contour/{shop.pk}/change/", data)
+    assert refused.status_code == 200 and "у olga нет почты" in refused.content.decode()
+    assert not roles.has_role(olga, shop, "operator")
+
+    data["roles-0-email"] = "olga@example.org"
     response = root.post(f"/admin/tools/contour/{shop.pk}/change/", data)
 
     assert response.status_code == 302, response.content.decode()[:3000]
     assert roles.has_role(olga, shop, "operator")
+    olga.refresh_from_db()
+    assert olga.email == "olga@example.org"
     granted = JournalEntry.objects.get(code="role_granted")
     assert (granted.actor, granted.channel, granted.arguments["user"]) == (
         "user:root", "admin", "olga")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -11,7 +12,7 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.people.conftest import logged_in, prepare_order
-from tools.models import ApiKey, PendingConfirmation
+from tools.models import ApiKey, Contour, PendingConfirmation
 from tools.services import roles as role_service
 from tools.services.contours import create_contour
 
@@ -60,7 +61,7 @@ def test_the_queue_asks_for_a_login_and_refuses_non_operators(
     assert anonymous.status_code == 302
     assert anonymous["Location"].startswith("/accounts/login/?next=/approvals/")
     assert outsider.status_code == 403
-    assert "только операторам контуров" in outsider.content.decode()
+    assert "нет роли оператора ни в одном контуре" in outsider.content.decode()
     assert outsider_rows.status_code == 403
 
 
@@ -162,3 +163,18 @@ def test_an_operator_of_other_contours_gets_404_for_this_one(
     response = logged_in(olga).get(f"/approvals/{body['confirmation']['id']}/")
 
     assert response.status_code == 404
+
+
+def test_the_detail_page_names_the_key_by_its_label_and_holder(
+        guarded: Contour, olga: User, make_user: Callable[..., User]):
+    # given a key with a label, held by anna, that prepares a write
+    anna = make_user("anna")
+    key, raw = ApiKey.issue(guarded, label="Claude, бухгалтерия", user=anna)
+    _, body = prepare_order(Assistant(http=Client(), key=raw, contour=guarded))
+
+    # when the operator opens it
+    detail = logged_in(olga).get(f"/approvals/{body['confirmation']['id']}/").content.decode()
+
+    # then
+    preparer = re.search(r'<dd id="preparer">(.*?)</dd>', detail, re.S).group(1)
+    assert preparer.startswith(f"ключ «Claude, бухгалтерия» ({key.prefix}…), владелец anna,")

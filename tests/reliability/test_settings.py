@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,32 @@ def test_production_journal_keys_keep_their_order_and_never_print_a_secret():
         assert refused.returncode != 0
         assert "GATEWAY_JOURNAL_KEYS" in refused.stderr
         assert "to-hide" not in refused.stderr
+
+
+def documented_required() -> list[str]:
+    """The variables docs/production.md lists under "Required with GATEWAY_ENV=production"."""
+    text = (ROOT / "docs" / "production.md").read_text()
+    section = text.split("Required with `GATEWAY_ENV=production`", 1)[1].split("\nAlso set:", 1)[0]
+    return re.findall(r"^- `([A-Z_]+)", section, flags=re.M)
+
+
+def test_the_documented_required_settings_are_enough_and_each_is_needed():
+    # given exactly what the production guide, the systemd env skeleton and the compose header
+    # name (DJANGO_DEBUG is required off, which its default already is)
+    names = documented_required()
+    skeleton = (ROOT / "docs" / "deploy" / "systemd" / "env.example").read_text()
+    header = (ROOT / "docs" / "deploy" / "compose.yaml").read_text().split("\nx-gateway", 1)[0]
+    secrets = [name for name in names if name != "DJANGO_DEBUG"]
+    assert all(f"\n{name}=" in skeleton for name in secrets)
+    assert all(name in header for name in secrets if name != "CELERY_BROKER_URL")
+
+    # when / then: those alone start production
+    only_documented = {name: PRODUCTION[name] for name in secrets}
+    done = load_settings(GATEWAY_ENV="production", **only_documented)
+    assert done.returncode == 0, done.stderr
+
+    # and each one is needed
+    for name in secrets:
+        missing = load_settings(GATEWAY_ENV="production",
+                                **{k: v for k, v in only_documented.items() if k != name})
+        assert "ImproperlyConfigured" in missing.stderr, name

@@ -14,17 +14,19 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.actors import user_actor
-from tools import catalog
+from tools import alerts, catalog, ceilings
 from tools.admin.forms import CeilingForm, ContourForm
 from tools.admin.scope import ContourRoleInline, OwnerScoped, save_role_formset
 from tools.factors import stepup
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole, InvoiceboxMode, Toolset
 from tools.params import format_rub
 from tools.services import contours as contour_service
+from tools.services.connection import check_connection
 from tools.spec import ToolSpec
 
 KIND_LABELS = {"read": "чтение", "write": "запись", "money": "деньги"}
@@ -59,20 +61,33 @@ class RussianAddText(helpers.InlineAdminFormSet):
         return json.dumps(data)
 
 
+def ceiling_text(kind: str, currency: str, limit: int) -> str:
+    """«в сутки: 500 000,00 ₽», «записей в час: 20», as the owner typed them."""
+    label = CeilingKind(kind).label
+    if kind == CeilingKind.PER_HOUR:
+        return f"{label}: {limit}"
+    return f"{label}: {format_rub(int(limit), currency or 'RUB')}"
+
+
 class CeilingInline(admin.TabularInline):
     model = Ceiling
     form = CeilingForm
     extra = 0
-    fields = ("kind", "currency", "limit", "limit_display")
-    readonly_fields = ("limit_display",)
+    fields = ("kind", "currency", "limit", "usage")
+    readonly_fields = ("usage",)
 
-    @admin.display(description="сейчас")
-    def limit_display(self, obj: Ceiling) -> str:
+    @admin.display(description="использовано")
+    def usage(self, obj: Ceiling) -> str:
+        """What counts against the ceiling now (tools.ceilings.used), beside its limit."""
         if obj.pk is None:
             return ""
+        used = ceilings.used(obj, timezone.now())
+        if used is None:
+            return "проверяется каждая операция отдельно"
         if obj.kind == CeilingKind.PER_HOUR:
-            return f"{obj.limit} в час"
-        return format_rub(obj.limit, obj.currency or "RUB")
+            return f"{used} из {obj.limit} за последний час"
+        currency = obj.currency or "RUB"
+        return f"{format_rub(used, currency)} из {format_rub(obj.limit, currency)} с полуночи"
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -104,7 +119,8 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
             "allowed_currencies", "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "time_zone")}),
         ("Инвойсбокс", {"fields": ("mode", "base_url", "merchant_id", "api_token",
-                                   "notification_key", "clear_notification_key")}),
+                                   "api_token_sealed", "notification_key",
+                                   "clear_notification_key")}),
         ("Оповещения операторов и ключи", {"fields": (
             "notify_webhook_url", "notify_webhook_secret", "key_grace_hours")}),
     )
@@ -158,8 +174,33 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         return [
             path("catalog/", self.admin_site.admin_view(self.catalog_view),
                  name="tools_contour_catalog"),
+            path("<path:object_id>/check/", self.admin_site.admin_view(self.check_view),
+                 name="tools_contour_check"),
             *super().get_urls(),
         ]
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        contour = self.get_object(request, unquote(object_id))
+        return super().change_view(request, object_id, form_url, {
+            **(extra_context or {}),
+            "unreachable_operators": alerts.unreachable_operators(contour),
+        })
+
+    # -- «Проверить подключение»: tools.services.connection, reads only --
+
+    def check_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        contour = self.get_object(request, unquote(object_id))
+        if request.method != "POST":
+            return HttpResponseRedirect(reverse("admin:tools_contour_change", args=[contour.pk]))
+        if not self.has_change_permission(request, contour):
+            raise PermissionDenied
+        report = check_connection(contour)
+        level = messages.SUCCESS if report.ok else messages.ERROR
+        messages.add_message(request, level, report.summary)
+        for line in report.lines():
+            messages.add_message(request, level if report.ok else messages.INFO, line)
+        return HttpResponseRedirect(reverse("admin:tools_contour_change", args=[contour.pk]))
 
     # -- the tool catalog page --
 
@@ -224,6 +265,10 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
             "post": {k: request.POST.getlist(k) for k in request.POST
                      if k != "csrfmiddlewaretoken"},
         }
+        posted_ceilings = self._ceilings_as_posted(request, form.instance,
+                                                   change=obj is not None)
+        if posted_ceilings is None:
+            return None  # the normal view shows the ceilings' errors
         data = form.cleaned_data
         thresholds = data.get("approval_thresholds") or {}
         context = {
@@ -236,13 +281,28 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                       for s in tools_gained(before, after, data.get("disabled_tools") or [])],
             "all_writes_approved": data.get("approval_for_all_writes"),
             "thresholds": [(cur, format_rub(int(v), cur)) for cur, v in thresholds.items()],
-            "ceilings": list(obj.ceilings.all()) if obj is not None else [],
+            "ceilings": posted_ceilings,
             "mode": InvoiceboxMode(data["mode"]).label if data.get("mode") else "",
             "production": data.get("mode") == InvoiceboxMode.PRODUCTION,
             "confirm_field": CONFIRM_FIELD, "nonce": nonce,
             "back_url": request.path,
         }
         return TemplateResponse(request, "admin/tools/contour/confirm_writes.html", context)
+
+    def _ceilings_as_posted(self, request: HttpRequest, contour: Contour, *, change: bool
+                            ) -> list[str] | None:
+        """The ceilings this very form will save (its inline rows, deletions left out), as
+        the owner reads them; None while a row is invalid. The stored ones may differ: the
+        page is shown before anything is saved."""
+        formsets, _ = self._create_formsets(request, contour, change=change)
+        rows = next((f for f in formsets if f.model is Ceiling), None)
+        if rows is None:
+            return [ceiling_text(c.kind, c.currency, c.limit) for c in contour.ceilings.all()]
+        if not rows.is_valid():
+            return None
+        return [ceiling_text(row["kind"], row.get("currency") or "", row["limit"])
+                for row in rows.cleaned_data
+                if row and not row.get("DELETE") and row.get("limit") not in (None, "")]
 
     def _restore_post(self, request: HttpRequest, object_id: str | None) -> bool:
         stash = request.session.pop(

@@ -6,6 +6,7 @@ from typing import Any, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
@@ -15,11 +16,16 @@ from adapters.invoicebox.notify import (
     SIGNATURE_ALGORITHMS,
     SIGNATURE_METHODS,
 )
-from tools import alerts, catalog, keys
+from tools import alerts, catalog, keys, secret_box
 from tools.admin.widgets import MoneyInput, ThresholdsField, parse_roubles, roubles_text
 from tools.models import Ceiling, CeilingKind, Contour, InvoiceboxMode, Toolset, mask_secret
 from tools.params import Currency
-from tools.services.contours import mint_sandbox_merchant
+from tools.services.contours import (
+    UUID_RE,
+    default_base_url,
+    mint_sandbox_merchant,
+    new_contour_defaults,
+)
 from tools.spec import ToolSpec
 
 
@@ -27,10 +33,27 @@ def tool_label(spec: ToolSpec) -> str:
     return f"{spec.name} — {spec.title}"
 
 
+KEPT_FROM_LAST_SUBMIT_HELP = ("токен из прошлой отправки формы сохранён (поле пустое, чтобы "
+                              "не показывать его); введите другой, чтобы заменить")
+
+
+class ToolsetsWidget(forms.CheckboxSelectMultiple):
+    """«чтение» is always on (clean_toolsets adds it): shown ticked and locked, not unticked."""
+
+    def create_option(self, name: str, value: Any, label: Any, selected: Any, index: int,
+                      subindex: int | None = None, attrs: dict[str, Any] | None = None
+                      ) -> dict[str, Any]:
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if value == Toolset.READ:
+            option["selected"] = True
+            option["attrs"] = {**option["attrs"], "checked": True, "disabled": True}
+        return option
+
+
 class ContourForm(forms.ModelForm):
     toolsets = forms.MultipleChoiceField(
         label="наборы инструментов", choices=Toolset.choices, required=False,
-        widget=forms.CheckboxSelectMultiple,
+        widget=ToolsetsWidget,
         help_text="чтение включено всегда; запись и возвраты — только явно (с подтверждением "
                   "на следующей странице)",
     )
@@ -56,7 +79,15 @@ class ContourForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="не показывается; тело подписано HMAC-SHA256, заголовок X-Gateway-Signature",
     )
-    base_url = forms.URLField(label="адрес API", max_length=500, assume_scheme="https")
+    # Empty: the mode's own address (tools.services.contours.new_contour_defaults).
+    base_url = forms.URLField(
+        label="адрес API", max_length=500, assume_scheme="https", required=False,
+        widget=forms.URLInput(attrs={"class": "vURLField gw-wide"}),
+        help_text="пусто — адрес режима: встроенная песочница, или https://api.invoicebox.ru "
+                  "для demo и production; свой адрес — только в режиме custom")
+    # A token typed into a form that came back with an error is carried to the next submit
+    # sealed (Fernet, GATEWAY_SECRETS_KEY), never echoed into the page as it was typed.
+    api_token_sealed = forms.CharField(required=False, widget=forms.HiddenInput)
     notify_webhook_url = forms.URLField(
         label="адрес вебхука для операторов", max_length=500, required=False,
         assume_scheme="https",
@@ -68,7 +99,7 @@ class ContourForm(forms.ModelForm):
                   "оператор; валюта без порога (пустое поле) — всегда оператор",
     )
     allowed_currencies = forms.MultipleChoiceField(
-        label="разрешённые валюты записей", widget=forms.CheckboxSelectMultiple,
+        label="разрешённые валюты записей", widget=forms.CheckboxSelectMultiple, required=False,
         choices=[(code, code) for code in get_args(Currency)],
         help_text="запись в другой валюте отклоняется; если заданы потолки сумм, у каждой "
                   "разрешённой валюты должен быть свой потолок, иначе запись в ней отклоняется",
@@ -120,7 +151,42 @@ class ContourForm(forms.ModelForm):
         self.fields["merchant_id"].required = False
         if not stored:
             self.fields["merchant_id"].help_text = (
-                "новая песочница без токена и магазина получит свой магазин песочницы")
+                "новая песочница без токена и магазина получит свой магазин песочницы; для "
+                "рабочего магазина — «Идентификатор магазина» из кабинета Инвойсбокс, вкладка "
+                "«Интеграция (API)»")
+            if not self.is_bound:
+                # The same starting values as `manage.py create_contour`: one service says.
+                defaults = new_contour_defaults(str(self.initial.get("mode") or
+                                                    InvoiceboxMode.SANDBOX))
+                self.initial = {**defaults, **self.initial}
+        if self.is_bound and self.data.get("api_token_sealed") and not self.data.get("api_token"):
+            self.fields["api_token"].help_text = KEPT_FROM_LAST_SUBMIT_HELP
+
+    def clean_base_url(self) -> str:
+        url = self.cleaned_data.get("base_url") or ""
+        mode = self.data.get("mode") or ""
+        if not url and mode in InvoiceboxMode.values and mode != InvoiceboxMode.CUSTOM:
+            return default_base_url(mode)
+        if not url:
+            raise forms.ValidationError("в режиме custom укажите адрес своего прокси или "
+                                        "тестового двойника")
+        return url
+
+    def clean_merchant_id(self) -> str:
+        value = (self.cleaned_data.get("merchant_id") or "").strip()
+        if value and not UUID_RE.match(value):
+            raise forms.ValidationError(
+                "идентификатор магазина — UUID вида 6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b: "
+                "скопируйте его из кабинета Инвойсбокс, вкладка «Интеграция (API)»")
+        return value
+
+    def clean_allowed_currencies(self) -> list[str]:
+        chosen = list(self.cleaned_data.get("allowed_currencies") or [])
+        writes = {Toolset.WRITE, Toolset.REFUND} & set(self.data.getlist("toolsets")
+                                                      if hasattr(self.data, "getlist") else [])
+        if not chosen and writes:
+            raise forms.ValidationError("для записи отметьте хотя бы одну валюту (обычно RUB)")
+        return chosen
 
     def clean_toolsets(self) -> list[str]:
         chosen = set(self.cleaned_data.get("toolsets") or []) | {Toolset.READ}
@@ -166,7 +232,7 @@ class ContourForm(forms.ModelForm):
             self.instance.notification_signature_algorithm or DEFAULT_ALGORITHM)
 
     def clean_api_token(self) -> str:
-        token = self.cleaned_data.get("api_token", "")
+        token = self.cleaned_data.get("api_token", "") or self._unsealed_token()
         if token:
             return token
         if self.instance.pk:
@@ -175,8 +241,29 @@ class ContourForm(forms.ModelForm):
             return ""  # a sandbox merchant of its own is minted in clean()
         raise forms.ValidationError("для нового контура нужен токен")
 
+    def _unsealed_token(self) -> str:
+        sealed = self.data.get("api_token_sealed") or ""
+        if not sealed.startswith(secret_box.PREFIX):
+            return ""  # only what this form sealed itself
+        try:
+            return secret_box.unseal(sealed)
+        except ValueError:  # sealed under a key no longer listed: ask for the token again
+            return ""
+
+    def _carry_token(self, token: str) -> None:
+        """Put the typed token, sealed, into the hidden field the re-shown form renders."""
+        data = self.data.copy()
+        data["api_token_sealed"] = secret_box.seal(token)
+        self.data = data
+        # The bound field copied its help text when cleaning began.
+        self.fields["api_token"].help_text = KEPT_FROM_LAST_SUBMIT_HELP
+        self["api_token"].help_text = KEPT_FROM_LAST_SUBMIT_HELP
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        typed = data.get("api_token") or ""
+        if typed and typed != (self.instance.api_token if self.instance.pk else ""):
+            self._carry_token(typed)
         if (not self.instance.pk and data.get("mode") == InvoiceboxMode.SANDBOX
                 and not data.get("api_token")):
             # Its own sandbox merchant: a tester of isolation must not see another's orders.
@@ -252,8 +339,12 @@ class ApiKeyCreateForm(forms.Form):
         label="только инструменты", required=False, widget=forms.CheckboxSelectMultiple,
         choices=[(spec.name, tool_label(spec)) for spec in catalog.CATALOG],
         help_text="пусто — все инструменты выбранных наборов")
-    expires_at = forms.DateTimeField(label="действует до", required=False,
-                                     help_text="после этого момента ключ получает 401")
+    expires_at = forms.DateTimeField(
+        label="действует до", required=False,
+        widget=forms.DateTimeInput(attrs={"placeholder": "31.12.2026 18:00", "size": 20}),
+        help_text="дата и время, например 31.12.2026 18:00 (время сервера: "
+                  f"{settings.TIME_ZONE}); пусто — бессрочно; после этого момента ключ "
+                  "получает 401")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -74,9 +74,30 @@ class OwnerScoped:
 
 
 class ContourRoleForm(forms.ModelForm):
+    # Asked where the role is given: an operator without an address is never alerted.
+    email = forms.EmailField(
+        label="почта", required=False,
+        help_text="куда приходят оповещения; оператору обязательна")
+
     class Meta:
         model = ContourRole
-        fields = ("user", "role")
+        fields = ("user", "role", "email")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and self.instance.user_id:
+            self.fields["email"].initial = self.instance.user.email
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        user, email = data.get("user"), data.get("email") or ""
+        # Asked when a role is given or changed; a row left as it was never blocks a save
+        # (the contour page warns about it instead).
+        if (self.has_changed() and data.get("role") == Role.OPERATOR and user is not None
+                and not (email or user.email)):
+            self.add_error("email", f"у {user.get_username()} нет почты: без неё оператор не "
+                                    "узнает о записях, ждущих его решения")
+        return data
 
 
 class ContourRoleInline(admin.TabularInline):
@@ -86,7 +107,7 @@ class ContourRoleInline(admin.TabularInline):
     model = ContourRole
     form = ContourRoleForm
     extra = 0
-    fields = ("user", "role", "granted_by", "granted_at")
+    fields = ("user", "role", "email", "granted_by", "granted_at")
     readonly_fields = ("granted_by", "granted_at")
     verbose_name_plural = "люди контура: владельцы, операторы, аудиторы"
 
@@ -119,9 +140,15 @@ def save_role_formset(request: HttpRequest, formset: Any, contour: Contour) -> N
             continue
         if form.instance.pk:
             stored = ContourRole.objects.get(pk=form.instance.pk)
+            if (stored.user_id, stored.role) == (data["user"].pk, data["role"]):
+                # Only the address changed: the role stays as granted.
+                role_service.grant(stored.user, stored.role, contour, actor=by,
+                                   email=data.get("email") or "")
+                continue
             role_service.revoke(stored.user, stored.role, contour, actor=by)
         role_service.grant(data["user"], data["role"], contour, actor=by,
-                           step_up=stepup.of_request(request))
+                           step_up=stepup.of_request(request),
+                           email=data.get("email") or "")
 
 
 @admin.display(description="последний вызов")

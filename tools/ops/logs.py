@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from django.http import HttpRequest, HttpResponse
 
 from audit.redaction import redact
 
@@ -26,6 +29,12 @@ _LEVELS = {"ok": logging.INFO, "confirmation_required": logging.INFO,
 _SEVERE_CODES = frozenset({"outcome_unknown", "internal_error"})
 
 
+# Celery's trace logger repeats its message's context as the extra `data`; of it the task's id,
+# name and runtime are code, not personal data ("name" would otherwise be masked like a
+# customer's name: "to***"), while args and return values stay redacted.
+_CELERY_TASK_FIELDS = ("id", "name", "runtime")
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, extra fields (redacted), error."""
 
@@ -33,7 +42,7 @@ class JsonFormatter(logging.Formatter):
         fields = {key: value for key, value in vars(record).items()
                   if key not in _STANDARD and key != REDACTED_FLAG}
         if not getattr(record, REDACTED_FLAG, False):
-            fields = redact(fields)
+            fields = _redact(record, fields)
         line: dict[str, Any] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
@@ -46,6 +55,32 @@ class JsonFormatter(logging.Formatter):
         elif record.exc_text:
             line["error"] = record.exc_text
         return json.dumps(line, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def _redact(record: logging.LogRecord, fields: dict[str, Any]) -> dict[str, Any]:
+    redacted = redact(fields)
+    task = fields.get("data")
+    if record.name.startswith("celery.") and isinstance(task, dict) \
+            and isinstance(redacted.get("data"), dict):
+        redacted["data"].update({key: task[key] for key in _CELERY_TASK_FIELDS if key in task})
+    return redacted
+
+
+def journaled_refusals_logged_once(get_response: Callable[[HttpRequest], HttpResponse]
+                                   ) -> Callable[[HttpRequest], HttpResponse]:
+    """Middleware: a 4xx carrying an envelope the journal recorded (its `journal_id`) already
+    has its `gateway.calls` line; Django's own `django.request` warning ("Bad Request:
+    /api/v1/call") would repeat every refused tool call as a warning. Other 4xx stay logged."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        response = get_response(request)
+        body = getattr(response, "data", None)  # a DRF Response's envelope, before rendering
+        if 400 <= response.status_code < 500 and isinstance(body, dict) \
+                and body.get("journal_id") is not None:
+            response._has_been_logged = True  # django.utils.log.log_response's own flag
+        return response
+
+    return middleware
 
 
 def call_fields(entry: JournalEntry) -> dict[str, Any]:

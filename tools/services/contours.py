@@ -68,6 +68,23 @@ def default_base_url(mode: str) -> str:
     return OFFICIAL_API_ORIGIN
 
 
+# What a new contour starts with besides its mode's address: the model's own defaults.
+_DEFAULTED_FIELDS = ("toolsets", "allowed_currencies", "approval_thresholds",
+                     "approval_for_all_writes", "confirmation_ttl_seconds",
+                     "approval_window_hours", "dedup_window_seconds", "time_zone",
+                     "key_grace_hours")
+
+
+def new_contour_defaults(mode: str = InvoiceboxMode.SANDBOX) -> dict[str, Any]:
+    """A new contour's settings before anyone changes them, the same for `create_contour`
+    (the command) and the admin's add form: the mode's API address, reads only, writes in
+    RUB with the environment's operator threshold, the windows. Values come from the model
+    field defaults (themselves from the settings), so there is one answer."""
+    values = {name: Contour._meta.get_field(name).get_default() for name in _DEFAULTED_FIELDS}
+    values.update(mode=mode, base_url=default_base_url(mode))
+    return values
+
+
 def mint_sandbox_merchant() -> tuple[str, str]:
     """A sandbox merchant of a contour's own (token, merchant id): a tester of isolation must
     not see another contour's orders."""
@@ -126,7 +143,8 @@ def create_contour(
         raise ContourSetupError("--merchant-id must be a UUID")
     if mode == InvoiceboxMode.CUSTOM and not base_url:
         raise ContourSetupError("mode custom needs --base-url (a proxy or a test double)")
-    url = (base_url or default_base_url(mode)).rstrip("/")
+    defaults = new_contour_defaults(mode)
+    url = (base_url or defaults["base_url"]).rstrip("/")
     problem = base_url_problem(mode, url)
     if problem:
         raise ContourSetupError(f"--base-url: {problem}")
@@ -140,7 +158,7 @@ def create_contour(
             base_url=url,
             api_token=token or DEMO_TOKEN,
             merchant_id=merchant_id or DEMO_MERCHANT_ID,
-            toolsets=toolsets or [Toolset.READ],
+            toolsets=toolsets or defaults["toolsets"],
         )
     except ValidationError as error:
         raise ContourSetupError("; ".join(error.messages)) from None

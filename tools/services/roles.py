@@ -17,9 +17,10 @@ STEP_UP_ROLES = (Role.OWNER, Role.OPERATOR)
 
 
 def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin",
-          step_up: stepup.StepUp | None = None) -> bool:
+          email: str = "", step_up: stepup.StepUp | None = None) -> bool:
     """Give user the role on contour (owners and auditors also get is_staff to open /admin/).
-    False, and no journal entry, when they already had it."""
+    `email`: where the person's alerts go (an operator without one is never told); given,
+    it replaces the user's address. False, and no journal entry, when they had the role."""
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}; known: {', '.join(Role.values)}")
     if role in STEP_UP_ROLES and not ContourRole.objects.filter(
@@ -27,6 +28,9 @@ def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = 
         stepup.require(step_up, contour=contour, action=f"роль «{Role(role).label}» в "
                        f"контуре {contour.slug} для {user.get_username()}")
     with transaction.atomic():
+        if email and user.email != email:
+            user.email = email
+            user.save(update_fields=["email"])
         _, created = ContourRole.objects.get_or_create(
             user=user, contour=contour, role=role, defaults={"granted_by": actor})
         if role in STAFF_ROLES and not user.is_staff:

@@ -33,7 +33,7 @@ from adapters.invoicebox.sandbox.orders import (
     _list_orders,
     _update_order,
 )
-from adapters.invoicebox.sandbox.payment import _pay, _payment_page
+from adapters.invoicebox.sandbox.payment import _pay, _pay_from_page, _payment_page
 from adapters.invoicebox.sandbox.refunds import _create_refund, _get_refundable_items, _list_refunds
 from adapters.invoicebox.sandbox.responses import (
     _JSON,
@@ -48,6 +48,12 @@ from adapters.invoicebox.sandbox.shipments import _create_shipment, _list_shipme
 logger = logging.getLogger("adapters.invoicebox.sandbox")
 
 MOUNT_PATH = "/sandbox/invoicebox"
+
+# A path no route of the sandbox has (a person's wrong address, most often the bare mount): said
+# in Russian with where the paths are. A known route's missing object keeps the API's own
+# "Not Found", as the real API answers it.
+_NO_SUCH_PATH = ("В песочнице Инвойсбокс нет такого адреса: методы API — под /v3/ (например "
+                 "/v3/filter/api/order/order), их список — в docs/invoicebox-api.md")
 
 # What a reverse proxy answers when the upstream never replied: deliberately not JSON.
 _PROXY_TIMEOUT_PAGE = (
@@ -96,7 +102,8 @@ _ROUTES: tuple[_Route, ...] = (
         re.compile(r"/v3/_sandbox/pay/(?P<order_id>[^/]+)"), {"POST": _pay}, faults=False,
         contract=False,
     ),
-    _Route(re.compile(r"/pay/(?P<container_id>[^/]+)"), {"GET": _payment_page}, api=False),
+    _Route(re.compile(r"/pay/(?P<container_id>[^/]+)"),
+           {"GET": _payment_page, "POST": _pay_from_page}, api=False),
 )
 
 
@@ -130,7 +137,7 @@ def _dispatch(
         if match is not None:
             break
     else:
-        raise _ApiError(404, "not_found", "Not Found")
+        raise _ApiError(404, "not_found", _NO_SUCH_PATH)
     handler = route.methods.get(method)
     if handler is None:
         raise _ApiError(
@@ -259,7 +266,7 @@ class InProcessTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if path != self.mount and not path.startswith(f"{self.mount}/"):
-            result = _error_response(_ApiError(404, "not_found", "Not Found"), _new_request_id())
+            result = _error_response(_ApiError(404, "not_found", _NO_SUCH_PATH), _new_request_id())
         else:
             query = _split_query(request.url.query.decode("ascii", "replace"))
             if query is None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import uuid
+from decimal import Decimal
 from typing import Any
+from urllib.parse import parse_qs
 
 from django.db import transaction
-from django.utils import timezone
+from django.utils import numberformat, timezone
 from django.utils.html import format_html, format_html_join
 
 from adapters.invoicebox.models import SandboxOrder
@@ -60,31 +62,89 @@ def _pay(call: _Call) -> SandboxResponse:
     return call.ok({"data": payload, "extendedData": [], "notification": delivery.as_dict()})
 
 
-def _payment_page(call: _Call) -> SandboxResponse:
-    """The payer's page behind paymentUrl: sandbox only, it explains how to 'pay'."""
+# What the payer reads for each order status (the API's own values stay English).
+_STATUS_RU = {
+    SandboxOrder.Status.CREATED: "ожидает оплаты",
+    SandboxOrder.Status.HOLD: "деньги заблокированы, ждут списания",
+    SandboxOrder.Status.COMPLETED: "оплачен",
+    SandboxOrder.Status.CANCELED: "отменён",
+    SandboxOrder.Status.EXPIRED: "срок оплаты истёк",
+    SandboxOrder.Status.DRAFT: "черновик",
+}
+_PAYABLE = (SandboxOrder.Status.CREATED, SandboxOrder.Status.HOLD)
+_NO_PAGE = "Страницы оплаты с таким адресом нет"
+
+
+def _money(amount: Decimal, currency: str) -> str:
+    """366,00 ₽ as a Russian payer reads it: a decimal comma, thin groups of thousands."""
+    text = numberformat.format(amount, decimal_sep=",", decimal_pos=2, grouping=3,
+                               thousand_sep="\u00a0", force_grouping=True)
+    return f"{text}\u00a0₽" if currency == "RUB" else f"{text}\u00a0{currency}"
+
+
+def _container_orders(call: _Call) -> list[SandboxOrder]:
     try:
         container = uuid.UUID(call.params["container_id"])
     except ValueError:
-        raise _ApiError(404, "not_found", "Not Found") from None
+        raise _ApiError(404, "not_found", _NO_PAGE) from None
     orders = list(SandboxOrder.objects.filter(order_container_id=container).order_by("seq"))
     if not orders:
-        raise _ApiError(404, "not_found", "Not Found")
+        raise _ApiError(404, "not_found", _NO_PAGE)
+    return orders
+
+
+def _pay_from_page(call: _Call) -> SandboxResponse:
+    """POST from the payer's page: whoever holds the payment link pays, as on the real page;
+    the signed notification goes out after commit. Then back to the page (303)."""
+    orders = {str(order.order_id): order for order in _container_orders(call)}
+    chosen = parse_qs(call.body.decode("utf-8", "replace")).get("order", [""])[0]
+    if chosen not in orders:
+        raise _ApiError(400, "bad_request", "Такого счёта на этой странице нет")
+    try:
+        pay_order(chosen)
+    except ValueError:
+        pass  # paid or canceled meanwhile: the page shows its status now
+    # Relative to .../pay/<container_id>: the same page, wherever the sandbox is mounted.
+    return SandboxResponse(status=303, body=b"", headers={
+        "Location": call.params["container_id"], "X-Request-Id": call.request_id})
+
+
+def _payment_page(call: _Call) -> SandboxResponse:
+    """The payer's page behind paymentUrl: sandbox only, each unpaid order has a pay button."""
+    orders = _container_orders(call)
     rows = format_html_join(
         "",
-        "<li>{} — {} {} — {} (<code>python manage.py sandbox_pay {}</code>)</li>",
+        "<li><span class='what'>Счёт {}</span> — <strong>{}</strong> — "
+        "<span class='status'>{}</span>{}</li>",
         (
-            (o.merchant_order_id, o.amount, o.currency_id, o.effective_status(call.now), o.order_id)
+            (o.merchant_order_id, _money(o.amount, o.currency_id),
+             _STATUS_RU.get(o.effective_status(call.now), o.effective_status(call.now)),
+             _pay_button(o) if o.effective_status(call.now) in _PAYABLE else "")
             for o in orders
         ),
     )
     page = format_html(
-        "<!doctype html><html><head><meta charset='utf-8'><title>Песочница Инвойсбокс</title>"
-        "</head><body><h1>Песочница Инвойсбокс: оплата счёта</h1><p>Настоящих денег здесь нет."
-        "</p><ul>{}</ul></body></html>",
-        rows,
+        "<!doctype html><html lang='ru'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<title>Песочница Инвойсбокс: оплата счёта</title><style>{}</style></head><body>"
+        "<h1>Песочница Инвойсбокс: оплата счёта</h1><p>Настоящих денег здесь нет: кнопка "
+        "отмечает счёт оплаченным и отправляет магазину подписанное уведомление, как "
+        "Инвойсбокс после оплаты.</p><ul>{}</ul></body></html>",
+        _STYLE, rows,
     )
     return SandboxResponse(
         status=200,
         headers={"Content-Type": "text/html; charset=utf-8", "X-Request-Id": call.request_id},
         body=str(page).encode("utf-8"),
     )
+
+
+_STYLE = ("body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}"
+          "ul{padding:0;list-style:none}li{padding:.75rem 0;border-bottom:1px solid #ddd}"
+          "form{display:inline;margin-left:.5rem}button{font:inherit;padding:.3rem 1rem;"
+          "background:#0b6e4f;color:#fff;border:0;border-radius:4px;cursor:pointer}")
+
+
+def _pay_button(order: SandboxOrder) -> str:
+    return format_html("<form method='post'><input type='hidden' name='order' value='{}'>"
+                       "<button type='submit'>Оплатить</button></form>", order.order_id)

@@ -10,6 +10,7 @@ import pytest
 from gigachat.models import Chat, ChatCompletionRequest, Function
 from google.protobuf.json_format import ParseDict
 from openai.types.chat import ChatCompletionFunctionToolParam
+from openai.types.responses import FunctionToolParam
 from pydantic import BaseModel, Field, TypeAdapter
 from yandex.cloud.ai.foundation_models.v1.text_common_pb2 import Tool as YandexTool
 
@@ -27,6 +28,7 @@ from tools.validation import validate
 ALL = list(catalog.CATALOG)
 WRITES = [spec for spec in ALL if spec.writes]
 USER = {"role": "user", "content": "Покажи неоплаченные счета"}
+STRICT_FORMATS = ("openai-strict", "openai-responses")
 
 
 def functions_of(fmt: str, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -35,6 +37,8 @@ def functions_of(fmt: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         return body["functions"]
     if fmt == "gigachat-v2":
         return [s for tool in body["tools"] for s in tool["functions"]["specifications"]]
+    if fmt == "openai-responses":  # the Responses API: the function's fields on the tool itself
+        return body["tools"]
     return [tool["function"] for tool in body["tools"]]
 
 
@@ -85,7 +89,7 @@ def test_every_exported_schema_stays_in_the_common_subset(fmt: str):
     problems = []
     for function in exported(fmt):
         for node in schemas_of(function):
-            problems += structure_problems(node, function["name"], strict=fmt == "openai-strict")
+            problems += structure_problems(node, function["name"], strict=fmt in STRICT_FORMATS)
 
     assert problems == []
 
@@ -255,6 +259,21 @@ def test_openai_tool_params_type_accepts_the_tools(fmt: str):
         assert adapter.validate_python(tool) == tool
 
 
+def test_openai_responses_tool_type_accepts_the_tools_and_they_are_strict():
+    adapter = TypeAdapter(FunctionToolParam)
+    tools = FORMATS["openai-responses"](ALL)["tools"]
+    chat = {tool["function"]["name"]: tool["function"]
+            for tool in FORMATS["openai-strict"](ALL)["tools"]}
+
+    for tool in tools:
+        assert adapter.validate_python(tool) == tool
+        assert tool["strict"] is True and "function" not in tool
+        # the same texts and schemas as the Chat Completions strict form, only flat
+        assert {k: tool[k] for k in ("name", "description", "parameters")} == {
+            k: chat[tool["name"]][k] for k in ("name", "description", "parameters")}
+    assert [tool["name"] for tool in tools] == [spec.name for spec in ALL]
+
+
 def test_yandex_proto_parses_the_rest_tools_exactly():
     for tool in FORMATS["yandexgpt"](ALL)["tools"]:
         parsed = ParseDict(tool, YandexTool())  # unknown or misnamed fields raise
@@ -340,7 +359,7 @@ def test_definitions_follow_the_contours_toolsets(reader: Assistant):
 # -- parallel_tool_calls: o-series models refuse the parameter ----------------------------------
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("fmt", ["openai", "openai-strict"])
+@pytest.mark.parametrize("fmt", ["openai", "openai-strict", "openai-responses"])
 def test_parallel_tool_calls_is_left_out_unless_asked(assistant: Assistant, fmt: str):
     # when
     plain = definitions(assistant, fmt)

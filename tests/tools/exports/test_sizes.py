@@ -39,6 +39,9 @@ CEILINGS = {
     # Strict mode: every property listed in `required`, every optional one nullable, every object
     # closed (additionalProperties false) — about 1 540 characters over the plain `openai` form.
     "openai-strict": 10_550,
+    # The Responses API's flat shape of the same strict definitions: no "function" wrapper, a
+    # "strict" field on each tool (10 417 now).
+    "openai-responses": 10_450,
     "gigachat": CEILING,
     "gigachat-v2": CEILING,
     # The system prompt: Qwen's template text and its `tojson` lines (spaced JSON, as the model was

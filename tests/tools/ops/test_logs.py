@@ -123,3 +123,30 @@ def test_an_exception_is_one_line_with_its_traceback(log_output):
 
     assert "RuntimeError: boom" in line["error"]
     assert log_output.getvalue().count("\n") == 1
+
+
+@pytest.mark.django_db
+def test_a_celery_task_keeps_its_name_and_the_broker_needs_no_hostname_warning(log_output):
+    from tools.tasks import expire_confirmations
+
+    expire_confirmations.delay()  # eager, on the default broker URL
+
+    records = lines(log_output)
+    (done,) = [r for r in records if r["logger"] == "celery.app.trace"]
+    assert done["data"]["name"] == "tools.tasks.expire_confirmations"
+    assert not [r for r in records if "No hostname was supplied" in r["message"]]
+
+
+@pytest.mark.django_db
+def test_a_refused_tool_call_is_logged_once_as_a_call_not_as_a_bad_request(
+        assistant: Assistant, log_output):
+    status, body = assistant.call("create_order", {"amount": "-1"})
+    assert status >= 400 and body["journal_id"]
+
+    records = lines(log_output)
+    assert [r["code"] for r in records if r["logger"] == "gateway.calls"] == [body["code"]]
+    assert not [r for r in records if r["logger"] == "django.request"]
+
+    # a 4xx without a journaled envelope is still Django's to log
+    assert Client().get("/api/v1/no-such-endpoint").status_code == 404
+    assert [r["status_code"] for r in lines(log_output) if r["logger"] == "django.request"] == [404]

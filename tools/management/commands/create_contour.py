@@ -60,6 +60,9 @@ class Command(BaseCommand):
                               "other contours don't see its orders")
         self.stdout.write(f"gateway: {site}/api/v1/ and {site}/mcp "
                           f"(key: manage.py create_api_key {contour.slug})")
+        if not sandbox:
+            self.stdout.write(f"check the token and the shop id: manage.py check_contour "
+                              f"{contour.slug}")
 
     def _read_token(self, source: str) -> str:
         if not source:

@@ -45,10 +45,10 @@ class Command(BaseCommand):
                 user.set_unusable_password()
             user.save()
             self.stderr.write(f"user {user.get_username()} created")
-        elif options["email"] and user.email != options["email"]:
-            user.email = options["email"]
-            user.save(update_fields=["email"])
         created = role_service.grant(user, options["role"], contour, actor="manage.py",
-                                     step_up=stepup.from_shell())
+                                     email=options["email"], step_up=stepup.from_shell())
+        if options["role"] == Role.OPERATOR and not user.email:
+            self.stderr.write(f"{user.get_username()} has no email: alerts of writes waiting "
+                              "for an operator won't reach them (add --email)")
         self.stdout.write(f"{user.get_username()}: {options['role']} of {contour.slug}"
                           + ("" if created else " (already)"))
