@@ -144,7 +144,8 @@ def role_grant(role: str) -> Callable[[World], Any]:
         def act(http: Client) -> Any:
             data = contour_form(shop, **{
                 "roles-TOTAL_FORMS": 1, "roles-INITIAL_FORMS": 0, "roles-0-user": newcomer.pk,
-                "roles-0-role": role, "roles-0-contour": shop.pk})
+                "roles-0-role": role, "roles-0-contour": shop.pk,
+                "roles-0-email": "nina@example.com"})
             return http.post(change_url(shop), data)
         return (root, act, lambda: list(ContourRole.objects.filter(user=newcomer)
                                         .values_list("role", flat=True)))

@@ -8,7 +8,6 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -17,6 +16,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from django_otp_webauthn.utils import get_attestation_model, get_credential_model
 
 from audit.actors import user_actor
+from tools.admin_site import PeopleUserAdmin
 from tools.factors import devices, stepup
 
 for _model in (TOTPDevice, StaticDevice, get_credential_model(), get_attestation_model()):
@@ -37,9 +37,11 @@ def reset_devices(request: HttpRequest, people: QuerySet[Any]) -> int:
     return sum(devices.reset(person, by=by, channel="admin") for person in people)
 
 
-class PeopleAdmin(UserAdmin):
-    actions = [*UserAdmin.actions, "reset_second_factor"]
-    list_display = (*UserAdmin.list_display, "second_factor")
+class PeopleAdmin(PeopleUserAdmin):
+    """The people admin (tools/admin_site.py) with the superuser's reset of a second factor."""
+
+    actions = [*PeopleUserAdmin.actions, "reset_second_factor"]
+    list_display = (*PeopleUserAdmin.list_display, "second_factor")
 
     @admin.display(description="второй фактор")
     def second_factor(self, user: Any) -> str:
@@ -58,7 +60,3 @@ class PeopleAdmin(UserAdmin):
             actions.pop("reset_second_factor", None)
         return actions
 
-
-if admin.site.is_registered(User):
-    admin.site.unregister(User)
-admin.site.register(User, PeopleAdmin)
