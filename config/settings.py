@@ -114,6 +114,11 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from here, never a CDN
+    # People's second factor (tools/factors): TOTP, backup codes, passkeys.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
+    "django_otp_webauthn",
     "audit",
     "tools",
     "adapters.invoicebox",
@@ -141,7 +146,10 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A widening refused for want of a fresh second factor: to its check and back.
+    "tools.factors.middleware.StepUpRefusals",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "tools.ops.logs.journaled_refusals_logged_once",
     # Answers a locked-out login with 429 (last, as django-axes requires).
@@ -502,6 +510,41 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS",
                                               default=False)
     SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+
+# People's second factor (tools/factors). Step-up: deciding a confirmation and widening what
+# assistants may do needs a factor checked within GATEWAY_STEP_UP_SECONDS. Required on every
+# contour in production (and a production process refuses to start without it); the demo
+# requires it only on contours whose owner turned it on (a contour may be stricter, never looser).
+GATEWAY_REQUIRE_SECOND_FACTOR = env.bool("GATEWAY_REQUIRE_SECOND_FACTOR", default=PRODUCTION)
+if PRODUCTION and not GATEWAY_REQUIRE_SECOND_FACTOR:
+    raise ImproperlyConfigured("GATEWAY_REQUIRE_SECOND_FACTOR cannot be off when "
+                               "GATEWAY_ENV=production: no money leaves on a password alone")
+GATEWAY_STEP_UP_SECONDS = env.int("GATEWAY_STEP_UP_SECONDS", default=300)
+if not 1 <= GATEWAY_STEP_UP_SECONDS <= 3600:
+    raise ImproperlyConfigured("GATEWAY_STEP_UP_SECONDS must be between 1 and 3600, "
+                               f"not {GATEWAY_STEP_UP_SECONDS}")
+OTP_TOTP_ISSUER = env.str("GATEWAY_TOTP_ISSUER", default="Шлюз Инвойсбокс")
+# Passkeys: the relying party is the site's host name (an IP address cannot be one: then
+# "localhost", which browsers treat as secure over plain http). Passwordless login stays off:
+# a passkey is the second factor, never a replacement for the password.
+def _webauthn_party(site_url: str) -> tuple[str, list[str]]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(site_url)
+    host = parts.hostname or "localhost"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host, [f"{parts.scheme}://{parts.netloc}"]
+    port = f":{parts.port}" if parts.port else ""
+    return "localhost", [f"http://localhost{port}"]
+
+
+_RP_ID, _RP_ORIGINS = _webauthn_party(GATEWAY_SITE_URL)
+OTP_WEBAUTHN_RP_ID = env.str("GATEWAY_WEBAUTHN_RP_ID", default=_RP_ID)
+OTP_WEBAUTHN_RP_NAME = env.str("GATEWAY_WEBAUTHN_RP_NAME", default="Шлюз Инвойсбокс")
+OTP_WEBAUTHN_ALLOWED_ORIGINS = env.list("GATEWAY_WEBAUTHN_ORIGINS", default=_RP_ORIGINS)
+OTP_WEBAUTHN_ALLOW_PASSWORDLESS_LOGIN = False
 
 # Reads are retried on 408/425/429/503 and network errors; writes never (see client.py).
 INVOICEBOX_READ_ATTEMPTS = env.int("INVOICEBOX_READ_ATTEMPTS", default=3)

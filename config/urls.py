@@ -21,6 +21,8 @@ urlpatterns = [
     path("", home_view, name="home"),  # public: what this is, where to go
     path("admin/", admin.site.urls),
     path("approvals/", include("tools.urls")),
+    path("account/second-factor/", include("tools.factors.views")),
+    path("account/second-factor/webauthn/", include("tools.factors.passkeys")),
     path("dashboard/", dashboard_view, name="ops-dashboard"),  # owners
     path("health", health_view, name="ops-health"),  # public, names nothing
     path("metrics", metrics_view, name="ops-metrics"),  # METRICS_TOKEN / METRICS_ALLOWED_IPS

@@ -79,4 +79,7 @@ def configure(site: admin.AdminSite) -> None:
         site.unregister(Group)
     if site.is_registered(user_model):
         site.unregister(user_model)
-    site.register(user_model, PeopleUserAdmin)
+    # With the superuser's reset of a person's second factor (tools/factors/admin.py).
+    from tools.factors.admin import PeopleAdmin
+
+    site.register(user_model, PeopleAdmin)

@@ -12,6 +12,7 @@ from django.db.models.functions import Now
 from audit.actors import user_actor
 from tools import clock, events, roles
 from tools.errors import ToolError
+from tools.factors import stepup
 from tools.models import (
     ApiKey,
     ConfirmationStatus,
@@ -150,13 +151,14 @@ def owns_contour(user: Any, contour: Contour) -> bool:
         user=user, contour=contour, role=Role.OWNER).exists())
 
 
-def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = ""
-           ) -> PendingConfirmation:
+def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = "",
+           factor: stepup.FactorProof | None = None) -> PendingConfirmation:
     """Record an operator's decision once; a decided, expired or executed item stays as it is.
 
     Checks, in order: the role, the reason of a rejection, that the item exists and its contour
     is visible to this operator, that it is still pending and fresh, and that the operator's
-    own API key did not prepare it (nobody approves their own request).
+    own API key did not prepare it (nobody approves their own request); then the second
+    factor (tools/factors/stepup.py), whose proof the caller hands in as `factor`.
     """
     if not can_decide(user):
         raise ToolError("forbidden", "решать может только оператор контура")
@@ -169,7 +171,11 @@ def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = ""
         refusal = _refusal(user, confirmation)
         if refusal is None:
             assert confirmation is not None
-            _record_decision(confirmation, user, approve=approve, reason=reason)
+            refusal = stepup.refusal(user, factor, contour=confirmation.contour,
+                                     action="решение по операции")
+        if refusal is None:
+            assert confirmation is not None
+            _record_decision(confirmation, user, approve=approve, reason=reason, factor=factor)
     # Raised after the block, so marking an item expired is not rolled back with it.
     if refusal is not None:
         raise refusal
@@ -177,12 +183,17 @@ def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = ""
 
 
 def _record_decision(confirmation: PendingConfirmation, user: Any, *, approve: bool,
-                     reason: str) -> None:
+                     reason: str, factor: stepup.FactorProof | None) -> None:
     confirmation.status = (ConfirmationStatus.APPROVED if approve
                            else ConfirmationStatus.REJECTED)
     confirmation.decided_at = clock.now()
     confirmation.decided_by = user.get_username()
     confirmation.decision_reason = reason
-    confirmation.save(update_fields=["status", "decided_at", "decided_by", "decision_reason"])
+    factor_record = stepup.record_of(factor)
+    confirmation.factor_kind = factor_record["kind"]
+    confirmation.factor_device = factor_record["device"]
+    confirmation.factor_checked_at = factor.checked_at if factor is not None else None
+    confirmation.save(update_fields=["status", "decided_at", "decided_by", "decision_reason",
+                                     "factor_kind", "factor_device", "factor_checked_at"])
     events.confirmation_decided(confirmation, approve=approve, reason=reason,
-                                actor=user_actor(user))
+                                actor=user_actor(user), second_factor=factor_record)

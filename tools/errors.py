@@ -24,6 +24,10 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "unauthenticated": ("rejected", 401),
     "unknown_tool": ("rejected", 404),
     "forbidden": ("rejected", 403),
+    # People only (tools/factors): a decision or a widening needs a fresh second factor.
+    "second_factor_required": ("rejected", 403),
+    "second_factor_invalid": ("rejected", 403),
+    "second_factor_throttled": ("rejected", 429),
     # An OAuth grant's call beyond the toolsets its owner chose (a key's is `forbidden`).
     "insufficient_scope": ("rejected", 403),
     "invalid_arguments": ("rejected", 400),

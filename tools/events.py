@@ -175,12 +175,16 @@ def role_revoked(contour: Contour, user: Any, role: str, role_label: str, *, act
 # -- operators' decisions and alerts ------------------------------------------------------------
 
 def confirmation_decided(confirmation: PendingConfirmation, *, approve: bool, reason: str,
-                         actor: str, channel: str = "ui") -> None:
+                         actor: str, second_factor: Mapping[str, Any], channel: str = "ui"
+                         ) -> None:
+    """An operator's decision, with the second factor behind it (kind, device label, whether
+    and when it was checked: tools/factors/stepup.py)."""
     contour = confirmation.contour
     journal.record(
         contour=contour.slug, channel=channel, actor=actor,
         tool=confirmation.tool, phase="approve" if approve else "reject",
-        arguments={"confirmation_id": str(confirmation.id)},
+        arguments={"confirmation_id": str(confirmation.id),
+                   "second_factor": dict(second_factor)},
         status="ok", code="approved" if approve else "approval_rejected",
         message="одобрено" + (f": {reason}" if reason else "") if approve
         else f"отклонено: {reason}",
@@ -223,6 +227,18 @@ def order_sync(contour: Contour, *, phase: str, status: str, code: str, message:
     journal.record(contour=contour.slug, channel="celery", actor=CELERY_ACTOR, tool="",
                    phase=phase, arguments=facts, status=status, code=code, message=message,
                    secrets=[s for s in (contour.api_token, contour.notification_key) if s])
+
+
+def second_factor(person: Any, code: str, message: str, *, actor: str, channel: str,
+                  status: str = "ok", contour: str = "", **details: Any) -> None:
+    """A person's second-factor device enrolled, prepared, reset, or a code refused (on the
+    chain of no contour: people are not per contour), or a widening of a contour allowed by a
+    fresh check (on that contour's chain). The kind and the device's label only, never a
+    secret or a code."""
+    journal.record(contour=contour, channel=channel, actor=actor, tool="", phase="configure",
+                   arguments={"object": "second_factor", "user": person.get_username(),
+                              **details},
+                   status=status, code=code, message=message)
 
 
 def operation_resolved(operation: Operation, *, status: str, code: str, message: str) -> None:

@@ -117,6 +117,12 @@ class Contour(models.Model):
     approval_for_all_writes = models.BooleanField(
         "все записи только после одобрения оператором", default=False
     )
+    # Stricter than GATEWAY_REQUIRE_SECOND_FACTOR, never looser (tools/factors/stepup.py).
+    require_second_factor = models.BooleanField(
+        "второй фактор для решений и расширения прав", default=False,
+        help_text="решения по операциям и расширение прав ассистента требуют свежей проверки "
+                  "вторым фактором, даже если в настройках шлюза это выключено",
+    )
     time_zone = models.CharField("часовой пояс суточных потолков", max_length=64,
                                  default="Europe/Moscow")
     # Per-tool switches inside the enabled toolsets: names listed here are off.
@@ -414,6 +420,11 @@ class PendingConfirmation(models.Model):
     decided_at = models.DateTimeField("решено", null=True, blank=True)
     decided_by = models.CharField("решил", max_length=200, blank=True)
     decision_reason = models.TextField("причина решения", blank=True)
+    # The second factor behind the decision (tools/factors): kind, device label and when it
+    # was checked; empty when the contour required none and none was checked.
+    factor_kind = models.CharField("второй фактор", max_length=16, blank=True)
+    factor_device = models.CharField("устройство второго фактора", max_length=200, blank=True)
+    factor_checked_at = models.DateTimeField("второй фактор проверен", null=True, blank=True)
     executed_at = models.DateTimeField("исполнено", null=True, blank=True)
     result = models.JSONField("результат", null=True, blank=True)
     requires_approval = models.BooleanField("нужно одобрение оператора", default=False)

@@ -17,6 +17,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from tools import approvals, catalog
 from tools.errors import ToolError
+from tools.factors import devices, stepup
+from tools.factors.views import send_to_enrollment
 from tools.models import ApiKey, ConfirmationStatus, ContourRole, PendingConfirmation, Role
 from tools.params import format_rub, vat_rate
 
@@ -216,8 +218,9 @@ def detail(request: HttpRequest, confirmation_id: str) -> HttpResponse:
             return redirect("approval-detail", confirmation_id=confirmation.id)
         approve = decision == "approve"
         try:
+            factor = stepup.from_post(request)
             approvals.decide(str(confirmation.id), request.user, approve=approve,
-                             reason=request.POST.get("reason", ""))
+                             reason=request.POST.get("reason", ""), factor=factor)
         except ToolError as error:
             messages.error(request, f"Решение не принято: {error.message}.")
         else:
@@ -229,5 +232,14 @@ def detail(request: HttpRequest, confirmation_id: str) -> HttpResponse:
     open_for_decision = (confirmation.status == ConfirmationStatus.PENDING
                          and confirmation.requires_approval
                          and not confirmation.is_expired() and not item.own)
-    return render(request, "approvals/detail.html",
-                  {"item": item, "c": confirmation, "open": open_for_decision})
+    if (open_for_decision and stepup.required(confirmation.contour)
+            and not devices.confirmed(request.user)):
+        return send_to_enrollment(request, "решения по операциям этого контура принимают "
+                                  "только со вторым фактором")
+    return render(request, "approvals/detail.html", {
+        "item": item, "c": confirmation, "open": open_for_decision,
+        "step_up": (open_for_decision and stepup.required(confirmation.contour)
+                    and not stepup.is_fresh(request)),
+        "has_passkey": any(devices.kind_of(d) == devices.PASSKEY
+                           for d in devices.confirmed(request.user)),
+    })

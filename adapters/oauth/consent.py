@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods
 from mcp.server.auth.provider import construct_redirect_uri
 
 from tools import roles
+from tools.factors import stepup
 from tools.models import Contour, Role, Toolset
 
 from . import grants
@@ -91,6 +92,6 @@ def consent_view(request: HttpRequest) -> HttpResponse:
             client, form.cleaned_data["contour_obj"], request.user, form.cleaned_data["chosen"],
             redirect_uri=asked["redirect_uri"], redirect_uri_explicit=bool(asked["explicit"]),
             code_challenge=asked["challenge"], resource=asked.get("resource", ""),
-            redirect_host=redirect_host)
+            redirect_host=redirect_host, step_up=stepup.of_request(request))
         return _back_to_client(asked, code=code)
     return render(request, "oauth/consent.html", {**context, "form": form})

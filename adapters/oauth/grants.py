@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.actors import user_actor
+from tools.factors import stepup
 from tools.models import AUTHENTICATED_KEY, ApiKey, Contour, sha256_hex
 from tools.services import keys as key_service
 
@@ -43,15 +44,18 @@ def access_ttl() -> timedelta:
 
 def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[str], *,
             redirect_uri: str, redirect_uri_explicit: bool, code_challenge: str,
-            resource: str, redirect_host: str) -> str:
-    """Create the grant (its key) and a one-time code; returns the code."""
+            resource: str, redirect_host: str, step_up: stepup.StepUp | None = None) -> str:
+    """Create the grant (its key) and a one-time code; returns the code. A grant with write
+    scope is a key with write scope: the consenting person's fresh second factor is checked
+    where keys are issued (tools/services/keys.py)."""
     actor = user_actor(person)
     expires = timezone.now() + timedelta(days=settings.GATEWAY_OAUTH_GRANT_DAYS)
     with transaction.atomic():
         # Its raw secret is dropped: the grant's key is reached only through the grant's tokens.
         key, _unused_secret = key_service.issue(
             contour, label=f"OAuth: {client.display_name}"[:200], user=person,
-            toolsets=toolsets, expires_at=expires, actor=actor, channel=events.CHANNEL)
+            toolsets=toolsets, expires_at=expires, actor=actor, channel=events.CHANNEL,
+            step_up=step_up)
         grant = OAuthGrant.objects.create(key=key, client=client, consented_by=person,
                                           resource=resource)
         code = secrets.token_urlsafe(32)

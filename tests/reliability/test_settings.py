@@ -53,6 +53,7 @@ def test_production_with_its_secrets_starts_with_secure_cookies_and_a_real_broke
      "not allowed when GATEWAY_ENV=production"),
     # Trusting peer addresses for /metrics needs the proxies uvicorn believes named too.
     ({"METRICS_ALLOWED_IPS": "10.0.0.0/8"}, "set FORWARDED_ALLOW_IPS too"),
+    ({"GATEWAY_REQUIRE_SECOND_FACTOR": "false"}, "GATEWAY_REQUIRE_SECOND_FACTOR cannot be off"),
 ])
 def test_production_refuses_to_start_unsafe(change: dict[str, str], message: str):
     done = load_settings(**{**PRODUCTION, **change})

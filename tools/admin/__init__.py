@@ -14,3 +14,6 @@ admin.site.enable_nav_sidebar = False
 
 # Registered on import (Django's autodiscover imports this package).
 from tools.admin import contours, keys, records  # noqa: E402, F401
+
+# The people admin (a superuser's reset of someone's second factor).
+from tools.factors import admin as _factors_admin  # noqa: E402, F401

@@ -22,6 +22,7 @@ from audit.actors import user_actor
 from tools import alerts, catalog, ceilings
 from tools.admin.forms import CeilingForm, ContourForm
 from tools.admin.scope import ContourRoleInline, OwnerScoped, save_role_formset
+from tools.factors import stepup
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole, InvoiceboxMode, Toolset
 from tools.params import format_rub
 from tools.services import contours as contour_service
@@ -114,8 +115,8 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         (None, {"fields": ("slug", "name")}),
         ("Что может ассистент", {"fields": ("toolsets", "disabled_tools")}),
         ("Подтверждение записей", {"fields": (
-            "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
-            "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
+            "approval_for_all_writes", "require_second_factor", "approval_thresholds",
+            "allowed_currencies", "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "time_zone")}),
         ("Инвойсбокс", {"fields": ("mode", "base_url", "api_prefix", "merchant_id", "api_token",
                                    "api_token_sealed", "notification_key",
@@ -337,11 +338,11 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         obj: Contour = form.instance
         if not change:
             contour_service.record_new(obj, actor=user_actor(request.user), channel="admin",
-                                       creator=request.user)
+                                       creator=request.user, step_up=stepup.of_request(request))
             return
         changes = contour_service.record_change(
             obj, getattr(form, "state_before", contour_service.ContourState()),
-            actor=user_actor(request.user), channel="admin")
+            actor=user_actor(request.user), channel="admin", step_up=stepup.of_request(request))
         if any(key in changes for key in ("toolsets", "disabled_tools")):
             messages.info(request, "Набор инструментов изменён: ассистент увидит его при "
                                    "следующем вызове.")

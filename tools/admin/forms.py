@@ -124,7 +124,8 @@ class ContourForm(forms.ModelForm):
             "toolsets",
             "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
             "approval_thresholds",
-            "allowed_currencies", "approval_for_all_writes", "time_zone", "disabled_tools",
+            "allowed_currencies", "approval_for_all_writes", "require_second_factor",
+            "time_zone", "disabled_tools",
             "notification_key", "notify_webhook_url", "notify_webhook_secret", "key_grace_hours",
         )
         help_texts = {

@@ -19,6 +19,7 @@ from audit.admin import RevokedFilter
 from tools import keys, roles
 from tools.admin.forms import ApiKeyCreateForm
 from tools.admin.scope import OwnerScoped, contour_filter, key_last_use
+from tools.factors import stepup
 from tools.models import ApiKey, Role
 from tools.services import keys as key_service
 
@@ -76,7 +77,8 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
             key, raw = key_service.issue(
                 data["contour"], label=data["label"], user=data["user"],
                 toolsets=data["toolsets"], tools=data["tools"], expires_at=data["expires_at"],
-                actor=user_actor(request.user), channel="admin", issued_by=request.user)
+                actor=user_actor(request.user), channel="admin", issued_by=request.user,
+                step_up=stepup.of_request(request))
             response = TemplateResponse(request, "admin/tools/apikey/issued.html",
                                         {**context, "title": "Ключ выдан", "key": key,
                                          "raw": raw})
@@ -105,7 +107,8 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
             return None
         try:
             key, raw = key_service.rotate(chosen[0], actor=user_actor(request.user),
-                                          channel="admin", by=request.user)
+                                          channel="admin", by=request.user,
+                                          step_up=stepup.of_request(request))
         except keys.KeySetupError:
             self.message_user(request, "Ключ отозван или истёк: выдайте новый.", messages.ERROR)
             return None

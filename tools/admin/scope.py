@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from audit.actors import user_actor
 from tools import roles
+from tools.factors import stepup
 from tools.models import ApiKey, Contour, ContourRole, Role
 from tools.services import roles as role_service
 
@@ -146,6 +147,7 @@ def save_role_formset(request: HttpRequest, formset: Any, contour: Contour) -> N
                 continue
             role_service.revoke(stored.user, stored.role, contour, actor=by)
         role_service.grant(data["user"], data["role"], contour, actor=by,
+                           step_up=stepup.of_request(request),
                            email=data.get("email") or "")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,13 +14,15 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from tools import events
+from tools import catalog, events
+from tools.factors import stepup
 from tools.models import (
     OFFICIAL_API_ORIGIN,
     ApiPrefix,
     Contour,
     InvoiceboxMode,
     Role,
+    Toolset,
     api_prefix_problem,
     base_url_problem,
 )
@@ -35,7 +38,8 @@ SANDBOX_TOKEN_MARK = "sbx_"  # noqa: S105 - a prefix, not a secret
 # equality only: their values never enter the journal).
 AUDITED_FIELDS = (
     "slug", "name", "mode", "base_url", "api_prefix", "merchant_id", "toolsets",
-    "disabled_tools", "approval_for_all_writes", "approval_thresholds", "allowed_currencies",
+    "disabled_tools", "approval_for_all_writes", "require_second_factor", "approval_thresholds",
+    "allowed_currencies",
     "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds", "time_zone",
     "key_grace_hours", "notification_signature_method", "notification_signature_algorithm",
 )
@@ -43,6 +47,9 @@ AUDITED_FIELDS = (
 SECRET_FIELDS = ("api_token", "notification_key", "notify_webhook_url", "notify_webhook_secret")
 # The journal masks values under a key called "name" as personal data; a contour's name isn't.
 JOURNAL_KEYS = {"name": "contour_name"}
+
+
+WRITE_TOOLSETS = (Toolset.WRITE, Toolset.REFUND)
 
 
 class ContourSetupError(ValueError):
@@ -118,6 +125,7 @@ def create_contour(
     actor: str = "",
     channel: str = "cli",
     api_prefix: str = ApiPrefix.V3,
+    step_up: stepup.StepUp | None = None,
 ) -> Contour:
     """Create a contour and journal it as done by `actor` ("" for scaffolding no one did:
     tests, benchmarks, the conformance kit's own contours; those are not journaled).
@@ -161,29 +169,80 @@ def create_contour(
         )
     except ValidationError as error:
         raise ContourSetupError("; ".join(error.messages)) from None
-    record_new(contour, actor=actor, channel=channel)
+    record_new(contour, actor=actor, channel=channel, step_up=step_up)
     return contour
 
 
+def _ceilings(state: Mapping[str, Any]) -> dict[tuple[str, str], int]:
+    limits = {}
+    for line in state.get("ceilings") or []:
+        kind, currency, limit = str(line).rsplit(" ", 2)
+        limits[(kind, currency)] = int(limit)
+    return limits
+
+
+def widenings(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What a change lets assistants do that they could not before (snapshot() states; an
+    empty `before` is a new contour): each needs a fresh second factor (tools/factors)."""
+    found = [f"включён набор «{Toolset(t).label}»" for t in WRITE_TOOLSETS
+             if t in (after.get("toolsets") or []) and t not in (before.get("toolsets") or [])]
+    if before:
+        enabled = set(before.get("disabled_tools") or []) - set(after.get("disabled_tools") or [])
+        found += [f"включён инструмент {name}" for name in sorted(enabled)
+                  if (spec := catalog.get(name)) is not None and spec.kind != "read"]
+        if before.get("approval_for_all_writes") and not after.get("approval_for_all_writes"):
+            found.append("записи больше не ждут оператора")
+        if before.get("require_second_factor") and not after.get("require_second_factor"):
+            found.append("второй фактор контура выключен")
+        old, new = before.get("approval_thresholds") or {}, after.get("approval_thresholds") or {}
+        found += [f"порог одобрения {currency} повышен" for currency, value in new.items()
+                  if currency not in old or int(value) > int(old[currency])]
+        found += [f"разрешена валюта {currency}" for currency in after.get("allowed_currencies")
+                  or [] if currency not in (before.get("allowed_currencies") or [])]
+        old_limits, new_limits = _ceilings(before), _ceilings(after)
+        found += [f"потолок {kind} {currency} {'снят' if key not in new_limits else 'повышен'}"
+                  for key in old_limits for kind, currency in [key]
+                  if key not in new_limits or new_limits[key] > old_limits[key]]
+    return found
+
+
+def _require_step_up(contour: Contour, found: list[str], step_up: stepup.StepUp | None, *,
+                     strict: bool = False) -> None:
+    if found:
+        stepup.require(step_up, contour=contour, strict=strict,
+                       action=f"изменение контура {contour.slug} ({'; '.join(found)})")
+
+
 @transaction.atomic
-def record_new(contour: Contour, *, actor: str, channel: str, creator: Any = None) -> None:
+def record_new(contour: Contour, *, actor: str, channel: str, creator: Any = None,
+               step_up: stepup.StepUp | None = None) -> None:
     """What follows every new contour's row (the admin's, after its inlines are saved): its
     sandbox connection, its journal entry, and the owner role of a creator who is no
-    superuser (an owner who starts a contour owns it, and nothing else changes hands)."""
+    superuser (an owner who starts a contour owns it, and nothing else changes hands).
+    A person (actor) starting it with writes on needs a fresh second factor: raised here,
+    the caller's transaction takes the new row back."""
+    if actor:
+        _require_step_up(contour, widenings({}, snapshot(contour)), step_up)
     if contour.mode == InvoiceboxMode.SANDBOX:
         connect_sandbox_notifications(contour, own_account=contour.api_token != DEMO_TOKEN)
     if actor:
         events.contour_created(contour, snapshot(contour), actor=actor, channel=channel)
     if creator is not None and not creator.is_superuser:
-        role_service.grant(creator, Role.OWNER, contour, actor=actor, channel=channel)
+        role_service.grant(creator, Role.OWNER, contour, actor=actor, channel=channel,
+                           step_up=step_up)
 
 
 @transaction.atomic
-def record_change(contour: Contour, before: ContourState, *, actor: str, channel: str
-                  ) -> list[str]:
+def record_change(contour: Contour, before: ContourState, *, actor: str, channel: str,
+                  step_up: stepup.StepUp | None = None) -> list[str]:
     """Journal what changed since `before` (state_of() taken before the save); nothing when
-    nothing did. Returns the names of the changed settings and replaced secrets."""
+    nothing did. Returns the names of the changed settings and replaced secrets.
+
+    A widening (widenings()) needs the actor's fresh second factor; refused, it raises
+    ToolError and the caller's transaction (the admin's request) takes the change back."""
     after = snapshot(contour)
+    _require_step_up(contour, widenings(before.settings, after), step_up,
+                     strict=bool(before.settings.get("require_second_factor")))
     changes = {key: {"before": before.settings.get(key), "after": value}
                for key, value in after.items() if before.settings.get(key) != value}
     replaced = [name for name in SECRET_FIELDS

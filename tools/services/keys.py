@@ -9,7 +9,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from tools import clock, events
+from tools import catalog, clock, events
+from tools.factors import stepup
 from tools.keys import KeySetupError, describe_scope
 from tools.models import ApiKey, Contour
 
@@ -17,11 +18,20 @@ from tools.models import ApiKey, Contour
 EDITABLE_FIELDS = ("label", "user")
 
 
+def has_write_scope(key: ApiKey) -> bool:
+    """Whether the key's own scope covers a write or money tool (a key without toolsets
+    follows its contour, writes included once they are on)."""
+    return any(key.allows(spec.toolset, spec.name)
+               for spec in map(catalog.get, catalog.names())
+               if spec is not None and spec.kind != "read")
+
+
 def issue(contour: Contour, *, label: str = "", user: Any = None,
           toolsets: Sequence[str] = (), tools: Sequence[str] = (),
           expires_at: datetime | None = None, actor: str, channel: str,
-          issued_by: Any = None) -> tuple[ApiKey, str]:
+          issued_by: Any = None, step_up: stepup.StepUp | None = None) -> tuple[ApiKey, str]:
     """Issue a key (narrower than the contour when asked); the raw key is returned once.
+    A key with write scope needs the actor's fresh second factor (tools/factors).
 
     `issued_by`: the person who sees the raw key (the admin's user; None for a command). It is
     recorded once and never edited: the four-eyes rule bars them from approving what the key
@@ -31,14 +41,22 @@ def issue(contour: Contour, *, label: str = "", user: Any = None,
     with transaction.atomic():
         key, raw = ApiKey.issue(contour, label=label, user=user, toolsets=list(toolsets),
                                 tools=list(tools), expires_at=expires_at, issued_by=issued_by)
+        if has_write_scope(key):
+            stepup.require(step_up, contour=contour,
+                           action=f"ключ API с правом записи для контура {contour.slug}")
         events.api_key_issued(key, describe_scope(key), actor=actor, channel=channel)
     return key, raw
 
 
-def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None) -> tuple[ApiKey, str]:
+def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None,
+           step_up: stepup.StepUp | None = None) -> tuple[ApiKey, str]:
     """A new key with the old one's scope; the old one stays valid for the contour's grace
-    period (never longer than it already had). `by` sees the new raw key: its issuer."""
+    period (never longer than it already had). `by` sees the new raw key: its issuer. A key
+    with write scope needs the actor's fresh second factor."""
     contour = old.contour
+    if has_write_scope(old):
+        stepup.require(step_up, contour=contour,
+                       action=f"замена ключа API {old.prefix} с правом записи")
     now = clock.now()  # the grace and the expiry by the database's clock (tools/clock.py)
     grace_end = now + timedelta(hours=contour.key_grace_hours)
     with transaction.atomic():

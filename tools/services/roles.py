@@ -7,17 +7,26 @@ from typing import Any
 from django.db import transaction
 
 from tools import events
+from tools.factors import stepup
 from tools.models import Contour, ContourRole, Role
 from tools.roles import STAFF_ROLES
 
+# Roles that widen what is done with assistants' writes: owners turn them on, operators let
+# money go; granting either needs the granter's fresh second factor (tools/factors).
+STEP_UP_ROLES = (Role.OWNER, Role.OPERATOR)
+
 
 def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin",
-          email: str = "") -> bool:
+          email: str = "", step_up: stepup.StepUp | None = None) -> bool:
     """Give user the role on contour (owners and auditors also get is_staff to open /admin/).
     `email`: where the person's alerts go (an operator without one is never told); given,
     it replaces the user's address. False, and no journal entry, when they had the role."""
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}; known: {', '.join(Role.values)}")
+    if role in STEP_UP_ROLES and not ContourRole.objects.filter(
+            user=user, contour=contour, role=role).exists():
+        stepup.require(step_up, contour=contour, action=f"роль «{Role(role).label}» в "
+                       f"контуре {contour.slug} для {user.get_username()}")
     with transaction.atomic():
         if email and user.email != email:
             user.email = email

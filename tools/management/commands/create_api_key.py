@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from audit.actors import cli_actor
 from tools import keys
+from tools.factors import stepup
 from tools.models import Contour
 from tools.services import keys as key_service
 
@@ -53,7 +54,8 @@ class Command(BaseCommand):
             toolsets, tools = keys.parse_scope(options["toolsets"], options["tools"])
             _, raw = key_service.issue(contour, label=options["label"], user=user, toolsets=toolsets,
                                 tools=tools, expires_at=expires,
-                                channel="cli", actor=cli_actor())
+                                channel="cli", actor=cli_actor(),
+                                step_up=stepup.from_shell())
         except keys.KeySetupError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(raw)

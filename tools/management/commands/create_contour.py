@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
 from tools.contours import parse_toolsets, running_site_url
+from tools.factors import stepup
 from tools.models import ApiPrefix, InvoiceboxMode
 from tools.services.contours import ContourSetupError, create_contour
 
@@ -49,6 +50,7 @@ class Command(BaseCommand):
                 toolsets=parse_toolsets(options["toolsets"]), base_url=base_url,
                 token=token, merchant_id=options["merchant_id"], own_sandbox_merchant=True,
                 actor=cli_actor(), channel="cli", api_prefix=options["api_prefix"],
+                step_up=stepup.from_shell(),
             )
         except ContourSetupError as error:
             raise CommandError(str(error)) from None

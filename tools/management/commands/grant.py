@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tools.factors import stepup
 from tools.models import Contour, Role
 from tools.services import roles as role_service
 
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             user.save()
             self.stderr.write(f"user {user.get_username()} created")
         created = role_service.grant(user, options["role"], contour, actor="manage.py",
-                                     email=options["email"])
+                                     email=options["email"], step_up=stepup.from_shell())
         if options["role"] == Role.OPERATOR and not user.email:
             self.stderr.write(f"{user.get_username()} has no email: alerts of writes waiting "
                               "for an operator won't reach them (add --email)")

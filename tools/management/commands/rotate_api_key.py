@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from tools import keys
+from tools.factors import stepup
 from tools.models import ApiKey
 from tools.services import keys as key_service
 
@@ -28,7 +29,8 @@ class Command(BaseCommand):
             raise CommandError(f"prefix {options['prefix']!r} is ambiguous")
         try:
             # The actor and channel this command always journaled under.
-            _, raw = key_service.rotate(found[0], actor="manage.py", channel="admin")
+            _, raw = key_service.rotate(found[0], actor="manage.py", channel="admin",
+                                        step_up=stepup.from_shell())
         except keys.KeySetupError as error:
             raise CommandError(str(error)) from None
         old = ApiKey.objects.get(pk=found[0].pk)

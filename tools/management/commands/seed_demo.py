@@ -16,6 +16,7 @@ from django.db import connection
 
 from audit.actors import cli_actor
 from tools.contours import remember_site_url
+from tools.factors import stepup
 from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
 from tools.services import keys as key_service
 from tools.services.contours import connect_sandbox_notifications, create_contour
@@ -39,6 +40,7 @@ class Command(BaseCommand):
             contour = create_contour(
                 SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
                 toolsets=[Toolset.READ, Toolset.WRITE], actor=cli_actor(), channel="cli",
+                step_up=stepup.from_shell(),
             )
         if contour.mode == InvoiceboxMode.SANDBOX:
             # Idempotent; also connects a demo contour seeded before notifications existed.
@@ -66,7 +68,8 @@ class Command(BaseCommand):
             found = ApiKey.authenticate(saved)
             if found is not None and found.contour_id == contour.id:
                 return saved
-        _, raw = key_service.issue(contour, label="demo", actor=cli_actor(), channel="cli")
+        _, raw = key_service.issue(contour, label="demo", actor=cli_actor(), channel="cli",
+                                   step_up=stepup.from_shell())
         _write_private(path, raw)
         return raw
 

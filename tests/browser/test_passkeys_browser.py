@@ -1,0 +1,115 @@
+"""Passkeys in a real browser: Debian's chromium with a CDP virtual authenticator. An operator
+is sent to enrollment, adds a passkey, approves with it; without the authenticator the next
+approval is refused and the item stays pending."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from audit.models import JournalEntry
+from tests.browser.conftest import RestAssistant, log_in
+from tests.conftest import order_args
+from tools.models import ConfirmationStatus, PendingConfirmation
+from tools.services.contours import create_contour
+from tools.services.keys import issue_key
+
+pytestmark = pytest.mark.browser
+WINDOW = 4  # GATEWAY_STEP_UP_SECONDS here: long enough to click, short enough to wait out
+
+
+@pytest.fixture
+def passkeys(settings: Any, live_server: Any) -> None:
+    settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
+    settings.GATEWAY_STEP_UP_SECONDS = WINDOW
+    settings.OTP_WEBAUTHN_RP_ID = "localhost"
+    settings.OTP_WEBAUTHN_ALLOWED_ORIGINS = [live_server.url]
+    # Without an authenticator the browser's prompt gives up after this long, not 5 minutes.
+    settings.OTP_WEBAUTHN_TIMEOUT_SECONDS = 3
+
+
+@pytest.fixture
+def guarded_assistant(transactional_db: None, live_server: Any) -> RestAssistant:
+    contour = create_contour("guarded", mode="sandbox", name="Бухгалтерия",
+                             toolsets=["read", "write"])
+    contour.approval_for_all_writes = True
+    contour.save()
+    return RestAssistant(live_server.url, issue_key(contour, "claude"))
+
+
+def prepare(assistant: RestAssistant, number: int) -> str:
+    status, body = assistant.call("create_order", order_args(description=f"Счёт {number}"))
+    assert (status, body["status"]) == (200, "confirmation_required"), body
+    return str(body["confirmation"]["id"])
+
+
+def add_authenticator(page: Any) -> tuple[Any, str]:
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable")
+    added = cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
+        "protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
+        "hasUserVerification": True, "isUserVerified": True,
+        "automaticPresenceSimulation": True}})
+    return cdp, added["authenticatorId"]
+
+
+def verify_with_passkey_and_approve(page: Any, cid: str) -> None:
+    page.goto(f"/approvals/{cid}/")
+    page.click("#verify-passkey")
+    page.click("#passkey-verification-button")
+    page.wait_for_url(f"**/approvals/{cid}/")
+    page.click("#approve")
+    page.wait_for_selector(".msg.success")
+
+
+def test_enroll_a_passkey_approve_with_it_and_without_it_be_refused(
+        passkeys: None, page: Any, person: Callable[..., User],
+        guarded_assistant: RestAssistant):
+    person("olga", "operators")
+    first, second = prepare(guarded_assistant, 1), prepare(guarded_assistant, 2)
+    cdp, authenticator = add_authenticator(page)
+    log_in(page, "/approvals/", "olga")
+
+    # No device yet: the decision page sends her to enrollment, saying why, and back.
+    page.goto(f"/approvals/{first}/")
+    page.wait_for_url("**/account/second-factor/?next=*")
+    assert "Нужен второй фактор" in page.inner_text(".msg.warning")
+    page.click("#passkey-register-button")
+    page.wait_for_url(f"**/approvals/{first}/")
+    assert cdp.send("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
+
+    time.sleep(WINDOW + 0.5)  # the check made at enrollment runs out: the passkey is asked
+    verify_with_passkey_and_approve(page, first)
+
+    decided = PendingConfirmation.objects.get(pk=first)
+    assert decided.status == ConfirmationStatus.APPROVED
+    assert decided.factor_kind == "webauthn" and decided.factor_checked_at is not None
+    entry = JournalEntry.objects.get(phase="approve", confirmation_id=first)
+    assert entry.arguments["second_factor"]["kind"] == "webauthn"
+    assert entry.arguments["second_factor"]["device"] == decided.factor_device != ""
+
+    cdp.send("WebAuthn.removeVirtualAuthenticator", {"authenticatorId": authenticator})
+    time.sleep(WINDOW + 0.5)
+    page.goto(f"/approvals/{second}/")
+    page.click("#verify-passkey")
+    page.click("#passkey-verification-button")
+    page.wait_for_selector("#passkey-verification-status-message[data-status-enum]",
+                           timeout=20_000)
+    assert "/account/second-factor/verify/" in page.url
+    assert page.get_attribute("#passkey-verification-status-message",
+                              "data-status-enum") != "success"
+
+    # Submitting the decision anyway (past the browser's own check of the code field).
+    page.goto(f"/approvals/{second}/")
+    page.evaluate("document.getElementById('approve-form').submit()")
+    page.wait_for_selector(".msg.error")
+
+    refusal = page.inner_text(".msg.error")
+    assert refusal.startswith("Решение не принято: решение по операции: проверка вторым "
+                              "фактором устарела")
+    assert PendingConfirmation.objects.get(pk=second).status == ConfirmationStatus.PENDING
+    assert not JournalEntry.objects.filter(phase="approve", confirmation_id=second).exists()

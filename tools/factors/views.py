@@ -1,0 +1,148 @@
+"""The pages: enrollment (QR code, base32 secret, first code; passkeys; backup codes) and the
+step-up check that returns the person to where they were."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import segno
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
+
+from tools.errors import ToolError
+from tools.factors import devices, stepup
+
+
+def _next(request: HttpRequest) -> str:
+    """Where to return: a path on this site only, never an outside address."""
+    target = str(request.POST.get("next") or request.GET.get("next") or "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                                 require_https=request.is_secure()):
+        return target
+    return ""
+
+
+def _with_next(name: str, target: str) -> str:
+    return reverse(name) + (f"?{urlencode({'next': target})}" if target else "")
+
+
+def send_to_enrollment(request: HttpRequest, reason: str) -> HttpResponse:
+    """A person with no device reached a step-up page: to enrollment, with why, and back."""
+    messages.warning(request, f"Нужен второй фактор: {reason}. Подключите устройство — после "
+                     "этого вы вернётесь на страницу, где были.")
+    return redirect(_with_next("factors-enroll", request.get_full_path()))
+
+
+def step_up_link(target: str) -> str:
+    """The check page that returns to target (for refusals shown by the admin and others)."""
+    return _with_next("factors-verify", target)
+
+
+def _device_rows(user: Any) -> list[dict[str, Any]]:
+    rows = []
+    for device in devices.confirmed(user):
+        kind = devices.kind_of(device)
+        rows.append({"kind": devices.KIND_LABELS[kind], "label": devices.label_of(device),
+                     "created": getattr(device, "created_at", None),
+                     "used": getattr(device, "last_used_at", None),
+                     "left": devices.backup_codes_left(user) if kind == devices.BACKUP
+                     else None})
+    return rows
+
+
+def _enroll_context(request: HttpRequest) -> dict[str, Any]:
+    user = request.user
+    pending = devices.pending_totp(user)
+    context: dict[str, Any] = {
+        "rows": _device_rows(user), "next": _next(request),
+        "has_devices": bool(devices.confirmed(user)),
+        "has_primary": devices.has_primary(user), "fresh": stepup.is_fresh(request),
+        "required": stepup.required(None), "step_up_seconds": stepup.window_seconds(),
+        "verify_url": step_up_link(request.get_full_path()),
+    }
+    if pending is not None:
+        uri = pending.config_url
+        context.update(qr_svg=segno.make(uri, error="m").svg_inline(scale=4, title="QR-код"),
+                       secret=devices.secret_base32(pending))
+    return context
+
+
+def _may_add(request: HttpRequest) -> bool:
+    """A second device needs a fresh check of the first (a password alone adds none)."""
+    if devices.confirmed(request.user) and not stepup.is_fresh(request):
+        messages.error(request, "Чтобы добавить устройство или выпустить новые резервные "
+                       "коды, сначала подтвердите вход уже подключённым устройством.")
+        return False
+    return True
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def enroll(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return render(request, "factors/enroll.html", _enroll_context(request))
+    action = request.POST.get("action")
+    here = _with_next("factors-enroll", _next(request))
+    if action == "start_totp":
+        if _may_add(request):
+            devices.start_totp(request.user)
+        return redirect(here)
+    if action == "confirm_totp":
+        device = devices.confirm_totp(request.user, str(request.POST.get("code", "")))
+        if device is None:
+            messages.error(request, "Код не подошёл: проверьте время на телефоне и введите "
+                           "текущий код из приложения (после неверного кода подождите "
+                           "несколько секунд).")
+            return redirect(here)
+        stepup.stamp(request, device)
+        messages.success(request, "Приложение подключено. Выпустите резервные коды на случай "
+                         "потери телефона.")
+        return redirect(_next(request) or here)
+    if action == "backup_codes":
+        if not devices.has_primary(request.user):
+            messages.error(request, "Резервные коды выпускаются после подключения приложения "
+                           "или ключа доступа.")
+            return redirect(here)
+        if not _may_add(request):
+            return redirect(step_up_link(here))
+        codes = devices.issue_backup_codes(request.user)
+        return render(request, "factors/enroll.html", {**_enroll_context(request),
+                                                       "codes": codes})
+    messages.error(request, "Не выбрано действие.")
+    return redirect(here)
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def verify(request: HttpRequest) -> HttpResponse:
+    """Prove a device now (code or passkey), then back to where the person was."""
+    target = _next(request)
+    if not devices.confirmed(request.user):
+        return send_to_enrollment(request, "подтверждать пока нечем")
+    if request.method == "POST":
+        try:
+            stepup.verify_code(request, str(request.POST.get("code", "")))
+        except ToolError as error:
+            messages.error(request, f"Не подтверждено: {error.message}.")
+            return redirect(_with_next("factors-verify", target))
+        messages.success(request, "Подтверждено вторым фактором.")
+        return redirect(target or reverse("factors-enroll"))
+    has_passkey = any(devices.kind_of(d) == devices.PASSKEY
+                      for d in devices.confirmed(request.user))
+    return render(request, "factors/verify.html", {"next": target, "has_passkey": has_passkey,
+                                                   "fresh": stepup.is_fresh(request)})
+
+
+urlpatterns = [
+    path("", enroll, name="factors-enroll"),
+    path("verify/", verify, name="factors-verify"),
+]

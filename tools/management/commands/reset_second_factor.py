@@ -1,0 +1,27 @@
+"""manage.py reset_second_factor <username>: remove a person's devices (journaled, emailed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from audit.actors import cli_actor
+from tools.factors import devices
+
+
+class Command(BaseCommand):
+    help = ("Remove every second-factor device of a person (a lost phone and lost backup "
+            "codes); journaled, and the person is told by email. Same as the admin's action, "
+            "for when no superuser can reach the admin.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        person = get_user_model().objects.filter(username=options["username"]).first()
+        if person is None:
+            raise CommandError(f"user {options['username']!r} does not exist")
+        removed = devices.reset(person, by=cli_actor(), channel="cli")
+        self.stdout.write(f"{person.get_username()}: {removed} device(s) removed")
