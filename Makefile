@@ -67,7 +67,7 @@ $(LANGCHAIN_VENV)/.installed: Makefile
 test: $(BIN)/.installed-test $(SYSTEM_NODE)/node_modules/.installed $(LANGCHAIN_VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
-	$(BIN)/pytest
+	BIN=$(BIN) tests/run_split.sh
 
 lint: $(BIN)/.installed-test
 	$(BIN)/ruff check .

@@ -227,9 +227,10 @@ class OrdersApi(Transport):
     ) -> OrderPage:
         params: list[tuple[str, str]] = [
             *paging(page, page_size), ("_order[createdAt]", "desc"),
-            # One token may see several shops: the contour's only (the SDK's FindOrderTest).
-            ("merchantId", self.merchant_id),
         ]
+        if self.merchant_id:
+            # One token may see several shops: the contour's only (the SDK's FindOrderTest).
+            params.append(("merchantId", self.merchant_id))
         if order_id:
             params.append(("id", order_id))
         if merchant_order_id:

@@ -49,7 +49,7 @@ def test_get_order_costs_six_statements(db: None, fake: FakeServer) -> None:
         [q["sql"][:120] for q in queries.captured_queries]
 
 
-def test_a_write_execution_costs_nineteen_statements(db: None, fake: FakeServer) -> None:
+def test_a_write_execution_costs_twenty_two_statements(db: None, fake: FakeServer) -> None:
     from tests.conftest import order_args
 
     contour = create_contour("lean-write", mode="custom", toolsets=["read", "write"],
@@ -75,16 +75,20 @@ def test_a_write_execution_costs_nineteen_statements(db: None, fake: FakeServer)
     statements = [sql.split()[0] for sql in counted]
     tables = [next((word.strip('"') for word in sql.split() if word.startswith('"')
                     and "_" in word), "") for sql in counted]
-    # The key; the token's confirmation. The claim: contour and confirmation locked, no
-    # operation yet, the ceilings, the operation born in flight, the attempt's journal entry
-    # (head, entry, head). The upstream: circuit, budget. The order tracked (one upsert). The
-    # finish: confirmation locked, operation and confirmation done. The outcome's journal entry.
-    assert len(statements) == 19, "\n".join(q["sql"][:140] for q in queries.captured_queries)
+    # The key; the token's confirmation; the database's clock (tools/clock.py: one clock for
+    # every process) for its expiry. The claim: contour and confirmation locked, no operation
+    # yet, the clock again, the ceilings, the operation born in flight, the attempt's journal
+    # entry (head, entry, head). The upstream: circuit, budget. The order tracked (one upsert).
+    # The finish: confirmation locked, the clock, operation and confirmation done. The
+    # outcome's journal entry.
+    assert len(statements) == 22, "\n".join(q["sql"][:140] for q in queries.captured_queries)
     assert statements == [
-        "SELECT", "SELECT",
-        "SELECT", "SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE",
+        "SELECT", "SELECT", "SELECT",
+        "SELECT", "SELECT", "SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE",
         "SELECT", "INSERT",
         "INSERT",
-        "SELECT", "UPDATE", "UPDATE",
+        "SELECT", "SELECT", "UPDATE", "UPDATE",
         "SELECT", "INSERT", "UPDATE"], statements
-    assert tables[6] == "tools_operation" and tables[12] == "tools_trackedorder", tables
+    clock_reads = [i for i, sql in enumerate(counted) if "statement_timestamp()" in sql]
+    assert clock_reads == [2, 6, 16], clock_reads
+    assert tables[8] == "tools_operation" and tables[14] == "tools_trackedorder", tables

@@ -888,6 +888,9 @@ def test_faults_endpoint_configures_the_account_over_http(http: Http, contour: C
         "error_rate": 1.0,
         "fail_next": 0,
         "drop_response_after_create": False,
+        "fail_after_create": False,
+        "wrong_order_after_create": False,
+        "notify_before_answer": False,
         "rate_limit_next": 0,
         "reset_next": 0,
     }

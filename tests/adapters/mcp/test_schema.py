@@ -68,6 +68,8 @@ HINTS_BY_TOOL = {
     "get_order": (True, None, None, False),
     "find_orders": (True, None, None, False),
     "find_shipments": (True, None, None, False),
+    "find_refunds": (True, None, None, False),
+    "get_refundable": (True, None, None, False),
     # Adds an order; the same token replays its stored result.
     "create_order": (False, False, True, False),
     # Adds a shipment to an order; nothing that was there is changed.
