@@ -6,7 +6,7 @@ PORT ?= 8000
 WORKERS ?= 1
 export PORT
 
-.PHONY: demo test lint serve setup clean worker beat
+.PHONY: demo test chaos lint serve setup clean worker beat
 
 # `make demo` installs what the server needs; `make test` adds the test tools (Playwright,
 # schemathesis, the platform SDKs...) on top, once.
@@ -68,6 +68,11 @@ test: $(BIN)/.installed-test $(SYSTEM_NODE)/node_modules/.installed $(LANGCHAIN_
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	BIN=$(BIN) tests/run_split.sh
+
+# The chaos campaigns against the production-shaped cluster (PostgreSQL and Redis needed; several
+# minutes): apart from `make test` to keep CI under 20 minutes.
+chaos: $(BIN)/.installed-test
+	$(BIN)/pytest -m chaos
 
 lint: $(BIN)/.installed-test
 	$(BIN)/ruff check .
