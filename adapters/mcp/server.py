@@ -11,9 +11,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import anyio
 import mcp_types as types
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 from mcp.server import Server
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
@@ -22,6 +20,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from adapters.mcp.schema import input_schema, tool_definitions, tool_result
+from adapters.sync_bridge import run_sync
 from tools import catalog, gateway
 from tools.errors import Outcome
 from tools.models import Contour
@@ -48,31 +47,6 @@ class Caller:
 
 
 CallerResolver = Callable[[ServerRequestContext[Any, Any]], Awaitable[Caller]]
-
-
-def _fresh_connections(fn: Callable[P, R]) -> Callable[P, R]:
-    """What Django's request signals do around a view: drop stale or expired DB connections."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        close_old_connections()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            close_old_connections()
-
-    return wrapper
-
-
-async def run_sync(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-    """Run sync ORM code from the event loop, on a worker thread of its own.
-
-    thread_sensitive=False: calls of one worker run side by side, so one slow upstream answer
-    never holds up the others (Django views get the same through a thread per request). Each
-    call opens and closes its own connection; the guarantees rest on row locks and unique
-    constraints, and SQLite writers queue on its lock (IMMEDIATE mode, see settings).
-    """
-    return await sync_to_async(_fresh_connections(fn), thread_sensitive=False)(*args, **kwargs)
 
 
 def _version() -> str:

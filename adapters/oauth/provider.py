@@ -21,7 +21,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from adapters.mcp.server import run_sync
+from adapters.sync_bridge import run_sync
 from tools.models import Toolset
 
 from . import grants

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from adapters.mcp.server import run_sync
+from adapters.sync_bridge import run_sync
 
 from . import grants
 from .provider import SCOPES, GatewayProvider, resource_url
