@@ -7,6 +7,7 @@ from base64 import b32encode
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django_otp import devices_for_user
@@ -28,6 +29,11 @@ TOTP_NAME = "Приложение-аутентификатор"
 ADMIN_TOTP_NAME = "Приложение (выдано администратором)"
 BACKUP_NAME = "Резервные коды"
 BACKUP_CODES = 10
+
+
+def person_named(username: str) -> Any | None:
+    """The person a command names (add_totp, reset_second_factor); None when nobody is."""
+    return get_user_model().objects.filter(username=username).first()
 
 
 def kind_of(device: Device) -> str:

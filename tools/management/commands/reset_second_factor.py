@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
@@ -20,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("username")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        person = get_user_model().objects.filter(username=options["username"]).first()
+        person = devices.person_named(options["username"])
         if person is None:
             raise CommandError(f"user {options['username']!r} does not exist")
         removed = devices.reset(person, by=cli_actor(), channel="cli")
