@@ -5,6 +5,7 @@ one through Redis, and the hygiene (another key, a revoked key, DELETE) holds ac
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,11 +110,15 @@ def test_a_revoked_key_ends_its_session_on_the_next_request(balanced: Balanced):
 
 
 def call_with_dialog(balanced: Balanced, key: str, answer_to: str | None) -> dict[str, Any]:
-    """create_order once on worker A; the dialog's answer posted to `answer_to` (or never)."""
+    """create_order once on worker A; the dialog's answer posted to `answer_to` (or never).
+
+    Each call describes a new invoice: two tests in the same second would otherwise send the
+    same arguments, and the second would be answered by the first's dedup, not by a dialog."""
     a = balanced.worker_url("a")
     session = open_session(a, key, ELICITATION)
+    arguments = order_args(description=f"Бронирование номера {uuid.uuid4().hex[:8]}")
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "create_order", "arguments": order_args()}}
+            "params": {"name": "create_order", "arguments": arguments}}
     with httpx.stream("POST", a, json=call, headers=headers(key, session), timeout=60) as stream:
         for message in messages(stream.iter_lines()):
             if message.get("method") == "elicitation/create":
