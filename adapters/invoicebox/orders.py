@@ -10,13 +10,8 @@ from typing import Any
 from pydantic import Field
 
 from adapters.invoicebox.money import to_kopecks, to_roubles
-from adapters.invoicebox.transport import (
-    Money,
-    Transport,
-    Upstream,
-    atom,
-    paging,
-)
+from adapters.invoicebox.shapes import Money, Upstream, atom, paging
+from adapters.invoicebox.transport import Transport
 
 # (API filter name, Order attribute) of the date filters.
 DATE_FILTERS = (("createdAt", "created_at"), ("expirationDate", "expiration_date"),
