@@ -33,6 +33,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from adapters.invoicebox.hosts import is_loopback
 from tools import catalog, clock, events, roles
 from tools.models import (
     AlertKind,
@@ -45,7 +46,7 @@ from tools.models import (
     Role,
 )
 from tools.params import format_rub
-from tools.public_http import NonPublicAddress, PublicOnlyTransport
+from tools.public_http import NonPublicAddress, PublicOnlyTransport, is_public
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +77,9 @@ def webhook_url_problem(url: str) -> str:
         return ""
     if parts.scheme != "https":
         return "в рабочем режиме вебхук только по https"
-    if parts.hostname.lower() == "localhost" or (address is not None and not address.is_global):
+    # Stricter than "not loopback" (adapters.invoicebox.hosts): the send-time rule of
+    # tools.public_http, so a literal refused there is refused here, before anything is queued.
+    if is_loopback(parts.hostname) or (address is not None and not is_public(address)):
         return "вебхук на локальный или внутренний адрес запрещён"
     return ""
 

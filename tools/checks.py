@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from django.utils import timezone
 
+from adapters.invoicebox.hosts import is_loopback
 from tools.errors import Problem
 from tools.params import (
     AMBIGUOUS_MEASURES,
@@ -242,9 +243,6 @@ def check_future(moment: datetime, field: str) -> list[Problem]:
     return []
 
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
 def check_url(value: str, field: str, *, allow_loopback_http: bool) -> list[Problem]:
     parts = urlsplit(value)
     host = (parts.hostname or "").lower()
@@ -254,6 +252,6 @@ def check_url(value: str, field: str, *, allow_loopback_http: bool) -> list[Prob
         return [Problem(field, "адрес не может вести на домен invoicebox.ru")]
     if parts.scheme == "https":
         return []
-    if parts.scheme == "http" and allow_loopback_http and host in LOOPBACK_HOSTS:
+    if parts.scheme == "http" and allow_loopback_http and is_loopback(host):
         return []
     return [Problem(field, f"нужен адрес https://; пришло {parts.scheme or 'без схемы'}")]

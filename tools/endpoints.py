@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
+
+from adapters.invoicebox.hosts import is_loopback, is_own_sandbox
 
 
 class InvoiceboxMode(models.TextChoices):
@@ -19,33 +20,6 @@ class InvoiceboxMode(models.TextChoices):
 # The official API origin (reference/invoicebox-api.md §1); demo and production use only it.
 OFFICIAL_API_ORIGIN = "https://api.invoicebox.ru"
 OFFICIAL_MODES = (InvoiceboxMode.DEMO, InvoiceboxMode.PRODUCTION)
-LOOPBACK_NAMES = {"localhost"}
-
-
-def is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def is_own_sandbox(url: str) -> bool:
-    """This project's sandbox: the configured URL, or its mount on a loopback host or on this
-    gateway's own host (another process of the same installation, as the cluster tests run)."""
-    sandbox = settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/")
-    if url == sandbox:
-        return True
-    parts, mount = urlsplit(url), urlsplit(sandbox).path.rstrip("/")
-    own_host = urlsplit(settings.GATEWAY_SITE_URL).hostname
-    return (parts.scheme in ("http", "https") and parts.path.rstrip("/") == mount
-            and (is_loopback(parts.hostname) or parts.hostname == own_host)
-            and not parts.query and not parts.fragment and not parts.username)
-
-
 def _shown(value: str | None) -> str:
     """A value quoted for a person: «https://…», or "пусто" (never a Python repr like '')."""
     return f"«{value}»" if value else "пусто"

@@ -14,6 +14,7 @@ import simplejson
 from django.conf import settings
 from django.utils import timezone
 
+from adapters.invoicebox.hosts import TEST_CLIENT_HOST, is_loopback
 from adapters.invoicebox.models import SandboxAccount, SandboxOrder
 from adapters.invoicebox.notify import SIGNATURE_HEADER, sign
 from adapters.invoicebox.sandbox.orders import _order_payload
@@ -102,11 +103,10 @@ def send_notification(order_id: str | uuid.UUID) -> Delivery:
 
 def _is_own_url(url: str) -> bool:
     parts, own = urlsplit(url), urlsplit(settings.GATEWAY_SITE_URL)
-    if parts.hostname == "testserver":
+    if parts.hostname == TEST_CLIENT_HOST:
         return True
-    loopback = {"127.0.0.1", "localhost", "::1"}
     same_host = parts.hostname == own.hostname or (
-        parts.hostname in loopback and own.hostname in loopback)
+        is_loopback(parts.hostname) and is_loopback(own.hostname))
     default = 443 if parts.scheme == "https" else 80
     return same_host and (parts.port or default) == (own.port or default)
 
