@@ -134,7 +134,7 @@ def queue_alerts(confirmation_id: str, kind: str) -> int:
     contour = confirmation.contour
     recipients = [(AlertTransport.EMAIL, str(user.pk))
                   for user in roles.holders(contour, Role.OPERATOR).order_by("pk")]
-    if contour.notify_webhook_url:
+    if contour.alert_webhook_url:
         recipients.append((AlertTransport.WEBHOOK, ""))
     created_ids = []
     with transaction.atomic():
@@ -165,7 +165,7 @@ def sweep_alerts() -> int:
         queue_alerts.delay(str(confirmation_id), AlertKind.REMINDER.value)
     # Waiting items whose first alerts were never queued (the broker was down at the time).
     told = OperatorAlert.objects.filter(confirmation=OuterRef("pk"), kind=AlertKind.WAITING)
-    someone = Q(contour__notify_webhook_url__gt="") | Q(contour__roles__role=Role.OPERATOR)
+    someone = Q(contour__alert_webhook_url__gt="") | Q(contour__roles__role=Role.OPERATOR)
     missed = list(
         PendingConfirmation.objects.filter(
             someone, status=ConfirmationStatus.PENDING, requires_approval=True,
@@ -291,9 +291,9 @@ def _send_email(alert: OperatorAlert) -> None:
 
 def _send_webhook(alert: OperatorAlert) -> None:
     contour = alert.contour
-    if not contour.notify_webhook_url:
+    if not contour.alert_webhook_url:
         raise DeliveryError("у контура больше нет адреса вебхука", permanent=True)
-    problem = webhook_url_problem(contour.notify_webhook_url)
+    problem = webhook_url_problem(contour.alert_webhook_url)
     if problem:
         raise DeliveryError(problem, permanent=True)
     payload = {"event": f"confirmation.{alert.kind}", "sent_at": timezone.now().isoformat(),
@@ -301,15 +301,15 @@ def _send_webhook(alert: OperatorAlert) -> None:
     body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()
     headers = {"Content-Type": "application/json; charset=utf-8",
                "User-Agent": "invoicebox-gateway-alerts"}
-    if contour.notify_webhook_secret:
-        headers[SIGNATURE_HEADER] = sign(contour.notify_webhook_secret, body)
+    if contour.alert_webhook_secret:
+        headers[SIGNATURE_HEADER] = sign(contour.alert_webhook_secret, body)
     # In production the connection itself goes to public addresses only (tools.public_http):
     # the URL check above cannot see where a host name resolves at send time.
     transport = PublicOnlyTransport() if settings.PRODUCTION else None
     try:
         with httpx.Client(transport=transport,
                           timeout=settings.GATEWAY_ALERT_TIMEOUT_SECONDS) as client:
-            response = client.post(contour.notify_webhook_url, content=body, headers=headers)
+            response = client.post(contour.alert_webhook_url, content=body, headers=headers)
     except httpx.ConnectError as error:
         if isinstance(error.__cause__, NonPublicAddress):
             raise DeliveryError("адрес вебхука ведёт на внутренний адрес: отправка запрещена",

@@ -122,7 +122,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                                    "api_token_sealed", "notification_key",
                                    "clear_notification_key")}),
         ("Оповещения операторов и ключи", {"fields": (
-            "notify_webhook_url", "notify_webhook_secret", "key_grace_hours")}),
+            "alert_webhook_url", "alert_webhook_secret", "key_grace_hours")}),
     )
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:

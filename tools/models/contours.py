@@ -133,9 +133,9 @@ class Contour(models.Model):
     # Operators are told about writes waiting for them (tools/alerts.py); this optional relay
     # (Telegram, Slack) gets the same facts as JSON signed with the secret (HMAC-SHA256). The
     # secret is write-only and encrypted at rest like the token.
-    notify_webhook_url = models.URLField("адрес вебхука для операторов", max_length=500,
+    alert_webhook_url = models.URLField("адрес вебхука для операторов", max_length=500,
                                          blank=True)
-    notify_webhook_secret = EncryptedTextField("секрет подписи вебхука", blank=True)
+    alert_webhook_secret = EncryptedTextField("секрет подписи вебхука", blank=True)
     # After rotate_api_key the old key keeps working this long, so the assistant can switch.
     key_grace_hours = models.PositiveIntegerField("старый ключ действует после замены, ч",
                                                   default=24)
@@ -223,7 +223,7 @@ class Contour(models.Model):
     def secrets(self) -> list[str]:
         """What the journal, logs and errors must never show of this contour."""
         return [secret for secret in (self.api_token, self.notification_key,
-                                      self.notify_webhook_secret) if secret]
+                                      self.alert_webhook_secret) if secret]
 
     @property
     def masked_token(self) -> str:

@@ -44,7 +44,7 @@ AUDITED_FIELDS = (
     "key_grace_hours", "notification_signature_method", "notification_signature_algorithm",
 )
 # The webhook URL counts as a secret: a relay's URL (Telegram) carries its token.
-SECRET_FIELDS = ("api_token", "notification_key", "notify_webhook_url", "notify_webhook_secret")
+SECRET_FIELDS = ("api_token", "notification_key", "alert_webhook_url", "alert_webhook_secret")
 # The journal masks values under a key called "name" as personal data; a contour's name isn't.
 JOURNAL_KEYS = {"name": "contour_name"}
 
