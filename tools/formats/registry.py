@@ -1,7 +1,7 @@
 """The format registry: `GET /api/v1/tools?format=` name -> the exporter that renders the catalog.
 
 Adapters register their exporters here from their AppConfig.ready(); this module imports no
-adapter, so imports run one way: adapters -> tools.exports -> the catalog.
+adapter, so imports run one way: adapters -> tools.formats -> the catalog.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from tools.exports.schema import describe, measure, parameters_for
+from tools.formats.schema import describe, measure, parameters_for
 from tools.spec import ToolSpec
 
 

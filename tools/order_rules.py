@@ -1,4 +1,5 @@
-"""Domain checks the schema cannot express: basket reconciliation, customer, dates, URLs."""
+"""The rules an order's arguments follow beyond their schema: basket reconciliation, customer,
+dates, return URLs."""
 
 from __future__ import annotations
 
