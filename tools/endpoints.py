@@ -17,7 +17,7 @@ class InvoiceboxMode(models.TextChoices):
     CUSTOM = "custom", "свой адрес (прокси или тестовый двойник)"
 
 
-# The official API origin (reference/invoicebox-api.md §1); demo and production use only it.
+# The official API origin (docs/invoicebox-api.md); demo and production use only it.
 OFFICIAL_API_ORIGIN = "https://api.invoicebox.ru"
 OFFICIAL_MODES = (InvoiceboxMode.DEMO, InvoiceboxMode.PRODUCTION)
 def _shown(value: str | None) -> str:
@@ -47,7 +47,7 @@ def base_url_problem(mode: str, base_url: str) -> str:
         return ""
     if mode == InvoiceboxMode.SANDBOX:
         # The bundled sandbox only: a token must not leave for another host under a mode
-        # the admin shows as harmless (issue 13.2; any other host is mode custom).
+        # the admin shows as harmless (any other host is mode custom).
         return "" if is_own_sandbox(url) else (
             f"в режиме sandbox адрес API — только встроенная песочница "
             f"({settings.INVOICEBOX_SANDBOX_BASE_URL}), а указано {_shown(url)}; другой адрес — "

@@ -1,7 +1,8 @@
 """Invoicebox API v3 client: one class over the resource modules, and its factory.
 
 The names callers import live here; the code is split by resource after the official MCP
-server's client: transport (requests, errors, decode), orders, shipments, refunds, counterparties.
+server's client: transport (requests, decode), errors, shapes, orders, shipments, refunds,
+counterparties.
 """
 
 from __future__ import annotations

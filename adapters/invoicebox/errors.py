@@ -17,7 +17,7 @@ ErrorKind = Literal[
     "unknown_outcome", "bad_response",
 ]
 
-# Russian wording of the documented 422 codes (reference §5), relayed by assistants.
+# Russian wording of the documented 422 codes, relayed by assistants.
 UPSTREAM_MESSAGES: dict[str, str] = {
     "wrong_expiration_date": "Инвойсбокс не принял срок оплаты (expirationDate)",
     "wrong_currency": "Инвойсбокс не принял валюту",

@@ -201,7 +201,7 @@ class OrderUpdate:
 
 class OrdersApi(Transport):
     def get_order(self, order_id: str) -> Order | None:
-        # The documented way to read one order is the filter by id (reference §2).
+        # The documented way to read one order is the filter by id.
         page = self.find_orders(order_id=order_id, page_size=1)
         return page.orders[0] if page.orders else None
 
@@ -263,7 +263,7 @@ class OrdersApi(Transport):
         )
         created = self._parse_order(data, write=True)
         if created.merchant_order_id != order.merchant_order_id:
-            # Another order than the one sent: ours may or may not exist (issue 27). An unknown
+            # Another order than the one sent: ours may or may not exist. An unknown
             # outcome, recovered by a lookup of our own merchantOrderId; never reported as ours.
             raise self._bad_response(
                 f"на создание счёта {order.merchant_order_id} пришёл счёт "

@@ -38,7 +38,7 @@ class UpstreamRefundableItem(Upstream):
     vat_code: str = Field(alias="vatCode")
     type: Text
     payment_type: str = Field(alias="paymentType")
-    # Only the MCP server names these (reference §3, open question 10).
+    # Only the MCP server names these (not in the API docs).
     available_amount: Money | None = Field(None, alias="availableAmount")
     available_vat_amount: Money | None = Field(None, alias="availableVatAmount")
 

@@ -101,7 +101,7 @@ class Transport:
     def check_auth(self) -> str:
         data, _ = self._request("GET", "/security/api/auth/auth")
         user_id = (data or {}).get("userId") if isinstance(data, dict) else None
-        if not user_id:  # no token also answers 200 with userId null (reference §1)
+        if not user_id:  # no token also answers 200 with userId null
             raise InvoiceboxError("unauthorized", UPSTREAM_MESSAGES["unauthorized"],
                                   code="unauthorized", request_id=self.last_request_id)
         return str(user_id)

@@ -75,7 +75,7 @@ WSGI_APPLICATION = "config.wsgi.application"
 ASGI_APPLICATION = "config.asgi.application"
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
-# Explicit transactions only: a failed call's journal entry must survive (STYLE.md, habit 4).
+# Explicit transactions only: a failed call's journal entry must survive.
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # Sync work runs on a fixed pool of GATEWAY_SYNC_THREADS threads (config/asgi.py), so a kept
 # connection is reused by the next request on its thread, and their number is bounded. SQLite
@@ -134,7 +134,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "adapters.rest.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
-    # `?format=` names a tool format (API.md), not a DRF renderer.
+    # `?format=` names a tool format (tools/formats), not a DRF renderer.
     "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -36,7 +36,7 @@ PENDING_POST_KEY = "contour-writes:{nonce}"
 CONFIRM_FIELD = "_confirm_writes"
 
 
-# How the contour verifies payment notifications (issue 15.8): audited like the rest.
+# How the contour verifies payment notifications: audited like the rest.
 SIGNATURE_FIELDS = ("notification_signature_method", "notification_signature_algorithm")
 NOTIFICATION_FIELDSET = ("Уведомления об оплате", {"fields": SIGNATURE_FIELDS})
 CUSTOM_MODE_WARNING = ("режим custom: токен Инвойсбокс уходит на этот адрес, а не на "

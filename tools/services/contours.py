@@ -28,7 +28,7 @@ from tools.models import (
 )
 from tools.services import roles as role_service
 
-# The public demo shop of Invoicebox (reference/invoicebox-api.md §1): shared, no real money.
+# The public demo shop of Invoicebox (docs/invoicebox-api.md): shared, no real money.
 DEMO_TOKEN = "b37c4c689295904ed21eee5d9a48d42e"  # noqa: S105 - published by Invoicebox
 DEMO_MERCHANT_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)

@@ -44,7 +44,7 @@ class Delivery:
                 "error": self.error, "in_process": self.in_process}
 
 
-NOTIFICATION_TIMEOUT_SECONDS = 20.0  # Invoicebox waits 20 s for the answer (reference §6)
+NOTIFICATION_TIMEOUT_SECONDS = 20.0  # Invoicebox waits 20 s for the answer (vendor docs)
 
 
 def _notification_target(order: SandboxOrder) -> str:
@@ -62,8 +62,8 @@ def _notification_target(order: SandboxOrder) -> str:
 
 
 def notification_body(order_id: str | uuid.UUID) -> bytes:
-    """The OrderNotification of an order as the sandbox sends it: the order itself (reference
-    §6: "shaped like OrderResponse"); its `id` is the order id, so a resend is a duplicate."""
+    """The OrderNotification of an order as the sandbox sends it: the order itself (the
+    vendor docs: "shaped like OrderResponse"); its `id` is the order id, so a resend is a duplicate."""
     order = SandboxOrder.objects.filter(order_id=uuid.UUID(str(order_id))).first()
     if order is None:
         raise LookupError(f"no sandbox order {order_id}")
