@@ -78,7 +78,8 @@ class Contour(models.Model):
                   "сбрасывает токен.",
     )
     # Never rendered back in full: see masked_token and the admin form (write-only). Encrypted
-    # at rest; cleared whenever mode, base URL or API prefix change (save), so it never reaches a new host.
+    # at rest; cleared whenever mode, base URL or API prefix change (save), so it never
+    # reaches a new host.
     api_token = EncryptedTextField("токен API", blank=True)
     merchant_id = models.CharField("идентификатор магазина (merchantId)", max_length=36)
     toolsets = models.JSONField("включённые наборы инструментов", default=_default_toolsets)
