@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tools', '0013_second_factor_records'),
+        ('tools', '0001_squashed_0013_second_factor_records'),
     ]
 
     operations = [

@@ -26,19 +26,12 @@ from tools.models.contours import (
     CeilingKind,
     Contour,
     Toolset,
-    _default_allowed_currencies,
-    _default_approval_thresholds,
-    _default_approval_window,
-    _default_confirmation_ttl,
-    _default_dedup_window,
-    _default_toolsets,
 )
 from tools.models.keys import ApiKey, ApiKeyQuerySet
 from tools.models.orders import ProcessedNotification, TrackedOrder
 from tools.models.outbox import OutboxTask
 from tools.models.roles import ContourRole, Role
 
-# The _default_* callables are named by the migrations.
 __all__ = [
     "AUTHENTICATED_KEY",
     "OFFICIAL_API_ORIGIN",
@@ -64,12 +57,6 @@ __all__ = [
     "Role",
     "Toolset",
     "TrackedOrder",
-    "_default_allowed_currencies",
-    "_default_approval_thresholds",
-    "_default_approval_window",
-    "_default_confirmation_ttl",
-    "_default_dedup_window",
-    "_default_toolsets",
     "api_prefix_problem",
     "base_url_problem",
     "mask_secret",
