@@ -19,7 +19,7 @@ class Problem:
         return {"field": self.field, "message": self.message}
 
 
-# status of the envelope and the REST HTTP status for each stable code (API.md).
+# status of the envelope and the REST HTTP status for each stable code (the wire contract).
 CODE_STATUS: dict[str, tuple[str, int]] = {
     "unauthenticated": ("rejected", 401),
     "unknown_tool": ("rejected", 404),
@@ -88,7 +88,7 @@ class ToolError(Exception):
 
 @dataclass
 class Outcome:
-    """The envelope of API.md: what the core returns and every adapter renders."""
+    """The envelope of the wire contract: what the core returns and every adapter renders."""
 
     status: str
     code: str

@@ -19,7 +19,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from adapters.invoicebox.client import InvoiceboxError, Order, make_client
+from adapters.invoicebox.client import RETRYABLE_KINDS, InvoiceboxError, Order, make_client
 from tools import events, outbox
 from tools.confirmations import EXPIRABLE
 from tools.models import (
@@ -35,7 +35,6 @@ logger = logging.getLogger(__name__)
 OPEN_CONFIRMATIONS = (ConfirmationStatus.PENDING, ConfirmationStatus.APPROVED)
 # Orders whose status can still change by the payer's hand.
 OPEN_ORDER_STATUSES = ("created", "hold", "draft", "")
-RETRYABLE_KINDS = frozenset({"unavailable", "rate_limited"})
 MAX_RETRIES = 5
 
 

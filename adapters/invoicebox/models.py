@@ -41,7 +41,7 @@ class SandboxFaults(models.Model):
     rate_limit_next = models.PositiveIntegerField(default=0)
     # The next N requests lose the connection before the application sees them.
     reset_next = models.PositiveIntegerField(default=0)
-    # An upstream that lies (issue 27): an order create is stored, then answered 503, or
+    # An upstream that lies: an order create is stored, then answered 503, or
     # answered with another order (another merchantOrderId), or its payment notification is
     # sent before the answer (the order is paid at once).
     fail_after_create = models.BooleanField(default=False)

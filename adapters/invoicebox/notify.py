@@ -1,6 +1,6 @@
 """Invoicebox payment notifications: the X-Signature check, the OrderNotification shape, answers.
 
-Reference: /work/shared/reference/invoicebox-api.md §6 and docs/invoicebox-api.md (payment notifications).
+Reference: docs/invoicebox-api.md (payment notifications).
 The signature is the lowercase hex HMAC of the raw request body with the shop's notification
 key; the algorithm is a shop setting (SHA-1 by default), so a contour names it. The answer is
 always HTTP 200 with JSON, its error codes only those of the docs' NotificationErrorCode

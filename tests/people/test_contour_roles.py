@@ -188,7 +188,7 @@ def test_the_admin_role_inline_grants_through_the_journal(make_user: Callable[..
     form = page.context["adminform"].form
     data = {name: form[name].value() for name in form.fields
             if form[name].value() is not None and name not in ("api_token", "notification_key",
-                                                               "notify_webhook_secret")}
+                                                               "alert_webhook_secret")}
     data["toolsets"] = ["read"]
     for prefix in ("ceilings", "api_keys"):
         data.update({f"{prefix}-TOTAL_FORMS": 0, f"{prefix}-INITIAL_FORMS": 0})

@@ -76,8 +76,8 @@ def relay() -> Iterator[Relay]:
 def shop(relay: Relay) -> Contour:
     contour = create_contour("shop", mode="sandbox", name="Лавка", toolsets=["read", "write"])
     contour.approval_for_all_writes = True
-    contour.notify_webhook_url = relay.url
-    contour.notify_webhook_secret = SECRET
+    contour.alert_webhook_url = relay.url
+    contour.alert_webhook_secret = SECRET
     contour.save()
     return contour
 

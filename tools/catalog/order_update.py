@@ -17,8 +17,8 @@ from tools.catalog.orders import (
     order_row,
     track,
 )
-from tools.checks import check_basket, check_customer, check_future
 from tools.errors import Problem, ToolError
+from tools.order_rules import check_basket, check_customer, check_future
 from tools.params import Kopecks, StrictModel, Timestamp, format_rub
 from tools.spec import CallContext, ChangedOrder, Example, Summary, ToolSpec
 

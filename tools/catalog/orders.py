@@ -9,7 +9,9 @@ from uuid import UUID
 from pydantic import Field
 
 from adapters.invoicebox.client import BasketLine, Customer, NewOrder, Order
-from tools.checks import (
+from tools.errors import Problem, ToolError
+from tools.models import TrackedOrder
+from tools.order_rules import (
     check_basket,
     check_customer,
     check_future,
@@ -19,8 +21,6 @@ from tools.checks import (
     quantity_text,
     resolve_unit,
 )
-from tools.errors import Problem, ToolError
-from tools.models import TrackedOrder
 from tools.params import (
     Currency,
     CustomerType,

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from adapters.invoicebox.client import BasketLine, NewRefund, Order, Refund, RefundableItem
 from tools.catalog.orders import load_order
-from tools.checks import expected_vat, quantity_decimal
 from tools.errors import Problem, ToolError
+from tools.order_rules import expected_vat, quantity_decimal
 from tools.params import Kopecks, StrictModel, format_rub, round_kopecks
 from tools.spec import CallContext, Summary, ToolSpec
 

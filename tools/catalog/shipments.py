@@ -10,8 +10,8 @@ from pydantic import Field
 
 from adapters.invoicebox.client import NewShipment, Order, Shipment
 from tools.catalog.orders import BasketItemParams, basket_lines, load_order, money
-from tools.checks import check_basket
 from tools.errors import ToolError
+from tools.order_rules import check_basket
 from tools.params import ResponseFormat, StrictModel, format_rub
 from tools.spec import CallContext, Summary, ToolSpec
 

@@ -19,7 +19,7 @@ from adapters.functions.formats import FORMATS
 from tests.adapters.functions.conftest import definitions
 from tests.conftest import Assistant
 from tools import catalog
-from tools.exports import schema
+from tools.formats import schema
 from tools.services.contours import create_contour
 from tools.services.keys import issue_key
 from tools.spec import ToolSpec

@@ -1,4 +1,4 @@
-"""Imports run one way: adapters -> tools.exports -> the catalog. Read from the source (ast),
+"""Imports run one way: adapters -> tools.formats -> the catalog. Read from the source (ast),
 every import statement, also those inside functions."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_no_adapter_imports_another_adapters_module_but_the_shared_http_view(pat
 
 def test_the_exports_home_is_what_adapters_use_for_schemas_and_formats():
     users = {path.relative_to(ROOT).as_posix() for path in modules("adapters")
-             if any(n.startswith("tools.exports") for n in imports_of(path))}
+             if any(n.startswith("tools.formats") for n in imports_of(path))}
 
     assert {"adapters/functions/openai.py", "adapters/functions/gigachat.py",
             "adapters/functions/yandexgpt.py", "adapters/text/prompt.py",

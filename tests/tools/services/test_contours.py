@@ -69,17 +69,17 @@ def test_a_change_is_journaled_with_what_changed_and_a_replaced_secret_by_name_o
     contour = create_contour("shop", mode="sandbox")
     before = contour_service.state_of(contour)
     contour.toolsets = ["read", "write"]
-    contour.notify_webhook_secret = "whsec-new-0123456789"
+    contour.alert_webhook_secret = "whsec-new-0123456789"
     contour.save()
 
     changed = contour_service.record_change(contour, before, actor="user:anna",
                                             channel="admin")
 
-    assert changed == ["toolsets", "notify_webhook_secret"]
+    assert changed == ["toolsets", "alert_webhook_secret"]
     [entry] = JournalEntry.objects.filter(contour="shop", code="contour_changed")
     assert entry.arguments["changes"] == {
         "toolsets": {"before": ["read"], "after": ["read", "write"]}}
-    assert entry.arguments["credentials_replaced"] == ["notify_webhook_secret"]
+    assert entry.arguments["credentials_replaced"] == ["alert_webhook_secret"]
     assert "whsec-new-0123456789" not in str(list(JournalEntry.objects.values()))
 
 
