@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.catalog.orders import BasketItemParams
+from tools.catalog.order_parts import BasketItemParams
 from tools.checks import check_basket, expected_vat, line_total, quantity_decimal
 from tools.params import VatCode
 

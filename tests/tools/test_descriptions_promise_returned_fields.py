@@ -8,10 +8,10 @@ from typing import Any, get_args
 import pytest
 
 from adapters.invoicebox.sandbox import pay_order
+from adapters.invoicebox.statuses import OrderStatus
 from tests.conftest import Assistant, order_args
 from tools import catalog
 from tools.models import PendingConfirmation
-from tools.params import OrderStatus
 
 pytestmark = pytest.mark.django_db
 
