@@ -1,4 +1,4 @@
-"""Hints converge (issue 24): every basket refusal that names a corrective value is accepted
+"""Hints converge: every basket refusal that names a corrective value is accepted
 once exactly that value is applied, and a basket as a shop writes it is never refused.
 
 Checked on the rule's one home, tools/checks.check_basket, with the tool's own argument

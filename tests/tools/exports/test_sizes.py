@@ -87,7 +87,7 @@ def test_mcp_tools_list_is_at_most_70_percent_of_the_reference():
     assert stats["characters"] <= REFERENCE_MCP * SHARE  # 9 442 against 13 992 (67.5 %)
 
 
-# The tools added after the ninth (issue 24): read tools that must not raise the cost per tool.
+# The tools added after the ninth: read tools that must not raise the cost per tool.
 LATER_TOOLS = ("find_refunds", "get_refundable")
 
 
