@@ -47,7 +47,7 @@ from benchmarks.chaos_faults import (
     wait_until_settled,
 )
 from benchmarks.chaos_reconcile import reconcile
-from tests.reliability.cluster import Cluster, Server, build, scratch_database
+from tests.system.cluster import Cluster, Server, build, scratch_database
 
 MAIN, CEILING = "chaos", "chaos-ceiling"
 ORDER_AMOUNT = 36600

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.reliability.cluster import REDIS_URL, Cluster, database_url
-from tests.reliability.proxy import TcpProxy
+from tests.system.cluster import REDIS_URL, Cluster, database_url
+from tests.system.proxy import TcpProxy
 
 UPSTREAM_LIES = {
     "503stored": {"fail_after_create": True},

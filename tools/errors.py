@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.money import with_roubles
-
 
 @dataclass(frozen=True)
 class Problem:
@@ -120,8 +118,7 @@ class Outcome:
         if self.hint:
             body["hint"] = self.hint
         body["problems"] = [p.as_dict() for p in self.problems]
-        # Kopecks read as roubles by a person: 36600 is 366,00 ₽, not 36 600 ₽.
-        body["data"] = with_roubles(self.data)
+        body["data"] = dict(self.data)
         if self.confirmation is not None:
             body["confirmation"] = self.confirmation
         body["replayed"] = self.replayed

@@ -19,6 +19,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from adapters.invoicebox import statuses
 from adapters.invoicebox.client import RETRYABLE_KINDS, InvoiceboxError, Order, make_client
 from tools import events, outbox
 from tools.confirmations import EXPIRABLE
@@ -33,8 +34,8 @@ from tools.models import (
 logger = logging.getLogger(__name__)
 
 OPEN_CONFIRMATIONS = (ConfirmationStatus.PENDING, ConfirmationStatus.APPROVED)
-# Orders whose status can still change by the payer's hand.
-OPEN_ORDER_STATUSES = ("created", "hold", "draft", "")
+# Orders whose status can still change by the payer's hand ("": not read back yet).
+OPEN_ORDER_STATUSES = (*sorted(statuses.OPEN), "")
 MAX_RETRIES = 5
 
 

@@ -6,6 +6,8 @@ import datetime as dt
 
 from django.db import models
 
+from adapters.invoicebox import statuses
+
 
 class SandboxAccount(models.Model):
     """One API token of the sandbox and the merchant (shop) it may act for."""
@@ -88,7 +90,7 @@ class SandboxOrder(models.Model):
         HOLD = "hold"
         DRAFT = "draft"
 
-    CANCELABLE = frozenset({Status.CREATED, Status.HOLD, Status.DRAFT})
+    CANCELABLE = frozenset(map(Status, statuses.OPEN))
 
     # A sequence for a stable tie-break when two orders share a createdAt second.
     seq = models.BigAutoField(primary_key=True)

@@ -19,13 +19,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from adapters.invoicebox import statuses
 from adapters.invoicebox.money import to_kopecks
 
 SIGNATURE_HEADER = "X-Signature"
 # Invoicebox's monitoring sends this id (with an empty or null merchantOrderId): answer after
 # the signature and merchantId checks, change nothing.
 PROBE_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
-PAID_STATUS = "completed"
+PAID_STATUS = statuses.PAID
 MAX_BODY_BYTES = 256 * 1024
 
 # Exactly the docs' NotificationErrorCode list (merchant/notification/status.md). The SDK's

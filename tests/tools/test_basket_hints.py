@@ -1,4 +1,4 @@
-"""Hints converge (issue 24): every basket refusal that names a corrective value is accepted
+"""Hints converge: every basket refusal that names a corrective value is accepted
 once exactly that value is applied, and a basket as a shop writes it is never refused.
 
 Checked on the rule's one home, tools/order_rules.check_basket, with the tool's own argument
@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.catalog.orders import BasketItemParams
+from tools.catalog.order_parts import BasketItemParams
 from tools.order_rules import check_basket, expected_vat, line_total, quantity_decimal
 from tools.params import VatCode
 

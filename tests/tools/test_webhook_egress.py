@@ -1,5 +1,5 @@
 """The operators' webhook in production connects to public addresses only, checked on the
-connection itself (finding 12): a host *name* that resolves to an internal address passes the
+connection itself: a host *name* that resolves to an internal address passes the
 URL check, and must still never get a TCP connection."""
 
 from __future__ import annotations

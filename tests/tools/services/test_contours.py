@@ -15,8 +15,8 @@ from django.core.management import call_command
 
 from adapters.invoicebox.sandbox import notification_url_of
 from audit.models import JournalEntry
-from tests.people.conftest import logged_in
-from tests.people.test_admin_sandbox import new_sandbox_form
+from tests.tools.admin.test_admin_sandbox import new_sandbox_form
+from tests.tools.conftest import logged_in
 from tools.contours import notification_url
 from tools.models import Contour
 from tools.services import contours as contour_service
