@@ -153,9 +153,11 @@ class Cluster:
     def sandbox_api(self) -> str:
         return f"{self.sandbox.base}/sandbox/invoicebox/v3"
 
-    def manage(self, *args: str, stdin: str | None = None) -> str:
+    def manage(self, *args: str, stdin: str | None = None, timeout: float | None = 180) -> str:
+        """A management command against the cluster's database; timeout None for one that
+        bounds itself by what it waits for (benchmarks/chaos_faults.py's resend)."""
         done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                              input=stdin, capture_output=True, text=True, timeout=180,
+                              input=stdin, capture_output=True, text=True, timeout=timeout,
                               check=False)
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
