@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -175,13 +176,12 @@ class Infra:
 
 
 NOTIFY_SETUP = """
-from django.conf import settings
 from adapters.invoicebox.sandbox.accounts import register_account
 from tools.models import Contour
 for slug, contour in CONTOURS.items():
     register_account(contour["token"], contour["merchant_id"], notification_url=BASE + slug)
     row = Contour.objects.get(slug=slug)
-    row.notification_key = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
+    row.notification_key = KEY
     row.save()
 """
 
@@ -215,8 +215,15 @@ ROUNDS_WITHOUT_PROGRESS = 8
 
 
 def notify_gateway_a(cluster: Cluster) -> None:
-    """Sandbox accounts notify gateway a; contours check the sandbox's signing key."""
-    code = (f"CONTOURS = {cluster.contours!r}\n"
+    """Sandbox accounts notify gateway a; the contours check the sandbox's signing key.
+
+    A key of the run's own, not the one published with the sandbox: the contours are `custom`
+    ones (a foreign upstream), and outside mode sandbox the published key verifies nothing
+    (tools/notifications.py). The sandbox process, and the resend, sign with it.
+    """
+    key = secrets.token_hex(16)
+    cluster.sandbox.env = {**cluster.sandbox.env, "INVOICEBOX_SANDBOX_NOTIFICATION_KEY": key}
+    code = (f"CONTOURS = {cluster.contours!r}\nKEY = {key!r}\n"
             f"BASE = {cluster.a.base + '/invoicebox/notifications/'!r}\n" + NOTIFY_SETUP)
     cluster.manage("shell", "-c", code)
 
@@ -226,7 +233,7 @@ def resend_paid_notifications(cluster: Cluster) -> dict[str, list[str]]:
     merchants = [c["merchant_id"] for c in cluster.contours.values()]
     code = (f"MERCHANTS = {merchants!r}\nROUNDS_WITHOUT_PROGRESS = {ROUNDS_WITHOUT_PROGRESS}\n"
             + RESEND)
-    out = cluster.manage("shell", "-c", code, timeout=None)
+    out = cluster.manage("shell", "-c", code, timeout=None, env=cluster.sandbox.env)
     return json.loads(out.split("RESENT=", 1)[1])
 
 
