@@ -1,8 +1,9 @@
-"""The chaos campaign, bounded for `make test` (process B, beside the other server-driving
-suites): one seed, 24 s of chaos, three of issue 27's faults (the database's connections cut
-again and again, a create stored then answered 503, Redis down) with gateway b's clock 90 s
-ahead, then the full reconciliation. `make chaos` runs the longer campaigns
-(tests/reliability/test_chaos.py); benchmarks/README.md has every fault over several seeds."""
+"""The chaos campaign, bounded for `make test` (marked `system`, like the other suites that
+drive servers, not `chaos`): one seed, 24 s of chaos, three of issue 27's faults (the
+database's connections cut again and again, a create stored then answered 503, Redis down)
+with gateway b's clock 90 s ahead, then the full reconciliation. `make chaos` runs the longer
+campaigns (tests/reliability/test_chaos.py); benchmarks/README.md has every fault over
+several seeds."""
 
 from __future__ import annotations
 
