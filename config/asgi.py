@@ -67,7 +67,6 @@ async def health(request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-
 def _database_down(route: Route) -> Route:
     """An OAuth route whose database errors get the envelope (adapters/database_down.py)."""
     route.app = DatabaseDown(route.app, OAUTH_CHANNEL)
