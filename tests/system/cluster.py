@@ -153,9 +153,13 @@ class Cluster:
     def sandbox_api(self) -> str:
         return f"{self.sandbox.base}/sandbox/invoicebox/v3"
 
-    def manage(self, *args: str, stdin: str | None = None) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                              input=stdin, capture_output=True, text=True, timeout=180,
+    def manage(self, *args: str, stdin: str | None = None, timeout: float | None = 180,
+               env: dict[str, str] | None = None) -> str:
+        """A management command against the cluster's database (in `env`, the cluster's by
+        default); timeout None for one that bounds itself by what it waits for
+        (benchmarks/chaos_faults.py's resend)."""
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env or self.env,
+                              input=stdin, capture_output=True, text=True, timeout=timeout,
                               check=False)
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
@@ -197,6 +201,9 @@ class Cluster:
              self.queue, "--without-gossip", "--without-mingle", "--without-heartbeat",
              "-l", "info", *beat],
             cwd=ROOT, env=self.worker_env or self.env, stdout=handle, stderr=subprocess.STDOUT,
+            # A group of its own: with -B the beat is a child process, and a killed worker
+            # must not leave its beat behind (a lost host takes both).
+            start_new_session=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -208,9 +215,9 @@ class Cluster:
         raise RuntimeError(f"celery worker not ready:\n{self.worker_log.read_text()[-3000:]}")
 
     def kill_worker(self) -> None:
-        """SIGKILL the worker: a task it holds is never acknowledged."""
+        """SIGKILL the worker and its beat: a task it holds is never acknowledged."""
         assert self.worker is not None
-        self.worker.send_signal(signal.SIGKILL)
+        _signal_group(self.worker, signal.SIGKILL)
         self.worker.wait(timeout=10)
 
     def send_task(self, name: str, *args: Any) -> None:
@@ -223,18 +230,26 @@ class Cluster:
     def stop(self) -> None:
         for server in (self.a, self.b, self.sandbox):
             server.stop()
-        if self.worker is not None and self.worker.poll() is None:
-            self.worker.terminate()
+        if self.worker is not None:
+            # The group even when the main process is gone: its beat may still run.
+            _signal_group(self.worker, signal.SIGTERM)
             try:
                 self.worker.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                self.worker.kill()
+                _signal_group(self.worker, signal.SIGKILL)
         import redis
 
         client = redis.Redis.from_url(REDIS_URL)
         stale = [self.queue.encode(), *client.scan_iter(match=f"_kombu.binding*{self.queue}")]
         client.delete(*stale)
         client.close()
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 # Mode custom is how an owner points a contour at another host (a proxy, a test double): the

@@ -12,6 +12,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -27,6 +28,9 @@ class TcpProxy:
     delay: float = 0.0
     # max_connections: connections beyond this many are closed at once (exhaustion)
     max_connections: int | None = None
+    # listen_port: 0 for any free one; tap: sees every chunk the clients send, in order
+    listen_port: int = 0
+    tap: Callable[[bytes], None] | None = None
     port: int = 0
     _server: socket.socket | None = None
     _pairs: set[tuple[socket.socket, socket.socket]] = field(default_factory=set)
@@ -37,7 +41,7 @@ class TcpProxy:
     def start(self) -> TcpProxy:
         server = socket.socket()
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(("127.0.0.1", 0))
+        server.bind(("127.0.0.1", self.listen_port))
         server.listen(256)
         self._server, self.port = server, server.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -98,6 +102,8 @@ class TcpProxy:
                         return
                     if self.delay:
                         time.sleep(self.delay)
+                    if sock is client and self.tap is not None:
+                        self.tap(chunk)
                     other[sock].sendall(chunk)
         except (OSError, ValueError):
             return
