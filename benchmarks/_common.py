@@ -188,6 +188,49 @@ class Server:
         self.stop()
 
 
+def seed_key(database_url: str, *, upstream: str | None = None, merchant_id: str = "",
+             token: str = "") -> str:
+    """Migrate the benchmark database, make one contour with read and write, return its key.
+
+    With `upstream` the contour calls that URL (a fake upstream process) with `token`;
+    without it, the bundled sandbox in process."""
+    setup_django(database_url)
+    from tools.services.contours import create_contour
+    from tools.services.keys import issue_key
+
+    if upstream is None:
+        return issue_key(create_contour("bench", mode="sandbox", toolsets=["read", "write"]))
+    return issue_key(create_contour("bench", mode="custom", toolsets=["read", "write"],
+                                    token=token, base_url=upstream, merchant_id=merchant_id))
+
+
+@contextmanager
+def process(args: list[str], port: int, what: str, env: dict[str, str] | None = None,
+            cwd: Path = ROOT) -> Iterator[subprocess.Popen[bytes]]:
+    """A helper process (fake upstream, reference server, floor) listening on `port`."""
+    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL,  # noqa: S603
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{what} exited with {proc.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{what} did not listen on {port} within 60 s") from None
+                time.sleep(0.1)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 # -- statistics ------------------------------------------------------------------------------
 
 def percentile(samples: Sequence[float], q: float) -> float:
