@@ -69,6 +69,11 @@ def _replayed(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+def declares_elicitation(client_params: dict[str, Any] | None) -> bool:
+    capabilities = (client_params or {}).get("capabilities")
+    return isinstance(capabilities, dict) and capabilities.get("elicitation") is not None
+
+
 def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
     """(negotiated version, client params) of an initialize request; None for anything else.
 
@@ -87,7 +92,9 @@ class SharedSessionManager(StreamableHTTPSessionManager):
     def __init__(self, app: Server[Any], *, security_settings: TransportSecuritySettings,
                  idle_seconds: float, relay: AnswerRelay | None) -> None:
         # No per-process cap: the shared one (sessions.record) bounds the copies as well.
-        super().__init__(app, security_settings=security_settings,
+        # json_response here is what 2026-07-28 requests get (they carry no dialog); a
+        # 2025-11-25 session picks its own in _transport().
+        super().__init__(app, security_settings=security_settings, json_response=True,
                          session_idle_timeout=idle_seconds, max_sessions=None)
         self.relay = relay
         # This worker's request ids (tag * 2**ID_BITS + n): an answer says whose it is.
@@ -152,7 +159,7 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         """A request without a session id: only an initialize opens one. It is recorded
         before it is answered, so the client's next request may go to any worker."""
         facts = _initialize_facts(body)
-        transport = self._transport(uuid4().hex)
+        transport = self._transport(uuid4().hex, facts[1] if facts is not None else None)
         session_id = transport.mcp_session_id
         assert session_id is not None
         if facts is not None:
@@ -178,16 +185,21 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             existing = self._server_instances.get(facts.session_id)
             if existing is not None:
                 return existing
-            transport = self._transport(facts.session_id)
+            transport = self._transport(facts.session_id, facts.client_params)
             self._server_instances[facts.session_id] = transport
         assert self._task_group is not None
         await self._task_group.start(self._serve_session, transport, facts)
         logger.debug("MCP session %s restored on this worker", facts.session_id[:8])
         return transport
 
-    def _transport(self, session_id: str) -> StreamableHTTPServerTransport:
+    def _transport(self, session_id: str, client_params: dict[str, Any] | None
+                   ) -> StreamableHTTPServerTransport:
+        """The SDK's transport for one session: a JSON body per request, or an SSE stream when
+        the client declared elicitation (the dialog confirmation asks it in the middle of a
+        tools/call, which only a stream can carry). JSON costs a third less CPU per call."""
         return StreamableHTTPServerTransport(
-            mcp_session_id=session_id, is_json_response_enabled=self.json_response,
+            mcp_session_id=session_id,
+            is_json_response_enabled=not declares_elicitation(client_params),
             event_store=self.event_store, security_settings=self.security_settings,
             retry_interval=self.retry_interval, idle_timeout=self.session_idle_timeout)
 
