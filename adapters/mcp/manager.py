@@ -45,6 +45,9 @@ from adapters.mcp.server import run_sync
 logger = logging.getLogger(__name__)
 
 KEY_ID = "invoicebox_gateway.key_id"  # ASGI scope key: the pk of the key that authenticated
+# ASGI scope key: the session the request names, resumed with the key (http.py); None when it
+# is not live or not that key's. Absent: not looked up yet.
+RESUMED = "invoicebox_gateway.resumed"
 
 
 def not_found() -> Response:
@@ -134,7 +137,8 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         if session_id is None:
             await self._open(key_id, body, scope, receive, send)
             return
-        facts = await run_sync(sessions.resume, session_id, key_id)
+        facts = (scope[RESUMED] if RESUMED in scope
+                 else await run_sync(sessions.resume, session_id, key_id))
         if facts is None:  # closed, expired, evicted, unknown, or another key's
             await self.forget(session_id)
             await not_found()(scope, receive, send)
