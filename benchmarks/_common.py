@@ -137,6 +137,7 @@ class Server:
     port: int
     workers: int = 1
     app: str = "config.asgi:application"
+    access_log: bool = False  # uvicorn's own line per request (the journal has every call)
     process: subprocess.Popen[bytes] | None = None
     log: Path = field(default_factory=lambda: Path(tempfile.mkstemp(suffix=".log")[1]))
 
@@ -149,7 +150,8 @@ class Server:
             self.process = subprocess.Popen(  # noqa: S603
                 [sys.executable, "-m", "uvicorn", self.app, "--host",
                  "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers),
-                 "--no-access-log", "--log-level", "warning"],
+                 "--access-log" if self.access_log else "--no-access-log",
+                 "--log-level", "info" if self.access_log else "warning"],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 60

@@ -15,7 +15,7 @@ PostgreSQL's is the CPU of the backends serving the run's database, reported apa
 
     sh benchmarks/reference_setup.sh        # once
     .venv/bin/python -m benchmarks.cost_per_call [--calls 400] [--clients 8] [--duration 6]
-        [--rounds 2] [--port 18110] [--tag -before]
+        [--rounds 2] [--port 18110] [--access-log] [--tag=-before]
 """
 
 from __future__ import annotations
@@ -244,8 +244,9 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     fake = f"http://127.0.0.1:{fake_port}"
     dbname = url.rsplit("/", 1)[1]
     key = seed_key(url, upstream=fake, merchant_id=MERCHANT_ID, token=TOKEN)
-    env = server_env(url, gw_port, DATABASE_POOL="true", MCP_REDIS_URL="",
-                     CELERY_BROKER_URL="memory://", **dict(e.split("=", 1) for e in args.env))
+    env_extra = {"DATABASE_POOL": "true", "MCP_REDIS_URL": "", "CELERY_BROKER_URL": "memory://",
+                 **dict(e.split("=", 1) for e in args.env)}
+    env = server_env(url, gw_port, **env_extra)
     result: dict[str, Any] = {"uptime_start": uptime(), "env": args.env}
     with contextlib.ExitStack() as stack:
         stack.enter_context(process([sys.executable, "-m", "benchmarks.fake_upstream",
@@ -262,6 +263,11 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                               {"Authorization": f"Bearer {key}"}),
                    mcp_target("floor MCP get_order", floor_port,
                               lambda: process_tree(floor.pid))]
+        if args.access_log:  # a second gateway, as the first but logging every request
+            logged = stack.enter_context(Server(server_env(url, ref_port + 1, **env_extra),
+                                                ref_port + 1, 1, access_log=True))
+            targets.append(mcp_target("gateway MCP get_order, access log on", ref_port + 1,
+                                      logged.pids, {"Authorization": f"Bearer {key}"}))
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
             ref = stack.enter_context(process(
@@ -317,8 +323,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--port", type=int, default=18110, help="four ports from here")
+    parser.add_argument("--port", type=int, default=18110,
+                        help="four ports from here (five with --access-log)")
     parser.add_argument("--env", action="append", default=[], help="NAME=value for the gateway")
+    parser.add_argument("--access-log", action="store_true",
+                        help="also a gateway with uvicorn's access log on (a fifth port)")
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)
     started = time.monotonic()
