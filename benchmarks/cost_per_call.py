@@ -38,6 +38,7 @@ from benchmarks._common import (
     ROOT,
     CpuMeter,
     Server,
+    SqlMeter,
     _cpu_ticks,
     bench_database,
     md_table,
@@ -238,6 +239,53 @@ async def loaded(target: Target, clients: int, duration: float, dbname: str | No
             "machine_busy_pct": cpu.result["machine_busy_pct"], "uptime": uptime()}
 
 
+def statements_per_call(key: str, calls: int = 40) -> dict[str, Any]:
+    """The database work of one MCP get_order, in this process on the run's database: the
+    key and its session (adapters/mcp/http._authenticate), then the core call. Statements as
+    sent, grouped; ROLLBACK/COMMIT sent as statements count among them."""
+    from adapters.mcp import sessions
+    from adapters.mcp.http import CHANNEL, _authenticate
+    from tools import gateway
+
+    header = f"Bearer {key}"
+    found, _, _ = _authenticate(header, "127.0.0.1")
+    assert found is not None
+    sessions.record("bench-session", found.pk, "2025-11-25", {"capabilities": {}})
+    actor = f"key:{found.prefix}"
+    for _ in range(5):  # warm: lanes opened, last-use and address noted
+        gateway.call(found.contour, "get_order", ARGS, channel=CHANNEL, actor=actor)
+    meter = SqlMeter()
+    with meter.installed():
+        for _ in range(calls):
+            found, _, facts = _authenticate(header, "127.0.0.1", "bench-session")
+            assert found is not None and facts is not None
+            outcome = gateway.call(found.contour, "get_order", ARGS, channel=CHANNEL,
+                                   actor=actor)
+            assert outcome.status == "ok", outcome
+    groups = {group: round(count / calls, 2) for group, (count, _) in meter.groups.items()}
+    templates = {sql[:90]: round(count / calls, 2) for sql, (count, _) in
+                 sorted(meter.templates.items(), key=lambda item: -item[1][0])}
+    return {"per_call": round(sum(groups.values()), 2), "groups": groups,
+            "templates": templates}
+
+
+def journal_sizes(dbname: str) -> dict[str, Any]:
+    """Rows and bytes of the journal table and each of its indexes, after the run."""
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", user="postgres", dbname=dbname,
+                         autocommit=True) as conn:
+        rows = conn.execute("SELECT count(*) FROM audit_journalentry").fetchone()[0]
+        heap = conn.execute("SELECT pg_table_size('audit_journalentry')").fetchone()[0]
+        indexes = dict(conn.execute(
+            "SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
+            "WHERE relname = 'audit_journalentry' ORDER BY 2 DESC").fetchall())
+    per_row = {name: round(size / max(1, rows)) for name, size in indexes.items()}
+    return {"rows": rows, "heap_bytes_per_row": round(heap / max(1, rows)),
+            "index_bytes_per_row": per_row,
+            "total_bytes_per_row": round((heap + sum(indexes.values())) / max(1, rows))}
+
+
 def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     port = args.port
     fake_port, gw_port, floor_port, ref_port = port, port + 1, port + 2, port + 3
@@ -278,6 +326,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         else:
             print("reference not built (sh benchmarks/reference_setup.sh): floor only")
         result["sequential"] = asyncio.run(sequential(targets, args.calls, 20, dbname))
+        result["statements"] = statements_per_call(key)
         result["uptime_after_sequential"] = uptime()
         result["load"] = []
         for _ in range(args.rounds):
@@ -287,6 +336,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 print(f"  {row}", flush=True)
                 result["load"].append(row)
     result["uptime_end"] = uptime()
+    result["journal"] = journal_sizes(dbname)
     return result
 
 
@@ -302,6 +352,12 @@ def render(result: dict[str, Any]) -> str:
                      f"{cpu / ref['cpu_ms_per_call']:.2f}×")
         rows.append([name, s["p50_ms"], s["p99_ms"], s["cpu_ms_per_call"] or "",
                      s["pg_cpu_ms_per_call"] or "", ratio])
+    st, journal = result["statements"], result["journal"]
+    statements = md_table(["statements per MCP get_order (in process)", "count"],
+                          [["all", st["per_call"]], *st["groups"].items()])
+    sizes = (f"Journal after the run: {journal['rows']} entries, {journal['total_bytes_per_row']}"
+             f" bytes per entry with its indexes (heap {journal['heap_bytes_per_row']}; indexes "
+             + ", ".join(f"{k} {v}" for k, v in journal["index_bytes_per_row"].items()) + ").")
     load = [[r["server"], r["clients"], r["rps"], r["p50_ms"], r["p99_ms"], r["errors"],
              r["cpu_ms_per_call"], r["pg_cpu_ms_per_call"] or "", r["machine_busy_pct"],
              r["uptime"]] for r in result["load"]]
@@ -313,7 +369,7 @@ def render(result: dict[str, Any]) -> str:
                        rows) + "\n\n"
             + md_table(["server", "clients", "req/s", "p50 ms", "p99 ms", "errors",
                         "CPU ms/call", "PostgreSQL CPU ms/call", "machine busy %",
-                        "load average"], load))
+                        "load average"], load) + "\n\n" + statements + "\n\n" + sizes + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
