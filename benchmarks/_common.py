@@ -138,6 +138,7 @@ class Server:
     workers: int = 1
     app: str = "config.asgi:application"
     access_log: bool = False  # uvicorn's own line per request (the journal has every call)
+    cwd: Path = ROOT  # another source tree (an earlier version) to serve instead
     process: subprocess.Popen[bytes] | None = None
     log: Path = field(default_factory=lambda: Path(tempfile.mkstemp(suffix=".log")[1]))
 
@@ -152,7 +153,7 @@ class Server:
                  "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers),
                  "--access-log" if self.access_log else "--no-access-log",
                  "--log-level", "info" if self.access_log else "warning"],
-                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -15,7 +15,8 @@ PostgreSQL's is the CPU of the backends serving the run's database, reported apa
 
     sh benchmarks/reference_setup.sh        # once
     .venv/bin/python -m benchmarks.cost_per_call [--calls 400] [--clients 8] [--duration 6]
-        [--rounds 2] [--port 18110] [--access-log] [--tag=-before]
+        [--rounds 2] [--port 18110] [--access-log] [--compare DIR]
+        [--tag=-before]
 """
 
 from __future__ import annotations
@@ -316,6 +317,12 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                                                 ref_port + 1, 1, access_log=True))
             targets.append(mcp_target("gateway MCP get_order, access log on", ref_port + 1,
                                       logged.pids, {"Authorization": f"Bearer {key}"}))
+        if args.compare:  # the same gateway from another source tree, on the same database
+            port_b = ref_port + 2
+            other = stack.enter_context(Server(server_env(url, port_b, **env_extra), port_b, 1,
+                                               cwd=Path(args.compare).resolve()))
+            targets.append(mcp_target(f"gateway MCP get_order, {Path(args.compare).name}",
+                                      port_b, other.pids, {"Authorization": f"Bearer {key}"}))
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
             ref = stack.enter_context(process(
@@ -384,6 +391,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env", action="append", default=[], help="NAME=value for the gateway")
     parser.add_argument("--access-log", action="store_true",
                         help="also a gateway with uvicorn's access log on (a fifth port)")
+    parser.add_argument("--compare", default="", help="a source tree (e.g. `git archive main`"
+                        " unpacked) whose gateway runs in the same run too (a sixth port)")
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)
     started = time.monotonic()
