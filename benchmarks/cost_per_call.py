@@ -317,12 +317,12 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                                                 ref_port + 1, 1, access_log=True))
             targets.append(mcp_target("gateway MCP get_order, access log on", ref_port + 1,
                                       logged.pids, {"Authorization": f"Bearer {key}"}))
-        if args.compare:  # the same gateway from another source tree, on the same database
-            port_b = ref_port + 2
+        for index, tree in enumerate(args.compare):  # earlier versions, same database
+            port_b = ref_port + 2 + index
             other = stack.enter_context(Server(server_env(url, port_b, **env_extra), port_b, 1,
-                                               cwd=Path(args.compare).resolve()))
-            targets.append(mcp_target(f"gateway MCP get_order, {Path(args.compare).name}",
-                                      port_b, other.pids, {"Authorization": f"Bearer {key}"}))
+                                               cwd=Path(tree).resolve()))
+            targets.append(mcp_target(f"gateway MCP get_order, {Path(tree).name}", port_b,
+                                      other.pids, {"Authorization": f"Bearer {key}"}))
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
             ref = stack.enter_context(process(
@@ -391,8 +391,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env", action="append", default=[], help="NAME=value for the gateway")
     parser.add_argument("--access-log", action="store_true",
                         help="also a gateway with uvicorn's access log on (a fifth port)")
-    parser.add_argument("--compare", default="", help="a source tree (e.g. `git archive main`"
-                        " unpacked) whose gateway runs in the same run too (a sixth port)")
+    parser.add_argument("--compare", action="append", default=[],
+                        help="a source tree (e.g. `git archive main` unpacked) whose gateway "
+                        "runs in the same run too (one more port each; may repeat)")
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)
     started = time.monotonic()
