@@ -39,15 +39,20 @@ def build(upstreams: list[str], key: str | None = None) -> Starlette:
         sent = client.build_request(request.method, url, headers=headers,
                                     content=await request.body())
         answer = await client.send(sent, stream=True)
-        back = {k: v for k, v in answer.headers.items() if k.lower() not in HOP_BY_HOP}
-        back["x-upstream"] = upstream
+        # multi_items, not a dict: a login answer sets two cookies in two Set-Cookie headers.
+        back = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                for k, v in answer.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+        back.append((b"x-upstream", upstream.encode("latin-1")))
 
         async def body() -> AsyncIterator[bytes]:
             async for chunk in answer.aiter_raw():
                 yield chunk
 
-        return StreamingResponse(body(), status_code=answer.status_code, headers=back,
-                                 background=BackgroundTask(answer.aclose))
+        response = StreamingResponse(body(), status_code=answer.status_code,
+                                     background=BackgroundTask(answer.aclose))
+        response.raw_headers = [*(h for h in response.raw_headers if h[0] != b"content-type"),
+                                *back]
+        return response
 
     methods = ["GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"]
     return Starlette(routes=[Route("/{path:path}", forward, methods=methods)])

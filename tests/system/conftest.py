@@ -50,9 +50,9 @@ class Balanced:
         return f"{getattr(self.cluster, which).base}/mcp"
 
 
-def start_balancer(tmp: Path, upstreams: list[str], key: str | None = None
-                   ) -> tuple[str, subprocess.Popen[bytes]]:
-    port = free_port()
+def start_balancer(tmp: Path, upstreams: list[str], key: str | None = None,
+                   port: int | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+    port = port or free_port()
     args = [sys.executable, "-m", "tests.system.balancer", str(port), *upstreams]
     if key:
         args += ["--key", key]

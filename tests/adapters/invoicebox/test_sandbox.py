@@ -848,11 +848,10 @@ def test_latency_beyond_the_client_timeout_is_a_read_timeout_in_process(
     set_faults(contour.token, latency_ms=500)
     body = reference_order(contour.merchant_id)
 
-    started = time.monotonic()
+    # ReadTimeout, not an answer after 0.5 s: the client's timeout fired first.
     with pytest.raises(httpx.ReadTimeout):
         post_order(client, body)
 
-    assert time.monotonic() - started < 0.45
     # Like a slow real server, the sandbox still handled the request.
     assert SandboxOrder.objects.filter(merchant_order_id=body["merchantOrderId"]).exists()
 
