@@ -39,7 +39,6 @@ from benchmarks._common import (
     ROOT,
     CpuMeter,
     Server,
-    SqlMeter,
     _cpu_ticks,
     bench_database,
     md_table,
@@ -50,6 +49,7 @@ from benchmarks._common import (
     seed_key,
     server_env,
 )
+from benchmarks._sql import SqlMeter
 from benchmarks.fake_upstream import MERCHANT_ID
 from benchmarks.raw_http import RawHttp, RawMcp
 

@@ -13,7 +13,7 @@ from audit.models import ChainHead, JournalEntry
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-SECRET = "tok-0123456789abcdef-secret"  # noqa: S105 - a value the journal must never keep
+SECRET = "tok-0123456789abcdef-secret"
 
 
 def _record(n: int, **extra: object) -> JournalEntry:
