@@ -12,7 +12,6 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -44,55 +43,12 @@ def admit(account: str) -> Refusal | None:
     """Take one request from the account's budget and pass the circuit; or say why not.
 
     No transaction and no row lock spans the check: the circuit is one read and the budget one
-    conditional upsert (on PostgreSQL both in one statement), so workers sharing an account
-    wait on each other only for a statement.
+    conditional upsert, so workers sharing an account wait on each other only for a statement.
     """
-    if connection.vendor == "postgresql":
-        return _admit_in_one(account, time.time())
     refusal = _circuit(account)
     if refusal is not None:
         return refusal
     return _take(account, time.time())
-
-
-# PostgreSQL: the circuit read and the budget take in one round trip. The budget is taken only
-# when the circuit is closed (opened_until NULL), exactly as _circuit() then _take() would; an
-# open or half-open circuit is decided by _circuit_after() as before (nothing taken here).
-_ADMIT_SQL = """
-WITH circuit AS (SELECT failures, opened_until FROM {circuit} WHERE account = %s),
-taken AS (
-INSERT INTO {table} (account, window_start, count)
-SELECT %s, %s, 1 WHERE NOT EXISTS (SELECT 1 FROM circuit WHERE opened_until IS NOT NULL)
-    AND 1 <= %s - COALESCE(
-    (SELECT count FROM {table} WHERE account = %s AND window_start = %s), 0) * %s
-ON CONFLICT (account, window_start) DO UPDATE SET count = {table}.count + 1
-WHERE {table}.count + 1 <= %s - COALESCE(
-    (SELECT p.count FROM {table} p WHERE p.account = %s AND p.window_start = %s), 0) * %s
-RETURNING count)
-SELECT (SELECT count FROM taken), (SELECT failures FROM circuit),
-       (SELECT opened_until FROM circuit)
-"""
-
-
-def _admit_in_one(account: str, now: float) -> Refusal | None:
-    limit, period = rate()
-    start = int(now // period) * period
-    weight = 1 - (now - start) / period
-    previous = (account, start - period, weight)
-    quote = connection.ops.quote_name
-    sql = _ADMIT_SQL.format(table=quote(UpstreamWindow._meta.db_table),
-                            circuit=quote(CircuitState._meta.db_table))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [account, account, start, limit, *previous, limit, *previous])
-        count, failures, opened_until = cursor.fetchone()
-    _seen.clean = account if not failures and opened_until is None else None
-    if opened_until is not None:
-        return _circuit_after(account, opened_until) or _take(account, now)
-    if count is None:
-        return Refusal("rate", max(0.1, math.ceil((start + period - now) * 10) / 10))
-    if count == 1:  # this request opened the window: the ones before the previous are done
-        UpstreamWindow.objects.filter(account=account, window_start__lt=start - period).delete()
-    return None
 
 
 # One round trip takes a request from the window, opening the window when it is the first:
@@ -141,11 +97,6 @@ def _circuit(account: str) -> Refusal | None:
     _seen.clean = account if failures == 0 and opened_until is None else None
     if opened_until is None:
         return None
-    return _circuit_after(account, opened_until)
-
-
-def _circuit_after(account: str, opened_until: Any) -> Refusal | None:
-    """An opened circuit: still open (refused), or half-open (one request probes)."""
     now = timezone.now()
     if opened_until > now:
         return Refusal("circuit", (opened_until - now).total_seconds())

@@ -27,7 +27,7 @@ def fake() -> Iterator[FakeServer]:
     connections.forget_all()
 
 
-def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(db: None, fake: FakeServer) -> None:
+def test_get_order_costs_six_statements(db: None, fake: FakeServer) -> None:
     contour = create_contour("lean", mode="custom", toolsets=["read"], token="tok",
                              base_url=f"http://127.0.0.1:{fake.server_port}",
                              merchant_id=MERCHANT_ID)
@@ -44,14 +44,12 @@ def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(db: None, fake: 
     statements = [q["sql"].split()[0] for q in queries.captured_queries
                   if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
     # The key with its contour; the circuit; the budget (one upsert); the journal's head, the
-    # entry, the head again. A success on a closed circuit resets nothing. PostgreSQL: the
-    # circuit and the budget in one statement, the entry and its head in one (audit/lanes.py).
-    expected = (["SELECT", "WITH", "SELECT", "WITH"] if connection.vendor == "postgresql"
-                else ["SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE"])
-    assert statements == expected, [q["sql"][:120] for q in queries.captured_queries]
+    # entry, the head again. A success on a closed circuit resets nothing.
+    assert statements == ["SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE"], \
+        [q["sql"][:120] for q in queries.captured_queries]
 
 
-def test_a_write_execution_costs_19_statements_on_postgresql_22_on_sqlite(db: None, fake: FakeServer) -> None:
+def test_a_write_execution_costs_twenty_two_statements(db: None, fake: FakeServer) -> None:
     from tests.conftest import order_args
 
     contour = create_contour("lean-write", mode="custom", toolsets=["read", "write"],
@@ -83,21 +81,14 @@ def test_a_write_execution_costs_19_statements_on_postgresql_22_on_sqlite(db: No
     # entry (head, entry, head). The upstream: circuit, budget. The order tracked (one upsert).
     # The finish: confirmation locked, the clock, operation and confirmation done. The
     # outcome's journal entry.
-    # PostgreSQL: each journal entry is two statements (lane, entry with its head), the circuit
-    # and the budget one: 19 in all.
-    postgres = connection.vendor == "postgresql"
-    journal = ["SELECT", "WITH"] if postgres else ["SELECT", "INSERT", "UPDATE"]
-    upstream = ["WITH"] if postgres else ["SELECT", "INSERT"]
-    expected = ["SELECT", "SELECT", "SELECT",
-                "SELECT", "SELECT", "SELECT", "SELECT", "SELECT", "INSERT", *journal,
-                *upstream,
-                "INSERT",
-                "SELECT", "SELECT", "UPDATE", "UPDATE",
-                *journal]
-    assert len(statements) == (19 if postgres else 22), \
-        "\n".join(q["sql"][:140] for q in queries.captured_queries)
-    assert statements == expected, statements
+    assert len(statements) == 22, "\n".join(q["sql"][:140] for q in queries.captured_queries)
+    assert statements == [
+        "SELECT", "SELECT", "SELECT",
+        "SELECT", "SELECT", "SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE",
+        "SELECT", "INSERT",
+        "INSERT",
+        "SELECT", "SELECT", "UPDATE", "UPDATE",
+        "SELECT", "INSERT", "UPDATE"], statements
     clock_reads = [i for i, sql in enumerate(counted) if "statement_timestamp()" in sql]
-    assert clock_reads == ([2, 6, 14] if postgres else [2, 6, 16]), clock_reads
-    tracked = 12 if postgres else 14
-    assert tables[8] == "tools_operation" and tables[tracked] == "tools_trackedorder", tables
+    assert clock_reads == [2, 6, 16], clock_reads
+    assert tables[8] == "tools_operation" and tables[14] == "tools_trackedorder", tables
