@@ -64,10 +64,13 @@ $(LANGCHAIN_VENV)/.installed: Makefile
 	$(LANGCHAIN_VENV)/bin/python -m pip install --quiet "langchain-mcp-adapters>=0.3,<0.4" "mcp>=1.24,<2"
 	touch $@
 
+# Three processes on two cores: the suites that wait on servers, browsers and clients leave the
+# CPU to the others.
+TEST_PROCESSES ?= 3
 test: $(BIN)/.installed-test $(SYSTEM_NODE)/node_modules/.installed $(LANGCHAIN_VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
-	BIN=$(BIN) tests/run_split.sh
+	$(BIN)/pytest -m "not chaos" -n $(TEST_PROCESSES) --dist loadgroup
 
 # The chaos campaigns against the production-shaped cluster (PostgreSQL and Redis needed; several
 # minutes): apart from `make test` to keep CI under 20 minutes.

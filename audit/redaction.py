@@ -1,4 +1,4 @@
-"""Redaction for the journal: secrets become ***, personal data is masked (tool catalog §4.8)."""
+"""Redaction for the journal: secrets become ***, personal data is masked."""
 
 from __future__ import annotations
 

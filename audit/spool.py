@@ -1,6 +1,6 @@
 """The journal's spool: an entry that cannot reach the database waits in a local file.
 
-Decision (issue 27): a call answered while the database is away is still journaled. Its entry,
+Decision: a call answered while the database is away is still journaled. Its entry,
 already redacted (journal.build), is written to GATEWAY_STATE_DIR/journal-spool as one JSON
 file (fsynced, renamed into place), and the answer names it (`journal_pending`). When the
 database is back, drain() appends the spooled entries to their chains, oldest first, each

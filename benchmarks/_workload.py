@@ -74,7 +74,7 @@ class Workload:
 
     def direct_create(self) -> Callable[[], Any]:
         """A ready-to-time create_order with typed data prepared outside the timing."""
-        from tools.catalog.orders import build_new_order
+        from tools.catalog.order_create import build_new_order
         from tools.validation import validate
 
         params = validate(self.spec.params, self.new_args())

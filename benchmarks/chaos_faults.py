@@ -1,6 +1,6 @@
 """Issue 27's faults for the chaos campaign (benchmarks/chaos.py).
 
-- The database and the broker behind TCP proxies (tests/reliability/proxy.py): `db_cut`
+- The database and the broker behind TCP proxies (tests/system/proxy.py): `db_cut`
   (open connections cut, again and again), `db_down` (refused and cut for the phase),
   `db_slow` (every chunk delayed), `db_exhaust` (8 connections at most), `redis_down`.
 - `worker_kill`: the Celery worker (with the beat in it) SIGKILLed at the phase's start and
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.reliability.cluster import REDIS_URL, Cluster, database_url
-from tests.reliability.proxy import TcpProxy
+from tests.system.cluster import REDIS_URL, Cluster, database_url, server_port
+from tests.system.proxy import TcpProxy
 
 UPSTREAM_LIES = {
     "503stored": {"fail_after_create": True},
@@ -43,6 +45,27 @@ WORKER_SETTINGS = {"GATEWAY_RECOVERY_EVERY_SECONDS": "3", "GATEWAY_OUTBOX_EVERY_
                    "CELERY_VISIBILITY_TIMEOUT_SECONDS": "20"}
 
 
+# The request line of an order create, as the gateways send it (adapters/invoicebox/orders.py).
+CREATE_REQUEST = re.compile(rb"POST [^ ]*/billing/api/order/order HTTP/1\.1\r\n")
+
+
+@dataclass
+class CreatePosts:
+    """Every order create POSTed to the upstream, seen on the wire in front of the sandbox
+    (so a create its 5xx, 429 or reset faults refuse counts too): when, by time.monotonic()."""
+
+    at: list[float] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def see(self, chunk: bytes) -> None:
+        # A request line arrives whole at the start of a send on loopback: no carry-over.
+        found = len(CREATE_REQUEST.findall(chunk))
+        if found:
+            now = time.monotonic()
+            with self._lock:
+                self.at.extend([now] * found)
+
+
 @dataclass
 class Infra:
     """The proxies and the switches of the infrastructure faults."""
@@ -50,6 +73,8 @@ class Infra:
     cluster: Cluster
     pg: TcpProxy
     redis: TcpProxy
+    upstream: TcpProxy
+    posts: CreatePosts
     events: list[dict[str, Any]] = field(default_factory=list)
     _cutting: threading.Event = field(default_factory=threading.Event)
     _restarting: threading.Thread | None = None
@@ -62,6 +87,13 @@ class Infra:
         pg = TcpProxy(target_port=int(params["port"]), target_host=params["host"]).start()
         redis = TcpProxy(target_port=redis_parts.port or 6379,
                          target_host=redis_parts.hostname or "127.0.0.1").start()
+        # The contours already name the sandbox's port: a counting proxy takes it, and the
+        # sandbox (started later) moves to another one.
+        posts = CreatePosts()
+        front = cluster.sandbox.port
+        cluster.sandbox.port = server_port()
+        upstream = TcpProxy(target_port=cluster.sandbox.port, listen_port=front,
+                            tap=posts.see).start()
         proxied = {
             "DATABASE_URL": database_url({**params, "host": "127.0.0.1", "port": pg.port},
                                          dbname),
@@ -77,7 +109,7 @@ class Infra:
                                   "FAKETIME": f"{skew_seconds:+.0f}s"})
         cluster.worker_env = {**cluster.env, **proxied}
         cluster.beat_dir = state_dir
-        return cls(cluster=cluster, pg=pg, redis=redis)
+        return cls(cluster=cluster, pg=pg, redis=redis, upstream=upstream, posts=posts)
 
     def begin(self, kind: str, at: float) -> None:
         self.events.append({"at": round(at, 2), "fault": kind, "switch": "on"})
@@ -140,42 +172,58 @@ class Infra:
         self._cutting.set()
         self.pg.stop()
         self.redis.stop()
+        self.upstream.stop()
 
 
 NOTIFY_SETUP = """
-from django.conf import settings
 from adapters.invoicebox.sandbox.accounts import register_account
 from tools.models import Contour
 for slug, contour in CONTOURS.items():
     register_account(contour["token"], contour["merchant_id"], notification_url=BASE + slug)
     row = Contour.objects.get(slug=slug)
-    row.notification_key = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
+    row.notification_key = KEY
     row.save()
 """
 
+# Rounds over the paid orders whose notification is not accepted yet, until none is left: a
+# state, not a duration. It gives up only after ROUNDS_WITHOUT_PROGRESS rounds in a row that
+# got no new acceptance (a gateway that never comes back), so a slow machine only makes it
+# slower.
 RESEND = """
 import json, time, uuid
 from adapters.invoicebox.models import SandboxOrder
 from adapters.invoicebox.sandbox import send_notification
-out = {}
-for order in SandboxOrder.objects.filter(merchant_id__in=[uuid.UUID(m) for m in MERCHANTS],
-                                         status="completed"):
-    answers = []
-    for attempt in range(8):
-        delivery = send_notification(order.order_id)
+out, idle = {}, 0
+pending = [o.order_id for o in SandboxOrder.objects.filter(
+    merchant_id__in=[uuid.UUID(m) for m in MERCHANTS], status="completed")]
+while pending and idle < ROUNDS_WITHOUT_PROGRESS:
+    left = []
+    for order_id in pending:
+        delivery = send_notification(order_id)
         answer = delivery.answer if isinstance(delivery.answer, dict) else {}
-        answers.append(answer.get("code") or answer.get("status") or delivery.error[:40])
-        if delivery.accepted:
-            break
+        out.setdefault(str(order_id), []).append(
+            answer.get("code") or answer.get("status") or delivery.error[:40])
+        if not delivery.accepted:
+            left.append(order_id)
+    idle = idle + 1 if len(left) == len(pending) else 0
+    pending = left
+    if pending:
         time.sleep(2)
-    out[str(order.order_id)] = answers
 print("RESENT=" + json.dumps(out))
 """
+ROUNDS_WITHOUT_PROGRESS = 8
 
 
 def notify_gateway_a(cluster: Cluster) -> None:
-    """Sandbox accounts notify gateway a; contours check the sandbox's signing key."""
-    code = (f"CONTOURS = {cluster.contours!r}\n"
+    """Sandbox accounts notify gateway a; the contours check the sandbox's signing key.
+
+    A key of the run's own, not the one published with the sandbox: the contours are `custom`
+    ones (a foreign upstream), and outside mode sandbox the published key verifies nothing
+    (tools/notifications.py). The sandbox process, and the resend, sign with it.
+    """
+    key = secrets.token_hex(16)
+    cluster.sandbox.env = {**cluster.sandbox.env, "INVOICEBOX_SANDBOX_NOTIFICATION_KEY": key}
+    code = (f"CONTOURS = {cluster.contours!r}\nKEY = {key!r}\n"
             f"BASE = {cluster.a.base + '/invoicebox/notifications/'!r}\n" + NOTIFY_SETUP)
     cluster.manage("shell", "-c", code)
 
@@ -183,13 +231,21 @@ def notify_gateway_a(cluster: Cluster) -> None:
 def resend_paid_notifications(cluster: Cluster) -> dict[str, list[str]]:
     """Invoicebox retries a notification until it is accepted: each paid order's, here."""
     merchants = [c["merchant_id"] for c in cluster.contours.values()]
-    out = cluster.manage("shell", "-c", f"MERCHANTS = {merchants!r}\n" + RESEND)
+    code = (f"MERCHANTS = {merchants!r}\nROUNDS_WITHOUT_PROGRESS = {ROUNDS_WITHOUT_PROGRESS}\n"
+            + RESEND)
+    out = cluster.manage("shell", "-c", code, timeout=None, env=cluster.sandbox.env)
     return json.loads(out.split("RESENT=", 1)[1])
 
 
-def wait_until_settled(cluster: Cluster, state_dir: Path, seconds: float = 60) -> dict[str, int]:
-    """Give the background work time: operations resolved, outbox done, spool drained."""
-    deadline = time.monotonic() + seconds
+def wait_until_settled(cluster: Cluster, state_dir: Path, quiet_seconds: float = 60
+                       ) -> dict[str, int]:
+    """Wait for the background work: operations resolved, outbox done, spool drained.
+
+    Waits for that state, not for a duration: as long as what is left keeps shrinking it
+    waits on; it gives up (and the reconciliation reports what is left) only after
+    `quiet_seconds` without progress.
+    """
+    last_progress, best = time.monotonic(), None
     while True:
         left = {
             "unresolved_operations": cluster.scalar(
@@ -198,33 +254,51 @@ def wait_until_settled(cluster: Cluster, state_dir: Path, seconds: float = 60) -
                 "select count(*) from tools_outboxtask where done_at is null"),
             "spooled_entries": len(list((state_dir / "journal-spool").glob("*.json"))),
         }
-        if not any(left.values()) or time.monotonic() > deadline:
+        total = sum(left.values())
+        if total == 0:
+            return left
+        if best is None or total < best:
+            best, last_progress = total, time.monotonic()
+        elif time.monotonic() - last_progress > quiet_seconds:
             return left
         time.sleep(1)
 
 
-def per_fault_table(campaign: Any, cluster: Cluster) -> list[dict[str, Any]]:
-    """For each fault: its phases' calls, the upstream orders created then, answers by code."""
+def per_fault_table(campaign: Any, cluster: Cluster, posts: CreatePosts,
+                    anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each fault, over its phases: the calls made, the upstream orders created and the
+    creates POSTed then, the answers by code, and the anomalies tied to a moment inside."""
     from collections import Counter
 
     started = campaign.wall_started
-    created = [row[0] for row in cluster.sql(
+    created = [(moment - started).total_seconds() for (moment,) in cluster.sql(
         "select created_at from invoicebox_sandboxorder where merchant_id = any(%s)",
         [_uuid(c["merchant_id"]) for c in cluster.contours.values()])]
+    posted = [moment - campaign.started for moment in posts.at]
+    timed = [a["at"] for a in anomalies if isinstance(a.get("at"), int | float)]
     table: dict[str, dict[str, Any]] = {}
     for phase in campaign.applied:
         row = table.setdefault(phase.kind, {"fault": phase.kind, "phases": 0, "seconds": 0.0,
-                                            "calls": 0, "orders": 0, "answers": Counter()})
+                                            "calls": 0, "orders": 0, "posts": 0,
+                                            "answers": Counter(), "anomalies": 0})
         row["phases"] += 1
         row["seconds"] += phase.end - phase.start
         inside = [a for a in campaign.answers if phase.start <= a.at < phase.end]
         row["calls"] += len(inside)
-        row["answers"].update(a.code or a.cut for a in inside)
-        row["orders"] += sum(
-            1 for moment in created
-            if phase.start <= (moment - started).total_seconds() < phase.end + 1)
+        row["answers"].update(_answer_code(a) for a in inside)
+        # An order stored just after its phase ended was still caused by it.
+        row["orders"] += sum(phase.start <= at < phase.end + 1 for at in created)
+        row["posts"] += sum(phase.start <= at < phase.end for at in posted)
+        row["anomalies"] += sum(phase.start <= at < phase.end for at in timed)
     return [{**row, "seconds": round(row["seconds"], 1), "answers": dict(row["answers"])}
             for row in table.values()]
+
+
+def _answer_code(answer: Any) -> str:
+    """`503 database_unavailable`; a call that got no answer by how it was cut."""
+    if answer.cut:
+        return answer.code or answer.cut
+    return f"{answer.http_status} {answer.code}"
 
 
 def _uuid(value: str) -> Any:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from benchmarks.chaos import Campaign
-    from tests.reliability.cluster import Cluster
+    from tests.system.cluster import Cluster
 
 
 def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
@@ -251,6 +251,6 @@ def evidence(cluster: Cluster, campaign: Campaign, anomalies: list[dict[str, Any
 
 
 def cluster_root() -> str:
-    from tests.reliability.cluster import ROOT
+    from tests.system.cluster import ROOT
 
     return str(ROOT)

@@ -32,7 +32,7 @@ def run() -> dict[str, Any]:
     from django.test import Client
 
     from tools import catalog
-    from tools.exports.registry import formats
+    from tools.formats.registry import formats
     from tools.services.contours import create_contour
     from tools.services.keys import issue_key
 

@@ -27,8 +27,11 @@ _wsgi_application = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402 - after the settings module is named
 
+from adapters.database_down import DatabaseDown  # noqa: E402
+from adapters.mcp.http import CHANNEL as MCP_CHANNEL  # noqa: E402
 from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app registry loaded
 from adapters.mcp.server import run_sync  # noqa: E402
+from adapters.oauth.events import CHANNEL as OAUTH_CHANNEL  # noqa: E402
 from adapters.oauth.routes import oauth_routes  # noqa: E402
 from tools.ops.health import asgi_guard, report  # noqa: E402
 
@@ -64,14 +67,22 @@ async def health(request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def _database_down(route: Route) -> Route:
+    """An OAuth route whose database errors get the envelope (adapters/database_down.py)."""
+    route.app = DatabaseDown(route.app, OAUTH_CHANNEL)
+    return route
+
+
 # The MCP and OAuth routes come first: Mount("/") would take every path. OAuth (adapters/oauth):
 # RFC 8414 and RFC 9728 metadata, /register, /authorize, /token, /revoke; consent is Django's.
+# Both read the database before any tool runs: with it away they answer 503
+# database_unavailable, as REST does, not Starlette's bare 500.
 application = Starlette(
-    routes=[Route(PATH, endpoint=mcp_application),
+    routes=[Route(PATH, endpoint=DatabaseDown(mcp_application, MCP_CHANNEL)),
             # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
             Route("/health", endpoint=health,
                   methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
-            *oauth_routes(),
+            *[_database_down(route) for route in oauth_routes()],
             Mount("/", app=django_application)],
     lifespan=lifespan,
 )

@@ -23,7 +23,7 @@ ASK = ("Покажи мои неоплаченные счета. Потом вы
        "одна услуга «Проверка совместимости», 1 шт, 10,00 ₽ без НДС (VATNONE), код единицы 796, "
        "срок оплаты — {expires}. Сумма в копейках: 1000.")
 AGREE = "Да, подтверждаю: выставляй этот счёт."
-# GigaChat counts the function block against a 4096-token cap (issue 18).
+# GigaChat counts the function block against a 4096-token cap.
 GIGACHAT_FUNCTION_BUDGET = 4096
 
 

@@ -82,7 +82,29 @@ def on_postgres() -> bool:
     return "postgresql" in settings.DATABASES["default"]["ENGINE"]
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    group_by_shared_servers(items)
+    skip_postgres_tests_elsewhere(items)
+
+
+def group_by_shared_servers(items: list[pytest.Item]) -> None:
+    """`make test` spreads the suite over processes (pytest-xdist, --dist loadgroup). A test
+    file stays in one process, so its module fixtures start once; and the tests that share a
+    session fixture of ours (a cluster, a served gateway, the kit) stay with the conftest
+    that defines it, so that fixture starts once too."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        definitions = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
+        shared = sorted({defs[-1].baseid for name, defs in definitions.items()
+                         if defs and defs[-1].scope == "session" and defs[-1].baseid
+                         and name != "anyio_backend"})
+        item.add_marker(pytest.mark.xdist_group(shared[0] if shared
+                                                else item.nodeid.split("::", 1)[0]))
+
+
+def skip_postgres_tests_elsewhere(items: list[pytest.Item]) -> None:
     """The `postgres` marker's one skip: row locks, concurrent writers and the multi-process
     suites prove nothing on SQLite, so without PostgreSQL they are skipped, never run."""
     if on_postgres():

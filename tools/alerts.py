@@ -33,6 +33,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from adapters.invoicebox.hosts import is_loopback
 from tools import catalog, clock, events, roles
 from tools.models import (
     AlertKind,
@@ -45,7 +46,7 @@ from tools.models import (
     Role,
 )
 from tools.params import format_rub
-from tools.public_http import NonPublicAddress, PublicOnlyTransport
+from tools.public_http import NonPublicAddress, PublicOnlyTransport, is_public
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +77,9 @@ def webhook_url_problem(url: str) -> str:
         return ""
     if parts.scheme != "https":
         return "в рабочем режиме вебхук только по https"
-    if parts.hostname.lower() == "localhost" or (address is not None and not address.is_global):
+    # Stricter than "not loopback" (adapters.invoicebox.hosts): the send-time rule of
+    # tools.public_http, so a literal refused there is refused here, before anything is queued.
+    if is_loopback(parts.hostname) or (address is not None and not is_public(address)):
         return "вебхук на локальный или внутренний адрес запрещён"
     return ""
 
@@ -131,7 +134,7 @@ def queue_alerts(confirmation_id: str, kind: str) -> int:
     contour = confirmation.contour
     recipients = [(AlertTransport.EMAIL, str(user.pk))
                   for user in roles.holders(contour, Role.OPERATOR).order_by("pk")]
-    if contour.notify_webhook_url:
+    if contour.alert_webhook_url:
         recipients.append((AlertTransport.WEBHOOK, ""))
     created_ids = []
     with transaction.atomic():
@@ -162,7 +165,7 @@ def sweep_alerts() -> int:
         queue_alerts.delay(str(confirmation_id), AlertKind.REMINDER.value)
     # Waiting items whose first alerts were never queued (the broker was down at the time).
     told = OperatorAlert.objects.filter(confirmation=OuterRef("pk"), kind=AlertKind.WAITING)
-    someone = Q(contour__notify_webhook_url__gt="") | Q(contour__roles__role=Role.OPERATOR)
+    someone = Q(contour__alert_webhook_url__gt="") | Q(contour__roles__role=Role.OPERATOR)
     missed = list(
         PendingConfirmation.objects.filter(
             someone, status=ConfirmationStatus.PENDING, requires_approval=True,
@@ -288,9 +291,9 @@ def _send_email(alert: OperatorAlert) -> None:
 
 def _send_webhook(alert: OperatorAlert) -> None:
     contour = alert.contour
-    if not contour.notify_webhook_url:
+    if not contour.alert_webhook_url:
         raise DeliveryError("у контура больше нет адреса вебхука", permanent=True)
-    problem = webhook_url_problem(contour.notify_webhook_url)
+    problem = webhook_url_problem(contour.alert_webhook_url)
     if problem:
         raise DeliveryError(problem, permanent=True)
     payload = {"event": f"confirmation.{alert.kind}", "sent_at": timezone.now().isoformat(),
@@ -298,15 +301,15 @@ def _send_webhook(alert: OperatorAlert) -> None:
     body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()
     headers = {"Content-Type": "application/json; charset=utf-8",
                "User-Agent": "invoicebox-gateway-alerts"}
-    if contour.notify_webhook_secret:
-        headers[SIGNATURE_HEADER] = sign(contour.notify_webhook_secret, body)
+    if contour.alert_webhook_secret:
+        headers[SIGNATURE_HEADER] = sign(contour.alert_webhook_secret, body)
     # In production the connection itself goes to public addresses only (tools.public_http):
     # the URL check above cannot see where a host name resolves at send time.
     transport = PublicOnlyTransport() if settings.PRODUCTION else None
     try:
         with httpx.Client(transport=transport,
                           timeout=settings.GATEWAY_ALERT_TIMEOUT_SECONDS) as client:
-            response = client.post(contour.notify_webhook_url, content=body, headers=headers)
+            response = client.post(contour.alert_webhook_url, content=body, headers=headers)
     except httpx.ConnectError as error:
         if isinstance(error.__cause__, NonPublicAddress):
             raise DeliveryError("адрес вебхука ведёт на внутренний адрес: отправка запрещена",

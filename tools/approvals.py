@@ -33,7 +33,7 @@ def requirement(spec: ToolSpec, contour: Contour, amount: int | None, currency: 
     above the threshold, or when its creation needed one: re-targeting an approved order (new
     payer, purpose, due date) must not pass on the chat confirmation alone.
     """
-    if spec.kind == "money":
+    if spec.always_needs_operator:
         return "возврат денег всегда одобряет оператор"
     if operator_reason:
         return operator_reason
@@ -70,9 +70,9 @@ def _approved_at_creation(contour: Contour, changes: ChangedOrder) -> str:
 
 
 def needs_human(spec: ToolSpec, confirmation: PendingConfirmation) -> bool:
-    # Re-derived from the tool's kind, not only the stored flag: nothing stored can make a
-    # money operation skip the human.
-    return spec.kind == "money" or confirmation.requires_approval
+    # Re-derived from the spec, not only the stored flag: nothing stored can make a money
+    # operation skip the human.
+    return spec.always_needs_operator or confirmation.requires_approval
 
 
 def approval_url(confirmation: PendingConfirmation) -> str:

@@ -11,6 +11,7 @@ from django.db.models import Sum
 from tools import clock
 from tools.errors import ToolError
 from tools.models import Ceiling, CeilingKind, Contour, Operation, OperationState
+from tools.money import kopecks
 from tools.params import format_rub
 
 # Operations that count: done ones, and those that may have happened (in flight, unknown).
@@ -109,8 +110,9 @@ def check(contour: Contour, request: Request, *, exclude_operation: int | None =
                 f"{format_rub(request.amount, currency)}, это больше на "
                 f"{format_rub(request.amount - ceiling.limit, currency)}",
                 hint="уменьшите сумму или попросите владельца контура поднять потолок",
-                data={"ceiling": "per_order", "currency": currency, "limit": str(ceiling.limit),
-                      "used": str(request.amount), "remaining": str(ceiling.limit)},
+                data={"ceiling": "per_order", "currency": currency,
+                      **kopecks(currency, limit=ceiling.limit, used=request.amount,
+                                remaining=ceiling.limit)},
             )
         if ceiling.kind == CeilingKind.PER_DAY:
             spent = used(ceiling, now, exclude_operation=exclude_operation) or 0
@@ -122,6 +124,6 @@ def check(contour: Contour, request: Request, *, exclude_operation: int | None =
                     f"{format_rub(spent, currency)}, остаток {format_rub(left, currency)}, "
                     f"запрошено {format_rub(request.amount, currency)}",
                     hint="операция не выполнена; потолок обнулится в полночь по времени контура",
-                    data={"ceiling": "per_day", "currency": currency, "limit": str(ceiling.limit),
-                          "used": str(spent), "remaining": str(left)},
+                    data={"ceiling": "per_day", "currency": currency,
+                          **kopecks(currency, limit=ceiling.limit, used=spent, remaining=left)},
                 )

@@ -1,4 +1,4 @@
-"""What a call is told when the gateway's own database fails under it (issue 27).
+"""What a call is told when the gateway's own database fails under it.
 
 Before an execution is claimed nothing was done: `database_unavailable`, repeat later. After
 the claim (the attempt is recorded in flight) the upstream request may have gone out:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
+
+from adapters.invoicebox.hosts import is_loopback, is_own_sandbox
 
 
 class InvoiceboxMode(models.TextChoices):
@@ -16,36 +17,9 @@ class InvoiceboxMode(models.TextChoices):
     CUSTOM = "custom", "свой адрес (прокси или тестовый двойник)"
 
 
-# The official API origin (reference/invoicebox-api.md §1); demo and production use only it.
+# The official API origin (docs/invoicebox-api.md); demo and production use only it.
 OFFICIAL_API_ORIGIN = "https://api.invoicebox.ru"
 OFFICIAL_MODES = (InvoiceboxMode.DEMO, InvoiceboxMode.PRODUCTION)
-LOOPBACK_NAMES = {"localhost"}
-
-
-def is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def is_own_sandbox(url: str) -> bool:
-    """This project's sandbox: the configured URL, or its mount on a loopback host or on this
-    gateway's own host (another process of the same installation, as the cluster tests run)."""
-    sandbox = settings.INVOICEBOX_SANDBOX_BASE_URL.rstrip("/")
-    if url == sandbox:
-        return True
-    parts, mount = urlsplit(url), urlsplit(sandbox).path.rstrip("/")
-    own_host = urlsplit(settings.GATEWAY_SITE_URL).hostname
-    return (parts.scheme in ("http", "https") and parts.path.rstrip("/") == mount
-            and (is_loopback(parts.hostname) or parts.hostname == own_host)
-            and not parts.query and not parts.fragment and not parts.username)
-
-
 def _shown(value: str | None) -> str:
     """A value quoted for a person: «https://…», or "пусто" (never a Python repr like '')."""
     return f"«{value}»" if value else "пусто"
@@ -73,7 +47,7 @@ def base_url_problem(mode: str, base_url: str) -> str:
         return ""
     if mode == InvoiceboxMode.SANDBOX:
         # The bundled sandbox only: a token must not leave for another host under a mode
-        # the admin shows as harmless (issue 13.2; any other host is mode custom).
+        # the admin shows as harmless (any other host is mode custom).
         return "" if is_own_sandbox(url) else (
             f"в режиме sandbox адрес API — только встроенная песочница "
             f"({settings.INVOICEBOX_SANDBOX_BASE_URL}), а указано {_shown(url)}; другой адрес — "

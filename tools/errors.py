@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.money import with_roubles
-
 
 @dataclass(frozen=True)
 class Problem:
@@ -19,7 +17,7 @@ class Problem:
         return {"field": self.field, "message": self.message}
 
 
-# status of the envelope and the REST HTTP status for each stable code (API.md).
+# status of the envelope and the REST HTTP status for each stable code (the wire contract).
 CODE_STATUS: dict[str, tuple[str, int]] = {
     "unauthenticated": ("rejected", 401),
     "unknown_tool": ("rejected", 404),
@@ -88,7 +86,7 @@ class ToolError(Exception):
 
 @dataclass
 class Outcome:
-    """The envelope of API.md: what the core returns and every adapter renders."""
+    """The envelope of the wire contract: what the core returns and every adapter renders."""
 
     status: str
     code: str
@@ -120,8 +118,7 @@ class Outcome:
         if self.hint:
             body["hint"] = self.hint
         body["problems"] = [p.as_dict() for p in self.problems]
-        # Kopecks read as roubles by a person: 36600 is 366,00 ₽, not 36 600 ₽.
-        body["data"] = with_roubles(self.data)
+        body["data"] = dict(self.data)
         if self.confirmation is not None:
             body["confirmation"] = self.confirmation
         body["replayed"] = self.replayed

@@ -51,7 +51,7 @@ def contour_created(contour: Contour, state: Mapping[str, Any], *, actor: str,
                    "changes": {key: {"before": None, "after": value}
                                for key, value in state.items()},
                    "credentials_replaced": []},
-        secrets=[contour.notify_webhook_url],
+        secrets=[contour.alert_webhook_url],
     )
 
 
@@ -68,7 +68,7 @@ def contour_changed(contour: Contour, changes: Mapping[str, Mapping[str, Any]],
         message=f"контур {contour.slug} изменён: " + "; ".join(parts),
         arguments={"object": "contour", "action": "changed", "changes": dict(changes),
                    "credentials_replaced": list(replaced)},
-        secrets=[contour.notify_webhook_url, *old_secrets],
+        secrets=[contour.alert_webhook_url, *old_secrets],
     )
 
 
@@ -203,7 +203,7 @@ def operator_alert(alert: OperatorAlert, *, recipient: str, attempt: int, status
         arguments={"alert_id": alert.pk, "kind": alert.kind, "transport": alert.transport,
                    "recipient": recipient, "attempt": attempt},
         confirmation_id=str(alert.confirmation_id),
-        secrets=[*contour.secrets(), contour.notify_webhook_url],
+        secrets=[*contour.secrets(), contour.alert_webhook_url],
     )
 
 

@@ -37,7 +37,7 @@ from tools.models import (
     PendingConfirmation,
 )
 from tools.recovery import finish as _finish
-from tools.spec import CONTROL_FIELDS, CallContext, ToolSpec
+from tools.spec import CallContext, ToolSpec
 from tools.upstream_calls import client_for, upstream, with_context
 from tools.validation import printable, shape_problem, validate
 
@@ -384,4 +384,4 @@ def _forbidden_message(spec: ToolSpec, contour: Contour) -> str:
 
 
 
-__all__ = ["CONTROL_FIELDS", "BatchItem", "call", "call_batch", "reject", "visible_tools"]
+__all__ = ["BatchItem", "call", "call_batch", "reject", "visible_tools"]

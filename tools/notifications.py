@@ -24,7 +24,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
-from adapters.invoicebox import notify
+from adapters.invoicebox import notify, statuses
 from adapters.invoicebox.notify import (
     SUCCESS,
     Answer,
@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 CHANNEL = "webhook"
 PHASE = "notify"
-PAID = "completed"
+PAID = statuses.PAID
 HOLD = "hold"
 # Terminal statuses a notification may move an unpaid order to; anything else is recorded only.
 CLOSED = frozenset({"canceled", "cancelled", "expired"})

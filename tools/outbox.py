@@ -1,4 +1,4 @@
-"""The outbox: tasks that must run even when the broker loses them (issue 27).
+"""The outbox: tasks that must run even when the broker loses them.
 
 enqueue() records the task in the caller's transaction, so it exists iff its cause committed,
 and sends it after commit. The task reports done() when it finished (whatever its verdict);

@@ -98,7 +98,6 @@ Currency = Literal["RUB", "USD", "EUR", "GBP", "CNY"]
 Language = Literal["ru", "en"]
 CustomerType = Literal["legal", "private"]
 ResponseFormat = Literal["concise", "detailed"]
-OrderStatus = Literal["created", "completed", "hold", "canceled", "expired", "draft"]
 PaymentType = Literal["full_prepayment", "prepayment", "advance", "full_payment"]
 ItemType = Literal["commodity", "service"]
 VatCode = Literal[

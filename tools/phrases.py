@@ -1,27 +1,11 @@
-"""What the core says when a call succeeds: a sentence a person would write, not a status line."""
+"""What the core says when a call succeeds: a sentence a person would write, not a status line.
+Each tool's sentence is on its ToolSpec (`success_ru`); here is how it is said."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tools.spec import ToolSpec
-
-DONE = {
-    "create_order": "Счёт выставлен.",
-    "cancel_order": "Счёт отменён.",
-    "create_refund": "Возврат оформлен.",
-    "create_shipment": "Отгрузка подтверждена.",
-}
-READ = {
-    "lookup_company_by_inn": "Нашёл реквизиты по ИНН.",
-    "get_order": "Вот данные счёта.",
-}
-# (list key in data, one, few, many, nothing found)
-COUNTED = {
-    "find_orders": ("orders", "счёт", "счёта", "счетов", "Счетов по такому запросу нет."),
-    "find_shipments": ("shipments", "отгрузка", "отгрузки", "отгрузок",
-                       "Отгрузок по этому заказу нет."),
-}
+from tools.spec import Counted, ToolSpec
 
 
 def plural(count: int, one: str, few: str, many: str) -> str:
@@ -32,18 +16,22 @@ def plural(count: int, one: str, few: str, many: str) -> str:
 
 
 def read_message(spec: ToolSpec, data: dict[str, Any]) -> str:
-    if spec.name in COUNTED:
-        key, one, few, many, nothing = COUNTED[spec.name]
-        items = data.get(key)
-        if isinstance(items, list):
-            if not items:
-                return nothing
-            return f"Найдено по запросу: {len(items)} {plural(len(items), one, few, many)}."
-    return READ.get(spec.name, f"{spec.title}: вот что удалось получить.")
+    success = spec.success_ru
+    if not isinstance(success, Counted):
+        return success
+    items = data.get(success.key)
+    if not isinstance(items, list):
+        return f"{spec.title}: вот что удалось получить."
+    if not items:
+        return success.nothing
+    count = len(items)
+    return (f"Найдено по запросу: {count} "
+            f"{plural(count, success.one, success.few, success.many)}.")
 
 
 def done_message(spec: ToolSpec, *, replayed: bool) -> str:
-    message = DONE.get(spec.name, f"Сделано: {spec.title[:1].lower()}{spec.title[1:]}.")
+    assert isinstance(spec.success_ru, str), "a write says one sentence (tools/catalog)"
+    message = spec.success_ru
     if replayed:
         message += " Это повтор уже выполненной операции: новой не создано."
     return message

@@ -1,4 +1,4 @@
-"""Executions whose outcome is not proven, resolved in the background by lookup (issue 27).
+"""Executions whose outcome is not proven, resolved in the background by lookup.
 
 An operation left `in_flight` by a worker that died (or by a database that went away under
 it), or `unknown` after a lost or lying answer, may exist upstream. The beat task

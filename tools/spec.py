@@ -26,6 +26,18 @@ class Example:
     request: str
     arguments: dict[str, Any]
 
+
+@dataclass(frozen=True)
+class Counted:
+    """The success phrase of a read that lists: "Найдено по запросу: 3 счёта." """
+
+    key: str  # the list in the tool's data
+    one: str
+    few: str
+    many: str
+    nothing: str  # said when the list is empty
+
+
 # Fields of write tools that steer the pipeline and are not part of what is being done.
 CONTROL_FIELDS = frozenset({"confirmation_token", "confirm_amount", "allow_duplicate"})
 
@@ -52,9 +64,6 @@ class Summary:
     # Why this particular write needs an operator whatever the contour's policy (for example a
     # cancellation that returns held money); '' when the policy alone decides.
     operator_reason: str = ""
-    # The existing order the write changes (update_order): tools.approvals.requirement weighs
-    # its amount and how it was approved when it was created.
-    changes: ChangedOrder | None = None
     # The existing order the write changes (update_order): tools.approvals.requirement weighs
     # its amount and how it was approved when it was created.
     changes: ChangedOrder | None = None
@@ -91,6 +100,9 @@ class ToolSpec:
     handler: Handler
     description_ru: str
     summary_ru: str
+    # What the core says when a call succeeds, as a person would write it: a sentence, or for a
+    # read that lists, how to count what it found (tools/phrases.py).
+    success_ru: str | Counted
     check: Checker | None = None
     summarize: Summarizer | None = None
     # After an unknown outcome: find the effect upstream (result) or prove it absent (None).
@@ -99,9 +111,19 @@ class ToolSpec:
     idempotent: bool = True
     examples_ru: tuple[Example, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.writes and not isinstance(self.success_ru, str):
+            raise ValueError(f"{self.name}: a write's success_ru is one sentence, not a count")
+
     @property
     def writes(self) -> bool:
         return self.kind in ("write", "money")
+
+    @property
+    def always_needs_operator(self) -> bool:
+        """Money leaving the merchant: no contour policy lets a chat confirmation do it, and
+        nothing stored on a confirmation can waive it (tools/approvals.py)."""
+        return self.kind == "money"
 
     def canonical_arguments(self, params: BaseModel) -> dict[str, Any]:
         """Defaults applied, control fields dropped, JSON-ready, every text in NFC: what a token

@@ -19,7 +19,8 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from adapters.invoicebox.client import InvoiceboxError, Order, make_client
+from adapters.invoicebox import statuses
+from adapters.invoicebox.client import RETRYABLE_KINDS, InvoiceboxError, Order, make_client
 from tools import events, outbox
 from tools.confirmations import EXPIRABLE
 from tools.models import (
@@ -33,9 +34,8 @@ from tools.models import (
 logger = logging.getLogger(__name__)
 
 OPEN_CONFIRMATIONS = (ConfirmationStatus.PENDING, ConfirmationStatus.APPROVED)
-# Orders whose status can still change by the payer's hand.
-OPEN_ORDER_STATUSES = ("created", "hold", "draft", "")
-RETRYABLE_KINDS = frozenset({"unavailable", "rate_limited"})
+# Orders whose status can still change by the payer's hand ("": not read back yet).
+OPEN_ORDER_STATUSES = (*sorted(statuses.OPEN), "")
 MAX_RETRIES = 5
 
 

@@ -10,7 +10,7 @@ class FunctionsAdapterConfig(AppConfig):
 
     def ready(self) -> None:
         from adapters.functions.formats import FORMATS, OPTIONS
-        from tools.exports import registry
+        from tools.formats import registry
 
         for name, exporter in FORMATS.items():
             registry.register(name, exporter, options=OPTIONS.get(name))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.functions import gigachat, openai, yandexgpt
-from tools.exports.registry import Exporter, Option
+from tools.formats.registry import Exporter, Option
 
 # Request options a format takes on `GET /api/v1/tools` (name -> how it changes the body).
 OPTIONS: dict[str, dict[str, Option]] = {

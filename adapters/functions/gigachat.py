@@ -14,7 +14,7 @@ from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, r
 from audit.models import Channel
 from tools import gateway
 from tools.errors import Problem
-from tools.exports import schema
+from tools.formats import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 

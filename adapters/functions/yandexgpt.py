@@ -10,7 +10,7 @@ from adapters.functions import openai
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
 from audit.models import Channel
 from tools import catalog, gateway
-from tools.exports import schema
+from tools.formats import schema
 from tools.models import Contour
 from tools.spec import ToolSpec
 

@@ -1,7 +1,8 @@
 """Invoicebox API v3 client: one class over the resource modules, and its factory.
 
 The names callers import live here; the code is split by resource after the official MCP
-server's client: transport (requests, errors, decode), orders, shipments, refunds, counterparties.
+server's client: transport (requests, decode), errors, shapes, orders, shipments, refunds,
+counterparties.
 """
 
 from __future__ import annotations
@@ -11,6 +12,13 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from adapters.invoicebox.counterparties import Company, CounterpartiesApi
+from adapters.invoicebox.errors import (
+    RETRYABLE_KINDS,
+    UPSTREAM_MESSAGES,
+    ErrorKind,
+    InvoiceboxError,
+)
+from adapters.invoicebox.hosts import TEST_CLIENT_HOST, is_own_sandbox
 from adapters.invoicebox.orders import (
     BasketLine,
     Customer,
@@ -21,6 +29,7 @@ from adapters.invoicebox.orders import (
     OrderUpdate,
 )
 from adapters.invoicebox.refunds import NewRefund, Refund, RefundableItem, RefundsApi
+from adapters.invoicebox.shapes import atom
 from adapters.invoicebox.shipments import (
     NewShipment,
     Shipment,
@@ -28,20 +37,14 @@ from adapters.invoicebox.shipments import (
     ShipmentPage,
     ShipmentsApi,
 )
-from adapters.invoicebox.transport import (
-    MAX_BODY_BYTES,
-    UPSTREAM_MESSAGES,
-    ErrorKind,
-    InvoiceboxError,
-    atom,
-    set_upstream_observer,
-)
+from adapters.invoicebox.transport import MAX_BODY_BYTES, set_upstream_observer
 
 __all__ = [
-    "MAX_BODY_BYTES", "UPSTREAM_MESSAGES", "BasketLine", "Company", "Customer", "ErrorKind",
-    "InvoiceboxClient",    "InvoiceboxError", "NewOrder", "NewRefund", "NewShipment", "Order", "OrderPage",
-    "OrderUpdate", "Refund", "RefundableItem", "Shipment", "ShipmentItem", "ShipmentPage",
-    "atom", "is_local_sandbox", "make_client", "set_upstream_observer",
+    "MAX_BODY_BYTES", "RETRYABLE_KINDS", "UPSTREAM_MESSAGES", "BasketLine", "Company",
+    "Customer", "ErrorKind", "InvoiceboxClient", "InvoiceboxError", "NewOrder", "NewRefund",
+    "NewShipment", "Order", "OrderPage", "OrderUpdate", "Refund", "RefundableItem", "Shipment",
+    "ShipmentItem", "ShipmentPage", "atom", "is_local_sandbox", "make_client",
+    "set_upstream_observer",
 ]
 
 
@@ -52,10 +55,10 @@ class InvoiceboxClient(OrdersApi, ShipmentsApi, RefundsApi, CounterpartiesApi):
 def is_local_sandbox(base_url: str) -> bool:
     """True for this project's own sandbox, reached in-process instead of over the network."""
     parts = urlsplit(base_url)
-    own_host = urlsplit(settings.GATEWAY_SITE_URL).hostname
-    local_hosts = {"127.0.0.1", "localhost", "::1", "testserver", own_host}
-    mount = urlsplit(settings.INVOICEBOX_SANDBOX_BASE_URL).path.rstrip("/")
-    return parts.hostname in local_hosts and parts.path.rstrip("/").startswith(mount)
+    if parts.hostname == TEST_CLIENT_HOST:
+        mount = urlsplit(settings.INVOICEBOX_SANDBOX_BASE_URL).path.rstrip("/")
+        return parts.path.rstrip("/") == mount
+    return is_own_sandbox(base_url)
 
 
 def make_client(*, base_url: str, token: str, merchant_id: str,

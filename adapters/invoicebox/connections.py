@@ -95,8 +95,3 @@ def forget_all() -> None:
         _clients.clear()
     for client in clients:
         client.close()
-
-
-def pooled_count() -> int:
-    with _lock:
-        return len(_clients)

@@ -7,11 +7,8 @@ from typing import Any
 
 from pydantic import Field
 
-from adapters.invoicebox.transport import (
-    Text,
-    Transport,
-    Upstream,
-)
+from adapters.invoicebox.shapes import Text, Upstream
+from adapters.invoicebox.transport import Transport
 
 
 class UpstreamCompany(Upstream):

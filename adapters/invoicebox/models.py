@@ -6,6 +6,8 @@ import datetime as dt
 
 from django.db import models
 
+from adapters.invoicebox import statuses
+
 
 class SandboxAccount(models.Model):
     """One API token of the sandbox and the merchant (shop) it may act for."""
@@ -41,7 +43,7 @@ class SandboxFaults(models.Model):
     rate_limit_next = models.PositiveIntegerField(default=0)
     # The next N requests lose the connection before the application sees them.
     reset_next = models.PositiveIntegerField(default=0)
-    # An upstream that lies (issue 27): an order create is stored, then answered 503, or
+    # An upstream that lies: an order create is stored, then answered 503, or
     # answered with another order (another merchantOrderId), or its payment notification is
     # sent before the answer (the order is paid at once).
     fail_after_create = models.BooleanField(default=False)
@@ -88,7 +90,7 @@ class SandboxOrder(models.Model):
         HOLD = "hold"
         DRAFT = "draft"
 
-    CANCELABLE = frozenset({Status.CREATED, Status.HOLD, Status.DRAFT})
+    CANCELABLE = frozenset(map(Status, statuses.OPEN))
 
     # A sequence for a stable tie-break when two orders share a createdAt second.
     seq = models.BigAutoField(primary_key=True)

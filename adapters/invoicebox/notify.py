@@ -1,6 +1,6 @@
 """Invoicebox payment notifications: the X-Signature check, the OrderNotification shape, answers.
 
-Reference: /work/shared/reference/invoicebox-api.md §6 and docs/invoicebox-api.md (payment notifications).
+Reference: docs/invoicebox-api.md (payment notifications).
 The signature is the lowercase hex HMAC of the raw request body with the shop's notification
 key; the algorithm is a shop setting (SHA-1 by default), so a contour names it. The answer is
 always HTTP 200 with JSON, its error codes only those of the docs' NotificationErrorCode
@@ -19,13 +19,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from adapters.invoicebox import statuses
 from adapters.invoicebox.money import to_kopecks
 
 SIGNATURE_HEADER = "X-Signature"
 # Invoicebox's monitoring sends this id (with an empty or null merchantOrderId): answer after
 # the signature and merchantId checks, change nothing.
 PROBE_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
-PAID_STATUS = "completed"
+PAID_STATUS = statuses.PAID
 MAX_BODY_BYTES = 256 * 1024
 
 # Exactly the docs' NotificationErrorCode list (merchant/notification/status.md). The SDK's

@@ -10,13 +10,8 @@ from typing import Any
 from pydantic import Field
 
 from adapters.invoicebox.money import to_kopecks, to_roubles
-from adapters.invoicebox.transport import (
-    Money,
-    Transport,
-    Upstream,
-    atom,
-    paging,
-)
+from adapters.invoicebox.shapes import Money, Upstream, atom, paging
+from adapters.invoicebox.transport import Transport
 
 # (API filter name, Order attribute) of the date filters.
 DATE_FILTERS = (("createdAt", "created_at"), ("expirationDate", "expiration_date"),
@@ -206,7 +201,7 @@ class OrderUpdate:
 
 class OrdersApi(Transport):
     def get_order(self, order_id: str) -> Order | None:
-        # The documented way to read one order is the filter by id (reference §2).
+        # The documented way to read one order is the filter by id.
         page = self.find_orders(order_id=order_id, page_size=1)
         return page.orders[0] if page.orders else None
 
@@ -268,7 +263,7 @@ class OrdersApi(Transport):
         )
         created = self._parse_order(data, write=True)
         if created.merchant_order_id != order.merchant_order_id:
-            # Another order than the one sent: ours may or may not exist (issue 27). An unknown
+            # Another order than the one sent: ours may or may not exist. An unknown
             # outcome, recovered by a lookup of our own merchantOrderId; never reported as ours.
             raise self._bad_response(
                 f"на создание счёта {order.merchant_order_id} пришёл счёт "

@@ -9,16 +9,16 @@ from pydantic import Field
 
 from adapters.invoicebox.money import to_kopecks, to_roubles
 from adapters.invoicebox.orders import BasketLine
-from adapters.invoicebox.transport import (
+from adapters.invoicebox.shapes import (
     Money,
     PageMeta,
     Quantity,
     Text,
-    Transport,
     Upstream,
     kopecks_or_none,
     paging,
 )
+from adapters.invoicebox.transport import Transport
 
 # Refund lists are read whole; the cap only stops a server whose paging never ends.
 REFUND_PAGE_SIZE = 100
@@ -38,7 +38,7 @@ class UpstreamRefundableItem(Upstream):
     vat_code: str = Field(alias="vatCode")
     type: Text
     payment_type: str = Field(alias="paymentType")
-    # Only the MCP server names these (reference §3, open question 10).
+    # Only the MCP server names these (not in the API docs).
     available_amount: Money | None = Field(None, alias="availableAmount")
     available_vat_amount: Money | None = Field(None, alias="availableVatAmount")
 

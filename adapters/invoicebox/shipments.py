@@ -10,19 +10,19 @@ from typing import Any
 
 from pydantic import Field
 
+from adapters.invoicebox.errors import InvoiceboxError
 from adapters.invoicebox.money import to_kopecks
 from adapters.invoicebox.orders import BasketLine
-from adapters.invoicebox.transport import (
-    InvoiceboxError,
+from adapters.invoicebox.shapes import (
     Money,
     PageMeta,
     Quantity,
     Text,
-    Transport,
     Upstream,
     kopecks_or_none,
     paging,
 )
+from adapters.invoicebox.transport import Transport
 
 
 class UpstreamShipmentItem(Upstream):

@@ -1,4 +1,5 @@
-"""Invoicebox API v3 transport: the httpx client, typed errors, retries only where safe, decode."""
+"""Invoicebox API v3 transport: the httpx client, retries only where safe, checks and decode of
+answers (their failures: errors.py; their shapes: shapes.py)."""
 
 from __future__ import annotations
 
@@ -6,131 +7,31 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 import simplejson
 from django.conf import settings
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from adapters.invoicebox import connections, limits
-from adapters.invoicebox.money import to_kopecks
+from adapters.invoicebox.errors import (
+    UPSTREAM_MESSAGES,
+    ErrorKind,
+    InvoiceboxError,
+    bad_response,
+    from_http_answer,
+    worth_waiting_for,
+)
+from adapters.invoicebox.shapes import PageMeta
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
-RETRYABLE_STATUSES = frozenset({408, 425, 429, 503})
-MAX_RETRY_AFTER_SECONDS = 60
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def paging(page: int, page_size: int) -> list[tuple[str, str]]:
-    """Both spellings with the same values: the docs' page/pageSize (docs/api/filters.md:34-36)
-    and the vendor code's _page/_pageSize (MCP src/tools/reads.ts:222-223)."""
-    return [("_page", str(page)), ("page", str(page)),
-            ("_pageSize", str(page_size)), ("pageSize", str(page_size))]
-
-
-@dataclass(frozen=True)
-class PageMeta:
-    total: int | None  # metaData.totalCount, when sent
-    page: int
-    size: int  # the server's page size: metaData.pageSize, else what was asked (or more rows)
-
-ErrorKind = Literal[
-    "unauthorized", "forbidden", "rejected", "not_found", "rate_limited", "unavailable",
-    "unknown_outcome", "bad_response",
-]
-
-# Russian wording of the documented 422 codes (reference §5), relayed by assistants.
-UPSTREAM_MESSAGES: dict[str, str] = {
-    "wrong_expiration_date": "Инвойсбокс не принял срок оплаты (expirationDate)",
-    "wrong_currency": "Инвойсбокс не принял валюту",
-    "language_not_found": "Инвойсбокс не знает такой язык страницы оплаты",
-    "wrong_basket_item_total_amount": "Инвойсбокс: сумма позиции не равна цене, умноженной на количество",
-    "wrong_basket_item_total_vat_amount": "Инвойсбокс: НДС позиции не сходится со ставкой",
-    "wrong_basket_item_amount_wo_vat": "Инвойсбокс: цена без НДС не сходится с ценой и НДС",
-    "wrong_total_amount": "Инвойсбокс: сумма заказа не равна сумме позиций",
-    "wrong_total_vat_amount": "Инвойсбокс: НДС заказа не равен сумме НДС позиций",
-    "wrong_order_status": "Инвойсбокс: действие недоступно в текущем статусе счёта",
-    "merchant_order_id_duplicate": "Инвойсбокс: счёт с таким номером магазина уже есть",
-    # Not in the docs' list; the bundled sandbox answers them (and so, plausibly, the API).
-    "wrong_vat_code": "Инвойсбокс не принял ставку НДС (vatCode)",
-    "wrong_shipment_amount": "Инвойсбокс: отгрузка выходит за остаток суммы заказа",
-    "wrong_refund_amount": (
-        "Инвойсбокс: возврат больше доступного к возврату по позиции, или такой позиции нет в счёте"
-    ),
-    "unauthorized": "Инвойсбокс не принял токен контура",
-    "forbidden": "Инвойсбокс запретил это действие для магазина контура",
-    "not_found": "Инвойсбокс не нашёл запрошенный объект",
-}
-
-
-class InvoiceboxError(Exception):
-    """An upstream failure, classified so the core can say whether a retry can help."""
-
-    def __init__(
-        self,
-        kind: ErrorKind,
-        message: str,
-        *,
-        code: str = "",
-        http_status: int | None = None,
-        request_id: str = "",
-        fields: list[dict[str, Any]] | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.code = code
-        self.http_status = http_status
-        self.request_id = request_id
-        self.fields = fields or []
-        self.retry_after = retry_after
-
-
-class Upstream(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
-def _json_number(value: Any) -> Any:
-    # Money from the API is a JSON number (parsed as Decimal or int); a string is a wrong shape.
-    if isinstance(value, bool) or not isinstance(value, Decimal | int):
-        raise ValueError(f"money must be a JSON number, got {type(value).__name__}")
-    return value
-
-
-Money = Annotated[Decimal, BeforeValidator(_json_number)]
-# A quantity is a JSON number too (3 or 1.5), kept as the exact Decimal that was parsed.
-Quantity = Annotated[Decimal, BeforeValidator(_json_number)]
-
-
-def _as_text(value: Any) -> Any:
-    # Ids, OGRNs, zip codes and tag-1212 item types may come as JSON integers: keep text.
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return value
-
-
-Text = Annotated[str, BeforeValidator(_as_text)]
-
-
-def kopecks_or_none(value: Decimal | None) -> int | None:
-    return None if value is None else to_kopecks(value)
-
-
-def atom(moment: datetime) -> str:
-    """The API's date format: ISO 8601 to the second with the offset (PHP DATE_ATOM)."""
-    if moment.tzinfo is None:
-        raise ValueError("a naive datetime has no offset to send")
-    return moment.isoformat(timespec="seconds")
-
 
 Sender = Callable[..., httpx.Response]
 UpstreamObserver = Callable[..., httpx.Response]
@@ -200,7 +101,7 @@ class Transport:
     def check_auth(self) -> str:
         data, _ = self._request("GET", "/security/api/auth/auth")
         user_id = (data or {}).get("userId") if isinstance(data, dict) else None
-        if not user_id:  # no token also answers 200 with userId null (reference §1)
+        if not user_id:  # no token also answers 200 with userId null
             raise InvoiceboxError("unauthorized", UPSTREAM_MESSAGES["unauthorized"],
                                   code="unauthorized", request_id=self.last_request_id)
         return str(user_id)
@@ -292,9 +193,8 @@ class Transport:
             f"строк больше {max_pages} страниц: все не прочитать, сумма не посчитана")
 
     def _bad_response(self, detail: str, *, write: bool = False) -> InvoiceboxError:
-        kind: ErrorKind = "unknown_outcome" if write else "bad_response"
-        return InvoiceboxError(kind, f"Инвойсбокс ответил непонятно: {detail}",
-                               http_status=self.last_status, request_id=self.last_request_id)
+        return bad_response(detail, write=write, http_status=self.last_status,
+                            request_id=self.last_request_id)
 
     def _request(
         self,
@@ -336,10 +236,11 @@ class Transport:
                 limits.record(self._account, server_fault=response.status_code >= 500)
                 if response.status_code < 300:
                     return self._decode(response, write)
-                error = self._http_error(response, write)
+                error = from_http_answer(response, write=write,
+                                         request_id=self.last_request_id)
             if self.last_status is None:
                 limits.record(self._account, server_fault=True)
-            if attempt == attempts or not self._retryable(error):
+            if attempt == attempts or not worth_waiting_for(error):
                 raise error
             time.sleep(self._delay(attempt, error))
         raise AssertionError("unreachable")  # pragma: no cover
@@ -367,11 +268,6 @@ class Transport:
         kind: ErrorKind = "unknown_outcome" if write else "unavailable"
         return InvoiceboxError(kind, message)
 
-    def _retryable(self, error: InvoiceboxError) -> bool:
-        if error.kind == "unavailable":
-            return error.retry_after is None or error.retry_after <= MAX_RETRY_AFTER_SECONDS
-        return error.kind == "rate_limited" and (error.retry_after or 0) <= MAX_RETRY_AFTER_SECONDS
-
     def _delay(self, attempt: int, error: InvoiceboxError) -> float:
         if error.retry_after is not None:
             return error.retry_after
@@ -390,52 +286,3 @@ class Transport:
             raise self._bad_response("нет поля data", write=write)
         self.replies.append(envelope["data"])
         return envelope["data"], envelope
-
-    def _http_error(self, response: httpx.Response, write: bool) -> InvoiceboxError:
-        status = response.status_code
-        code, message, fields = "", "", []
-        try:
-            payload = json.loads(response.content, parse_float=Decimal)
-            err = payload.get("error") if isinstance(payload, dict) else None
-            if isinstance(err, dict):
-                code = str(err.get("code") or "")
-                message = str(err.get("message") or "")
-                fields = [f for f in err.get("fields") or [] if isinstance(f, dict)]
-        except ValueError:
-            pass
-        retry_after = _retry_after(response)
-        common = {"code": code, "http_status": status, "request_id": self.last_request_id,
-                  "fields": fields, "retry_after": retry_after}
-        text = UPSTREAM_MESSAGES.get(code) or (
-            f"Инвойсбокс отказал: HTTP {status}" + (f", код {code}" if code else "")
-        )
-        if status < 400:  # a redirect: the base URL is wrong, never follow it with a token
-            return self._bad_response(f"перенаправление HTTP {status}", write=write)
-        if status == 401:
-            return InvoiceboxError("unauthorized", UPSTREAM_MESSAGES["unauthorized"], **common)
-        if status == 403:
-            return InvoiceboxError("forbidden", UPSTREAM_MESSAGES["forbidden"], **common)
-        if status == 404:
-            return InvoiceboxError("not_found", text, **common)
-        if status == 429:
-            return InvoiceboxError("rate_limited", "Инвойсбокс ограничил частоту запросов", **common)
-        if status in RETRYABLE_STATUSES and not (write and status >= 500):
-            # A write answered 5xx may have been stored before the failure (issue 27): it is
-            # an unknown outcome below, recovered by lookup, never a plain "unavailable".
-            return InvoiceboxError("unavailable", f"Инвойсбокс временно недоступен (HTTP {status})",
-                                   **common)
-        if status >= 500:
-            kind: ErrorKind = "unknown_outcome" if write else "unavailable"
-            return InvoiceboxError(kind, f"сбой на стороне Инвойсбокс (HTTP {status})", **common)
-        logger.info("Invoicebox refused (HTTP %s, code %s, request %s): %s",
-                    status, code, self.last_request_id, message[:200])
-        return InvoiceboxError("rejected", text, **common)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
-

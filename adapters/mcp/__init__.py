@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.exports.registry import Exporter
+from tools.formats.registry import Exporter
 from tools.spec import ToolSpec
 
 

@@ -10,7 +10,7 @@ class McpAdapterConfig(AppConfig):
 
     def ready(self) -> None:
         from adapters.mcp import FORMATS
-        from tools.exports import registry
+        from tools.formats import registry
 
         for name, exporter in FORMATS.items():
             registry.register(name, exporter)

@@ -9,7 +9,7 @@ import mcp_types as types
 from pydantic import BaseModel
 
 from tools.errors import Outcome
-from tools.exports import schema as exports
+from tools.formats import schema as exports
 from tools.spec import ToolSpec
 
 # Statuses an assistant must treat as a refusal; the others are steps of a normal flow.

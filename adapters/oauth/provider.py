@@ -21,6 +21,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from adapters.invoicebox.hosts import is_loopback
 from adapters.sync_bridge import run_sync
 from tools.models import Toolset
 
@@ -30,7 +31,6 @@ from .models import OAuthToken as StoredToken
 
 CONSENT_PATH = "/oauth/consent/"
 CONSENT_SALT = "oauth.consent"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 SCOPES = list(Toolset.values)
 
 
@@ -45,7 +45,7 @@ def redirect_uri_problem(uri: str) -> str | None:
         return f"{uri}: адрес возврата не может содержать фрагмент (#)"
     if parts.scheme == "https" and parts.hostname:
         return None
-    if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
+    if parts.scheme == "http" and is_loopback(parts.hostname):
         return None
     return f"{uri}: адрес возврата — только https или http на локальный адрес (127.0.0.1, localhost)"
 

@@ -1,4 +1,4 @@
-"""REST routes for assistants (API.md)."""
+"""REST routes for assistants (the wire contract's /api/v1)."""
 
 from django.urls import include, path
 

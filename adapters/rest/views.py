@@ -15,7 +15,7 @@ from adapters.rest.authentication import ContourKeyAuthentication, ContourPrinci
 from adapters.rest.openapi import CALL_EXAMPLES
 from audit.models import Channel
 from tools import gateway
-from tools.exports.registry import export_tools, formats, stats
+from tools.formats.registry import export_tools, formats, stats
 from tools.models import PendingConfirmation
 
 CHANNEL = Channel.REST

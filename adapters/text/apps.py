@@ -10,7 +10,7 @@ class TextAdapterConfig(AppConfig):
 
     def ready(self) -> None:
         from adapters.text.formats import FORMATS, PAYLOADS
-        from tools.exports import registry
+        from tools.formats import registry
 
         for name, exporter in FORMATS.items():
             registry.register(name, exporter, payload=PAYLOADS.get(name))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.text.prompt import export as hermes_export
-from tools.exports.registry import Exporter, Payload
+from tools.formats.registry import Exporter, Payload
 
 FORMATS: dict[str, Exporter] = {"hermes": hermes_export}
 # A model reads the system prompt, not the response body that also lists the tools twice more.

@@ -68,7 +68,7 @@ class Parsed:
         return [c for c in self.candidates if isinstance(c, Refusal)]
 
 
-# Reason -> stable envelope code (API.md). The reason is the finer word for this adapter.
+# Reason -> stable envelope code (tools/errors.py). The reason is the finer word for this adapter.
 REASON_CODES: dict[str, str] = {
     "invalid_json": "invalid_json",
     "empty_block": "invalid_json",

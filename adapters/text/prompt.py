@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools.exports.schema import describe, parameters, parameters_for
+from tools.formats.schema import describe, parameters, parameters_for
 from tools.spec import ToolSpec
 
 # Qwen2.5/Qwen3 templates merge tool results into one `user` turn (Hermes 2 Pro used `tool`).

@@ -1,6 +1,7 @@
-"""One production-shaped cluster for every client test: two gateway processes on PostgreSQL with
-Redis, the sandbox upstream, and a round-robin balancer in front (no sticky routing), so every
-request of a session may land on either worker."""
+"""The suites that drive servers, subprocesses and real clients, and, for the client tests, one
+production-shaped cluster: two gateway processes on PostgreSQL with Redis, the sandbox upstream,
+and a round-robin balancer in front (no sticky routing), so every request of a session may land
+on either worker."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import order_args
-from tests.reliability.cluster import (
+from tests.system.cluster import (
     REDIS_URL,
     ROOT,
     Cluster,
@@ -28,10 +29,21 @@ from tests.reliability.cluster import (
 
 NODE_DIR = ROOT / "tests" / "system" / "node"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"  # node@22 from npm (the conformance suite)
-SESSIONS = 10  # per client, each a full session (issue 26: 10 of 10)
+SESSIONS = 10  # per client, each a full session: 10 of 10 must pass
 # One contour per client: their journals and orders stay apart.
 SLUGS = ["python", "typescript", "fastmcp", "langchain", "agents", "remote", "conformance",
          "hygiene", "revoked", "relay"]
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything here carries the `system` marker (`-m "not system"` is the quick run without
+    servers); the chaos campaigns (`chaos`) run apart, in `make chaos`."""
+    for item in items:
+        if item.path.is_relative_to(HERE) and item.get_closest_marker("chaos") is None:
+            item.add_marker(pytest.mark.system)
 
 
 @dataclass
@@ -72,9 +84,7 @@ def start_balancer(tmp: Path, upstreams: list[str], key: str | None = None,
 
 @pytest.fixture(scope="session")
 def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Balanced]:
-    params = postgres_params()
-    if params is None:
-        pytest.skip("two workers share sessions through PostgreSQL: set DATABASE_URL")
+    params = postgres_params()  # the tests marked `postgres`: tests/conftest.py skips the rest
     if not NODE.exists():
         pytest.fail(f"{NODE} missing: `make test` installs tests/system/node (npm ci)")
     tmp = tmp_path_factory.mktemp("system")

@@ -1,7 +1,7 @@
 """MCP clients nobody here wrote, SESSIONS sessions each, through a round-robin balancer over two
 gateway workers on PostgreSQL and Redis: every request of a session may land on either worker.
 
-0 failures of 10 is the bar (issue 26): before sessions were shared, four of these five failed
+0 failures of 10 is the bar: before sessions were shared, four of these five failed
 4 or 5 runs of 5 with "Session not found"."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.reliability.cluster import ROOT
+from tests.system.cluster import ROOT
 from tests.system.conftest import NODE, NODE_DIR, SESSIONS, Balanced, check_session, order
 from tests.system.sessions import envelope_of, steps
 

@@ -76,8 +76,8 @@ def relay() -> Iterator[Relay]:
 def shop(relay: Relay) -> Contour:
     contour = create_contour("shop", mode="sandbox", name="Лавка", toolsets=["read", "write"])
     contour.approval_for_all_writes = True
-    contour.notify_webhook_url = relay.url
-    contour.notify_webhook_secret = SECRET
+    contour.alert_webhook_url = relay.url
+    contour.alert_webhook_secret = SECRET
     contour.save()
     return contour
 
@@ -121,7 +121,7 @@ def test_each_operator_gets_an_email_and_the_relay_a_signed_body(
     email = mail.outbox[0]
     assert email.subject.startswith("Ждёт одобрения: ") and "366,00 ₽" in email.subject
     assert f"/approvals/{cid}/" in email.body and "Решить до:" in email.body
-    # No customer data in mail either (finding 6): the approval page shows it, signed in.
+    # No customer data in mail either: the approval page shows it, signed in.
     assert "Ромашка" not in email.body + email.subject and "7710044140" not in email.body
     [hook] = relay.received
     assert hook["signature_ok"]

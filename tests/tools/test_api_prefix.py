@@ -1,4 +1,4 @@
-"""The /l3/ contour (issue 24.6): a per-contour API prefix, validated like the base URL, sent on
+"""The /l3/ contour: a per-contour API prefix, validated like the base URL, sent on
 every request, served by the sandbox, explained in the admin."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from adapters.invoicebox.models import SandboxOrder
 from adapters.invoicebox.sandbox import DEMO_MERCHANT_ID, DEMO_TOKEN
 from tests.adapters.invoicebox.test_client import SANDBOX_URL, CountingTransport, new_order
 from tests.conftest import Assistant
-from tests.people.test_contour_endpoint_admin import (
+from tests.tools.admin.test_contour_endpoint_admin import (
     ORDER_ID,
     Upstream,
     custom_contour,

@@ -1,7 +1,7 @@
-"""Hints converge (issue 24): every basket refusal that names a corrective value is accepted
+"""Hints converge: every basket refusal that names a corrective value is accepted
 once exactly that value is applied, and a basket as a shop writes it is never refused.
 
-Checked on the rule's one home, tools/checks.check_basket, with the tool's own argument
+Checked on the rule's one home, tools/order_rules.check_basket, with the tool's own argument
 model: hypothesis draws baskets near and far from consistent."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.catalog.orders import BasketItemParams
-from tools.checks import check_basket, expected_vat, line_total, quantity_decimal
+from tools.catalog.order_parts import BasketItemParams
+from tools.order_rules import check_basket, expected_vat, line_total, quantity_decimal
 from tools.params import VatCode
 
 VAT_CODES: tuple[str, ...] = VatCode.__args__

@@ -8,10 +8,10 @@ from typing import Any, get_args
 import pytest
 
 from adapters.invoicebox.sandbox import pay_order
+from adapters.invoicebox.statuses import OrderStatus
 from tests.conftest import Assistant, order_args
 from tools import catalog
 from tools.models import PendingConfirmation
-from tools.params import OrderStatus
 
 pytestmark = pytest.mark.django_db
 
@@ -73,7 +73,7 @@ def results(assistant: Assistant) -> dict[str, dict[str, Any]]:
                                   {"order_id": unpaid["data"]["order_id"]})
     refund_args = {"parent_order_id": paid, "description": "возврат"}
     _, first = assistant.call("create_refund", refund_args)
-    # An operator's approval, as the web UI records it (tests of that UI live in tests/people).
+    # An operator's approval, as the web UI records it (its tests: tests/tools/test_operator_views.py).
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
     out["create_refund"] = assistant.call(
         "create_refund", {**refund_args, "confirmation_token": first["confirmation"]["token"]})[1]

@@ -45,7 +45,7 @@ def test_lost_response_is_unknown_then_recovered_without_a_second_order(assistan
 def test_server_error_on_create_is_unknown_and_a_retry_creates_one_order(assistant: Assistant,
                                                                          settings: Any):
     # The retry comes after the stale period: sooner, absence proves nothing (the earlier
-    # request may still land) and nothing is sent (tests/reliability/test_faults_round_two.py).
+    # request may still land) and nothing is sent (tests/tools/test_unknown_outcomes.py).
     settings.GATEWAY_STALE_IN_FLIGHT_SECONDS = 0
     confirmed = prepare(assistant)
     set_faults(DEMO_TOKEN, error_rate=1.0)

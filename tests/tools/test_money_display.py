@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import Assistant, order_args
+from tests.tools.test_descriptions_promise_returned_fields import results
 from tools.models import Ceiling, CeilingKind
-from tools.money import with_roubles
+from tools.money import kopecks
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,18 +75,32 @@ def test_the_openai_adapter_renders_the_same_roubles(assistant: Assistant):
     assert kopeck_fields_without_roubles(envelope["data"]) == []
 
 
-def test_roubles_follow_the_nearest_currency_and_leave_counts_alone():
-    data = {"ceiling": "per_hour", "limit": 20, "used": 3,
-            "orders": [{"amount": "12200", "currency": "USD"}, {"amount": "5"}],
-            "refund_amount": "100", "refund_amount_human": "кем-то уже написано"}
+def test_roubles_follow_the_currency_given_and_an_unknown_amount_stays_unknown():
+    shown = kopecks("USD", amount=12200, vat_amount=None)
 
-    shown = with_roubles(data)
+    assert shown == {"amount": "12200", "amount_human": "122,00 $",
+                     "vat_amount": None, "vat_amount_human": None}
+    assert kopecks("RUB", refund_amount=5) == {"refund_amount": "5",
+                                               "refund_amount_human": "0,05 ₽"}
 
-    assert shown["limit"] == 20 and "limit_human" not in shown
-    assert shown["orders"][0]["amount_human"] == "122,00 $"
-    assert shown["orders"][1]["amount_human"] == "0,05 ₽"
-    assert shown["refund_amount_human"] == "кем-то уже написано"
-    assert data["orders"][1] == {"amount": "5"}  # the original is not changed
+
+def test_an_hourly_ceiling_counts_writes_not_kopecks(assistant: Assistant):
+    # given
+    Ceiling.objects.create(contour=assistant.contour, kind=CeilingKind.PER_HOUR, limit=0)
+
+    # when
+    status, body = assistant.call("create_order", order_args())
+
+    # then
+    assert (status, body["code"]) == (429, "ceiling_exceeded")
+    assert body["data"]["limit"] == 0 and "limit_human" not in body["data"]
+
+
+def test_every_tool_shows_roubles_beside_its_kopeck_amounts(assistant: Assistant):
+    real = results(assistant)
+
+    missing = {name: kopeck_fields_without_roubles(body["data"]) for name, body in real.items()}
+    assert {name: fields for name, fields in missing.items() if fields} == {}
 
 
 def _manage(env_extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

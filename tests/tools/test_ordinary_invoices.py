@@ -1,5 +1,5 @@
 """Ordinary invoices as Russian shops issue them go through create_order's two phases over HTTP
-and reach the sandbox adding up (issue 24): VAT inside the price at every rate and without VAT;
+and reach the sandbox adding up: VAT inside the price at every rate and without VAT;
 pieces, kg, hours, litres, nights; fractional quantities, kopeck prices, many lines, and large
 quantities of cheap items. Totals and VAT are what the shop writes: price × quantity rounded
 to the kopeck, VAT of the line total at the rate."""

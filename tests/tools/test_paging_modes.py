@@ -1,4 +1,4 @@
-"""No guess about paging becomes an outage (issue 24.4): every list and write tool works, over
+"""No guess about paging becomes an outage: every list and write tool works, over
 REST, against an upstream that reads page/pageSize only (the docs), _page/_pageSize only (the
 vendor's code), both, or neither (its own first page of 30, whatever is asked)."""
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Assistant, order_args
+from tools import catalog
 from tools.phrases import plural
+from tools.spec import Counted, ToolSpec
 
 pytestmark = pytest.mark.django_db
 
@@ -30,3 +32,24 @@ def test_reads_and_writes_say_what_happened(assistant: Assistant):
     assert done["message"] == "Счёт выставлен."
     assert again["replayed"] and again["message"].startswith("Счёт выставлен. Это повтор")
     assert found["message"] == "Найдено по запросу: 1 счёт."
+
+
+def _spec_kwargs() -> dict[str, object]:
+    cancel = catalog.get("cancel_order")
+    assert cancel is not None
+    return {"name": "close_books", "title": "Закрыть период", "kind": "write",
+            "toolset": "write", "params": cancel.params, "handler": lambda ctx, p: {},
+            "description_ru": "Закрывает период.", "summary_ru": "Закрыть период."}
+
+
+def test_a_tool_without_its_success_phrase_is_refused_where_it_is_declared():
+    with pytest.raises(TypeError, match="success_ru"):
+        ToolSpec(**_spec_kwargs())  # type: ignore[arg-type]
+
+
+def test_a_write_cannot_count_its_success():
+    counted = Counted("periods", "период", "периода", "периодов", "Периодов нет.")
+
+    with pytest.raises(ValueError, match="close_books"):
+        ToolSpec(**_spec_kwargs(), success_ru=counted)  # type: ignore[arg-type]
+

@@ -1,4 +1,4 @@
-"""find_refunds and get_refundable (issue 24.7) over REST against the sandbox: the refunds of an
+"""find_refunds and get_refundable over REST against the sandbox: the refunds of an
 order with their amounts, and what is still refundable line by line, also when the API leaves
 availableAmount out (the docs promise plain BasketItems) and the client must subtract."""
 
@@ -27,7 +27,7 @@ def refunded_one_night(assistant: Assistant) -> str:
     args = {"parent_order_id": order_id, "description": "Гость уехал раньше",
             "basket_items": [NIGHT]}
     _, first = assistant.call("create_refund", args)
-    # An operator's approval, as the web UI records it (its tests live in tests/people).
+    # An operator's approval, as the web UI records it (its tests live in tests/tools/test_operator_views.py).
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
     _, refund = assistant.call("create_refund", {
         **args, "confirmation_token": first["confirmation"]["token"]})

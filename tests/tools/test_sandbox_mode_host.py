@@ -20,7 +20,7 @@ MERCHANT = "ffffffff-ffff-ffff-ffff-ffffffffffff"
     "http://127.0.0.1:9000/sandbox/invoicebox?next=https://evil.example",
 ])
 def test_a_sandbox_contour_refuses_any_other_host(url: str):
-    # A query string is refused in every mode (issue 25, item 10), before the sandbox rule.
+    # A query string is refused in every mode, before the sandbox rule.
     with pytest.raises(ContourSetupError, match=r"режим custom|параметров запроса"):
         create_contour("box", mode="sandbox", base_url=url, token=TOKEN, merchant_id=MERCHANT)
 

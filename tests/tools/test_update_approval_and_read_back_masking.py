@@ -1,6 +1,6 @@
 """update_order of an operator-approved or large order needs an operator, and its summary names
-the amount (finding 5); personal data read back from the upstream is masked in the journal
-like the call's own arguments (finding 4). Over HTTP, on the bundled sandbox."""
+the amount; personal data read back from the upstream is masked in the journal
+like the call's own arguments. Over HTTP, on the bundled sandbox."""
 
 from __future__ import annotations
 

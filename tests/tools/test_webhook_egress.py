@@ -1,5 +1,5 @@
 """The operators' webhook in production connects to public addresses only, checked on the
-connection itself (finding 12): a host *name* that resolves to an internal address passes the
+connection itself: a host *name* that resolves to an internal address passes the
 URL check, and must still never get a TCP connection."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_a_name_resolving_inside_gets_no_connection_in_production(
     assert alerts.webhook_url_problem(url) == ""
     shop = create_contour("shop", mode="sandbox", toolsets=["read", "write"])
     shop.approval_for_all_writes = True
-    shop.notify_webhook_url = url
+    shop.alert_webhook_url = url
     shop.save()
     assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
 
@@ -90,7 +90,7 @@ def test_outside_production_a_loopback_relay_still_gets_the_alert(
         listener: Listener, django_capture_on_commit_callbacks: Callable[..., Any]):
     shop = create_contour("shop", mode="sandbox", toolsets=["read", "write"])
     shop.approval_for_all_writes = True
-    shop.notify_webhook_url = f"http://127.0.0.1:{listener.port}/hook"
+    shop.alert_webhook_url = f"http://127.0.0.1:{listener.port}/hook"
     shop.save()
     assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
 

@@ -36,7 +36,7 @@ PENDING_POST_KEY = "contour-writes:{nonce}"
 CONFIRM_FIELD = "_confirm_writes"
 
 
-# How the contour verifies payment notifications (issue 15.8): audited like the rest.
+# How the contour verifies payment notifications: audited like the rest.
 SIGNATURE_FIELDS = ("notification_signature_method", "notification_signature_algorithm")
 NOTIFICATION_FIELDSET = ("Уведомления об оплате", {"fields": SIGNATURE_FIELDS})
 CUSTOM_MODE_WARNING = ("режим custom: токен Инвойсбокс уходит на этот адрес, а не на "
@@ -122,7 +122,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                                    "api_token_sealed", "notification_key",
                                    "clear_notification_key")}),
         ("Оповещения операторов и ключи", {"fields": (
-            "notify_webhook_url", "notify_webhook_secret", "key_grace_hours")}),
+            "alert_webhook_url", "alert_webhook_secret", "key_grace_hours")}),
     )
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:

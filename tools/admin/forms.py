@@ -74,7 +74,7 @@ class ContourForm(forms.ModelForm):
     clear_notification_key = forms.BooleanField(
         label="удалить ключ подписи уведомлений", required=False,
     )
-    notify_webhook_secret = forms.CharField(
+    alert_webhook_secret = forms.CharField(
         label="секрет подписи вебхука", required=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="не показывается; тело подписано HMAC-SHA256, заголовок X-Gateway-Signature",
@@ -88,7 +88,7 @@ class ContourForm(forms.ModelForm):
     # A token typed into a form that came back with an error is carried to the next submit
     # sealed (Fernet, GATEWAY_SECRETS_KEY), never echoed into the page as it was typed.
     api_token_sealed = forms.CharField(required=False, widget=forms.HiddenInput)
-    notify_webhook_url = forms.URLField(
+    alert_webhook_url = forms.URLField(
         label="адрес вебхука для операторов", max_length=500, required=False,
         assume_scheme="https",
         help_text="необязательно: JSON о каждой операции, ждущей оператора (ретранслятор в "
@@ -126,7 +126,7 @@ class ContourForm(forms.ModelForm):
             "approval_thresholds",
             "allowed_currencies", "approval_for_all_writes", "require_second_factor",
             "time_zone", "disabled_tools",
-            "notification_key", "notify_webhook_url", "notify_webhook_secret", "key_grace_hours",
+            "notification_key", "alert_webhook_url", "alert_webhook_secret", "key_grace_hours",
         )
         help_texts = {
             "approval_for_all_writes": "иначе достаточно подтверждения в чате (ниже порога)",
@@ -208,8 +208,8 @@ class ContourForm(forms.ModelForm):
                 raise forms.ValidationError(f"{currency}: целое неотрицательное число копеек")
         return value
 
-    def clean_notify_webhook_url(self) -> str:
-        url = self.cleaned_data.get("notify_webhook_url") or ""
+    def clean_alert_webhook_url(self) -> str:
+        url = self.cleaned_data.get("alert_webhook_url") or ""
         problem = alerts.webhook_url_problem(url) if url else ""
         if problem:
             raise forms.ValidationError(problem)
@@ -276,8 +276,8 @@ class ContourForm(forms.ModelForm):
             data["notification_key"] = ""
         elif not data.get("notification_key") and self.instance.pk:
             data["notification_key"] = self.instance.notification_key
-        if not data.get("notify_webhook_secret") and self.instance.pk:
-            data["notify_webhook_secret"] = self.instance.notify_webhook_secret
+        if not data.get("alert_webhook_secret") and self.instance.pk:
+            data["alert_webhook_secret"] = self.instance.alert_webhook_secret
         return data
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from tools.catalog.companies import LOOKUP_COMPANY_BY_INN
+from tools.catalog.order_cancel import CANCEL_ORDER
+from tools.catalog.order_create import CREATE_ORDER
 from tools.catalog.order_update import UPDATE_ORDER
-from tools.catalog.orders import CANCEL_ORDER, CREATE_ORDER, FIND_ORDERS, GET_ORDER
+from tools.catalog.orders import FIND_ORDERS, GET_ORDER
 from tools.catalog.refunds import CREATE_REFUND, FIND_REFUNDS, GET_REFUNDABLE
 from tools.catalog.shipments import CREATE_SHIPMENT, FIND_SHIPMENTS
 from tools.spec import ToolSpec

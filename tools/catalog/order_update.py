@@ -7,18 +7,19 @@ from uuid import UUID
 
 from pydantic import Field
 
-from adapters.invoicebox.client import Customer, Order, OrderUpdate
-from tools.catalog.orders import (
+from adapters.invoicebox.client import Order, OrderUpdate
+from tools.catalog.order_parts import (
     BasketItemParams,
     CustomerParams,
-    _moment,
     basket_lines,
+    customer_of,
     load_order,
+    moment,
     order_row,
     track,
 )
-from tools.checks import check_basket, check_customer, check_future
 from tools.errors import Problem, ToolError
+from tools.order_rules import check_basket, check_customer, check_future
 from tools.params import Kopecks, StrictModel, Timestamp, format_rub
 from tools.spec import CallContext, ChangedOrder, Example, Summary, ToolSpec
 
@@ -98,7 +99,7 @@ def summarize_update_order(ctx: CallContext, params: UpdateOrderParams) -> Summa
     if params.description is not None:
         parts.append(f"назначение «{params.description}»")
     if params.expiration_date is not None:
-        parts.append(f"оплатить до {_moment(params.expiration_date)}")
+        parts.append(f"оплатить до {moment(params.expiration_date)}")
     if params.customer is not None:
         parts.append(f"покупатель {params.customer.name or 'без названия'}"
                      + (f" (ИНН {params.customer.vat_number})" if params.customer.vat_number else ""))
@@ -122,11 +123,7 @@ def _update(params: UpdateOrderParams) -> OrderUpdate:
         vat_amount=int(params.vat_amount) if params.vat_amount is not None else None,
         expiration_date=params.expiration_date,
         basket=basket_lines(params.basket_items) if params.basket_items is not None else None,
-        customer=Customer(
-            type=c.type, name=c.name, vat_number=c.vat_number,
-            tax_registration_reason_code=c.tax_registration_reason_code,
-            registration_address=c.registration_address, email=c.email, phone=c.phone,
-        ) if c is not None else None,
+        customer=customer_of(c) if c is not None else None,
     )
 
 
@@ -176,6 +173,8 @@ UPDATE_ORDER = ToolSpec(
         "по тем же правилам, что в create_order; валюту не меняют. Возвращает счёт со всеми "
         "полями get_order и updated."
     ),
+    # Today's wording, from before the phrase moved onto the spec.
+    success_ru="Сделано: изменить неоплаченный счёт.",
     summary_ru=(
         "Изменить неоплаченный счёт: два шага, первый вызов даёт сводку и confirmation_token, "
         "второй с токеном меняет. Оплаченный не меняется."

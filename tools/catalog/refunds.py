@@ -10,9 +10,10 @@ from uuid import UUID
 from pydantic import Field
 
 from adapters.invoicebox.client import BasketLine, NewRefund, Order, Refund, RefundableItem
-from tools.catalog.orders import load_order
-from tools.checks import expected_vat, quantity_decimal
+from tools.catalog.order_parts import load_order
 from tools.errors import Problem, ToolError
+from tools.money import kopecks
+from tools.order_rules import expected_vat, quantity_decimal
 from tools.params import Kopecks, StrictModel, format_rub, round_kopecks
 from tools.spec import CallContext, Summary, ToolSpec
 
@@ -222,9 +223,8 @@ def summarize_create_refund(ctx: CallContext, params: CreateRefundParams) -> Sum
             f"возврат {kind}, доступно к возврату {format_rub(p.available, c)}. "
             f"Причина: {params.description}. Нужно одобрение оператора.")
     data = {
-        "available_total": str(p.available), "available_total_human": format_rub(p.available, c),
-        "refund_amount": str(p.amount), "refund_amount_human": format_rub(p.amount, c),
-        "vat_amount": str(p.vat), "by_composition": p.by_composition,
+        **kopecks(c, available_total=p.available, refund_amount=p.amount, vat_amount=p.vat),
+        "by_composition": p.by_composition,
         "positions": len(p.lines), "timing_note": TIMING_NOTE,
     }
     return Summary(text=text, data=data, amount=p.amount, currency=c)
@@ -233,7 +233,7 @@ def summarize_create_refund(ctx: CallContext, params: CreateRefundParams) -> Sum
 def refund_result(refund: Refund, currency: str) -> dict[str, Any]:
     return {"refund_id": refund.id, "parent_order_id": refund.parent_id,
             "merchant_order_id": refund.merchant_order_id, "status": refund.status,
-            "amount": str(refund.amount), "amount_human": format_rub(refund.amount, currency),
+            **kopecks(currency, amount=refund.amount),
             "timing_note": TIMING_NOTE}
 
 
@@ -274,6 +274,7 @@ CREATE_REFUND = ToolSpec(
         "Суммы — копейки строкой. Неоплаченный счёт не возвращают, а отменяют (cancel_order). "
         "Возвращает refund_id, parent_order_id, merchant_order_id, status и amount."
     ),
+    success_ru="Возврат оформлен.",
     summary_ru=(
         "Вернуть деньги по оплаченному счёту: два шага, первый даёт сводку и confirmation_token, "
         "второй — только после одобрения оператора. Суммы — копейки строкой."
@@ -295,12 +296,10 @@ def find_refunds(ctx: CallContext, params: RefundsOfOrderParams) -> dict[str, An
     return {
         "order_id": order.id,
         "refunds": [{"refund_id": r.id, "merchant_order_id": r.merchant_order_id,
-                     "status": r.status, "amount": str(r.amount),
-                     "amount_human": format_rub(r.amount, c),
-                     "vat_amount": None if r.vat_amount is None else str(r.vat_amount),
+                     "status": r.status, **kopecks(c, amount=r.amount, vat_amount=r.vat_amount),
                      "created_at": r.created_at} for r in found],
         "total_count": len(found),
-        "refunded_amount": str(refunded), "refunded_amount_human": format_rub(refunded, c),
+        **kopecks(c, refunded_amount=refunded),
     }
 
 
@@ -312,12 +311,11 @@ def get_refundable(ctx: CallContext, params: RefundsOfOrderParams) -> dict[str, 
     return {
         "order_id": order.id, "status": order.status,
         "lines": [{"sku": i.sku, "name": i.name, "quantity": str(i.quantity),
-                   "total_amount": str(i.total_amount),
-                   "available_amount": str(i.available_amount),
-                   "available_amount_human": format_rub(i.available_amount, c),
-                   "available_vat_amount": str(_item_vat(i, i.available_amount))}
+                   **kopecks(c, total_amount=i.total_amount,
+                             available_amount=i.available_amount,
+                             available_vat_amount=_item_vat(i, i.available_amount))}
                   for i in items],
-        "available_amount": str(available), "available_amount_human": format_rub(available, c),
+        **kopecks(c, available_amount=available),
     }
 
 
@@ -333,6 +331,8 @@ FIND_REFUNDS = ToolSpec(
         "merchant_order_id, status, amount, amount_human, vat_amount, created_at. Возвращает "
         "refunds, total_count и refunded_amount — сумму всех, кроме отменённых. Ничего не меняет."
     ),
+    # Today's wording, from before the phrase moved onto the spec.
+    success_ru="Возвраты по счёту: вот что удалось получить.",
     summary_ru="Возвраты по счёту: статусы и суммы. Только чтение.",
 )
 
@@ -349,5 +349,6 @@ GET_REFUNDABLE = ToolSpec(
         "available_vat_amount; всего available_amount. У неоплаченного счёта lines пуст. "
         "Ничего не меняет."
     ),
+    success_ru="Что ещё можно вернуть: вот что удалось получить.",
     summary_ru="Остаток к возврату по позициям счёта. Только чтение.",
 )

@@ -9,11 +9,12 @@ from uuid import UUID
 from pydantic import Field
 
 from adapters.invoicebox.client import NewShipment, Order, Shipment
-from tools.catalog.orders import BasketItemParams, basket_lines, load_order, money
-from tools.checks import check_basket
+from tools.catalog.order_parts import BasketItemParams, basket_lines, load_order
 from tools.errors import ToolError
+from tools.money import kopecks
+from tools.order_rules import check_basket
 from tools.params import ResponseFormat, StrictModel, format_rub
-from tools.spec import CallContext, Summary, ToolSpec
+from tools.spec import CallContext, Counted, Summary, ToolSpec
 
 SHIPPABLE = ("completed", "hold")
 DOCUMENTS_NOTE = (
@@ -27,26 +28,22 @@ FINAL_NOTE = ("отметка «последняя отгрузка» уходи
 
 
 def shipment_row(shipment: Shipment, currency: str, response_format: str) -> dict[str, Any]:
-    amount = money(shipment.amount, currency)
     row: dict[str, Any] = {
         "shipment_id": shipment.id,
         "order_id": shipment.order_id,
         "status": shipment.status,
         "final": shipment.final,
-        "amount": amount["value"],
-        "amount_human": amount["human"],
+        **kopecks(currency, amount=shipment.amount),
         "created_at": shipment.created_at,
     }
     if response_format == "detailed":
-        vat = money(shipment.vat_amount, currency)
         row.update({
-            "vat_amount": vat["value"],
-            "vat_amount_human": vat["human"],
+            **kopecks(currency, vat_amount=shipment.vat_amount),
             "document_number": shipment.document_number,
             "document_date": shipment.document_date,
             "basket_items": [
                 {"sku": i.sku, "name": i.name, "quantity": str(i.quantity),
-                 "total_amount": str(i.total_amount)} for i in shipment.items[:5]
+                 **kopecks(currency, total_amount=i.total_amount)} for i in shipment.items[:5]
             ],
         })
         if len(shipment.items) > 5:
@@ -94,6 +91,8 @@ FIND_SHIPMENTS = ToolSpec(
         "shipments, total_count и dropped_foreign — сколько чужих строк отброшено. Ничего не "
         "меняет."
     ),
+    success_ru=Counted("shipments", "отгрузка", "отгрузки", "отгрузок",
+                       "Отгрузок по этому заказу нет."),
     summary_ru="Отгрузки по счёту: суммы, статусы, финальная ли. Только чтение.",
     # No few-shot example: copying an id into order_id is what the schema says already.
 )
@@ -163,9 +162,10 @@ def summarize_create_shipment(ctx: CallContext, params: CreateShipmentParams) ->
             f"{format_rub(shipped, c)}" + ("; финальная" if params.final else "") + ". "
             + DOCUMENTS_NOTE[0].upper() + DOCUMENTS_NOTE[1:] + ".")
     data = {
-        "order_amount": str(order.amount), "already_shipped": str(shipped),
-        "this_shipment": str(this), "this_shipment_human": format_rub(this, c),
-        "vat_amount": str(vat), "final": params.final, "documents_note": DOCUMENTS_NOTE,
+        **kopecks(c, order_amount=order.amount, already_shipped=shipped, this_shipment=this,
+                  vat_amount=vat),
+        "final": params.final,
+        "documents_note": DOCUMENTS_NOTE,
     }
     if params.final:
         data["final_note"] = FINAL_NOTE
@@ -175,7 +175,7 @@ def summarize_create_shipment(ctx: CallContext, params: CreateShipmentParams) ->
 
 def shipment_result(shipment: Shipment, currency: str) -> dict[str, Any]:
     return {"shipment_id": shipment.id, "order_id": shipment.order_id, "status": shipment.status,
-            "amount": str(shipment.amount), "amount_human": format_rub(shipment.amount, currency),
+            **kopecks(currency, amount=shipment.amount),
             "final": shipment.final, "documents_note": DOCUMENTS_NOTE}
 
 
@@ -232,6 +232,7 @@ CREATE_SHIPMENT = ToolSpec(
         "последней отгрузки, её действие в API не описано. Возвращает shipment_id, order_id, "
         "status, amount и final."
     ),
+    success_ru="Отгрузка подтверждена.",
     summary_ru=(
         "Подтвердить отгрузку по оплаченному счёту (запускает акт/ТОРГ-12, счёт-фактуру, УПД): "
         "два шага, первый вызов даёт сводку и confirmation_token, второй с токеном создаёт."

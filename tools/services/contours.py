@@ -28,7 +28,7 @@ from tools.models import (
 )
 from tools.services import roles as role_service
 
-# The public demo shop of Invoicebox (reference/invoicebox-api.md §1): shared, no real money.
+# The public demo shop of Invoicebox (docs/invoicebox-api.md): shared, no real money.
 DEMO_TOKEN = "b37c4c689295904ed21eee5d9a48d42e"  # noqa: S105 - published by Invoicebox
 DEMO_MERCHANT_ID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
@@ -44,7 +44,7 @@ AUDITED_FIELDS = (
     "key_grace_hours", "notification_signature_method", "notification_signature_algorithm",
 )
 # The webhook URL counts as a secret: a relay's URL (Telegram) carries its token.
-SECRET_FIELDS = ("api_token", "notification_key", "notify_webhook_url", "notify_webhook_secret")
+SECRET_FIELDS = ("api_token", "notification_key", "alert_webhook_url", "alert_webhook_secret")
 # The journal masks values under a key called "name" as personal data; a contour's name isn't.
 JOURNAL_KEYS = {"name": "contour_name"}
 

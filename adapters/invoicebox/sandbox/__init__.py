@@ -2,9 +2,9 @@
 
 Orders, shipments, refunds (with their refundable items) and the counterparty directory.
 
-Paths, envelope and error bodies follow /work/shared/reference/invoicebox-api.md. Where the
-reference is silent the choice is ours and is marked "[sandbox]" in a comment; the project's
-docs/invoicebox-api.md lists those inventions and the disputed points beside their sources. Money is
+Paths, envelope and error bodies follow the vendor's API documentation. Where it is silent the
+choice is ours and is marked "[sandbox]" in a comment; docs/invoicebox-api.md lists those
+inventions and the disputed points beside their sources. Money is
 Decimal end to end (JSON parsed with parse_float=Decimal, written with simplejson
 use_decimal=True); a float never touches an amount.
 

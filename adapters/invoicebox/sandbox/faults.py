@@ -138,7 +138,7 @@ def _take_fail_next(account: SandboxAccount, name: str = "fail_next") -> bool:
     return updated == 1
 
 
-# [sandbox] the real 429 body and headers are undocumented (reference §5, open question 6).
+# [sandbox] the real 429 body and headers are undocumented.
 RATE_LIMIT_RETRY_AFTER = "1"
 
 

@@ -14,6 +14,7 @@ import simplejson
 from django.conf import settings
 from django.utils import timezone
 
+from adapters.invoicebox.hosts import TEST_CLIENT_HOST, is_loopback
 from adapters.invoicebox.models import SandboxAccount, SandboxOrder
 from adapters.invoicebox.notify import SIGNATURE_HEADER, sign
 from adapters.invoicebox.sandbox.orders import _order_payload
@@ -43,7 +44,7 @@ class Delivery:
                 "error": self.error, "in_process": self.in_process}
 
 
-NOTIFICATION_TIMEOUT_SECONDS = 20.0  # Invoicebox waits 20 s for the answer (reference §6)
+NOTIFICATION_TIMEOUT_SECONDS = 20.0  # Invoicebox waits 20 s for the answer (vendor docs)
 
 
 def _notification_target(order: SandboxOrder) -> str:
@@ -61,8 +62,8 @@ def _notification_target(order: SandboxOrder) -> str:
 
 
 def notification_body(order_id: str | uuid.UUID) -> bytes:
-    """The OrderNotification of an order as the sandbox sends it: the order itself (reference
-    §6: "shaped like OrderResponse"); its `id` is the order id, so a resend is a duplicate."""
+    """The OrderNotification of an order as the sandbox sends it: the order itself (the
+    vendor docs: "shaped like OrderResponse"); its `id` is the order id, so a resend is a duplicate."""
     order = SandboxOrder.objects.filter(order_id=uuid.UUID(str(order_id))).first()
     if order is None:
         raise LookupError(f"no sandbox order {order_id}")
@@ -102,11 +103,10 @@ def send_notification(order_id: str | uuid.UUID) -> Delivery:
 
 def _is_own_url(url: str) -> bool:
     parts, own = urlsplit(url), urlsplit(settings.GATEWAY_SITE_URL)
-    if parts.hostname == "testserver":
+    if parts.hostname == TEST_CLIENT_HOST:
         return True
-    loopback = {"127.0.0.1", "localhost", "::1"}
     same_host = parts.hostname == own.hostname or (
-        parts.hostname in loopback and own.hostname in loopback)
+        is_loopback(parts.hostname) and is_loopback(own.hostname))
     default = 443 if parts.scheme == "https" else 80
     return same_host and (parts.port or default) == (own.port or default)
 

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('tools', '0009_merge_approval_window'),
+        ('tools', '0001_squashed_0013_second_factor_records'),
     ]
 
     operations = [

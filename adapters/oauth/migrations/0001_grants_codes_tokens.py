@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('tools', '0009_merge_approval_window'),
+        ('tools', '0001_squashed_0013_second_factor_records'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -19,7 +19,7 @@ from adapters.functions.formats import FORMATS
 from tests.adapters.functions.conftest import definitions
 from tests.conftest import Assistant
 from tools import catalog
-from tools.exports import schema
+from tools.formats import schema
 from tools.services.contours import create_contour
 from tools.services.keys import issue_key
 from tools.spec import ToolSpec
@@ -143,7 +143,8 @@ def test_shortening_keeps_the_confirmation(spec: ToolSpec, limit: int):
 def test_a_write_tool_without_the_words_gets_the_two_step_sentence():
     spec = ToolSpec(name="close_books", title="x", kind="write", toolset="write",
                     params=catalog.get("cancel_order").params, handler=lambda ctx, p: {},
-                    description_ru="Закрывает период. Необратимо.", summary_ru="Закрыть период.")
+                    description_ru="Закрывает период. Необратимо.", summary_ru="Закрыть период.",
+                    success_ru="Период закрыт.")
 
     assert schema.describe(spec).endswith(schema.TWO_STEP_RU)
 

@@ -107,7 +107,7 @@ def test_documented_order_request_is_sent_exactly() -> None:
     documented = exchange["request"]["body"]
     answer = fixture("sdk-success-create-order-response.json")["response"]["body"]
     # The SDK's recorded answer belongs to another request; a create answered with another
-    # merchantOrderId is an unknown outcome (tests/reliability/test_faults_round_two.py).
+    # merchantOrderId is an unknown outcome (tests/tools/test_unknown_outcomes.py).
     answer["data"]["merchantOrderId"] = documented["merchantOrderId"]
     exchange["response"] = {"status": 200, "body": answer}
     recorded = Recorded(exchange)

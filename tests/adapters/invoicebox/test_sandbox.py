@@ -50,6 +50,8 @@ pytestmark = pytest.mark.django_db
 D = Decimal
 ATOM = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00")
 UNHANDLED = "sandbox: unhandled error"
+# Parametrized ids must be the same in every collecting process (pytest-xdist compares them).
+UNKNOWN_ORDER_ID = "3f2c6a1e-9b7d-4c55-8e21-5a0d7c4b9e13"
 Http = Callable[..., Any]
 InProcess = Callable[..., httpx.Client]
 
@@ -547,7 +549,7 @@ def test_get_order_by_id(http: Http) -> None:
     assert body["extendedData"] == []
 
 
-@pytest.mark.parametrize("order_id", [str(uuid.uuid4()), "not-a-uuid"])
+@pytest.mark.parametrize("order_id", [UNKNOWN_ORDER_ID, "not-a-uuid"])
 def test_get_unknown_order_is_not_found(http: Http, order_id: str) -> None:
     response = http("GET", f"{ORDERS}/{order_id}")
 
@@ -739,7 +741,7 @@ def test_sandbox_pay_marks_the_order_paid(http: Http) -> None:
         call_command("sandbox_pay", created["id"], stdout=io.StringIO())
 
 
-@pytest.mark.parametrize("order_id", [str(uuid.uuid4()), "junk"])
+@pytest.mark.parametrize("order_id", [UNKNOWN_ORDER_ID, "junk"])
 def test_sandbox_pay_of_an_unknown_order_fails(order_id: str) -> None:
     with pytest.raises(CommandError):
         call_command("sandbox_pay", order_id, stdout=io.StringIO())
@@ -944,7 +946,7 @@ def test_unknown_path_is_a_json_404(http: Http) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("PATCH", ORDERS), ("GET", ORDERS), ("POST", FILTER), ("PATCH", f"{ORDERS}/{uuid.uuid4()}")],
+    [("PATCH", ORDERS), ("GET", ORDERS), ("POST", FILTER), ("PATCH", f"{ORDERS}/{UNKNOWN_ORDER_ID}")],
 )
 def test_wrong_method_is_a_json_405(http: Http, method: str, path: str) -> None:
     response = http(method, path, {})
@@ -988,7 +990,7 @@ def test_handle_takes_plain_mappings() -> None:
 @pytest.mark.parametrize(
     ("method", "path", "status"),
     [("GET", "/v3/filter/api/order/order", 200), ("GET", "/v3/security/api/auth/auth", 200),
-     ("DELETE", f"/v3/billing/api/order/order/{uuid.uuid4()}", 404)],
+     ("DELETE", f"/v3/billing/api/order/order/{UNKNOWN_ORDER_ID}", 404)],
 )
 @pytest.mark.parametrize("content_type", [None, "text/plain"])
 def test_a_request_without_a_body_needs_no_content_type(

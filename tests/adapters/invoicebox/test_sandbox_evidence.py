@@ -1,4 +1,4 @@
-"""The sandbox no stricter than the evidence (issue 24.9), its looser extras behind a switch,
+"""The sandbox no stricter than the evidence, its looser extras behind a switch,
 and the client's paths for the answers the real API may give (shipment list fallback)."""
 
 from __future__ import annotations

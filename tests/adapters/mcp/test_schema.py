@@ -13,7 +13,7 @@ from adapters.mcp.schema import input_schema, tool_definition, tool_result
 from tests.conftest import Assistant
 from tools.catalog import BY_NAME, CATALOG
 from tools.errors import Outcome, Problem
-from tools.exports import schema as exports
+from tools.formats import schema as exports
 from tools.spec import ToolSpec
 
 SPECS = pytest.mark.parametrize("spec", CATALOG, ids=[spec.name for spec in CATALOG])

@@ -15,7 +15,7 @@ from adapters.oauth import grants
 from adapters.oauth.models import OAuthClient, OAuthGrant
 from audit.models import JournalEntry
 from tests.conftest import Assistant
-from tests.people.conftest import logged_in, prepare_order
+from tests.tools.conftest import logged_in, prepare_order
 from tools import approvals
 from tools.errors import ToolError
 from tools.models import ApiKey, Contour, ContourRole

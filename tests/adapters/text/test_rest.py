@@ -15,7 +15,7 @@ from tests.adapters.text.test_parser import FRAGMENTS
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools import gateway
 from tools.catalog import CATALOG
-from tools.exports.schema import HIDDEN
+from tools.formats.schema import HIDDEN
 from tools.models import PendingConfirmation
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import order_args
-from tests.reliability.cluster import (
+from tests.system.cluster import (
     REDIS_URL,
     Cluster,
     build,

@@ -15,8 +15,8 @@ from django.core.management import call_command
 
 from adapters.invoicebox.sandbox import notification_url_of
 from audit.models import JournalEntry
-from tests.people.conftest import logged_in
-from tests.people.test_admin_sandbox import new_sandbox_form
+from tests.tools.admin.test_admin_sandbox import new_sandbox_form
+from tests.tools.conftest import logged_in
 from tools.contours import notification_url
 from tools.models import Contour
 from tools.services import contours as contour_service
@@ -69,17 +69,17 @@ def test_a_change_is_journaled_with_what_changed_and_a_replaced_secret_by_name_o
     contour = create_contour("shop", mode="sandbox")
     before = contour_service.state_of(contour)
     contour.toolsets = ["read", "write"]
-    contour.notify_webhook_secret = "whsec-new-0123456789"
+    contour.alert_webhook_secret = "whsec-new-0123456789"
     contour.save()
 
     changed = contour_service.record_change(contour, before, actor="user:anna",
                                             channel="admin")
 
-    assert changed == ["toolsets", "notify_webhook_secret"]
+    assert changed == ["toolsets", "alert_webhook_secret"]
     [entry] = JournalEntry.objects.filter(contour="shop", code="contour_changed")
     assert entry.arguments["changes"] == {
         "toolsets": {"before": ["read"], "after": ["read", "write"]}}
-    assert entry.arguments["credentials_replaced"] == ["notify_webhook_secret"]
+    assert entry.arguments["credentials_replaced"] == ["alert_webhook_secret"]
     assert "whsec-new-0123456789" not in str(list(JournalEntry.objects.values()))
 
 

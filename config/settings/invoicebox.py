@@ -1,0 +1,55 @@
+"""The Invoicebox upstream: how stored secrets are sealed, timeouts, retries, the shared budget
+and breaker, and the bundled sandbox."""
+
+import base64
+import hashlib
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.settings.environment import GATEWAY_ENV, GATEWAY_SITE_URL, SECRET_KEY, env
+
+# Stored Invoicebox tokens and notification keys are Fernet-encrypted with these keys
+# (comma-separated, the first encrypts; see `manage.py rotate_secrets_key`).
+GATEWAY_SECRETS_KEYS = env.list("GATEWAY_SECRETS_KEY", default=[])
+if not GATEWAY_SECRETS_KEYS:
+    if GATEWAY_ENV == "production":
+        raise ImproperlyConfigured(
+            "GATEWAY_SECRETS_KEY is required when GATEWAY_ENV=production "
+            "(generate one: python -c 'from cryptography.fernet import Fernet; "
+            "print(Fernet.generate_key().decode())')")
+    GATEWAY_SECRETS_KEYS = [base64.urlsafe_b64encode(
+        hashlib.sha256(b"gateway-secrets:" + SECRET_KEY.encode()).digest()).decode()]
+
+INVOICEBOX_USER_AGENT = env.str(
+    "INVOICEBOX_USER_AGENT", default="InvoiceboxAssistantGateway/0.1 (Django)"
+)
+INVOICEBOX_TIMEOUT_SECONDS = env.float("INVOICEBOX_TIMEOUT_SECONDS", default=30.0)
+# Calls to this project's own sandbox go through an in-process transport, so a sync view under
+# ASGI (one thread) never waits on a second request that needs that same thread.
+INVOICEBOX_SANDBOX_IN_PROCESS = env.bool("INVOICEBOX_SANDBOX_IN_PROCESS", default=True)
+# The bundled sandbox answers only what the docs promise (no shipment status/final/sums, no
+# availableAmount on refundable items): the client's fallbacks for the real API's answers.
+INVOICEBOX_SANDBOX_DOCUMENTED_ONLY = env.bool("INVOICEBOX_SANDBOX_DOCUMENTED_ONLY",
+                                              default=False)
+# Which paging names the sandbox reads: both (default), docs (page/pageSize), vendor
+# (_page/_pageSize) or none (its first page at 30 rows, whatever is asked).
+INVOICEBOX_SANDBOX_PAGING = env.str("INVOICEBOX_SANDBOX_PAGING", default="both")
+INVOICEBOX_SANDBOX_BASE_URL = env.str(
+    "INVOICEBOX_SANDBOX_BASE_URL", default=f"{GATEWAY_SITE_URL}/sandbox/invoicebox"
+).rstrip("/")
+# The sandbox signs its payment notifications with this key; sandbox contours get the same one.
+INVOICEBOX_SANDBOX_NOTIFICATION_KEY = env.str(
+    "INVOICEBOX_SANDBOX_NOTIFICATION_KEY", default="sandbox-notification-key"
+)
+
+
+# Reads are retried on 408/425/429/503 and network errors; writes never (adapters/invoicebox/errors.py).
+INVOICEBOX_READ_ATTEMPTS = env.int("INVOICEBOX_READ_ATTEMPTS", default=3)
+INVOICEBOX_BACKOFF_SECONDS = env.float("INVOICEBOX_BACKOFF_SECONDS", default=1.0)
+# Extra sandbox accounts as "token:merchant-uuid" (the demo token always works).
+INVOICEBOX_SANDBOX_TOKENS = env.list("INVOICEBOX_SANDBOX_TOKENS", default=[])
+# Shared upstream budget per Invoicebox account ("requests/seconds"; the API allows 100/30),
+# and the circuit breaker: open after N consecutive server faults, for S seconds.
+INVOICEBOX_RATE_LIMIT = env.str("INVOICEBOX_RATE_LIMIT", default="100/30")
+INVOICEBOX_BREAKER_FAILURES = env.int("INVOICEBOX_BREAKER_FAILURES", default=5)
+INVOICEBOX_BREAKER_OPEN_SECONDS = env.int("INVOICEBOX_BREAKER_OPEN_SECONDS", default=30)

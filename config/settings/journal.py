@@ -1,0 +1,63 @@
+"""The journal: the keys of its hash chain, its lanes and its checkpoints."""
+
+import hashlib
+import hmac
+import re
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.settings.environment import GATEWAY_STATE_DIR, PRODUCTION, SECRET_KEY, env
+
+
+# The journal's hash chain is an HMAC-SHA256 keyed outside the database, so that whoever can
+# write the database cannot recompute it: "kid1:secret1,kid2:secret2" (a kid is letters,
+# digits, "._-"; the secret is everything after the first ":" and holds no comma). The first
+# key signs new entries; every listed key still verifies the entries it signed (rotation:
+# put the new key first, keep the old ones).
+def _journal_keys(raw: str) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for number, item in enumerate((part.strip() for part in raw.split(",")), start=1):
+        kid, sep, secret = item.partition(":")
+        kid = kid.strip()
+        # The message names the item by position: a malformed item may be a bare secret.
+        if not sep or not re.fullmatch(r"[A-Za-z0-9._-]{1,32}", kid):
+            raise ImproperlyConfigured(
+                f"GATEWAY_JOURNAL_KEYS: item {number} is not kid:secret (each item is kid:secret, "
+                "the kid 1-32 characters of letters, digits, '._-')")
+        if kid in keys:
+            raise ImproperlyConfigured(f"GATEWAY_JOURNAL_KEYS: key id {kid!r} appears twice")
+        if len(secret) < 32:
+            raise ImproperlyConfigured(
+                f"GATEWAY_JOURNAL_KEYS: the secret of key id {kid!r} has {len(secret)} "
+                "characters, at least 32 are needed")
+        keys[kid] = secret
+    return keys
+
+
+_JOURNAL_KEYS_RAW = env.str("GATEWAY_JOURNAL_KEYS", default="")
+if _JOURNAL_KEYS_RAW.strip():
+    GATEWAY_JOURNAL_KEYS = _journal_keys(_JOURNAL_KEYS_RAW)
+elif PRODUCTION:
+    raise ImproperlyConfigured(
+        "GATEWAY_JOURNAL_KEYS (kid:secret, see docs/production.md) is required when "
+        "GATEWAY_ENV=production: the journal's HMAC key must not be derivable from the database")
+else:
+    # The embedded demo: a key derived from SECRET_KEY, so nothing needs configuring.
+    GATEWAY_JOURNAL_KEYS = {
+        "dev": hmac.new(SECRET_KEY.encode(), b"audit.journal-chain", hashlib.sha256).hexdigest()
+    }
+# Entries written before the chain was keyed carry no key id and a plain sha256 link. They are
+# accepted only up to this id (outside the database, so a rewrite cannot widen it); 0 = none.
+GATEWAY_JOURNAL_LEGACY_LAST_ID = env.int("GATEWAY_JOURNAL_LEGACY_LAST_ID", default=0)
+# Parallel hash chains ("lanes") per contour on PostgreSQL: a writer takes a lane no one holds
+# (SKIP LOCKED), so up to this many calls of one contour journal at once without waiting. As
+# many as the calls one worker runs at once (GATEWAY_SYNC_THREADS): with 8, two workers under
+# 32 clients had 0.17 sessions waiting on a head on average (benchmarks/README.md).
+GATEWAY_JOURNAL_LANES = env.int("GATEWAY_JOURNAL_LANES", default=32)
+# Where the beat task writes journal checkpoints, one new file each time (never overwritten).
+# Ship them off this host (docs/production.md): a checkpoint is only an anchor where the
+# database's writer cannot reach it.
+GATEWAY_JOURNAL_CHECKPOINT_DIR = env.str(
+    "GATEWAY_JOURNAL_CHECKPOINT_DIR", default=str(Path(GATEWAY_STATE_DIR) / "journal-checkpoints")
+)

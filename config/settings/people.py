@@ -1,0 +1,53 @@
+"""People: failed logins (django-axes) and the second factor (TOTP, backup codes, passkeys)."""
+
+import ipaddress
+from datetime import timedelta
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.settings.environment import GATEWAY_SITE_URL, PRODUCTION, env
+
+# Failed logins (django-axes, tools/logins.py): after AXES_FAILURE_LIMIT failures for one
+# username, or from one address, both stay refused (the right password too) for the cool-off.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "tools.logins.client_address"
+AXES_COOLOFF_MESSAGE = ("Слишком много неудачных попыток входа: вход для этого имени или адреса "
+                        "закрыт на время. Попробуйте позже.")
+
+# People's second factor (tools/factors). Step-up: deciding a confirmation and widening what
+# assistants may do needs a factor checked within GATEWAY_STEP_UP_SECONDS. Required on every
+# contour in production (and a production process refuses to start without it); the demo
+# requires it only on contours whose owner turned it on (a contour may be stricter, never looser).
+GATEWAY_REQUIRE_SECOND_FACTOR = env.bool("GATEWAY_REQUIRE_SECOND_FACTOR", default=PRODUCTION)
+if PRODUCTION and not GATEWAY_REQUIRE_SECOND_FACTOR:
+    raise ImproperlyConfigured("GATEWAY_REQUIRE_SECOND_FACTOR cannot be off when "
+                               "GATEWAY_ENV=production: no money leaves on a password alone")
+GATEWAY_STEP_UP_SECONDS = env.int("GATEWAY_STEP_UP_SECONDS", default=300)
+if not 1 <= GATEWAY_STEP_UP_SECONDS <= 3600:
+    raise ImproperlyConfigured("GATEWAY_STEP_UP_SECONDS must be between 1 and 3600, "
+                               f"not {GATEWAY_STEP_UP_SECONDS}")
+OTP_TOTP_ISSUER = env.str("GATEWAY_TOTP_ISSUER", default="Шлюз Инвойсбокс")
+# Passkeys: the relying party is the site's host name (an IP address cannot be one: then
+# "localhost", which browsers treat as secure over plain http). Passwordless login stays off:
+# a passkey is the second factor, never a replacement for the password.
+def _webauthn_party(site_url: str) -> tuple[str, list[str]]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(site_url)
+    host = parts.hostname or "localhost"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host, [f"{parts.scheme}://{parts.netloc}"]
+    port = f":{parts.port}" if parts.port else ""
+    return "localhost", [f"http://localhost{port}"]
+
+
+_RP_ID, _RP_ORIGINS = _webauthn_party(GATEWAY_SITE_URL)
+OTP_WEBAUTHN_RP_ID = env.str("GATEWAY_WEBAUTHN_RP_ID", default=_RP_ID)
+OTP_WEBAUTHN_RP_NAME = env.str("GATEWAY_WEBAUTHN_RP_NAME", default="Шлюз Инвойсбокс")
+OTP_WEBAUTHN_ALLOWED_ORIGINS = env.list("GATEWAY_WEBAUTHN_ORIGINS", default=_RP_ORIGINS)
+OTP_WEBAUTHN_ALLOW_PASSWORDLESS_LOGIN = False

@@ -1,0 +1,47 @@
+"""The assistants' protocols: MCP (hosts, sessions, dialogs), its OAuth server, GigaChat's
+function budget."""
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.settings.environment import env
+from config.settings.tasks import CELERY_BROKER_URL
+
+# MCP Streamable HTTP at /mcp: Host and Origin allowlists against DNS rebinding ("host:*" = any
+# port). Loopback only by default; behind a real hostname list it here, or clients get 421.
+MCP_ALLOWED_HOSTS = env.list("MCP_ALLOWED_HOSTS", default=[
+    "127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"])
+MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[
+    "http://127.0.0.1", "http://127.0.0.1:*", "http://localhost", "http://localhost:*",
+    "http://[::1]", "http://[::1]:*"])
+
+# MCP sessions (2025-11-25 clients) live in the database, so any worker of any host answers them
+# (adapters/mcp/sessions.py). Idle ones expire; past the cap the oldest idle one is closed.
+MCP_SESSION_IDLE_SECONDS = env.int("MCP_SESSION_IDLE_SECONDS", default=30 * 60)
+MCP_MAX_SESSIONS = env.int("MCP_MAX_SESSIONS", default=200)
+# Where a form-dialog answer that reached another worker is passed to the one waiting for it
+# (Redis pub/sub). Empty: the Celery broker when it is Redis, else none (one worker only: an
+# answer on another worker is not heard, and the write falls back to the chat confirmation).
+MCP_REDIS_URL = env.str("MCP_REDIS_URL", default="") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+# How long a tools/call waits for the person's answer in the dialog before it returns the
+# chat confirmation (the two calls with the token) instead.
+MCP_ELICITATION_TIMEOUT_SECONDS = env.float("MCP_ELICITATION_TIMEOUT_SECONDS", default=300.0)
+for _name in ("MCP_SESSION_IDLE_SECONDS", "MCP_MAX_SESSIONS", "MCP_ELICITATION_TIMEOUT_SECONDS"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be positive")
+# The gateway as an OAuth 2.1 authorization server for /mcp (adapters/oauth): hosted assistants
+# register themselves and an owner consents. Its issuer is GATEWAY_SITE_URL (https, or loopback
+# http); access tokens live an hour, a grant (its key, every refresh) GATEWAY_OAUTH_GRANT_DAYS.
+GATEWAY_OAUTH_ENABLED = env.bool("GATEWAY_OAUTH_ENABLED", default=True)
+GATEWAY_OAUTH_ACCESS_SECONDS = env.int("GATEWAY_OAUTH_ACCESS_SECONDS", default=3600)
+GATEWAY_OAUTH_GRANT_DAYS = env.int("GATEWAY_OAUTH_GRANT_DAYS", default=90)
+# GigaChat's function block: its token budget, and characters per token as measured by
+# `manage.py conformance gigachat` (the API's tokens/count); 3 over-counts on purpose.
+GIGACHAT_FUNCTION_TOKEN_BUDGET = env.int("GIGACHAT_FUNCTION_TOKEN_BUDGET", default=3700)
+GIGACHAT_CHARS_PER_TOKEN = env.float("GIGACHAT_CHARS_PER_TOKEN", default=3.0)
+if not 1.0 <= GIGACHAT_CHARS_PER_TOKEN <= 8.0:
+    raise ImproperlyConfigured("GIGACHAT_CHARS_PER_TOKEN must be between 1 and 8 "
+                               f"(the measured characters per token), not {GIGACHAT_CHARS_PER_TOKEN}")
+if not 100 <= GIGACHAT_FUNCTION_TOKEN_BUDGET <= 4096:
+    raise ImproperlyConfigured("GIGACHAT_FUNCTION_TOKEN_BUDGET must be between 100 and 4096 "
+                               f"(GigaChat's cap), not {GIGACHAT_FUNCTION_TOKEN_BUDGET}")

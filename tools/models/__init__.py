@@ -1,0 +1,64 @@
+"""The core's models, one module per concept; every name callers use is importable from here.
+
+The endpoint facts (modes, prefixes, the official origin) and the key-hashing helpers stay
+importable from here too: callers read them as facts of the Contour and ApiKey models.
+"""
+
+from tools.current_key import AUTHENTICATED_KEY
+from tools.endpoints import (
+    OFFICIAL_API_ORIGIN,
+    OFFICIAL_MODES,
+    ApiPrefix,
+    InvoiceboxMode,
+    api_prefix_problem,
+    base_url_problem,
+)
+from tools.hashing import mask_secret, sha256_hex
+from tools.models.alerts import AlertKind, AlertState, AlertTransport, OperatorAlert
+from tools.models.confirmations import (
+    ConfirmationStatus,
+    Operation,
+    OperationState,
+    PendingConfirmation,
+)
+from tools.models.contours import (
+    Ceiling,
+    CeilingKind,
+    Contour,
+    Toolset,
+)
+from tools.models.keys import ApiKey, ApiKeyQuerySet
+from tools.models.orders import ProcessedNotification, TrackedOrder
+from tools.models.outbox import OutboxTask
+from tools.models.roles import ContourRole, Role
+
+__all__ = [
+    "AUTHENTICATED_KEY",
+    "OFFICIAL_API_ORIGIN",
+    "OFFICIAL_MODES",
+    "AlertKind",
+    "AlertState",
+    "AlertTransport",
+    "ApiKey",
+    "ApiKeyQuerySet",
+    "ApiPrefix",
+    "Ceiling",
+    "CeilingKind",
+    "ConfirmationStatus",
+    "Contour",
+    "ContourRole",
+    "InvoiceboxMode",
+    "Operation",
+    "OperationState",
+    "OperatorAlert",
+    "OutboxTask",
+    "PendingConfirmation",
+    "ProcessedNotification",
+    "Role",
+    "Toolset",
+    "TrackedOrder",
+    "api_prefix_problem",
+    "base_url_problem",
+    "mask_secret",
+    "sha256_hex"
+]
