@@ -5,8 +5,8 @@ never the database), of the previous hash followed by the entry's canonical form
 chained per contour (the chain is the contour's slug; "" holds entries of no contour and every
 entry from the time the journal was one global chain), so writers of different contours never
 wait on one lock. On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains
-("lanes": `shop`, `shop~1`, ...); a writer takes a lane no other transaction holds, so calls
-of one contour do not queue either. Whoever can write the database can still cut a chain's
+("lanes", audit/lanes.py); a writer takes a lane no other transaction holds, so calls of one
+contour do not queue either. Whoever can write the database can still cut a chain's
 tail and move its head back; a checkpoint exported earlier and kept elsewhere
 (audit.checkpoints) catches that.
 """
@@ -25,11 +25,11 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, transaction
-from django.db.models import Q
+from django.db import transaction
 
+from audit import lanes
 from audit.models import ZERO_HASH, ChainHead, Channel, JournalEntry, Phase, Status
-from audit.places import LANE_MARK, beyond_head_problem, beyond_heads, contour_problem
+from audit.places import beyond_head_problem, beyond_heads, contour_problem
 from audit.redaction import personal_values, redact, scrub_text
 
 LEGACY_CHAIN = ""  # the global chain of form-1 entries, continued by entries of no contour
@@ -191,75 +191,15 @@ def _fit(field: str, value: str) -> str:
     return value[:limit] if limit else value
 
 
-def _lane_chains(contour: str) -> Q:
-    # Lane 0 is named by the slug itself; slugs never hold "~", so no contour's lanes collide.
-    return Q(chain=contour) | Q(chain__startswith=f"{contour}{LANE_MARK}")
+def record(*, savepoint: bool = True, **content: Any) -> JournalEntry:
+    """Append one entry: build() it from `content` (build's keyword arguments), then append().
 
-
-def _free_lane(contour: str) -> ChainHead | None:
-    """A lane of the contour that no other transaction holds, locked; opening one if allowed."""
-    lanes: int = settings.GATEWAY_JOURNAL_LANES
-    if lanes <= 1 or not connection.features.has_select_for_update_skip_locked:
-        return None  # SQLite: one writer at a time anyway
-    free = (ChainHead.objects.select_for_update(skip_locked=True)
-            .filter(_lane_chains(contour)).order_by("last_seq").first())
-    if free is not None:
-        return free
-    taken = ChainHead.objects.filter(_lane_chains(contour)).count()
-    if taken >= lanes:
-        return None
-    chain = contour if taken == 0 else f"{contour}{LANE_MARK}{taken}"
-    return _locked_head(chain)
-
-
-def _locked_head(chain: str) -> ChainHead:
-    head = ChainHead.objects.select_for_update().filter(chain=chain).first()
-    if head is not None:
-        return head
-    # No head yet (a new chain, or a flushed table): start it from the chain's last entry, if
-    # any. A concurrent first writer makes get_or_create fall back to reading (and locking)
-    # the winner's row.
-    last = (JournalEntry.objects.filter(chain=chain).order_by("-seq")
-            .values("seq", "id", "hash").first())
-    defaults = ({"last_seq": last["seq"], "last_id": last["id"], "last_hash": last["hash"]}
-                if last else {})
-    head, _ = ChainHead.objects.select_for_update().get_or_create(chain=chain, defaults=defaults)
-    return head
-
-
-def record(
-    *,
-    contour: str,
-    channel: str,
-    actor: str,
-    tool: str,
-    phase: str,
-    arguments: Mapping[str, Any] | None,
-    status: str,
-    code: str,
-    message: str,
-    confirmation_id: str = "",
-    operation_key: str = "",
-    upstream_request_id: str = "",
-    upstream_status: int | None = None,
-    duration_ms: int = 0,
-    secrets: Iterable[str] = (),
-    read_back: Any = None,
-    savepoint: bool = True,
-) -> JournalEntry:
-    """Append one entry: redact, lock its contour's chain head, chain the hash, save, advance.
-
-    Runs in its own atomic block (a savepoint when nested), so the head lock is held until the
-    outermost transaction ends: writers of one contour append one after another, writers of
-    different contours side by side. A caller whose transaction fails as a whole when the
+    Runs in its own transaction, or a savepoint when nested, so the head lock is held until
+    the outermost transaction ends: writers of one contour append one after another, writers
+    of different contours side by side. A caller whose transaction fails as a whole when the
     entry fails passes savepoint=False: two round trips fewer.
     """
-    entry = build(contour=contour, channel=channel, actor=actor, tool=tool, phase=phase,
-                  arguments=arguments, status=status, code=code, message=message,
-                  confirmation_id=confirmation_id, operation_key=operation_key,
-                  upstream_request_id=upstream_request_id, upstream_status=upstream_status,
-                  duration_ms=duration_ms, secrets=secrets, read_back=read_back)
-    return append(entry, savepoint=savepoint)
+    return append(build(**content), savepoint=savepoint)
 
 
 def build(
@@ -314,22 +254,34 @@ def build(
 
 
 def append(entry: JournalEntry, *, savepoint: bool = True) -> JournalEntry:
-    """Place a built entry at the end of a chain of its contour and save it."""
+    """Place a built entry at the end of a chain of its contour and save it.
+
+    PostgreSQL, once the contour's lanes exist: three round trips (lane, insert-and-advance,
+    commit; lanes.py). Anywhere else, and to open a lane: through the ORM.
+    """
     key_id = signing_key_id()
     secret = journal_keys()[key_id]
+    def place(entry: JournalEntry, chain: str, last_seq: int, last_hash: str) -> None:
+        _place(entry, chain, last_seq, last_hash, key_id, secret)
+
+    if lanes.usable() and lanes.append(entry, place, savepoint=savepoint):
+        return entry
     with transaction.atomic(savepoint=savepoint):
-        head = _free_lane(entry.contour) or _locked_head(entry.contour)
-        entry.chain = head.chain
-        # The place comes from the locked head; the id from the sequence (it is not hashed).
-        entry.seq = head.last_seq + 1
-        entry.at = _now()
-        entry.prev_hash = head.last_hash
-        entry.key_id = key_id
-        entry.hash = entry_hash(entry.prev_hash, entry, secret)
+        head = lanes.free_lane(entry.contour) or lanes.locked_head(entry.contour)
+        _place(entry, head.chain, head.last_seq, head.last_hash, key_id, secret)
         entry.save()
         head.last_seq, head.last_id, head.last_hash = entry.seq, entry.id, entry.hash
         head.save(update_fields=["last_seq", "last_id", "last_hash"])
     return entry
+
+
+def _place(entry: JournalEntry, chain: str, last_seq: int, last_hash: str, key_id: str,
+           secret: str) -> None:
+    """Next in the chain whose locked head says (last_seq, last_hash); hashed and signed.
+    The id comes from the table's sequence when the row is inserted (it is not hashed)."""
+    entry.chain, entry.seq, entry.at = chain, last_seq + 1, _now()
+    entry.prev_hash, entry.key_id = last_hash, key_id
+    entry.hash = entry_hash(entry.prev_hash, entry, secret)
 
 
 def check_chain(anchors: Iterable[Anchor] = ()) -> ChainReport:

@@ -137,6 +137,8 @@ class Server:
     port: int
     workers: int = 1
     app: str = "config.asgi:application"
+    access_log: bool = False  # uvicorn's own line per request (the journal has every call)
+    cwd: Path = ROOT  # another source tree (an earlier version) to serve instead
     process: subprocess.Popen[bytes] | None = None
     log: Path = field(default_factory=lambda: Path(tempfile.mkstemp(suffix=".log")[1]))
 
@@ -149,8 +151,9 @@ class Server:
             self.process = subprocess.Popen(  # noqa: S603
                 [sys.executable, "-m", "uvicorn", self.app, "--host",
                  "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers),
-                 "--no-access-log", "--log-level", "warning"],
-                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                 "--access-log" if self.access_log else "--no-access-log",
+                 "--log-level", "info" if self.access_log else "warning"],
+                cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -186,6 +189,49 @@ class Server:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def seed_key(database_url: str, *, upstream: str | None = None, merchant_id: str = "",
+             token: str = "") -> str:
+    """Migrate the benchmark database, make one contour with read and write, return its key.
+
+    With `upstream` the contour calls that URL (a fake upstream process) with `token`;
+    without it, the bundled sandbox in process."""
+    setup_django(database_url)
+    from tools.services.contours import create_contour
+    from tools.services.keys import issue_key
+
+    if upstream is None:
+        return issue_key(create_contour("bench", mode="sandbox", toolsets=["read", "write"]))
+    return issue_key(create_contour("bench", mode="custom", toolsets=["read", "write"],
+                                    token=token, base_url=upstream, merchant_id=merchant_id))
+
+
+@contextmanager
+def process(args: list[str], port: int, what: str, env: dict[str, str] | None = None,
+            cwd: Path = ROOT) -> Iterator[subprocess.Popen[bytes]]:
+    """A helper process (fake upstream, reference server, floor) listening on `port`."""
+    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL,  # noqa: S603
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{what} exited with {proc.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{what} did not listen on {port} within 60 s") from None
+                time.sleep(0.1)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 # -- statistics ------------------------------------------------------------------------------
@@ -339,85 +385,3 @@ def save(name: str, data: dict[str, Any], markdown: str, started: float) -> None
     print(f"\n## {name}\n`{record['command']}` — {record['date']}, {record['seconds']} s, "
           f"load average {info['loadavg_at_start']} -> {info['loadavg_at_end']}\n")
     print(markdown)
-
-
-# -- SQL accounting --------------------------------------------------------------------------
-
-_TABLE_RE = re.compile(r'\b(?:FROM|INTO|UPDATE|JOIN)\s+"?([a-z_]+)"?', re.I)
-
-
-def sql_group(sql: str) -> str:
-    """Which part of the system a statement belongs to, by the first table it names."""
-    head = sql.lstrip()[:12].upper()
-    if head.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "COMMIT")):
-        return "transaction control"
-    match = _TABLE_RE.search(sql)
-    table = match.group(1).lower() if match else ""
-    if table.startswith("audit_"):
-        return "journal (audit_*)"
-    if table.startswith("tools_"):
-        return "gateway state (tools_*)"
-    if table in ("invoicebox_upstreamwindow", "invoicebox_circuitstate"):
-        return "client limiter/breaker"
-    if table.startswith("invoicebox_"):
-        return "sandbox (upstream)"
-    return f"other ({table or head.strip()})"
-
-
-@dataclass
-class SqlMeter:
-    """Counts and times every statement and commit on Django's default connection.
-
-    Statements are grouped by sql_group() and by their template (the SQL with %s
-    placeholders), so a query that grows with the data shows up by name.
-    """
-
-    groups: dict[str, list[float]] = field(default_factory=dict)
-    templates: dict[str, list[float]] = field(default_factory=dict)
-    samples: dict[str, Any] = field(default_factory=dict)  # template -> one set of params
-    active: bool = True
-
-    def _record(self, group: str, template: str, seconds: float) -> None:
-        if not self.active:
-            return
-        self.groups.setdefault(group, [0, 0.0])
-        self.groups[group][0] += 1
-        self.groups[group][1] += seconds
-        self.templates.setdefault(template, [0, 0.0])
-        self.templates[template][0] += 1
-        self.templates[template][1] += seconds
-
-    @contextmanager
-    def installed(self) -> Iterator[SqlMeter]:
-        from django.db import connection
-
-        def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool,
-                    context: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return execute(sql, params, many, context)
-            finally:
-                self._record(sql_group(sql), sql, time.perf_counter() - start)
-                if self.active and not many:
-                    self.samples.setdefault(sql, params)
-
-        original_commit = connection._commit
-
-        def commit() -> Any:
-            start = time.perf_counter()
-            try:
-                return original_commit()
-            finally:
-                self._record("transaction control", "COMMIT", time.perf_counter() - start)
-
-        connection._commit = commit  # instrumentation of this benchmark process only
-        try:
-            with connection.execute_wrapper(wrapper):
-                yield self
-        finally:
-            del connection._commit
-
-    def reset(self) -> None:
-        self.groups.clear()
-        self.templates.clear()
-        self.samples.clear()

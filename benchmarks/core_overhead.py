@@ -10,7 +10,6 @@ from typing import Any
 from benchmarks._common import (
     DATABASES,
     CpuMeter,
-    SqlMeter,
     bench_database,
     md_table,
     save,
@@ -18,6 +17,7 @@ from benchmarks._common import (
     summary_ms,
     timed,
 )
+from benchmarks._sql import SqlMeter
 
 
 def _paired_overhead(gateway: list[float], direct: list[float]) -> float:

@@ -16,7 +16,6 @@ from benchmarks._common import (
     DATABASES,
     ROOT,
     CpuMeter,
-    SqlMeter,
     bench_database,
     md_table,
     save,
@@ -24,6 +23,7 @@ from benchmarks._common import (
     summary_ms,
     timed,
 )
+from benchmarks._sql import SqlMeter
 
 GROWN_TABLES = ("audit_journalentry", "tools_pendingconfirmation")
 

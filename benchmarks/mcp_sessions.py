@@ -25,8 +25,8 @@ from benchmarks._common import (
     free_port,
     md_table,
     save,
+    seed_key,
     server_env,
-    setup_django,
     summary_ms,
 )
 
@@ -103,11 +103,7 @@ def held(server: Server, raw: Raw, count: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], str]:
-    setup_django(url)
-    from tools.services.contours import create_contour
-    from tools.services.keys import issue_key
-
-    key = issue_key(create_contour("bench", mode="sandbox", toolsets=["read", "write"]))
+    key = seed_key(url)
     extra = {"CELERY_BROKER_URL": "memory://", "MCP_REDIS_URL": "",
              "MCP_MAX_SESSIONS": str(args.held + 100)}
     data: dict[str, Any] = {}

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,15 +27,15 @@ from typing import Any
 import httpx
 
 from benchmarks._common import (
-    ROOT,
     CpuMeter,
     Server,
     bench_database,
     free_port,
     md_table,
+    process,
     save,
+    seed_key,
     server_env,
-    setup_django,
     summary_ms,
 )
 from benchmarks.fake_upstream import MERCHANT_ID
@@ -45,35 +44,6 @@ from benchmarks.http_load import Drive, LockWaits, rest_clients
 ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 TOKEN = "bench-token-0123456789abcdef0123"  # noqa: S105 - the fake accepts any token
 Timed = Callable[[], Awaitable[bool]]
-
-
-def _wait_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited with {process.returncode}")
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{what} did not listen on {port} within 60 s")
-
-
-@contextlib.contextmanager
-def process(args: list[str], port: int, what: str, env: dict[str, str] | None = None,
-            cwd: Path = ROOT) -> Any:
-    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL,  # noqa: S603
-                            stderr=subprocess.DEVNULL)
-    try:
-        _wait_port(port, proc, what)
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def reference_env(fake_port: int, port: int, state: str) -> dict[str, str]:
@@ -191,20 +161,10 @@ async def load(gateway: str, key: str, clients: int, duration: float, pg_url: st
             "machine_busy_pct": served.result["machine_busy_pct"], **locks.result()}
 
 
-def seed(url: str, fake_port: int) -> str:
-    setup_django(url)
-    from tools.services.contours import create_contour
-    from tools.services.keys import issue_key
-
-    contour = create_contour("bench", mode="custom", toolsets=["read", "write"], token=TOKEN,
-                             base_url=f"http://127.0.0.1:{fake_port}", merchant_id=MERCHANT_ID)
-    return issue_key(contour)
-
-
 def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     fake_port, port = free_port(), free_port()
     fake = f"http://127.0.0.1:{fake_port}"
-    key = seed(url, fake_port)
+    key = seed_key(url, upstream=fake, merchant_id=MERCHANT_ID, token=TOKEN)
     env = server_env(url, port)  # the settings' defaults, as `make demo` gets them
     result: dict[str, Any] = {"db": args.db, "uptime": _uptime()}
     with contextlib.ExitStack() as stack:

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters.mcp import sessions
-from adapters.mcp.manager import KEY_ID, SharedSessionManager
+from adapters.mcp.manager import KEY_ID, RESUMED, SharedSessionManager
 from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
@@ -44,15 +44,19 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def _authenticate(header: str, address: str | None = None) -> tuple[ApiKey | None, bool]:
-    """The key behind a contour key or an OAuth access token, and whether it was the latter."""
+def _authenticate(header: str, address: str | None = None, session_id: str | None = None
+                  ) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
+    """The key behind a contour key or an OAuth access token, whether it was the latter, and
+    the key's live session named by the request (resumed here: one thread hop and one
+    connection for both, not two)."""
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
-        return None, False
+        return None, False, None
     key, by_oauth = grants.authenticate(raw.strip())
-    if key is not None:
-        keys.note_address(key, address)
-    return key, by_oauth
+    if key is None:
+        return None, by_oauth, None
+    keys.note_address(key, address)
+    return key, by_oauth, sessions.resume(session_id, key.pk) if session_id else None
 
 
 async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
@@ -132,14 +136,14 @@ class ContourKeyAuth:
             await refusal(scope, receive, send)
             return
         header = request.headers.get("authorization", "")
-        key, by_oauth = await run_sync(_authenticate, header,
-                                       request.client.host if request.client else None)
+        session_id = request.headers.get(MCP_SESSION_ID_HEADER)
+        key, by_oauth, resumed = await run_sync(
+            _authenticate, header, request.client.host if request.client else None, session_id)
         if key is None:
             message = ("ключ API не найден, отозван или истёк" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
             outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
                                      channel=CHANNEL, actor="anonymous", tool=PATH)
-            session_id = request.headers.get(MCP_SESSION_ID_HEADER)
             if session_id and await run_sync(sessions.end_if_key_inactive, session_id):
                 await self.sessions.forget(session_id)  # a revoked key ends its sessions
             response = JSONResponse(outcome.as_dict(), status_code=401,
@@ -163,7 +167,7 @@ class ContourKeyAuth:
         user = AuthenticatedUser(AccessToken(token=key.prefix, client_id=f"api-key:{key.pk}",
                                              scopes=[], subject=key.contour.slug))
         await self.app({**scope, "user": user, "auth": AuthCredentials([]), CALLER: caller,
-                        KEY_ID: key.pk},
+                        KEY_ID: key.pk, RESUMED: resumed},
                        receive, send)
 
 

@@ -11,11 +11,15 @@ for. Form-dialog answers that reach another worker travel to the asking one thro
 What is overridden, and why: `_handle_stateful_request` (the shared check instead of the
 in-memory dict), and the session's server task (a connection that may start initialized, a
 dispatcher whose request ids name this worker). Both follow the SDK 2.3 code they replace.
+A session whose client declared no elicitation is answered with JSON bodies, and its
+tools/call by the SDK's single-exchange driver (serve_one) without the session's streams and
+task (issue 31: a third of the CPU of a call); a client that can hold a dialog gets SSE.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import secrets
@@ -24,16 +28,35 @@ from typing import Any
 from uuid import uuid4
 
 import anyio
+import pydantic_core
 from anyio.abc import TaskStatus
-from mcp.server.connection import Connection
+from mcp.server._streamable_http_modern import (
+    _SingleExchangeDispatchContext,
+    _to_jsonrpc_response,
+)
+from mcp.server.connection import _NO_CHANNEL, Connection
 from mcp.server.lowlevel.server import Server
-from mcp.server.runner import ServerRunner, serve_connection
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.runner import ServerRunner, serve_connection, serve_one
+from mcp.server.streamable_http import (
+    CONTENT_TYPE_JSON,
+    MCP_SESSION_ID_HEADER,
+    StreamableHTTPServerTransport,
+    check_accept_headers,
+)
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher, progress_token_from_params
+from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import INVALID_REQUEST, ErrorData, InitializeRequestParams, JSONRPCError
+from mcp_types import (
+    INVALID_REQUEST,
+    ErrorData,
+    InitializeRequestParams,
+    JSONRPCError,
+    JSONRPCRequest,
+    jsonrpc_message_adapter,
+)
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
@@ -45,6 +68,9 @@ from adapters.mcp.server import run_sync
 logger = logging.getLogger(__name__)
 
 KEY_ID = "invoicebox_gateway.key_id"  # ASGI scope key: the pk of the key that authenticated
+# ASGI scope key: the session the request names, resumed with the key (http.py); None when it
+# is not live or not that key's. Absent: not looked up yet.
+RESUMED = "invoicebox_gateway.resumed"
 
 
 def not_found() -> Response:
@@ -69,6 +95,42 @@ def _replayed(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+def declares_elicitation(client_params: dict[str, Any] | None) -> bool:
+    capabilities = (client_params or {}).get("capabilities")
+    return isinstance(capabilities, dict) and capabilities.get("elicitation") is not None
+
+
+def _lean_call(request: Request, body: bytes, facts: sessions.SessionFacts | None
+               ) -> JSONRPCRequest | None:
+    """The tools/call this request is, when the lean path may answer it: a POST of one
+    well-formed request, in a session without elicitation, with the headers the SDK's
+    transport would accept (anything else goes to the transport and its own answers)."""
+    if (request.method != "POST" or facts is None
+            or declares_elicitation(facts.client_params)
+            or b"tools/call" not in body
+            or request.headers.get(MCP_PROTOCOL_VERSION_HEADER) != facts.protocol_version
+            or not request.headers.get("content-type", "").startswith(CONTENT_TYPE_JSON)
+            or not check_accept_headers(request)[0]):
+        return None
+    try:
+        message = jsonrpc_message_adapter.validate_python(pydantic_core.from_json(body),
+                                                          by_name=False)
+    except ValueError:  # pydantic's ValidationError is one too
+        return None
+    if not isinstance(message, JSONRPCRequest) or message.method != "tools/call":
+        return None
+    return message
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_client_params(raw: str) -> InitializeRequestParams:
+    return InitializeRequestParams.model_validate_json(raw, by_name=False)
+
+
+def _client_params(client_params: dict[str, Any]) -> InitializeRequestParams:
+    return _parsed_client_params(json.dumps(client_params, sort_keys=True))
+
+
 def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
     """(negotiated version, client params) of an initialize request; None for anything else.
 
@@ -87,7 +149,9 @@ class SharedSessionManager(StreamableHTTPSessionManager):
     def __init__(self, app: Server[Any], *, security_settings: TransportSecuritySettings,
                  idle_seconds: float, relay: AnswerRelay | None) -> None:
         # No per-process cap: the shared one (sessions.record) bounds the copies as well.
-        super().__init__(app, security_settings=security_settings,
+        # json_response here is what 2026-07-28 requests get (they carry no dialog); a
+        # 2025-11-25 session picks its own in _transport().
+        super().__init__(app, security_settings=security_settings, json_response=True,
                          session_idle_timeout=idle_seconds, max_sessions=None)
         self.relay = relay
         # This worker's request ids (tag * 2**ID_BITS + n): an answer says whose it is.
@@ -127,7 +191,8 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         if session_id is None:
             await self._open(key_id, body, scope, receive, send)
             return
-        facts = await run_sync(sessions.resume, session_id, key_id)
+        facts = (scope[RESUMED] if RESUMED in scope
+                 else await run_sync(sessions.resume, session_id, key_id))
         if facts is None:  # closed, expired, evicted, unknown, or another key's
             await self.forget(session_id)
             await not_found()(scope, receive, send)
@@ -137,6 +202,10 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             if session_id not in self._server_instances:
                 await Response(status_code=200)(scope, receive, send)
                 return
+        call = _lean_call(request, body, facts)
+        if call is not None:
+            await self._answer_lean(call, facts, request, scope, receive, send)
+            return
         owner = owner_of(body) if body else None
         if owner is not None and owner != self.tag and self.relay is not None:
             await self.relay.publish(owner, session_id, scope["headers"], body)
@@ -147,12 +216,36 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         if transport.is_terminated:
             await self._discard_session(session_id, transport)
 
+    async def _answer_lean(self, call: JSONRPCRequest, facts: sessions.SessionFacts,
+                           request: Request, scope: Scope, receive: Receive, send: Send
+                           ) -> None:
+        """A tools/call of a JSON-mode session, served by the SDK's single-exchange driver
+        (serve_one: the same runner, middleware and handlers) instead of the session's
+        streams, router and task: what the transport would answer, without its per-request
+        memory streams and task hops. Nothing can be lost: a JSON-mode session has no
+        back-channel for the call anyway (no dialog, its notifications dropped)."""
+        connection = Connection(_NO_CHANNEL, protocol_version=facts.protocol_version,
+                                session_id=facts.session_id,
+                                client_params=_client_params(facts.client_params))
+        connection.initialized.set()
+        dctx = _SingleExchangeDispatchContext(
+            transport=TransportContext(kind="streamable-http", can_send_request=False,
+                                       headers=request.headers),
+            request_id=call.id, message_metadata=ServerMessageMetadata(request_context=request),
+            progress_token=progress_token_from_params(call.params))
+        answer = await _to_jsonrpc_response(call.id, serve_one(
+            self.app, dctx, call.method, call.params, connection=connection,
+            lifespan_state=self._lifespan_state))
+        await Response(answer.model_dump_json(by_alias=True, exclude_unset=True),
+                       headers={MCP_SESSION_ID_HEADER: facts.session_id},
+                       media_type=CONTENT_TYPE_JSON)(scope, receive, send)
+
     async def _open(self, key_id: int, body: bytes, scope: Scope, receive: Receive,
                     send: Send) -> None:
         """A request without a session id: only an initialize opens one. It is recorded
         before it is answered, so the client's next request may go to any worker."""
         facts = _initialize_facts(body)
-        transport = self._transport(uuid4().hex)
+        transport = self._transport(uuid4().hex, facts[1] if facts is not None else None)
         session_id = transport.mcp_session_id
         assert session_id is not None
         if facts is not None:
@@ -178,16 +271,21 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             existing = self._server_instances.get(facts.session_id)
             if existing is not None:
                 return existing
-            transport = self._transport(facts.session_id)
+            transport = self._transport(facts.session_id, facts.client_params)
             self._server_instances[facts.session_id] = transport
         assert self._task_group is not None
         await self._task_group.start(self._serve_session, transport, facts)
         logger.debug("MCP session %s restored on this worker", facts.session_id[:8])
         return transport
 
-    def _transport(self, session_id: str) -> StreamableHTTPServerTransport:
+    def _transport(self, session_id: str, client_params: dict[str, Any] | None
+                   ) -> StreamableHTTPServerTransport:
+        """The SDK's transport for one session: a JSON body per request, or an SSE stream when
+        the client declared elicitation (the dialog confirmation asks it in the middle of a
+        tools/call, which only a stream can carry). JSON costs a third less CPU per call."""
         return StreamableHTTPServerTransport(
-            mcp_session_id=session_id, is_json_response_enabled=self.json_response,
+            mcp_session_id=session_id,
+            is_json_response_enabled=not declares_elicitation(client_params),
             event_store=self.event_store, security_settings=self.security_settings,
             retry_interval=self.retry_interval, idle_timeout=self.session_idle_timeout)
 

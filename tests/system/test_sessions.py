@@ -41,7 +41,13 @@ def rpc(url: str, key: str, session: str | None, method: str, params: dict[str, 
     if params is not None:
         body["params"] = params
     response = httpx.post(url, json=body, headers=headers(key, session), timeout=60)
-    found = [m for m in messages(iter(response.text.splitlines())) if m.get("id") == request_id]
+    # A JSON body, or an SSE stream (the gateway streams only to a client that declared
+    # elicitation, for the dialog; either is Streamable HTTP).
+    if response.headers.get("content-type", "").startswith("application/json"):
+        found = [response.json()] if response.content else []
+    else:
+        found = list(messages(iter(response.text.splitlines())))
+    found = [m for m in found if isinstance(m, dict) and m.get("id") == request_id]
     return response, (found[0] if found else None)
 
 
@@ -73,9 +79,11 @@ def test_each_request_of_a_session_may_go_to_either_worker(balanced: Balanced):
     listed, answer = rpc(b, key, session, "tools/list", {}, request_id=2)
     assert listed.status_code == 200, listed.text
     assert "create_order" in {tool["name"] for tool in answer["result"]["tools"]}
-    _found, answer = rpc(a, key, session, "tools/call",
-                        {"name": "find_orders", "arguments": {}}, request_id=3)
+    called, answer = rpc(a, key, session, "tools/call",
+                         {"name": "find_orders", "arguments": {}}, request_id=3)
     assert answer["result"]["structuredContent"]["status"] == "ok", answer
+    # No elicitation declared: one JSON body, no stream to hold open.
+    assert called.headers["content-type"].startswith("application/json")
 
     # DELETE on B ends it for A too.
     ended = httpx.delete(b, headers=headers(key, session), timeout=30)
@@ -120,6 +128,8 @@ def call_with_dialog(balanced: Balanced, key: str, answer_to: str | None) -> dic
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
             "params": {"name": "create_order", "arguments": arguments}}
     with httpx.stream("POST", a, json=call, headers=headers(key, session), timeout=60) as stream:
+        # Elicitation declared: the call is answered on a stream that can carry the dialog.
+        assert stream.headers["content-type"].startswith("text/event-stream")
         for message in messages(stream.iter_lines()):
             if message.get("method") == "elicitation/create":
                 assert "Подтвердите операцию" in message["params"]["message"]

@@ -1,0 +1,406 @@
+"""Cost per call (issue 31): the gateway, the vendor's reference server and a floor, side by
+side on one fake upstream, spoken to with a raw-socket HTTP/1.1 client (benchmarks/raw_http.py).
+
+- gateway: uvicorn, one worker, config.asgi, PostgreSQL (a database made for the run) with the
+  connection pool (DATABASE_POOL=true), Redis off, its upstream budget lifted;
+- reference: github:InvoiceBox/invoicebox-mcp-server built by benchmarks/reference_setup.sh,
+  its account cap lifted by that script's one-line patch, one Node process;
+- floor: uvicorn + the mcp SDK's Streamable HTTP, one tool making the same pooled httpx GET,
+  no database (benchmarks/floor_server.py).
+
+One client first, calls interleaved kind by kind (direct GET to the fake, REST and MCP get_order
+through the gateway, MCP get_order on the floor and the reference); then `--clients` clients
+per server, servers interleaved round by round. CPU per call is each server's process tree;
+PostgreSQL's is the CPU of the backends serving the run's database, reported apart.
+
+    sh benchmarks/reference_setup.sh        # once
+    .venv/bin/python -m benchmarks.cost_per_call [--calls 400] [--clients 8] [--duration 6]
+        [--rounds 2] [--port 18110] [--access-log] [--compare DIR]
+        [--tag=-before]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import (
+    CLOCK_TICKS,
+    ROOT,
+    CpuMeter,
+    Server,
+    _cpu_ticks,
+    bench_database,
+    md_table,
+    percentile,
+    process,
+    process_tree,
+    save,
+    seed_key,
+    server_env,
+)
+from benchmarks._sql import SqlMeter
+from benchmarks.fake_upstream import MERCHANT_ID
+from benchmarks.raw_http import RawHttp, RawMcp
+
+ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
+TOKEN = "bench-token-0123456789abcdef0123"  # noqa: S105 - the fake accepts any token
+REFERENCE = ROOT / "benchmarks" / ".reference"
+ARGS = {"order_id": ORDER_ID}
+Call = Callable[[], Awaitable[None]]
+
+
+def uptime() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def pg_backends(dbname: str) -> list[int]:
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres",
+                         autocommit=True) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s "
+                            "AND pid <> pg_backend_pid()", (dbname,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def reference_env(fake: str, port: int, state: str) -> dict[str, str]:
+    return {**os.environ, "INVOICEBOX_API_TOKEN": TOKEN, "INVOICEBOX_ENV": "production",
+            "INVOICEBOX_MERCHANT_ID": MERCHANT_ID, "INVOICEBOX_TOOLSETS": "read,write",
+            "INVOICEBOX_API_URL": fake, "INVOICEBOX_HTTP_PORT": str(port),
+            "INVOICEBOX_RATE_LIMIT": "1000000000/30", "INVOICEBOX_STATE_DIR": state,
+            "INVOICEBOX_LOG_LEVEL": "error"}
+
+
+class Target:
+    """One server under test: how to make a client call, and its process tree."""
+
+    def __init__(self, name: str, pids: Callable[[], list[int]],
+                 make: Callable[[], Awaitable[Call]]) -> None:
+        self.name, self.pids, self.make = name, pids, make
+
+
+# The reference refuses a session's 201st tool call; its clients open a new session before,
+# outside the timed part (the benchmark lifts only its account rate limit).
+SESSION_CALLS = 190
+
+
+async def maintain(call: Call) -> None:
+    """Work between two timed calls (a new session where one is due)."""
+    await getattr(call, "maintain", _nothing)()
+
+
+async def _nothing() -> None:
+    return None
+
+
+def mcp_target(name: str, port: int, pids: Callable[[], list[int]],
+               headers: dict[str, str] | None = None) -> Target:
+    async def make() -> Call:
+        client = await RawMcp(port, headers).open()
+        count = 0
+
+        async def call() -> None:
+            nonlocal count
+            count += 1
+            result = await client.call_tool("get_order", ARGS)
+            if result.get("isError"):
+                raise RuntimeError(str(result)[:300])
+
+        async def renew() -> None:
+            nonlocal count
+            if count >= SESSION_CALLS:
+                client.headers.pop("Mcp-Session-Id", None)
+                await client.open()
+                count = 0
+
+        call.maintain = renew  # type: ignore[attr-defined]
+        return call
+    return Target(name, pids, make)
+
+
+def rest_target(port: int, key: str, pids: Callable[[], list[int]]) -> Target:
+    body = json.dumps({"name": "get_order", "arguments": ARGS}).encode()
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    async def make() -> Call:
+        http = RawHttp(port)
+
+        async def call() -> None:
+            status, _, data = await http.request("POST", "/api/v1/call", headers, body)
+            if status != 200 or json.loads(data)["status"] != "ok":
+                raise RuntimeError(f"REST {status} {data[:200]!r}")
+        return call
+    return Target("gateway REST get_order", pids, make)
+
+
+def direct_target(port: int) -> Target:
+    async def make() -> Call:
+        http = RawHttp(port)
+
+        async def call() -> None:
+            status, _, _ = await http.request(
+                "GET", f"/v3/filter/api/order/order?id={ORDER_ID}&_pageSize=1")
+            if status != 200:
+                raise RuntimeError(f"direct GET {status}")
+        return call
+    return Target("direct GET to the fake", list, make)
+
+
+class PgMeter:
+    """CPU of the PostgreSQL backends serving one database, over a window."""
+
+    def __init__(self, dbname: str | None) -> None:
+        self.dbname = dbname
+
+    def __enter__(self) -> PgMeter:
+        self.pids = pg_backends(self.dbname) if self.dbname else []
+        self.meter = CpuMeter(lambda: self.pids).__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.meter.__exit__()
+        self.pct = self.meter.result["ours_pct"]
+
+
+async def sequential(targets: list[Target], calls: int, warmup: int, dbname: str
+                     ) -> dict[str, dict[str, Any]]:
+    """Kind by kind, one call each in turn. CPU is read around every call (the process tree
+    of that call's server, and the database's backends for the gateway's), so the REST and
+    MCP calls of one gateway process are told apart; 10 ms ticks average out over the run."""
+    made = [await target.make() for target in targets]
+    for _ in range(warmup):
+        for call in made:
+            await call()
+            await maintain(call)
+    pids = [t.pids() for t in targets]
+    pg = pg_backends(dbname)
+    samples: dict[str, list[float]] = {t.name: [] for t in targets}
+    ticks = dict.fromkeys(samples, 0)
+    pg_ticks = dict.fromkeys(samples, 0)
+    for _ in range(calls):
+        for target, call, tree in zip(targets, made, pids, strict=True):
+            on_pg = target.name.startswith("gateway")
+            before, pg_before = _cpu_ticks(tree), _cpu_ticks(pg) if on_pg else 0
+            begin = time.perf_counter()
+            await call()
+            samples[target.name].append(time.perf_counter() - begin)
+            ticks[target.name] += _cpu_ticks(tree) - before
+            pg_ticks[target.name] += (_cpu_ticks(pg) - pg_before) if on_pg else 0
+            await maintain(call)
+    per_call = 1000 / CLOCK_TICKS / calls
+    return {t.name: {"p50_ms": round(percentile(samples[t.name], 50) * 1000, 3),
+                     "p99_ms": round(percentile(samples[t.name], 99) * 1000, 3),
+                     "cpu_ms_per_call": round(ticks[t.name] * per_call, 3) if tree else None,
+                     "pg_cpu_ms_per_call": round(pg_ticks[t.name] * per_call, 3)
+                     if t.name.startswith("gateway") else None}
+            for t, tree in zip(targets, pids, strict=True)}
+
+
+async def loaded(target: Target, clients: int, duration: float, dbname: str | None
+                 ) -> dict[str, Any]:
+    made = [await target.make() for _ in range(clients)]
+    latencies: list[float] = []
+    errors = 0
+
+    async def loop(call: Call, stop: float) -> None:
+        nonlocal errors
+        while time.monotonic() < stop:
+            begin = time.perf_counter()
+            try:
+                await call()
+                latencies.append(time.perf_counter() - begin)
+                await maintain(call)
+            except Exception:  # counted, not fatal
+                errors += 1
+
+    await asyncio.gather(*(loop(call, time.monotonic() + 1.0) for call in made))  # warm
+    latencies.clear()
+    with CpuMeter(target.pids) as cpu, PgMeter(dbname) as pg:
+        started = time.monotonic()
+        await asyncio.gather(*(loop(call, started + duration) for call in made))
+        elapsed = time.monotonic() - started
+    done = max(1, len(latencies))
+    return {"server": target.name, "clients": clients, "rps": round(len(latencies) / elapsed, 1),
+            "p50_ms": round(percentile(latencies, 50) * 1000, 2),
+            "p99_ms": round(percentile(latencies, 99) * 1000, 2), "errors": errors,
+            "cpu_ms_per_call": round(cpu.result["ours_pct"] / 100 * elapsed * 1000 / done, 3),
+            "pg_cpu_ms_per_call": round(pg.pct / 100 * elapsed * 1000 / done, 3)
+            if dbname else None,
+            "machine_busy_pct": cpu.result["machine_busy_pct"], "uptime": uptime()}
+
+
+def statements_per_call(key: str, calls: int = 40) -> dict[str, Any]:
+    """The database work of one MCP get_order, in this process on the run's database: the
+    key and its session (adapters/mcp/http._authenticate), then the core call. Statements as
+    sent, grouped; ROLLBACK/COMMIT sent as statements count among them."""
+    from adapters.mcp import sessions
+    from adapters.mcp.http import CHANNEL, _authenticate
+    from tools import gateway
+
+    header = f"Bearer {key}"
+    found, _, _ = _authenticate(header, "127.0.0.1")
+    assert found is not None
+    sessions.record("bench-session", found.pk, "2025-11-25", {"capabilities": {}})
+    actor = f"key:{found.prefix}"
+    for _ in range(5):  # warm: lanes opened, last-use and address noted
+        gateway.call(found.contour, "get_order", ARGS, channel=CHANNEL, actor=actor)
+    meter = SqlMeter()
+    with meter.installed():
+        for _ in range(calls):
+            found, _, facts = _authenticate(header, "127.0.0.1", "bench-session")
+            assert found is not None and facts is not None
+            outcome = gateway.call(found.contour, "get_order", ARGS, channel=CHANNEL,
+                                   actor=actor)
+            assert outcome.status == "ok", outcome
+    groups = {group: round(count / calls, 2) for group, (count, _) in meter.groups.items()}
+    templates = {sql[:90]: round(count / calls, 2) for sql, (count, _) in
+                 sorted(meter.templates.items(), key=lambda item: -item[1][0])}
+    return {"per_call": round(sum(groups.values()), 2), "groups": groups,
+            "templates": templates}
+
+
+def journal_sizes(dbname: str) -> dict[str, Any]:
+    """Rows and bytes of the journal table and each of its indexes, after the run."""
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", user="postgres", dbname=dbname,
+                         autocommit=True) as conn:
+        rows = conn.execute("SELECT count(*) FROM audit_journalentry").fetchone()[0]
+        heap = conn.execute("SELECT pg_table_size('audit_journalentry')").fetchone()[0]
+        indexes = dict(conn.execute(
+            "SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
+            "WHERE relname = 'audit_journalentry' ORDER BY 2 DESC").fetchall())
+    per_row = {name: round(size / max(1, rows)) for name, size in indexes.items()}
+    return {"rows": rows, "heap_bytes_per_row": round(heap / max(1, rows)),
+            "index_bytes_per_row": per_row,
+            "total_bytes_per_row": round((heap + sum(indexes.values())) / max(1, rows))}
+
+
+def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    port = args.port
+    fake_port, gw_port, floor_port, ref_port = port, port + 1, port + 2, port + 3
+    fake = f"http://127.0.0.1:{fake_port}"
+    dbname = url.rsplit("/", 1)[1]
+    key = seed_key(url, upstream=fake, merchant_id=MERCHANT_ID, token=TOKEN)
+    env_extra = {"DATABASE_POOL": "true", "MCP_REDIS_URL": "", "CELERY_BROKER_URL": "memory://",
+                 **dict(e.split("=", 1) for e in args.env)}
+    env = server_env(url, gw_port, **env_extra)
+    result: dict[str, Any] = {"uptime_start": uptime(), "env": args.env}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(process([sys.executable, "-m", "benchmarks.fake_upstream",
+                                     "--port", str(fake_port)], fake_port, "fake upstream"))
+        floor = stack.enter_context(process(
+            [sys.executable, "-m", "uvicorn", "benchmarks.floor_server:app", "--port",
+             str(floor_port), "--no-access-log", "--log-level", "warning"], floor_port, "floor",
+            env={**os.environ, "FLOOR_UPSTREAM": fake}))
+        gateway = stack.enter_context(Server(env, gw_port, 1))
+
+        targets = [direct_target(fake_port),
+                   rest_target(gw_port, key, gateway.pids),
+                   mcp_target("gateway MCP get_order", gw_port, gateway.pids,
+                              {"Authorization": f"Bearer {key}"}),
+                   mcp_target("floor MCP get_order", floor_port,
+                              lambda: process_tree(floor.pid))]
+        if args.access_log:  # a second gateway, as the first but logging every request
+            logged = stack.enter_context(Server(server_env(url, ref_port + 1, **env_extra),
+                                                ref_port + 1, 1, access_log=True))
+            targets.append(mcp_target("gateway MCP get_order, access log on", ref_port + 1,
+                                      logged.pids, {"Authorization": f"Bearer {key}"}))
+        for index, tree in enumerate(args.compare):  # earlier versions, same database
+            port_b = ref_port + 2 + index
+            other = stack.enter_context(Server(server_env(url, port_b, **env_extra), port_b, 1,
+                                               cwd=Path(tree).resolve()))
+            targets.append(mcp_target(f"gateway MCP get_order, {Path(tree).name}", port_b,
+                                      other.pids, {"Authorization": f"Bearer {key}"}))
+        if (REFERENCE / "dist" / "index.js").exists():
+            state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
+            ref = stack.enter_context(process(
+                [shutil.which("node") or "node", "dist/index.js"], ref_port, "reference",
+                env=reference_env(fake, ref_port, state), cwd=REFERENCE))
+            targets.append(mcp_target("reference MCP get_order", ref_port,
+                                      lambda: process_tree(ref.pid)))
+        else:
+            print("reference not built (sh benchmarks/reference_setup.sh): floor only")
+        result["sequential"] = asyncio.run(sequential(targets, args.calls, 20, dbname))
+        result["statements"] = statements_per_call(key)
+        result["uptime_after_sequential"] = uptime()
+        result["load"] = []
+        for _ in range(args.rounds):
+            for target in targets[2:]:
+                row = asyncio.run(loaded(target, args.clients, args.duration,
+                                         dbname if target.name.startswith("gateway") else None))
+                print(f"  {row}", flush=True)
+                result["load"].append(row)
+    result["uptime_end"] = uptime()
+    result["journal"] = journal_sizes(dbname)
+    return result
+
+
+def render(result: dict[str, Any]) -> str:
+    seq = result["sequential"]
+    ref = seq.get("reference MCP get_order")
+    rows = []
+    for name, s in seq.items():
+        ratio = ""
+        if ref and s["cpu_ms_per_call"] and ref["cpu_ms_per_call"]:
+            cpu = s["cpu_ms_per_call"] + (s["pg_cpu_ms_per_call"] or 0)
+            ratio = (f"{s['p50_ms'] / ref['p50_ms']:.2f}× / "
+                     f"{cpu / ref['cpu_ms_per_call']:.2f}×")
+        rows.append([name, s["p50_ms"], s["p99_ms"], s["cpu_ms_per_call"] or "",
+                     s["pg_cpu_ms_per_call"] or "", ratio])
+    st, journal = result["statements"], result["journal"]
+    statements = md_table(["statements per MCP get_order (in process)", "count"],
+                          [["all", st["per_call"]], *st["groups"].items()])
+    sizes = (f"Journal after the run: {journal['rows']} entries, {journal['total_bytes_per_row']}"
+             f" bytes per entry with its indexes (heap {journal['heap_bytes_per_row']}; indexes "
+             + ", ".join(f"{k} {v}" for k, v in journal["index_bytes_per_row"].items()) + ").")
+    load = [[r["server"], r["clients"], r["rps"], r["p50_ms"], r["p99_ms"], r["errors"],
+             r["cpu_ms_per_call"], r["pg_cpu_ms_per_call"] or "", r["machine_busy_pct"],
+             r["uptime"]] for r in result["load"]]
+    return (f"Load average (1/5/15 min) at start {result['uptime_start']}, after the sequential "
+            f"part {result['uptime_after_sequential']}, at the end {result['uptime_end']}. "
+            f"Gateway env extra: {result['env'] or 'none'}.\n\n"
+            + md_table(["one client, interleaved", "p50 ms", "p99 ms", "CPU ms/call",
+                        "PostgreSQL CPU ms/call", "÷ reference (p50 / CPU incl. PostgreSQL)"],
+                       rows) + "\n\n"
+            + md_table(["server", "clients", "req/s", "p50 ms", "p99 ms", "errors",
+                        "CPU ms/call", "PostgreSQL CPU ms/call", "machine busy %",
+                        "load average"], load) + "\n\n" + statements + "\n\n" + sizes + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--duration", type=float, default=6.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--port", type=int, default=18110,
+                        help="four ports from here (five with --access-log)")
+    parser.add_argument("--env", action="append", default=[], help="NAME=value for the gateway")
+    parser.add_argument("--access-log", action="store_true",
+                        help="also a gateway with uvicorn's access log on (a fifth port)")
+    parser.add_argument("--compare", action="append", default=[],
+                        help="a source tree (e.g. `git archive main` unpacked) whose gateway "
+                        "runs in the same run too (one more port each; may repeat)")
+    parser.add_argument("--tag", default="")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    with bench_database("postgres", "cost") as url:
+        result = run(args, url)
+    save(f"cost_per_call{args.tag}", result, render(result), started)
+
+
+if __name__ == "__main__":
+    main()
