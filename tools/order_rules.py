@@ -59,7 +59,8 @@ def quantity_decimal(quantity: float) -> Decimal:
 
 
 def quantity_text(quantity: float) -> str:
-    return str(int(quantity)) if quantity.is_integer() else repr(quantity)
+    """A quantity as a Russian text shows it: 3, 0,75."""
+    return str(int(quantity)) if quantity.is_integer() else repr(quantity).replace(".", ",")
 
 
 def resolve_unit(item: BasketItemLike) -> Unit | str:
@@ -141,7 +142,8 @@ def _check_line(item: BasketItemLike, where: str, label: str, currency: str
     exact_line = Decimal(price) * qty
     fixed_total = line_total(price, qty)
     if total != fixed_total:
-        rounded = "" if exact_line == fixed_total else f" (точно {exact_line / 100} ₽, до копейки)"
+        exact = str(exact_line / 100).replace(".", ",")
+        rounded = "" if exact_line == fixed_total else f" (точно {exact} ₽, до копейки)"
         problems.append(Problem(f"{where}.total_amount", (
             f"{label}: цена {format_rub(price, currency)} × {shown_qty} = "
             f"{format_rub(fixed_total, currency)}{rounded}, а total_amount "

@@ -248,3 +248,12 @@ def test_an_ordinary_invoice_goes_through_and_adds_up_upstream(
     assert kopecks(sent["amount"]) == sum(kopecks(i["totalAmount"]) for i in sent["basketItems"])
     assert kopecks(sent["vatAmount"]) == sum(
         kopecks(i["totalVatAmount"]) for i in sent["basketItems"])
+
+
+def test_the_summary_shows_a_fractional_quantity_the_russian_way(assistant: Assistant) -> None:
+    coffee = next(invoice for invoice in CORPUS if invoice.title.startswith("0,75 кг кофе"))
+
+    status, first = assistant.call("create_order", arguments(coffee))
+
+    assert (status, first["status"]) == (200, "confirmation_required"), first
+    assert "0,75 кг × 1\u00a0333,33 ₽ = 1\u00a0000,00 ₽" in first["message"], first["message"]
