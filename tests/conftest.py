@@ -123,15 +123,6 @@ def _fast_retries(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _celery_follows_the_settings(settings: Any) -> None:
-    # Celery's app.conf is process-wide and outlives the settings fixture's restore: a test
-    # that made tasks non-eager must not leave the next one in this process sending to a broker.
-    from config.celery import app
-
-    app.conf.task_always_eager = settings.CELERY_TASK_ALWAYS_EAGER
-
-
-@pytest.fixture(autouse=True)
 def _empty_cache() -> None:
     # The counterparty cache outlives a test's database rollback; ids are reused after it.
     cache.clear()

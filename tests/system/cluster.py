@@ -223,7 +223,8 @@ class Cluster:
     def send_task(self, name: str, *args: Any) -> None:
         from celery import Celery
 
-        client = Celery("cluster-tests", broker=REDIS_URL)
+        # Not the current app: shared tasks of later tests in this process must stay on ours.
+        client = Celery("cluster-tests", broker=REDIS_URL, set_as_current=False)
         client.send_task(name, args=args, queue=self.queue)
         client.close()
 
