@@ -1,7 +1,7 @@
 """A model query compiled once per thread and database connection, run with new values.
 
 The ORM builds and compiles a queryset's SQL on every evaluation; for a query run on every
-call with only its values changing (the key lookup), that is most of its cost. Here the SQL,
+call with only its values changing (the key lookup, the MCP session), that is most of its cost. Here the SQL,
 its converters and how a row becomes model instances are worked out once, from the ORM's own
 compiler, and each call sends that SQL with its values and reads the row: the database is
 still asked every time, nothing of a row is kept.
@@ -23,7 +23,7 @@ M = TypeVar("M", bound=Model)
 class _Compiled:
     """One compiled form of the query, for one connection."""
 
-    def __init__(self, queryset: QuerySet[Any], markers: Sequence[str], alias: str) -> None:
+    def __init__(self, queryset: QuerySet[Any], markers: Sequence[Any], alias: str) -> None:
         compiler = queryset.query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
         self.sql = sql
@@ -37,6 +37,8 @@ class _Compiled:
         select, klass_info = compiler.select, compiler.klass_info
         self.converters = compiler.get_converters([s[0] for s in select[:compiler.col_count]])
         self.compiler = compiler
+        if klass_info is None:  # values_list(): rows only
+            return
         self.model: type[Model] = klass_info["model"]
         fields = klass_info["select_fields"]
         self.start, self.end = fields[0], fields[-1] + 1
@@ -46,10 +48,12 @@ class _Compiled:
 
 
 class PreparedQuery(Generic[M]):
-    """`build(*markers)` returns the queryset with marker values where the real ones go;
-    `first(*values)` runs it with the real values and returns the first instance or None."""
+    """`build(*markers)` returns the queryset with marker values where the real ones go (each
+    marker a value the query's own parameters never hold, of the type the field prepares to
+    itself: a string, an integer); `first(*values)` runs it with the real values and returns
+    the first instance or None; `row(*values)` the first row of a values_list() query."""
 
-    def __init__(self, build: Callable[..., QuerySet[M]], markers: Sequence[str],
+    def __init__(self, build: Callable[..., QuerySet[Any]], markers: Sequence[Any],
                  using: str = "default") -> None:
         self.build, self.markers, self.alias = build, tuple(markers), using
         self._local = threading.local()
@@ -65,7 +69,7 @@ class PreparedQuery(Generic[M]):
             self._local.compiled = compiled
         return compiled[1]
 
-    def first(self, *values: Any) -> M | None:
+    def _fetch(self, values: Sequence[Any]) -> tuple[_Compiled, Any]:
         compiled = self._compiled()
         params = list(compiled.params)
         for slot, value in zip(compiled.slots, values, strict=True):
@@ -73,10 +77,18 @@ class PreparedQuery(Generic[M]):
         with connections[self.alias].cursor() as cursor:
             cursor.execute(compiled.sql, params)
             row = cursor.fetchone()
+        if row is not None and compiled.converters:
+            [row] = compiled.compiler.apply_converters([row], compiled.converters)
+        return compiled, row
+
+    def row(self, *values: Any) -> tuple[Any, ...] | None:
+        _, row = self._fetch(values)
+        return None if row is None else tuple(row)
+
+    def first(self, *values: Any) -> M | None:
+        compiled, row = self._fetch(values)
         if row is None:
             return None
-        if compiled.converters:
-            [row] = compiled.compiler.apply_converters([row], compiled.converters)
         obj: M = compiled.model.from_db(self.alias, compiled.init_list,  # type: ignore[assignment]
                                         row[compiled.start:compiled.end])
         for populator in compiled.related:
