@@ -1,7 +1,8 @@
-"""The Python cost around three statements of every call (issue 31), in this process on a
-database made for the run: the key lookup (ApiKey.authenticate, its row read each time), the
-upstream circuit and budget (limits.admit), and the journal entry's INSERT as sent
-(audit/lanes._insert_sql, no database). Medians of `--rounds` rounds of `--calls` calls.
+"""The cost of the statements of every call (issue 31), wall time per call in this process on
+a database made for the run, round trip included: the key lookup (ApiKey.authenticate, its row
+read each time), the MCP session read (sessions.resume), the upstream circuit and budget
+(limits.admit); and the journal entry's INSERT as sent (audit/lanes._insert_sql, no
+database). Medians of `--rounds` rounds of `--calls` calls.
 
     .venv/bin/python -m benchmarks.statement_costs [--db postgres] [--calls 2000] [--rounds 5]
 """
@@ -30,13 +31,17 @@ def per_call_us(work: Callable[[], Any], calls: int, rounds: int) -> float:
 def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
     setup_django(url)
     from adapters.invoicebox import limits
+    from adapters.mcp import sessions
     from audit import journal, lanes
     from tools.models import ApiKey
     from tools.services.contours import create_contour
     from tools.services.keys import issue_key
 
     raw = issue_key(create_contour("micro", mode="sandbox", toolsets=["read"]))
-    assert ApiKey.authenticate(raw) is not None
+    key = ApiKey.authenticate(raw)
+    assert key is not None
+    sessions.record("micro-session", key.pk, "2025-11-25", {"capabilities": {}})
+    assert sessions.resume("micro-session", key.pk) is not None
     account = limits.account_key("micro-token")
     assert limits.admit(account) is None
     entry = journal.build(contour="micro", channel="rest", actor="key:ibg_0123456789",
@@ -48,6 +53,8 @@ def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
                  lambda: lanes._insert_sql(entry)):
         per_call_us(work, 200, 1)  # warm
     return {"key_lookup_us": per_call_us(lambda: ApiKey.authenticate(raw), calls, rounds),
+            "mcp_session_us": per_call_us(lambda: sessions.resume("micro-session", key.pk),
+                                          calls, rounds),
             "circuit_and_budget_us": per_call_us(lambda: limits.admit(account), calls, rounds),
             "journal_insert_sql_us": per_call_us(lambda: lanes._insert_sql(entry), calls * 5,
                                                  rounds)}
