@@ -124,7 +124,7 @@ def test_enroll_a_passkey_approve_with_it_and_without_it_be_refused(
     page.click("#verify-passkey")
     page.click("#passkey-verification-button")
     page.wait_for_selector("#passkey-verification-status-message[data-status-enum]",
-                           timeout=20_000)
+                           timeout=45_000)  # chromium waits at least 10 s for a device
     assert "/account/second-factor/verify/" in page.url
     assert page.get_attribute("#passkey-verification-status-message",
                               "data-status-enum") != "success"
