@@ -26,6 +26,9 @@ REFERENCE = {"mcp": 13_107, "openai": 9_926, "openai-strict": 9_926, "yandexgpt-
              "gigachat": 9_705, "gigachat-v2": 9_743, "yandexgpt": 9_782, "hermes": 10_864,
              "neutral": 13_107}
 ISSUE_REFERENCE_MCP = 13_992
+# A format the reference has no counterpart of (or not measured yet) is still listed, without
+# the comparison: a new format needs no entry above.
+NO_REFERENCE = "no reference"
 
 
 def run() -> dict[str, Any]:
@@ -69,10 +72,11 @@ def render(data: dict[str, Any]) -> str:
               f"{r['system_prompt_characters']:,}" if r["system_prompt_characters"] else "—"]
              for r in rows]
     reference = data.get("reference", {})
-    against = [[r["format"], f"{r['characters']:,}", f"{reference[r['format']]:,}",
-                f"{r['characters'] / reference[r['format']]:.0%}",
+    against = [[r["format"], f"{r['characters']:,}",
+                *([f"{reference[r['format']]:,}", f"{r['characters'] / reference[r['format']]:.0%}"]
+                  if r["format"] in reference else [NO_REFERENCE, NO_REFERENCE]),
                 f"{r['characters'] / data['issue_reference_mcp']:.0%}"]
-               for r in rows if r["contour"] == REFERENCE_CONTOUR and r["format"] in reference]
+               for r in rows if r["contour"] == REFERENCE_CONTOUR]
     return (f"Token estimate: {method}. The figures are the `stats` of each format: what a "
             "model reads (for `hermes` the system prompt, for the others the whole body).\n\n"
             + md_table(["format", "contour toolsets", "tools", "characters", "tokens (est.)",

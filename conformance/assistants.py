@@ -1,6 +1,7 @@
-"""Targets gigachat, gigachat-v2, yandexgpt, yandexgpt-openai, openai and hermes: a scripted
-Russian conversation through the platform's official SDK (or LocalLoop), every call the model
-makes executed by the gateway's own endpoints (adapters/functions/loop.py, LocalLoop)."""
+"""Targets gigachat, gigachat-v2, yandexgpt, yandexgpt-openai, hermes and one per platform that
+declares an `OpenAISdk` (openai, ...): a scripted Russian conversation through the platform's
+official SDK (or LocalLoop), every call the model makes executed by the gateway's own endpoints
+(adapters/functions/loop.py, LocalLoop)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from typing import Any
 from django.utils import timezone
 
 from adapters.functions import loop
+from adapters.functions.formats import PLATFORMS
+from adapters.functions.platform import Platform
 from adapters.text.local_loop import LocalLoop
 from conformance.gateway import GatewayLink, KitError
 from conformance.report import Report
@@ -37,6 +40,10 @@ class Exchange:
 
 
 Converse = Callable[[list[Any]], Exchange]
+
+# Targets driven by the openai SDK alone, named by their platform's slug.
+OPENAI_SDK_TARGETS: dict[str, Platform] = {platform.slug: platform for platform in PLATFORMS
+                                           if platform.openai_sdk is not None}
 
 
 INSTALL = 'pip install -e ".[conformance]"'
@@ -123,25 +130,40 @@ def yandexgpt(link: GatewayLink, report: Report) -> tuple[Converse, Callable[[st
     return converse, lambda text: {"role": "user", "text": text}
 
 
-def openai(link: GatewayLink, report: Report, fmt: str, model_option: str
-           ) -> tuple[Converse, Callable[[str], Any]]:
-    if fmt == "yandexgpt-openai":
-        folder = need("YC_FOLDER_ID")
-        key = need("YC_API_KEY")
-        # Yandex wants an API key (not an IAM token), the folder as the project, a gpt:// URI.
-        client = sdk("openai", "openai").OpenAI(api_key=key, project=folder, max_retries=0,
-                        base_url=os.environ.get("YANDEX_OPENAI_BASE_URL",
-                                                "https://llm.api.cloud.yandex.net/v1"))
-        model = model_option or f"gpt://{folder}/yandexgpt/latest"
-    else:
-        need("OPENAI_API_KEY")
-        client = sdk("openai", "openai").OpenAI(max_retries=0)  # OPENAI_API_KEY, OPENAI_BASE_URL
-        model = model_option or need("OPENAI_MODEL")
+def yandexgpt_openai(link: GatewayLink, report: Report, model_option: str
+                     ) -> tuple[Converse, Callable[[str], Any]]:
+    folder = need("YC_FOLDER_ID")
+    key = need("YC_API_KEY")
+    # Yandex wants an API key (not an IAM token), the folder as the project, a gpt:// URI.
+    client = sdk("openai", "openai").OpenAI(api_key=key, project=folder, max_retries=0,
+                    base_url=os.environ.get("YANDEX_OPENAI_BASE_URL",
+                                            "https://llm.api.cloud.yandex.net/v1"))
+    model = model_option or f"gpt://{folder}/yandexgpt/latest"
+    return _openai_converse(link, report, client, model, "yandexgpt-openai", "openai")
+
+
+def openai_sdk(link: GatewayLink, report: Report, platform: Platform, model_option: str
+               ) -> tuple[Converse, Callable[[str], Any]]:
+    """Any platform that declares an `OpenAISdk`: its own variables, its first format, its own
+    call endpoint."""
+    target = platform.openai_sdk
+    assert target is not None, platform.slug
+    key = need(target.key_variable)
+    client = sdk("openai", "openai").OpenAI(
+        api_key=key, max_retries=0,
+        base_url=os.environ.get(target.base_url_variable) or target.base_url)
+    model = model_option or need(target.model_variable)
+    return _openai_converse(link, report, client, model, platform.default_format,
+                            platform.slug)
+
+
+def _openai_converse(link: GatewayLink, report: Report, client: Any, model: str, fmt: str,
+                     platform: str) -> tuple[Converse, Callable[[str], Any]]:
     report.platform = {"sdk": "openai", "model": model, "format": fmt}
 
     def converse(history: list[Any]) -> Exchange:
         turn = loop.openai_turn(client, history, model=model, gateway_url=link.url,
-                                api_key=link.key, fmt=fmt)
+                                api_key=link.key, fmt=fmt, platform=platform)
         return Exchange(turn.answer, turn.outcomes, turn.messages)
 
     return converse, lambda text: {"role": "user", "content": text}

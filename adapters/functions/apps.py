@@ -1,4 +1,4 @@
-"""Function-calling adapters as a Django app: registers their `?format=` exporters."""
+"""Function-calling adapters as a Django app: registers their platforms and `?format=` exporters."""
 
 from django.apps import AppConfig
 
@@ -9,8 +9,8 @@ class FunctionsAdapterConfig(AppConfig):
     verbose_name = "Function calling"
 
     def ready(self) -> None:
-        from adapters.functions.formats import FORMATS, OPTIONS
+        from adapters.functions.formats import PLATFORMS
         from tools.formats import registry
 
-        for name, exporter in FORMATS.items():
-            registry.register(name, exporter, options=OPTIONS.get(name))
+        for platform in PLATFORMS:
+            registry.register_platform(platform)

@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.conf import settings
+from drf_spectacular.utils import OpenApiExample
 from pydantic import AliasChoices, Field
 
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
+from adapters.functions.platform import Platform
+from adapters.rest.openapi import FIND
 from audit.models import Channel
 from tools import gateway
 from tools.errors import Problem
@@ -151,3 +154,21 @@ def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
     if state:
         reply["functions_state_id"] = state
     return Reply(200, reply)
+
+
+PLATFORM = Platform(
+    slug="gigachat", name="GigaChat", channel=CHANNEL, label="GigaChat",
+    formats={"gigachat": export_v1, "gigachat-v2": export_v2}, respond=respond,
+    summary="Вызов функции GigaChat: v1 function_call или v2 content",
+    examples=(
+        OpenApiExample("GigaChat v1: function_call", request_only=True, value={
+            "role": "assistant", "content": "",
+            "function_call": {"name": "find_orders", "arguments": FIND},
+            "functions_state_id": "77d3fb14-457a-46ba-937e-8d856156d003"}),
+        OpenApiExample("GigaChat v1: ответ role function", response_only=True,
+                       status_codes=["200"], value={
+                           "role": "function", "name": "find_orders",
+                           "content": '{"status": "ok", "code": "ok", ...}',
+                           "functions_state_id": "77d3fb14-457a-46ba-937e-8d856156d003"}),
+    ),
+)

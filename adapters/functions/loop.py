@@ -157,16 +157,18 @@ def _yandexgpt(sdk: AIStudio, messages: list[Any], gateway: Gateway, *, model: s
 
 
 def openai_turn(client: OpenAI, messages: list[dict[str, Any]], *, model: str, gateway_url: str,
-                api_key: str, fmt: str = "openai", http: httpx.Client | None = None,
-                max_rounds: int = 5) -> Turn:
-    """OpenAI Chat Completions (fmt openai or openai-strict), or YandexGPT's OpenAI-compatible
-    endpoint (fmt yandexgpt-openai, the client's base_url pointing there)."""
+                api_key: str, fmt: str = "openai", platform: str = "openai",
+                http: httpx.Client | None = None, max_rounds: int = 5) -> Turn:
+    """OpenAI Chat Completions (fmt openai or openai-strict), YandexGPT's OpenAI-compatible
+    endpoint (fmt yandexgpt-openai, the client's base_url pointing there), or any platform
+    whose calls arrive in the OpenAI shape: ``platform`` names its `/api/v1/<platform>/call`."""
     with Gateway(gateway_url, api_key, http) as gateway:
-        return _openai(client, messages, gateway, model=model, fmt=fmt, max_rounds=max_rounds)
+        return _openai(client, messages, gateway, model=model, fmt=fmt, platform=platform,
+                       max_rounds=max_rounds)
 
 
 def _openai(client: OpenAI, messages: list[dict[str, Any]], gateway: Gateway, *, model: str,
-            fmt: str, max_rounds: int) -> Turn:
+            fmt: str, platform: str, max_rounds: int) -> Turn:
     definitions = gateway.definitions(fmt)
     turn = Turn(answer=None)
     for _ in range(max_rounds):
@@ -179,7 +181,7 @@ def _openai(client: OpenAI, messages: list[dict[str, Any]], gateway: Gateway, *,
             return turn
         message = {"role": "assistant", "content": reply.content,
                    "tool_calls": [call.model_dump(exclude_none=True) for call in reply.tool_calls]}
-        results = gateway.execute("openai", message)
+        results = gateway.execute(platform, message)
         turn.messages += [message, *results]
         turn.outcomes += [json.loads(item["content"]) for item in results]
     return turn

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from drf_spectacular.utils import OpenApiExample
 from pydantic import Field
 
 from adapters import strict_json
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
+from adapters.functions.platform import OpenAISdk, Platform
 from audit.models import Channel
 from tools import catalog, gateway
 from tools.errors import Outcome
@@ -136,3 +138,25 @@ def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
         {"role": "tool", "tool_call_id": call.id, "content": as_text(outcomes[index])}
         for index, call in enumerate(message.tool_calls)
     ])
+
+
+PLATFORM = Platform(
+    slug="openai", name="OpenAI", channel=CHANNEL, label="OpenAI-совместимые модели",
+    formats={"openai": export, "openai-strict": export_strict,
+             "openai-responses": export_responses},
+    options={fmt: {"parallel_tool_calls": parallel_tool_calls}
+             for fmt in ("openai", "openai-strict", "openai-responses")},
+    respond=respond,
+    summary="Вызовы инструментов OpenAI: tool_calls -> сообщения role: tool",
+    examples=(
+        OpenApiExample("OpenAI: tool_calls", request_only=True, value={
+            "role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "find_orders", "arguments": '{"status": ["created"]}'}}]}),
+        OpenApiExample("OpenAI: сообщения role tool", response_only=True, status_codes=["200"],
+                       value=[{"role": "tool", "tool_call_id": "call_1",
+                               "content": '{"status": "ok", ...}'}]),
+    ),
+    # OPENAI_API_KEY, OPENAI_MODEL and OPENAI_BASE_URL, as the SDK itself names them.
+    openai_sdk=OpenAISdk(env="OPENAI"),
+)

@@ -2,10 +2,10 @@
 
 from django.urls import URLPattern, path
 
-from adapters.functions.views import GigaChatCallView, OpenAICallView, YandexGPTCallView
+from adapters.functions.formats import PLATFORMS
+from adapters.functions.views import call_view
 
 urlpatterns: list[URLPattern] = [
-    path("gigachat/call", GigaChatCallView.as_view(), name="gigachat-call"),
-    path("yandexgpt/call", YandexGPTCallView.as_view(), name="yandexgpt-call"),
-    path("openai/call", OpenAICallView.as_view(), name="openai-call"),
+    path(f"{platform.slug}/call", call_view(platform).as_view(), name=f"{platform.slug}-call")
+    for platform in PLATFORMS
 ]

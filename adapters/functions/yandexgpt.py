@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from drf_spectacular.utils import OpenApiExample
 from pydantic import Field
 
 from adapters.functions import openai
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
+from adapters.functions.platform import Platform
+from adapters.rest.openapi import FIND
 from audit.models import Channel
 from tools import catalog, gateway
 from tools.formats import schema
@@ -86,3 +89,19 @@ def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
         {"functionResult": {"name": name, "content": as_text(item.outcome)}}
         for (name, _), item in zip(calls, items, strict=True)
     ]}})
+
+
+PLATFORM = Platform(
+    slug="yandexgpt", name="YandexGPT", channel=CHANNEL, label="YandexGPT",
+    formats={"yandexgpt": export, "yandexgpt-openai": export_openai}, respond=respond,
+    summary="Вызовы функций YandexGPT: toolCallList -> toolResultList",
+    examples=(
+        OpenApiExample("YandexGPT: toolCallList", request_only=True, value={
+            "role": "assistant", "toolCallList": {"toolCalls": [
+                {"functionCall": {"name": "find_orders", "arguments": FIND}}]}}),
+        OpenApiExample("YandexGPT: toolResultList", response_only=True, status_codes=["200"],
+                       value={"role": "user", "toolResultList": {"toolResults": [
+                           {"functionResult": {"name": "find_orders",
+                                               "content": '{"status": "ok", ...}'}}]}}),
+    ),
+)

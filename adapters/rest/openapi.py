@@ -58,35 +58,6 @@ CALL_EXAMPLES = [
                           "replayed": False, "journal_id": 42}),
 ]
 
-GIGACHAT_EXAMPLES = [
-    OpenApiExample("GigaChat v1: function_call", request_only=True, value={
-        "role": "assistant", "content": "",
-        "function_call": {"name": "find_orders", "arguments": FIND},
-        "functions_state_id": "77d3fb14-457a-46ba-937e-8d856156d003"}),
-    OpenApiExample("GigaChat v1: ответ role function", response_only=True,
-                   status_codes=["200"], value={
-                       "role": "function", "name": "find_orders",
-                       "content": '{"status": "ok", "code": "ok", ...}',
-                       "functions_state_id": "77d3fb14-457a-46ba-937e-8d856156d003"}),
-]
-YANDEXGPT_EXAMPLES = [
-    OpenApiExample("YandexGPT: toolCallList", request_only=True, value={
-        "role": "assistant", "toolCallList": {"toolCalls": [
-            {"functionCall": {"name": "find_orders", "arguments": FIND}}]}}),
-    OpenApiExample("YandexGPT: toolResultList", response_only=True, status_codes=["200"],
-                   value={"role": "user", "toolResultList": {"toolResults": [
-                       {"functionResult": {"name": "find_orders",
-                                           "content": '{"status": "ok", ...}'}}]}}),
-]
-OPENAI_EXAMPLES = [
-    OpenApiExample("OpenAI: tool_calls", request_only=True, value={
-        "role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "find_orders", "arguments": '{"status": ["created"]}'}}]}),
-    OpenApiExample("OpenAI: сообщения role tool", response_only=True, status_codes=["200"],
-                   value=[{"role": "tool", "tool_call_id": "call_1",
-                           "content": '{"status": "ok", ...}'}]),
-]
 TEXT_EXAMPLES = [
     OpenApiExample("Ответ модели с <tool_call>", request_only=True, value={
         "text": '<tool_call>\n{"name": "find_orders", "arguments": {"status": ["created"]}}'

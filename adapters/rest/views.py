@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.functional import lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -15,7 +16,7 @@ from adapters.rest.authentication import ContourKeyAuthentication, ContourPrinci
 from adapters.rest.openapi import CALL_EXAMPLES
 from audit.models import Channel
 from tools import gateway
-from tools.formats.registry import export_tools, formats, stats
+from tools.formats.registry import export_tools, formats, stats, taking
 from tools.models import PendingConfirmation
 
 CHANNEL = Channel.REST
@@ -45,6 +46,14 @@ class CallRequestSerializer(serializers.Serializer):
     arguments = serializers.JSONField(help_text="аргументы инструмента, JSON-объект")
 
 
+# The registry fills when the apps are ready, after this module is imported: the OpenAPI texts
+# that list formats are read from it when the schema is generated.
+_registered_formats = lazy(lambda: ", ".join(sorted(formats())), str)
+_taking_parallel_tool_calls = lazy(
+    lambda: ("false — добавить parallel_tool_calls: false "
+             f"({', '.join(taking('parallel_tool_calls'))}); иначе не передаётся"), str)
+
+
 class ContourView(APIView):
     authentication_classes = [ContourKeyAuthentication]
     permission_classes = [HasContourKey]
@@ -58,13 +67,12 @@ class ToolsView(ContourView):
     @extend_schema(
         summary="Инструменты контура в формате платформы",
         parameters=[OpenApiParameter("format", str, default="neutral",
-                                     description="neutral, openai, gigachat, hermes, mcp, ..."),
+                                     description=_registered_formats()),
                     OpenApiParameter("stats", str, required=False,
                                      description="1 — добавить stats: размер определений в "
                                                  "символах и оценку токенов"),
                     OpenApiParameter("parallel_tool_calls", str, required=False,
-                                     description="false — добавить parallel_tool_calls: false "
-                                                 "(openai, openai-strict); иначе не передаётся")],
+                                     description=_taking_parallel_tool_calls())],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request) -> Response:

@@ -17,9 +17,14 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from adapters.functions.formats import PLATFORMS
+
 ROOT = Path(__file__).resolve().parents[2]
 # Credentials a developer may have exported must not leak into a stub run.
-PLATFORM_VARS = re.compile(r"^(GIGACHAT_|OPENAI_|YC_|YANDEX|HERMES_|CONFORMANCE_)")
+# A platform declaring an openai SDK target names its variables' prefix.
+PLATFORM_VARS = re.compile("^({})".format("|".join([
+    "GIGACHAT_", "OPENAI_", "YC_", "YANDEX", "HERMES_", "CONFORMANCE_",
+    *(f"{p.openai_sdk.env}_" for p in PLATFORMS if p.openai_sdk is not None)])))
 
 
 @dataclass

@@ -25,9 +25,28 @@ Payload = Callable[[dict[str, Any]], Any]
 # A request option of a format (`?name=value`): the body with it applied; ValueError says why not.
 Option = Callable[[dict[str, Any], str], dict[str, Any]]
 
+
+
+class Described(Protocol):
+    """What the registry reads of a platform an adapter declares (adapters.functions.platform):
+    its name, how the home page calls its assistants, its formats and their options."""
+
+    @property
+    def slug(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def formats(self) -> Mapping[str, Exporter]: ...
+    @property
+    def options(self) -> Mapping[str, Mapping[str, Option]]: ...
+
+
 _FORMATS: dict[str, Exporter] = {}
 _PAYLOADS: dict[str, Payload] = {}
 _OPTIONS: dict[str, dict[str, Option]] = {}
+_PLATFORMS: dict[str, Described] = {}
 
 
 def register(name: str, exporter: Exporter, *, payload: Payload | None = None,
@@ -41,8 +60,27 @@ def register(name: str, exporter: Exporter, *, payload: Payload | None = None,
     _OPTIONS[name] = dict(options or {})
 
 
+def register_platform(platform: Described) -> None:
+    """Add a platform and every format it declares, with that format's options."""
+    if _PLATFORMS.get(platform.slug, platform) is not platform:
+        raise ValueError(f"platform {platform.slug!r} is already registered")
+    for name, exporter in platform.formats.items():
+        register(name, exporter, options=dict(platform.options.get(name, {})))
+    _PLATFORMS[platform.slug] = platform
+
+
 def formats() -> dict[str, Exporter]:
     return dict(_FORMATS)
+
+
+def platforms() -> tuple[Described, ...]:
+    """The registered platforms, in the order they were registered."""
+    return tuple(_PLATFORMS.values())
+
+
+def taking(option: str) -> list[str]:
+    """The formats that take a request option, sorted."""
+    return sorted(name for name, options in _OPTIONS.items() if option in options)
 
 
 def export_tools(fmt: str, specs: list[ToolSpec], options: Mapping[str, str] | None = None

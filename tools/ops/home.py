@@ -6,6 +6,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from tools.formats.registry import platforms
+
 
 @require_GET
 def home_view(request: HttpRequest) -> HttpResponse:
@@ -15,4 +17,6 @@ def home_view(request: HttpRequest) -> HttpResponse:
         "base": base,
         "mcp_url": f"{base}/mcp",
         "sandbox_url": f"{base}/sandbox/invoicebox/v3",
+        # The function-calling platforms the adapters registered, by the name their users know.
+        "platforms": [platform.label for platform in platforms()],
     })

@@ -14,7 +14,8 @@ from tools.models import Contour, InvoiceboxMode
 from tools.services.contours import ContourSetupError, create_contour
 
 INVOICEBOX = ("invoicebox-demo", "invoicebox-production")
-MODELS = ("gigachat", "gigachat-v2", "yandexgpt", "yandexgpt-openai", "openai", "hermes")
+MODELS = ("gigachat", "gigachat-v2", "yandexgpt", "yandexgpt-openai",
+          *assistants.OPENAI_SDK_TARGETS, "hermes")
 MCP = ("mcp-http", "mcp-stdio")
 TARGETS = (*INVOICEBOX, *MODELS, *MCP)
 # Contours the kit makes for itself when --contour is not given.
@@ -37,7 +38,8 @@ class Command(BaseCommand):
         parser.add_argument("--allow-write", action="store_true",
                             help="разрешить записи (выставить и отменить проверочный счёт) на "
                                  "контуре не в режиме sandbox; кит подтверждает их сам")
-        parser.add_argument("--model", default="", help="модель (openai, hermes, yandexgpt-openai)")
+        parser.add_argument("--model", default="",
+                            help="модель (hermes, yandexgpt-openai, цели через openai SDK)")
         parser.add_argument("--model-url", default="", help="hermes: OpenAI-совместимый сервер")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -95,7 +97,10 @@ class Command(BaseCommand):
             return assistants.yandexgpt(gateway, report)
         if target == "hermes":
             return assistants.hermes(gateway, report, options["model_url"], options["model"])
-        return assistants.openai(gateway, report, target, options["model"])
+        if target == "yandexgpt-openai":
+            return assistants.yandexgpt_openai(gateway, report, options["model"])
+        return assistants.openai_sdk(gateway, report, assistants.OPENAI_SDK_TARGETS[target],
+                                     options["model"])
 
     @staticmethod
     def _contour(target: str, slug: str) -> Contour:

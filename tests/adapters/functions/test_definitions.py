@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from yandex.cloud.ai.foundation_models.v1.text_common_pb2 import Tool as YandexTool
 
 from adapters.functions import gigachat
-from adapters.functions.formats import FORMATS
+from adapters.functions.formats import FORMATS, PLATFORMS
 from tests.adapters.functions.conftest import definitions
 from tests.conftest import Assistant
 from tools import catalog
@@ -252,7 +252,25 @@ def test_gigachat_sdk_accepts_both_contracts_unchanged():
             e["params"] for e in function.get("few_shot_examples", [])]
 
 
-@pytest.mark.parametrize("fmt", ["openai", "openai-strict", "yandexgpt-openai"])
+def chat_completions_shaped(fmt: str) -> bool:
+    """A format whose tools are Chat Completions tools: `{"type": "function", "function": ...}`."""
+    tools = FORMATS[fmt](ALL).get("tools")
+    return isinstance(tools, list) and all(
+        isinstance(tool, dict) and tool.get("type") == "function" and "function" in tool
+        for tool in tools)
+
+
+# Every such format, a new OpenAI-compatible platform's included, is checked with the SDK's type.
+CHAT_COMPLETIONS_FORMATS = sorted(fmt for fmt in FORMATS if chat_completions_shaped(fmt))
+
+
+def test_the_chat_completions_formats_are_found_and_every_openai_sdk_target_speaks_one():
+    assert {"openai", "openai-strict", "yandexgpt-openai"} <= set(CHAT_COMPLETIONS_FORMATS)
+    assert [platform.slug for platform in PLATFORMS if platform.openai_sdk is not None
+            and platform.default_format not in CHAT_COMPLETIONS_FORMATS] == []
+
+
+@pytest.mark.parametrize("fmt", CHAT_COMPLETIONS_FORMATS)
 def test_openai_tool_params_type_accepts_the_tools(fmt: str):
     adapter = TypeAdapter(ChatCompletionFunctionToolParam)
 

@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from adapters.functions.formats import PLATFORMS
+
 pytestmark = pytest.mark.django_db
+
+# Every endpoint that executes a call: REST's own, one per function-calling platform, the text one.
+CALL_PATHS = ("/api/v1/call", *(platform.path for platform in PLATFORMS), "/api/v1/text/call")
 
 
 def schema(client: Client) -> dict[str, Any]:
@@ -32,8 +37,7 @@ def test_contour_key_is_a_bearer_scheme_every_assistant_endpoint_requires(client
     schemes = document["components"]["securitySchemes"]
     assert schemes["contourKey"]["type"] == "http"
     assert schemes["contourKey"]["scheme"] == "bearer"
-    for path in ("/api/v1/tools", "/api/v1/call", "/api/v1/gigachat/call",
-                 "/api/v1/yandexgpt/call", "/api/v1/openai/call", "/api/v1/text/call"):
+    for path in ("/api/v1/tools", *CALL_PATHS):
         operation = next(iter(document["paths"][path].values()))
         assert {"contourKey": []} in operation["security"], path
 
@@ -48,9 +52,7 @@ def test_journal_endpoints_are_documented_for_auditors(client: Client):
     assert "text/csv" in export["responses"]["200"]["content"]
 
 
-@pytest.mark.parametrize("path", ["/api/v1/call", "/api/v1/gigachat/call",
-                                  "/api/v1/yandexgpt/call", "/api/v1/openai/call",
-                                  "/api/v1/text/call"])
+@pytest.mark.parametrize("path", CALL_PATHS)
 def test_call_endpoints_carry_request_examples(client: Client, path: str):
     body = schema(client)["paths"][path]["post"]["requestBody"]["content"]["application/json"]
     assert body.get("examples"), path
