@@ -73,14 +73,31 @@ def _insert_and_advance(cursor: Any, entry: JournalEntry, place: Place, chain: s
     entry._state.adding, entry._state.db = False, connection.alias
 
 
+_FIELDS = [f for f in JournalEntry._meta.local_concrete_fields if not f.primary_key]
+# The INSERT's text per database vendor: it names the fields and has one placeholder each
+# whatever the values, so it is compiled once; the values are prepared per entry below.
+_INSERTS: dict[str, str] = {}
+
+
 def _insert_sql(entry: JournalEntry) -> tuple[str, list[Any]]:
-    """The ORM's own INSERT … RETURNING id for the entry (field preparation included)."""
-    meta = JournalEntry._meta
+    """The ORM's own INSERT … RETURNING id for the entry: its SQL compiled once, each value
+    prepared by its field exactly as the ORM's compiler prepares it (the same bytes stored)."""
+    values = [field.pre_save(entry, True) for field in _FIELDS]
+    sql = _INSERTS.get(connection.vendor)
+    if sql is None or any(hasattr(value, "resolve_expression") for value in values):
+        return _orm_insert_sql(entry)  # and an expression among the values compiles apart
+    return sql, [field.get_db_prep_save(value, connection=connection)
+                 for field, value in zip(_FIELDS, values, strict=True)]
+
+
+def _orm_insert_sql(entry: JournalEntry) -> tuple[str, list[Any]]:
     query = InsertQuery(JournalEntry)
-    query.insert_values([f for f in meta.local_concrete_fields if not f.primary_key], [entry])
+    query.insert_values(_FIELDS, [entry])
     compiler = query.get_compiler(connection=connection)
-    compiler.returning_fields = [meta.pk]
+    compiler.returning_fields = [JournalEntry._meta.pk]
     [(sql, params)] = compiler.as_sql()
+    if sql.count("%s") == len(_FIELDS) == len(params):  # plain placeholders: reusable
+        _INSERTS.setdefault(connection.vendor, sql)
     return sql, list(params)
 
 

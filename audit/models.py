@@ -113,7 +113,9 @@ class JournalEntry(models.Model):
     # 1: one global chain, the id in the hashed form; 2: per-contour chains, chain and seq in it.
     form = models.PositiveSmallIntegerField("форма", default=2, db_default=1)
     prev_hash = models.CharField("предыдущий хеш", max_length=64)
-    hash = models.CharField("хеш", max_length=64, unique=True)
+    # Unique through a named constraint, not unique=True: on PostgreSQL the latter adds a
+    # varchar_pattern_ops ("_like") index that no query of a hash needs.
+    hash = models.CharField("хеш", max_length=64)
 
     objects = JournalQuerySet.as_manager()
 
@@ -128,7 +130,8 @@ class JournalEntry(models.Model):
             models.Index(fields=["channel"], name="audit_entry_channel"),
         ]
         constraints = [models.UniqueConstraint(fields=["chain", "seq"],
-                                               name="audit_entry_chain_seq")]
+                                               name="audit_entry_chain_seq"),
+                       models.UniqueConstraint(fields=["hash"], name="audit_entry_hash")]
 
     def __str__(self) -> str:
         return f"#{self.id} {self.tool or '-'} {self.phase} {self.status}"

@@ -129,7 +129,8 @@ def mcp_target(name: str, port: int, pids: Callable[[], list[int]],
     return Target(name, pids, make)
 
 
-def rest_target(port: int, key: str, pids: Callable[[], list[int]]) -> Target:
+def rest_target(port: int, key: str, pids: Callable[[], list[int]],
+                name: str = "gateway REST get_order") -> Target:
     body = json.dumps({"name": "get_order", "arguments": ARGS}).encode()
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
@@ -141,7 +142,7 @@ def rest_target(port: int, key: str, pids: Callable[[], list[int]]) -> Target:
             if status != 200 or json.loads(data)["status"] != "ok":
                 raise RuntimeError(f"REST {status} {data[:200]!r}")
         return call
-    return Target("gateway REST get_order", pids, make)
+    return Target(name, pids, make)
 
 
 def direct_target(port: int) -> Target:
@@ -323,6 +324,8 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                                                cwd=Path(tree).resolve()))
             targets.append(mcp_target(f"gateway MCP get_order, {Path(tree).name}", port_b,
                                       other.pids, {"Authorization": f"Bearer {key}"}))
+            targets.append(rest_target(port_b, key, other.pids,
+                                       f"gateway REST get_order, {Path(tree).name}"))
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
             ref = stack.enter_context(process(
@@ -337,7 +340,8 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         result["uptime_after_sequential"] = uptime()
         result["load"] = []
         for _ in range(args.rounds):
-            for target in targets[2:]:
+            # Under load MCP only: REST is timed by the one-client part.
+            for target in [t for t in targets[2:] if " REST " not in t.name]:
                 row = asyncio.run(loaded(target, args.clients, args.duration,
                                          dbname if target.name.startswith("gateway") else None))
                 print(f"  {row}", flush=True)

@@ -11,7 +11,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -55,15 +55,17 @@ def admit(account: str) -> Refusal | None:
 # the condition is the sliding-window estimate, `count + 1 <= limit - previous * weight` (for
 # an integer count that is `count < floor(limit - carried)`). PostgreSQL and SQLite (3.35+)
 # both speak INSERT ... ON CONFLICT ... DO UPDATE ... WHERE ... RETURNING.
-_TAKE_SQL = """
-INSERT INTO {table} (account, window_start, count)
+# Only table names are formatted into the SQL here and below; every value is a parameter.
+_WINDOWS = f'"{UpstreamWindow._meta.db_table}"'
+_TAKE_SQL = f"""
+INSERT INTO {_WINDOWS} (account, window_start, count)
 SELECT %s, %s, 1 WHERE 1 <= %s - COALESCE(
-    (SELECT count FROM {table} WHERE account = %s AND window_start = %s), 0) * %s
-ON CONFLICT (account, window_start) DO UPDATE SET count = {table}.count + 1
-WHERE {table}.count + 1 <= %s - COALESCE(
-    (SELECT p.count FROM {table} p WHERE p.account = %s AND p.window_start = %s), 0) * %s
+    (SELECT count FROM {_WINDOWS} WHERE account = %s AND window_start = %s), 0) * %s
+ON CONFLICT (account, window_start) DO UPDATE SET count = {_WINDOWS}.count + 1
+WHERE {_WINDOWS}.count + 1 <= %s - COALESCE(
+    (SELECT p.count FROM {_WINDOWS} p WHERE p.account = %s AND p.window_start = %s), 0) * %s
 RETURNING count
-"""
+"""  # noqa: S608
 
 
 def _take(account: str, now: float) -> Refusal | None:
@@ -71,11 +73,9 @@ def _take(account: str, now: float) -> Refusal | None:
     start = int(now // period) * period
     # Sliding-window estimate: the previous window's requests still "in view", weighted.
     weight = 1 - (now - start) / period
-    table = connection.ops.quote_name(UpstreamWindow._meta.db_table)
     previous = (account, start - period, weight)
     with connection.cursor() as cursor:
-        cursor.execute(_TAKE_SQL.format(table=table),
-                       [account, start, limit, *previous, limit, *previous])
+        cursor.execute(_TAKE_SQL, [account, start, limit, *previous, limit, *previous])
         row = cursor.fetchone()
     if row is None:
         return Refusal("rate", max(0.1, math.ceil((start + period - now) * 10) / 10))
@@ -90,10 +90,26 @@ def _take(account: str, now: float) -> Refusal | None:
 _seen = threading.local()
 
 
+# The circuit is read on every upstream request: one plain statement, no ORM query to build.
+_CIRCUIT_SQL = (f'SELECT failures, opened_until FROM "{CircuitState._meta.db_table}" '  # noqa: S608
+                "WHERE account = %s")
+
+
+def _read_circuit(account: str) -> tuple[int, datetime | None]:
+    with connection.cursor() as cursor:
+        cursor.execute(_CIRCUIT_SQL, [account])
+        row = cursor.fetchone()
+    if row is None:
+        return 0, None
+    failures, opened_until = row
+    if opened_until is not None and opened_until.tzinfo is None:
+        # SQLite hands back the naive UTC value the ORM stored (PostgreSQL an aware one).
+        opened_until = opened_until.replace(tzinfo=UTC)
+    return failures, opened_until
+
+
 def _circuit(account: str) -> Refusal | None:
-    state = (CircuitState.objects.filter(account=account)
-             .values_list("failures", "opened_until").first())
-    failures, opened_until = state or (0, None)
+    failures, opened_until = _read_circuit(account)
     _seen.clean = account if failures == 0 and opened_until is None else None
     if opened_until is None:
         return None

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from adapters.mcp.models import McpSession
 from tools.models import ApiKey
+from tools.models.prepared import PreparedQuery
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,22 @@ def record(session_id: str, key_id: int, protocol_version: str,
     return sorted(closed)
 
 
+# Compiled once per thread (tools/models/prepared.py); the row is read on every request.
+_BY_ID_AND_KEY: PreparedQuery[McpSession] = PreparedQuery(
+    lambda session_id, key_id: McpSession.objects.filter(session_id=session_id, key_id=key_id)
+    .values_list("protocol_version", "client_params", "last_seen"),
+    ["<session_id>", -731_000_031])
+
+
 def resume(session_id: str, key_id: int) -> SessionFacts | None:
     """The session if it is live and was opened with this key; its last use moved to now.
 
     Another key's session, an expired, closed or unknown one are all None: the client is told
     "Session not found" alike, and learns nothing about sessions it does not own."""
     now = timezone.now()
-    row = (McpSession.objects.filter(session_id=session_id, key_id=key_id,
-                                     last_seen__gt=_idle_cutoff(now))
-           .values_list("protocol_version", "client_params", "last_seen").first())
-    if row is None:
+    # One row by primary key, read on every request; live means seen after the idle cutoff.
+    row = _BY_ID_AND_KEY.row(session_id, key_id)
+    if row is None or row[2] <= _idle_cutoff(now):
         return None
     protocol_version, client_params, last_seen = row
     if now - last_seen >= _touch_after():

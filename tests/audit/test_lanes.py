@@ -71,3 +71,21 @@ def test_a_failed_insert_leaves_no_transaction_and_no_moved_head(monkeypatch):
     monkeypatch.undo()
     _record(2)
     assert check_chain().broken_id is None
+
+
+def _sent(params: list[object]) -> list[object]:
+    # psycopg's Jsonb wrapper has no equality of its own: compare the text it sends.
+    return [(type(p).__name__, p.dumps(p.obj)) if hasattr(p, "dumps") else p for p in params]
+
+
+def test_the_insert_compiled_once_sends_what_the_orm_would_send():
+    _record(0)
+    entries = [_record(1), _record(2, arguments={"вложено": {"список": [1, "два", None]}},
+                                    upstream_status=None, message=""),
+               _record(3, arguments={}, upstream_status=502, duration_ms=7)]
+    assert lanes._INSERTS.get("postgresql")  # compiled by the first append
+    for entry in entries:
+        compiled, by_orm = lanes._insert_sql(entry), lanes._orm_insert_sql(entry)
+        assert compiled[0] == by_orm[0]
+        assert _sent(compiled[1]) == _sent(by_orm[1])
+    assert check_chain().broken_id is None

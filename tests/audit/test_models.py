@@ -63,3 +63,19 @@ def test_admin_lists_entries_but_offers_no_changes(admin_client, write):
     assert change.status_code == 403
     assert delete.status_code == 403
     assert JournalEntry.objects.get(pk=entry.id).code == "limit_reached"
+
+
+def test_a_hash_is_unique_through_one_named_index(write):
+    from django.db import IntegrityError, connection, transaction
+
+    entry = write()
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, "audit_journalentry")
+    on_hash = {name: c for name, c in constraints.items() if c["columns"] == ["hash"]}
+    # PostgreSQL: no varchar_pattern_ops ("_like") index beside the unique one.
+    assert list(on_hash) == ["audit_entry_hash"] and on_hash["audit_entry_hash"]["unique"]
+    copy = JournalEntry(**{f.attname: getattr(entry, f.attname)
+                           for f in JournalEntry._meta.concrete_fields if not f.primary_key})
+    copy.seq += 1
+    with pytest.raises(IntegrityError), transaction.atomic():
+        copy.save()
