@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters.mcp import sessions
+from adapters.mcp import lean, sessions
 from adapters.mcp.manager import KEY_ID, RESUMED, SharedSessionManager
 from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
@@ -137,8 +137,21 @@ class ContourKeyAuth:
             return
         header = request.headers.get("authorization", "")
         session_id = request.headers.get(MCP_SESSION_ID_HEADER)
-        key, by_oauth, resumed = await run_sync(
-            _authenticate, header, request.client.host if request.client else None, session_id)
+        address = request.client.host if request.client else None
+        call = None
+        if settings.MCP_LEAN and session_id and scope["method"] == "POST":
+            messages, body = await _read_body(receive)
+            receive = _replaying(messages, receive)
+            call = lean.lean_call_of(request, body) if body else None
+        if call is not None and session_id:
+            served = await run_sync(lean.serve, _authenticate, CHANNEL, header, address,
+                                    session_id, call)
+            if served.answer is not None:
+                await lean.send_answer(served.answer, session_id, scope, receive, send)
+                return
+            key, by_oauth, resumed = served.key, served.by_oauth, served.facts
+        else:
+            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id)
         if key is None:
             message = ("ключ API не найден, отозван или истёк" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
