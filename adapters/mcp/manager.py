@@ -13,7 +13,8 @@ in-memory dict), and the session's server task (a connection that may start init
 dispatcher whose request ids name this worker). Both follow the SDK 2.3 code they replace.
 A session whose client declared no elicitation is answered with JSON bodies, and its
 tools/call by the SDK's single-exchange driver (serve_one) without the session's streams and
-task (issue 31: a third of the CPU of a call); a client that can hold a dialog gets SSE.
+task (issue 31: a third of the CPU of a call), when lean.py (MCP_LEAN) has not answered it in
+the authentication's own thread hop already; a client that can hold a dialog gets SSE.
 """
 
 from __future__ import annotations

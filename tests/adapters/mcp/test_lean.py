@@ -288,11 +288,12 @@ async def test_a_write_for_an_operator_stays_awaiting_approval(guarded_key: str)
             assert answer.status_code == 200, answer.text
             return answer.json()["result"]["structuredContent"]
 
-        first = await create(order_args())
-        second = await create({**order_args(),
+        arguments = order_args()
+        first = await create(arguments)
+        second = await create({**arguments,
                                "confirmation_token": first["confirmation"]["token"]})
 
     assert first["status"] == "confirmation_required"
-    assert second["status"] == "awaiting_approval"
+    assert second["status"] == "awaiting_approval", second
     assert kernel_calls == []
     assert not await run_sync(JournalEntry.objects.filter(phase="approve").exists)
