@@ -1,5 +1,6 @@
 """Streamable HTTP at /mcp: Host/Origin checks, the contour key (or OAuth grant) per request,
-the SDK transport with sessions shared by every worker (manager.py)."""
+a dialog-less session's tools/call in the same thread hop (lean.py), the SDK transport with
+sessions shared by every worker (manager.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters.mcp import sessions
+from adapters.mcp import lean, sessions
 from adapters.mcp.manager import KEY_ID, RESUMED, SharedSessionManager
 from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
@@ -34,6 +35,9 @@ CALLER = "invoicebox_gateway.caller"  # ASGI scope key the middleware fills in
 # A tools/call body is read to check a grant's scope only up to this size (a larger one goes
 # on unread, and the SDK's own body limit answers it).
 SCOPE_PEEK_LIMIT = 4 * 1024 * 1024
+# A session's POST is read before its key is checked only up to this size, to see whether the
+# lean path (lean.py) may answer it; a larger one goes on to the SDK path as it came.
+LEAN_PEEK_LIMIT = 256 * 1024
 
 
 def transport_security() -> TransportSecuritySettings:
@@ -59,7 +63,8 @@ def _authenticate(header: str, address: str | None = None, session_id: str | Non
     return key, by_oauth, sessions.resume(session_id, key.pk) if session_id else None
 
 
-async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
+async def _read_body(receive: Receive, limit: int = SCOPE_PEEK_LIMIT
+                     ) -> tuple[list[Message], bytes | None]:
     """The request's messages as received, and its whole body (None when over the limit or
     cut short): the messages are replayed to the app either way."""
     messages: list[Message] = []
@@ -70,7 +75,7 @@ async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
         if message["type"] != "http.request":
             return messages, None
         size += len(message.get("body", b""))
-        if size > SCOPE_PEEK_LIMIT:
+        if size > limit:
             return messages, None
         if not message.get("more_body", False):
             return messages, b"".join(m.get("body", b"") for m in messages)
@@ -137,8 +142,21 @@ class ContourKeyAuth:
             return
         header = request.headers.get("authorization", "")
         session_id = request.headers.get(MCP_SESSION_ID_HEADER)
-        key, by_oauth, resumed = await run_sync(
-            _authenticate, header, request.client.host if request.client else None, session_id)
+        address = request.client.host if request.client else None
+        call = None
+        if settings.MCP_LEAN and session_id and scope["method"] == "POST":
+            messages, body = await _read_body(receive, LEAN_PEEK_LIMIT)
+            receive = _replaying(messages, receive)
+            call = lean.lean_call_of(request, body) if body else None
+        if call is not None and session_id:
+            served = await run_sync(lean.serve, _authenticate, CHANNEL, header, address,
+                                    session_id, call)
+            if served.answer is not None:
+                await lean.send_answer(served.answer, session_id, scope, receive, send)
+                return
+            key, by_oauth, resumed = served.key, served.by_oauth, served.facts
+        else:
+            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id)
         if key is None:
             message = ("ключ API не найден, отозван или истёк" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")

@@ -13,7 +13,8 @@ in-memory dict), and the session's server task (a connection that may start init
 dispatcher whose request ids name this worker). Both follow the SDK 2.3 code they replace.
 A session whose client declared no elicitation is answered with JSON bodies, and its
 tools/call by the SDK's single-exchange driver (serve_one) without the session's streams and
-task (issue 31: a third of the CPU of a call); a client that can hold a dialog gets SSE.
+task (issue 31: a third of the CPU of a call), when lean.py (MCP_LEAN) has not answered it in
+the authentication's own thread hop already; a client that can hold a dialog gets SSE.
 """
 
 from __future__ import annotations
@@ -100,15 +101,16 @@ def declares_elicitation(client_params: dict[str, Any] | None) -> bool:
     return isinstance(capabilities, dict) and capabilities.get("elicitation") is not None
 
 
-def _lean_call(request: Request, body: bytes, facts: sessions.SessionFacts | None
-               ) -> JSONRPCRequest | None:
-    """The tools/call this request is, when the lean path may answer it: a POST of one
-    well-formed request, in a session without elicitation, with the headers the SDK's
-    transport would accept (anything else goes to the transport and its own answers)."""
-    if (request.method != "POST" or facts is None
-            or declares_elicitation(facts.client_params)
-            or b"tools/call" not in body
-            or request.headers.get(MCP_PROTOCOL_VERSION_HEADER) != facts.protocol_version
+def lean_session(facts: sessions.SessionFacts | None, protocol_header: str | None) -> bool:
+    """A live session whose client declared no elicitation, named with its own version."""
+    return (facts is not None and not declares_elicitation(facts.client_params)
+            and protocol_header == facts.protocol_version)
+
+
+def tools_call_of(request: Request, body: bytes) -> JSONRPCRequest | None:
+    """The tools/call this POST is, when it is one well-formed request with the headers the
+    SDK's transport would accept (anything else goes to the transport and its own answers)."""
+    if (request.method != "POST" or b"tools/call" not in body
             or not request.headers.get("content-type", "").startswith(CONTENT_TYPE_JSON)
             or not check_accept_headers(request)[0]):
         return None
@@ -120,6 +122,15 @@ def _lean_call(request: Request, body: bytes, facts: sessions.SessionFacts | Non
     if not isinstance(message, JSONRPCRequest) or message.method != "tools/call":
         return None
     return message
+
+
+def _lean_call(request: Request, body: bytes, facts: sessions.SessionFacts | None
+               ) -> JSONRPCRequest | None:
+    """The tools/call this request is, when the single-exchange driver may answer it: one
+    well-formed tools/call in a session without elicitation."""
+    if not lean_session(facts, request.headers.get(MCP_PROTOCOL_VERSION_HEADER)):
+        return None
+    return tools_call_of(request, body)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -154,6 +154,25 @@ async def _point_to_approval_page(ctx: ServerRequestContext[Any, Any], outcome: 
     return outcome
 
 
+def call_core(caller: Caller, params: types.CallToolRequestParams) -> Outcome:
+    """The core call behind a tools/call (sync: run in a thread), as every MCP path makes it."""
+    arguments = params.arguments if params.arguments is not None else {}
+    return gateway.call(caller.contour, params.name, arguments,
+                        channel=caller.channel, actor=caller.actor)
+
+
+def refuse_unknown(outcome: Outcome, name: str) -> None:
+    """Journaled by the core; MCP wants a protocol error for a name it never listed."""
+    if outcome.code == "unknown_tool":
+        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}", data=outcome.as_dict())
+
+
+def call_result(outcome: Outcome, name: str) -> types.CallToolResult:
+    """The tools/call result of an outcome no dialog can change (MCPError for an unknown tool)."""
+    refuse_unknown(outcome, name)
+    return tool_result(outcome)
+
+
 def build_server(resolve: CallerResolver) -> Server[Any]:
     """One low-level Server; `resolve` says, per request, whose contour it serves."""
 
@@ -168,12 +187,8 @@ def build_server(resolve: CallerResolver) -> Server[Any]:
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         caller = await resolve(ctx)
         arguments = params.arguments if params.arguments is not None else {}
-        outcome = await run_sync(gateway.call, caller.contour, params.name, arguments,
-                                 channel=caller.channel, actor=caller.actor)
-        if outcome.code == "unknown_tool":
-            # Journaled by the core above; MCP wants a protocol error for a name it never listed.
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}",
-                           data=outcome.as_dict())
+        outcome = await run_sync(call_core, caller, params)
+        refuse_unknown(outcome, params.name)
         if outcome.code == "confirmation_required":
             outcome = await _confirm_in_dialog(ctx, caller, params, arguments, outcome)
         if outcome.code == "awaiting_approval":

@@ -29,6 +29,9 @@ MCP_ELICITATION_TIMEOUT_SECONDS = env.float("MCP_ELICITATION_TIMEOUT_SECONDS", d
 for _name in ("MCP_SESSION_IDLE_SECONDS", "MCP_MAX_SESSIONS", "MCP_ELICITATION_TIMEOUT_SECONDS"):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive")
+# A tools/call of a session without a dialog answered in one thread hop without the SDK's
+# request kernel (adapters/mcp/lean.py); off: the SDK's single-exchange driver answers it.
+MCP_LEAN = env.bool("MCP_LEAN", default=True)
 # The gateway as an OAuth 2.1 authorization server for /mcp (adapters/oauth): hosted assistants
 # register themselves and an owner consents. Its issuer is GATEWAY_SITE_URL (https, or loopback
 # http); access tokens live an hour, a grant (its key, every refresh) GATEWAY_OAUTH_GRANT_DAYS.

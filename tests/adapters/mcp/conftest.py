@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,15 +86,16 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Gateway:
     return gw
 
 
-@pytest.fixture(scope="session")
-def live(gateway: Gateway) -> Iterator[Gateway]:
-    """uvicorn serving config.asgi:application, as `make demo` does."""
-    base = f"http://127.0.0.1:{gateway.env['PORT']}"
-    log = gateway.db.with_name("uvicorn.log").open("w")
+@contextmanager
+def serving(gateway: Gateway, port: str, **env: str) -> Iterator[str]:
+    """uvicorn serving config.asgi:application on `port`, as `make demo` does; its /mcp URL."""
+    base = f"http://127.0.0.1:{port}"
+    log_path = gateway.db.with_name(f"uvicorn-{port}.log")
+    log = log_path.open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-         "--port", gateway.env["PORT"], "--workers", "1", "--no-access-log"],
-        cwd=ROOT, env=gateway.env, stdout=log, stderr=subprocess.STDOUT,
+         "--port", port, "--workers", "1", "--no-access-log"],
+        cwd=ROOT, env={**gateway.env, **env}, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
         for _ in range(150):
@@ -103,16 +104,22 @@ def live(gateway: Gateway) -> Iterator[Gateway]:
                 break
             except httpx.TransportError:
                 if server.poll() is not None:
-                    raise RuntimeError(gateway.db.with_name("uvicorn.log").read_text()) from None
+                    raise RuntimeError(log_path.read_text()) from None
                 time.sleep(0.1)
         else:
             raise RuntimeError("uvicorn did not answer within 15 s")
-        gateway.url = f"{base}/mcp"
-        yield gateway
+        yield f"{base}/mcp"
     finally:
         server.terminate()
         server.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def live(gateway: Gateway) -> Iterator[Gateway]:
+    with serving(gateway, gateway.env["PORT"]) as url:
+        gateway.url = url
+        yield gateway
 
 
 @pytest.fixture(scope="session")
