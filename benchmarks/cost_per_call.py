@@ -328,14 +328,19 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                                       other.pids, {"Authorization": f"Bearer {key}"}))
             targets.append(rest_target(port_b, key, other.pids,
                                        f"gateway REST get_order, {Path(tree).name}"))
-        # The REST floor: the same served app, a DRF view making the same GET, no database.
-        floor_rest_port = ref_port + 2 + len(args.compare)
-        floor_rest = stack.enter_context(Server(
-            server_env(url, floor_rest_port, **env_extra, FLOOR_UPSTREAM=fake), floor_rest_port,
-            1, app="benchmarks.rest_floor:application"))
-        targets.append(rest_target(floor_rest_port, key, floor_rest.pids,
-                                   "gateway REST floor (served app, no database)",
-                                   "/bench/rest-floor"))
+        # The REST floor: the same served app, a DRF view making the same GET, no database;
+        # a --compare tree's too when its benchmarks/rest_floor.py is there (copy it in).
+        floors = [(ROOT, ""), *[(Path(tree).resolve(), f", {Path(tree).name}")
+                                for tree in args.compare]]
+        for index, (tree, label) in enumerate(
+                [(t, label) for t, label in floors if (t / "benchmarks/rest_floor.py").exists()]):
+            port_f = ref_port + 2 + len(args.compare) + index
+            served = stack.enter_context(Server(
+                server_env(url, port_f, **env_extra, FLOOR_UPSTREAM=fake), port_f, 1,
+                app="benchmarks.rest_floor:application", cwd=tree))
+            targets.append(rest_target(port_f, key, served.pids,
+                                       f"gateway REST floor (served app, no database){label}",
+                                       "/bench/rest-floor"))
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
             ref = stack.enter_context(process(
@@ -401,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--port", type=int, default=18110,
-                        help="five ports from here, one more per --compare tree and with --access-log")
+                        help="five ports from here, two more per --compare tree, one with --access-log")
     parser.add_argument("--env", action="append", default=[], help="NAME=value for the gateway")
     parser.add_argument("--access-log", action="store_true",
                         help="also a gateway with uvicorn's access log on (a fifth port)")

@@ -13,18 +13,20 @@ from __future__ import annotations
 import os
 
 import httpx
-from django.urls import path
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from config import urls
-from config.asgi import application
-
-__all__ = ["application"]
+from config.asgi import application  # first: sets Django up
 
 _http = httpx.Client(base_url=os.environ.get("FLOOR_UPSTREAM", "http://127.0.0.1:8765"),
                      timeout=30)
+
+from django.urls import path  # noqa: E402 - after Django is set up
+from rest_framework.request import Request  # noqa: E402
+from rest_framework.response import Response  # noqa: E402
+from rest_framework.views import APIView  # noqa: E402
+
+from config import urls  # noqa: E402
+
+__all__ = ["application"]
 
 
 class FloorView(APIView):
