@@ -6,7 +6,9 @@ side on one fake upstream, spoken to with a raw-socket HTTP/1.1 client (benchmar
 - reference: github:InvoiceBox/invoicebox-mcp-server built by benchmarks/reference_setup.sh,
   its account cap lifted by that script's one-line patch, one Node process;
 - floor: uvicorn + the mcp SDK's Streamable HTTP, one tool making the same pooled httpx GET,
-  no database (benchmarks/floor_server.py).
+  no database (benchmarks/floor_server.py);
+- REST floor: the gateway's served app with one DRF view making that GET, no key, no
+  database (benchmarks/rest_floor.py), timed at one client.
 
 One client first, calls interleaved kind by kind (direct GET to the fake, REST and MCP get_order
 through the gateway, MCP get_order on the floor and the reference); then `--clients` clients
@@ -130,7 +132,7 @@ def mcp_target(name: str, port: int, pids: Callable[[], list[int]],
 
 
 def rest_target(port: int, key: str, pids: Callable[[], list[int]],
-                name: str = "gateway REST get_order") -> Target:
+                name: str = "gateway REST get_order", path: str = "/api/v1/call") -> Target:
     body = json.dumps({"name": "get_order", "arguments": ARGS}).encode()
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
@@ -138,7 +140,7 @@ def rest_target(port: int, key: str, pids: Callable[[], list[int]],
         http = RawHttp(port)
 
         async def call() -> None:
-            status, _, data = await http.request("POST", "/api/v1/call", headers, body)
+            status, _, data = await http.request("POST", path, headers, body)
             if status != 200 or json.loads(data)["status"] != "ok":
                 raise RuntimeError(f"REST {status} {data[:200]!r}")
         return call
@@ -326,6 +328,19 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                                       other.pids, {"Authorization": f"Bearer {key}"}))
             targets.append(rest_target(port_b, key, other.pids,
                                        f"gateway REST get_order, {Path(tree).name}"))
+        # The REST floor: the same served app, a DRF view making the same GET, no database;
+        # a --compare tree's too when its benchmarks/rest_floor.py is there (copy it in).
+        floors = [(ROOT, ""), *[(Path(tree).resolve(), f", {Path(tree).name}")
+                                for tree in args.compare]]
+        for index, (tree, label) in enumerate(
+                [(t, label) for t, label in floors if (t / "benchmarks/rest_floor.py").exists()]):
+            port_f = ref_port + 2 + len(args.compare) + index
+            served = stack.enter_context(Server(
+                server_env(url, port_f, **env_extra, FLOOR_UPSTREAM=fake), port_f, 1,
+                app="benchmarks.rest_floor:application", cwd=tree))
+            targets.append(rest_target(port_f, key, served.pids,
+                                       f"gateway REST floor (served app, no database){label}",
+                                       "/bench/rest-floor"))
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
             ref = stack.enter_context(process(
@@ -391,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--port", type=int, default=18110,
-                        help="four ports from here (five with --access-log)")
+                        help="five ports from here, two more per --compare tree, one with --access-log")
     parser.add_argument("--env", action="append", default=[], help="NAME=value for the gateway")
     parser.add_argument("--access-log", action="store_true",
                         help="also a gateway with uvicorn's access log on (a fifth port)")

@@ -4,9 +4,10 @@ Django is mounted as a WSGI app on a fixed pool of threads (a2wsgi), not through
 ASGI handler. Every view of ours is sync, and the ASGI handler hops between the event loop and
 threads several times per request (a new thread for each request, the sync middleware
 adapted in and out), which measured at ~6 ms of CPU on a 1 ms `/health`. On the pool a request
-is one hop, its middleware runs sync end to end, and a thread keeps its database connection
-between requests when `CONN_MAX_AGE` allows it (the pool bounds how many there are). The MCP
-core calls use the same pool as the loop's default executor.
+is one hop there and one back (adapters/wsgi_pool.py), its middleware runs sync end to end,
+and a thread keeps its database connection between requests when `CONN_MAX_AGE` allows it
+(the pool bounds how many there are). The MCP core calls use the same pool as the loop's
+default executor.
 """
 
 import asyncio
@@ -14,7 +15,6 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from a2wsgi import WSGIMiddleware
 from django.core.wsgi import get_wsgi_application
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,9 +33,10 @@ from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app 
 from adapters.mcp.server import run_sync  # noqa: E402
 from adapters.oauth.events import CHANNEL as OAUTH_CHANNEL  # noqa: E402
 from adapters.oauth.routes import oauth_routes  # noqa: E402
+from adapters.wsgi_pool import PooledWSGI  # noqa: E402
 from tools.ops.health import asgi_guard, report  # noqa: E402
 
-django_application = WSGIMiddleware(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
+django_application = PooledWSGI(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
 mcp_application, mcp_sessions = build_mcp_app()
 
 

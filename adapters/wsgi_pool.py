@@ -1,0 +1,129 @@
+"""Django (WSGI) on a fixed thread pool behind the event loop, one hop there and one back.
+
+Written by hand over a2wsgi (config/asgi.py says why Django is served as WSGI on a pool).
+a2wsgi's responder makes the worker thread wait for the event loop at every step of a request:
+reading the body, start_response, each body chunk and the end, four round trips between the
+threads for a JSON POST besides the hop there and back. Here a request body with a
+Content-Length up to BUFFERED_BODY is read on the loop before the hop, and a response that is
+not streaming is collected in the thread and sent by the loop after it. A larger or chunked
+request body takes a2wsgi's path unchanged; a streaming response (a file, a download) is sent
+chunk by chunk as a2wsgi does. The environ, the status, the headers and the bytes on the wire
+are a2wsgi's, and the response is closed (Django's request_finished: the thread's database
+connection back to the pool) in the thread that ran the view, before anything is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import io
+import itertools
+from collections.abc import Iterable
+from typing import Any
+
+from a2wsgi import WSGIMiddleware
+from a2wsgi.asgi_typing import HTTPScope, Receive, Scope, Send
+from a2wsgi.wsgi import WSGIResponder, build_environ
+
+# The REST API's bodies are a few kB; anything larger is read as a2wsgi reads it.
+BUFFERED_BODY = 1 << 20
+
+Buffered = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+class PooledWSGI(WSGIMiddleware):
+    """a2wsgi's WSGIMiddleware (same pool, same `executor`) with OneHopResponder for HTTP."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await super().__call__(scope, receive, send)
+        length = _body_length(scope)
+        if length is None or length > BUFFERED_BODY:
+            return await super().__call__(scope, receive, send)
+        responder = OneHopResponder(self.app, self.executor, self.send_queue_size)
+        await responder.respond(scope, receive, send, length)
+
+
+def _body_length(scope: HTTPScope) -> int | None:
+    """The declared body length, 0 without one; None when it is chunked or unreadable."""
+    length = 0
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding":
+            return None
+        if name == b"content-length":
+            try:
+                length = int(value)
+            except ValueError:
+                return None
+    return length
+
+
+class OneHopResponder(WSGIResponder):
+    sender_task: asyncio.Task[None] | None = None
+
+    async def respond(self, scope: HTTPScope, receive: Receive, send: Send,
+                      length: int) -> None:
+        body = bytearray()
+        more = length > 0
+        while more:  # uvicorn has already framed the body by its Content-Length
+            message = await receive()
+            body.extend(message.get("body", b""))
+            more = message.get("more_body", False)
+        environ = build_environ(scope, io.BytesIO(bytes(body)))  # type: ignore[arg-type]
+        context = contextvars.copy_context()
+        try:
+            buffered = await self.loop.run_in_executor(
+                self.executor, context.run, self.run_app, environ, send)
+            if buffered is None:  # streamed through a2wsgi's queue and sender task
+                await self.send_queue.put(None)
+                assert self.sender_task is not None
+                await self.sender_task
+            else:
+                status, headers, content = buffered
+                await send({"type": "http.response.start", "status": status,
+                            "headers": headers})
+                await send({"type": "http.response.body", "body": content})
+            if self.exc_info is not None:
+                raise self.exc_info[0].with_traceback(self.exc_info[1], self.exc_info[2])
+        finally:
+            if self.sender_task is not None and not self.sender_task.done():
+                self.sender_task.cancel()
+
+    def run_app(self, environ: dict[str, Any], send: Send) -> Buffered | None:
+        """In the pool's thread: the app, then its whole answer unless it streams."""
+        started: list[Any] = []
+        written: list[bytes] = []
+
+        def start_response(status: str, response_headers: list[tuple[str, str]],
+                           exc_info: Any = None) -> Any:
+            self.exc_info = exc_info
+            if not started:
+                started.extend((status, response_headers))
+            return written.append
+
+        iterable: Iterable[bytes] = self.app(environ, start_response)
+        try:
+            if getattr(iterable, "streaming", True) is False and not written:
+                content = b"".join(iterable)
+                status, response_headers = started
+                return (int(status.split(" ", 1)[0]),
+                        [(name.strip().encode("latin1").lower(), value.strip().encode("latin1"))
+                         for name, value in response_headers],
+                        content)
+            self.stream(send, started, written, iterable)
+            return None
+        finally:
+            getattr(iterable, "close", lambda: None)()
+
+    def stream(self, send: Send, started: list[Any], written: list[bytes],
+               iterable: Iterable[bytes]) -> None:
+        """a2wsgi's way: each message handed to a sender task on the loop, in order."""
+        asyncio.run_coroutine_threadsafe(self._start_sender(send), self.loop).result()
+        if started:
+            WSGIResponder.start_response(self, *started, self.exc_info)
+        for chunk in itertools.chain(written, iterable):
+            self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+        self.send({"type": "http.response.body", "body": b""})
+
+    async def _start_sender(self, send: Send) -> None:
+        self.sender_task = self.loop.create_task(self.sender(send))
