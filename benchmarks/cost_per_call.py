@@ -210,6 +210,36 @@ async def sequential(targets: list[Target], calls: int, warmup: int, dbname: str
             for t, tree in zip(targets, pids, strict=True)}
 
 
+async def alone(targets: list[Target], calls: int, warmup: int, dbname: str
+                ) -> dict[str, dict[str, Any]]:
+    """Each kind by itself, one client, `calls` calls in a row: no other server runs between
+    two of its calls (interleaving costs every server its warm caches; this tells how much).
+    CPU over the whole series: the server's tree, and the database's backends for gateways."""
+    pg = pg_backends(dbname)
+    out: dict[str, dict[str, Any]] = {}
+    for target in targets:
+        call = await target.make()
+        for _ in range(warmup):
+            await call()
+            await maintain(call)
+        tree, on_pg = target.pids(), target.name.startswith("gateway")
+        samples: list[float] = []
+        before, pg_before = _cpu_ticks(tree), _cpu_ticks(pg) if on_pg else 0
+        for _ in range(calls):
+            begin = time.perf_counter()
+            await call()
+            samples.append(time.perf_counter() - begin)
+            await maintain(call)
+        per_call = 1000 / CLOCK_TICKS / calls
+        out[target.name] = {
+            "p50_ms": round(percentile(samples, 50) * 1000, 3),
+            "p99_ms": round(percentile(samples, 99) * 1000, 3),
+            "cpu_ms_per_call": round((_cpu_ticks(tree) - before) * per_call, 3) if tree else None,
+            "pg_cpu_ms_per_call": round((_cpu_ticks(pg) - pg_before) * per_call, 3)
+            if on_pg else None}
+    return out
+
+
 async def loaded(target: Target, clients: int, duration: float, dbname: str | None
                  ) -> dict[str, Any]:
     made = [await target.make() for _ in range(clients)]
@@ -351,6 +381,8 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         else:
             print("reference not built (sh benchmarks/reference_setup.sh): floor only")
         result["sequential"] = asyncio.run(sequential(targets, args.calls, 20, dbname))
+        if args.alone:
+            result["alone"] = asyncio.run(alone(targets, args.calls, 20, dbname))
         result["statements"] = statements_per_call(key)
         result["uptime_after_sequential"] = uptime()
         result["load"] = []
@@ -366,11 +398,10 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     return result
 
 
-def render(result: dict[str, Any]) -> str:
-    seq = result["sequential"]
-    ref = seq.get("reference MCP get_order")
+def one_client_rows(timed: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    ref = timed.get("reference MCP get_order")
     rows = []
-    for name, s in seq.items():
+    for name, s in timed.items():
         ratio = ""
         if ref and s["cpu_ms_per_call"] and ref["cpu_ms_per_call"]:
             cpu = s["cpu_ms_per_call"] + (s["pg_cpu_ms_per_call"] or 0)
@@ -378,6 +409,16 @@ def render(result: dict[str, Any]) -> str:
                      f"{cpu / ref['cpu_ms_per_call']:.2f}×")
         rows.append([name, s["p50_ms"], s["p99_ms"], s["cpu_ms_per_call"] or "",
                      s["pg_cpu_ms_per_call"] or "", ratio])
+    return rows
+
+
+def render(result: dict[str, Any]) -> str:
+    rows = one_client_rows(result["sequential"])
+    one_client = ["p50 ms", "p99 ms", "CPU ms/call", "PostgreSQL CPU ms/call",
+                  "÷ reference (p50 / CPU incl. PostgreSQL)"]
+    alone = ("\n\n" + md_table(["one client, each alone", *one_client],
+                                one_client_rows(result["alone"]))
+             if "alone" in result else "")
     st, journal = result["statements"], result["journal"]
     statements = md_table(["statements per MCP get_order (in process)", "count"],
                           [["all", st["per_call"]], *st["groups"].items()])
@@ -390,9 +431,7 @@ def render(result: dict[str, Any]) -> str:
     return (f"Load average (1/5/15 min) at start {result['uptime_start']}, after the sequential "
             f"part {result['uptime_after_sequential']}, at the end {result['uptime_end']}. "
             f"Gateway env extra: {result['env'] or 'none'}.\n\n"
-            + md_table(["one client, interleaved", "p50 ms", "p99 ms", "CPU ms/call",
-                        "PostgreSQL CPU ms/call", "÷ reference (p50 / CPU incl. PostgreSQL)"],
-                       rows) + "\n\n"
+            + md_table(["one client, interleaved", *one_client], rows) + alone + "\n\n"
             + md_table(["server", "clients", "req/s", "p50 ms", "p99 ms", "errors",
                         "CPU ms/call", "PostgreSQL CPU ms/call", "machine busy %",
                         "load average"], load) + "\n\n" + statements + "\n\n" + sizes + "\n")
@@ -413,6 +452,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--compare", action="append", default=[],
                         help="a source tree (e.g. `git archive main` unpacked) whose gateway "
                         "runs in the same run too (one more port each; may repeat)")
+    parser.add_argument("--alone", action="store_true",
+                        help="after the interleaved part, time each kind alone too (one client)")
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)
     started = time.monotonic()
