@@ -131,7 +131,7 @@ def free_port() -> int:
 
 @dataclass
 class Server:
-    """uvicorn serving config.asgi:application on loopback, as `make demo` does."""
+    """uvicorn serving config.asgi:application on loopback, as `make demo` does (or granian)."""
 
     env: dict[str, str]
     port: int
@@ -139,6 +139,7 @@ class Server:
     app: str = "config.asgi:application"
     access_log: bool = False  # uvicorn's own line per request (the journal has every call)
     cwd: Path = ROOT  # another source tree (an earlier version) to serve instead
+    granian: bool = False  # granian's ASGI interface (with lifespan) instead of uvicorn
     process: subprocess.Popen[bytes] | None = None
     log: Path = field(default_factory=lambda: Path(tempfile.mkstemp(suffix=".log")[1]))
 
@@ -146,19 +147,23 @@ class Server:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def command(self) -> list[str]:
+        common = ["--host", "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers),
+                  "--access-log" if self.access_log else "--no-access-log",
+                  "--log-level", "info" if self.access_log else "warning"]
+        if self.granian:
+            return [sys.executable, "-m", "granian", "--interface", "asgi", *common, self.app]
+        return [sys.executable, "-m", "uvicorn", self.app, *common]
+
     def start(self) -> None:
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(  # noqa: S603
-                [sys.executable, "-m", "uvicorn", self.app, "--host",
-                 "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers),
-                 "--access-log" if self.access_log else "--no-access-log",
-                 "--log-level", "info" if self.access_log else "warning"],
-                cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                self.command(), cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"uvicorn exited:\n{self.log.read_text()[-3000:]}")
+                raise RuntimeError(f"{self.command()[2]} exited:\n{self.log.read_text()[-3000:]}")
             try:
                 httpx.get(f"{self.base}/api/schema/", timeout=2)
             except httpx.TransportError:
@@ -168,7 +173,7 @@ class Server:
             # the time to import too, so no cell measures a worker still starting.
             time.sleep(1.5 * (self.workers - 1))
             return
-        raise RuntimeError("uvicorn did not answer within 60 s")
+        raise RuntimeError(f"{self.command()[2]} did not answer within 60 s")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

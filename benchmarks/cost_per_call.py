@@ -7,6 +7,8 @@ side on one fake upstream, spoken to with a raw-socket HTTP/1.1 client (benchmar
   its account cap lifted by that script's one-line patch, one Node process;
 - floor: uvicorn + the mcp SDK's Streamable HTTP, one tool making the same pooled httpx GET,
   no database (benchmarks/floor_server.py);
+- with --granian, the gateway again (same database and env) served by granian's ASGI
+  interface, one worker, instead of uvicorn;
 - REST floor: the gateway's served app with one DRF view making that GET, no key, no
   database (benchmarks/rest_floor.py), timed at one client.
 
@@ -17,8 +19,8 @@ PostgreSQL's is the CPU of the backends serving the run's database, reported apa
 
     sh benchmarks/reference_setup.sh        # once
     .venv/bin/python -m benchmarks.cost_per_call [--calls 400] [--clients 8] [--duration 6]
-        [--rounds 2] [--port 18110] [--access-log] [--compare DIR]
-        [--tag=-before]
+        [--rounds 2] [--port 18110] [--access-log] [--granian] [--compare DIR]
+        [--alone] [--tag=-before]
 """
 
 from __future__ import annotations
@@ -350,6 +352,13 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                                                 ref_port + 1, 1, access_log=True))
             targets.append(mcp_target("gateway MCP get_order, access log on", ref_port + 1,
                                       logged.pids, {"Authorization": f"Bearer {key}"}))
+        if args.granian:  # the same app and env served by granian (ASGI, one worker)
+            port_g = ref_port + 3 + 2 * len(args.compare)  # past the compare trees' REST floors
+            rust = stack.enter_context(Server(server_env(url, port_g, **env_extra), port_g, 1,
+                                              granian=True))
+            targets.append(mcp_target("gateway MCP get_order, granian", port_g, rust.pids,
+                                      {"Authorization": f"Bearer {key}"}))
+            targets.append(rest_target(port_g, key, rust.pids, "gateway REST get_order, granian"))
         for index, tree in enumerate(args.compare):  # earlier versions, same database
             port_b = ref_port + 2 + index
             other = stack.enter_context(Server(server_env(url, port_b, **env_extra), port_b, 1,
@@ -445,10 +454,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--port", type=int, default=18110,
-                        help="five ports from here, two more per --compare tree, one with --access-log")
+                        help="five ports from here, two more per --compare tree, one with --access-log, "
+                        "one with --granian")
     parser.add_argument("--env", action="append", default=[], help="NAME=value for the gateway")
     parser.add_argument("--access-log", action="store_true",
                         help="also a gateway with uvicorn's access log on (a fifth port)")
+    parser.add_argument("--granian", action="store_true",
+                        help="also the gateway served by granian instead of uvicorn (a port "
+                        "past the REST floors)")
     parser.add_argument("--compare", action="append", default=[],
                         help="a source tree (e.g. `git archive main` unpacked) whose gateway "
                         "runs in the same run too (one more port each; may repeat)")
