@@ -18,12 +18,15 @@ import asyncio
 import contextvars
 import io
 import itertools
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from a2wsgi import WSGIMiddleware
 from a2wsgi.asgi_typing import HTTPScope, Receive, Scope, Send
 from a2wsgi.wsgi import WSGIResponder, build_environ
+
+logger = logging.getLogger(__name__)
 
 # The REST API's bodies are a few kB; anything larger is read as a2wsgi reads it.
 BUFFERED_BODY = 1 << 20
@@ -102,18 +105,31 @@ class OneHopResponder(WSGIResponder):
             return written.append
 
         iterable: Iterable[bytes] = self.app(environ, start_response)
-        try:
-            if getattr(iterable, "streaming", True) is False and not written:
-                content = b"".join(iterable)
-                status, response_headers = started
-                return (int(status.split(" ", 1)[0]),
-                        [(name.strip().encode("latin1").lower(), value.strip().encode("latin1"))
-                         for name, value in response_headers],
-                        content)
-            self.stream(send, started, written, iterable)
+        close = getattr(iterable, "close", lambda: None)
+        if getattr(iterable, "streaming", True) is not False or written:
+            try:
+                self.stream(send, started, written, iterable)
+            finally:
+                close()
             return None
-        finally:
-            getattr(iterable, "close", lambda: None)()
+        try:
+            content = b"".join(iterable)
+        except BaseException:
+            close()
+            raise
+        status, response_headers = started
+        answer = (int(status.split(" ", 1)[0]),
+                  [(name.strip().encode("latin1").lower(), value.strip().encode("latin1"))
+                   for name, value in response_headers],
+                  content)
+        try:
+            close()
+        except Exception:
+            # The answer is made (and a tool call's entry journaled): a failure in what runs
+            # after it (request_finished, e.g. returning a connection the database cut) must
+            # not turn it into a 500. a2wsgi had sent the answer before closing, too.
+            logger.exception("closing a finished response failed; its answer is sent")
+        return answer
 
     def stream(self, send: Send, started: list[Any], written: list[bytes],
                iterable: Iterable[bytes]) -> None:

@@ -146,3 +146,26 @@ def test_django_answers_the_same_through_both(pools: Any) -> None:
     assert wire(ours) == wire(theirs)
     status, headers, _ = wire(ours)
     assert status == 404 and (b"x-frame-options", b"DENY") in headers
+
+
+class FailingClose(Answer):
+    """An answer whose close fails, as Django's request_finished can when the database has
+    cut the connection it hands back."""
+
+    def close(self) -> None:
+        super().close()
+        raise RuntimeError("connection lost while closing")
+
+
+def test_an_answer_whose_close_fails_is_still_sent(pools: Any, caplog: Any) -> None:
+    notes: list[str] = []
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return FailingClose([b'{"status": "ok"}'], notes)
+
+    pooled, _ = pools(app)
+    status, _, body = wire(serve(pooled, "/api/v1/call", b"{}"))
+    assert (status, body) == (200, b'{"status": "ok"}')
+    assert len(notes) == 1  # closed once, in the thread
+    assert "closing a finished response failed" in caplog.text
