@@ -126,14 +126,17 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
     # away) is journaled, through the spool, without one.
     entries = {row[0]: row for row in cluster.sql(
         "select id, contour, phase, code, confirmation_id, channel, "
-        "arguments->'_spooled'->>'id' from audit_journalentry "
+        "arguments->'_spooled'->>'id', at, tool, actor from audit_journalentry "
         "where contour = any(%s) or contour = ''", slugs)}
     spooled = {row[6]: row for row in entries.values() if row[6]}
     answered = [a for a in answers if not a.cut]
+    matched: set[int] = set()
     for a in answered:
         entry = entries.get(a.journal_id) if a.journal_id is not None else None
         if entry is None and a.journal_pending:
             entry = spooled.get(a.journal_pending)
+        if entry is not None:
+            matched.add(entry[0])
         contour_ok = entry is not None and (
             entry[1] == a.contour or (entry[1] == "" and a.code == "database_unavailable"))
         if entry is None or not contour_ok or entry[3] != a.code:
@@ -144,8 +147,12 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
                           if e[5] == "rest" and e[3] != "execution_started")
     cut = sum(a.cut == "cut" for a in answers)
     if not len(answered) <= outcome_entries <= len(answered) + cut:
+        # The entries no answer names: which calls they were, to tell how they came about.
+        unnamed = [[str(v) for v in (e[0], e[7], e[1], e[8], e[2], e[3], e[9], e[6])]
+                   for e in sorted(entries.values(), key=lambda e: e[0])
+                   if e[5] == "rest" and e[3] != "execution_started" and e[0] not in matched]
         anomaly("entries_vs_calls", outcome_entries=outcome_entries, answered=len(answered),
-                cut=cut)
+                cut=cut, unnamed_entries=unnamed[:10])
     started = Counter(e[4] for e in entries.values() if e[3] == "execution_started")
     for confirmation_id, state, attempts, _, _ in operations:
         if started[confirmation_id] != attempts:
