@@ -5,7 +5,10 @@ already redacted (journal.build), is written to GATEWAY_STATE_DIR/journal-spool 
 file (fsynced, renamed into place), and the answer names it (`journal_pending`). When the
 database is back, drain() appends the spooled entries to their chains, oldest first, each
 marked `arguments._spooled = {"id", "at"}` (the spool id and when the call was answered), so
-the entry is found by the id the answer gave and is never appended twice. Drains run in the
+the entry is found by the id the answer gave and is never appended twice. A write whose
+connection died after the server committed it (the answer never came back) is spooled too,
+with the hash it was written under: on drain, the spooled entry is still appended (the answer
+named it) and says `duplicate_of` the committed one, so the journal tells the two apart. Drains run in the
 process that spooled (after its next journaled call) and in the beat task
 audit.tasks.drain_journal_spool (a worker sharing the state directory).
 
@@ -37,6 +40,7 @@ from audit.models import JournalEntry
 logger = logging.getLogger(__name__)
 
 MARK = "_spooled"
+ATTEMPTED = "attempted_hash"  # in the spool file only, beside the entry's fields
 # A drain appends at most this many entries per run: a call that triggers it stays quick.
 DRAIN_BATCH = 200
 _FIELDS = ("contour", "channel", "actor", "tool", "phase", "arguments", "status", "code",
@@ -66,13 +70,17 @@ def directory() -> Path:
 
 def record_or_spool(**fields: Any) -> Recorded:
     """journal.record(), or the spool when the database fails; drains after a success."""
+    savepoint = fields.pop("savepoint", True)
+    built = journal.build(**fields)
     try:
-        entry = journal.record(**fields)
+        entry = journal.append(built, savepoint=savepoint)
     except DatabaseError:
         if transaction.get_connection().in_atomic_block:
             raise  # a caller's transaction: its own failure decides, not the spool
-        built = journal.build(**{k: v for k, v in fields.items() if k != "savepoint"})
-        spool_id = write(built)
+        # The connection can die after the server committed the row, before saying so: the
+        # attempt's hash (unique, set once the entry was placed) tells the drain whether it
+        # is in the journal after all.
+        spool_id = write(built, attempted_hash=built.hash or "")
         logger.warning("database unavailable: journal entry spooled as %s", spool_id)
         return Recorded(spool_id=spool_id)
     if _maybe_pending:
@@ -83,11 +91,13 @@ def record_or_spool(**fields: Any) -> Recorded:
     return Recorded(entry=entry)
 
 
-def write(entry: JournalEntry) -> str:
-    """Spool one built entry durably; returns its spool id."""
+def write(entry: JournalEntry, attempted_hash: str = "") -> str:
+    """Spool one built entry durably; returns its spool id. `attempted_hash`: the hash of a
+    write whose outcome is unknown (the row may be in the journal)."""
     global _maybe_pending
     spool_id = uuid.uuid4().hex
-    content = {name: getattr(entry, name) for name in _FIELDS}
+    content: dict[str, Any] = {name: getattr(entry, name) for name in _FIELDS}
+    content[ATTEMPTED] = attempted_hash
     content["arguments"] = {**(entry.arguments or {}),
                             MARK: {"id": spool_id, "at": datetime.now(UTC).isoformat()}}
     folder = directory()
@@ -123,10 +133,15 @@ def drain(limit: int = DRAIN_BATCH) -> int:
         files = sorted(folder.glob("*.json"))
         for path in files[:limit]:
             content = json.loads(path.read_text(encoding="utf-8"))
+            attempted = content.pop(ATTEMPTED, "")
             spool_id = content["arguments"][MARK]["id"]
             with transaction.atomic():
                 if not JournalEntry.objects.filter(**{f"arguments__{MARK}__id": spool_id}
                                                    ).exists():
+                    committed = (JournalEntry.objects.filter(hash=attempted)
+                                 .values_list("id", flat=True).first() if attempted else None)
+                    if committed is not None:  # the first write did land: say so, keep both
+                        content["arguments"][MARK]["duplicate_of"] = committed
                     journal.append(JournalEntry(**content))
                     appended += 1
             path.unlink()

@@ -126,7 +126,8 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
     # away) is journaled, through the spool, without one.
     entries = {row[0]: row for row in cluster.sql(
         "select id, contour, phase, code, confirmation_id, channel, "
-        "arguments->'_spooled'->>'id', at, tool, actor from audit_journalentry "
+        "arguments->'_spooled'->>'id', at, tool, actor, "
+        "(arguments->'_spooled'->>'duplicate_of')::bigint from audit_journalentry "
         "where contour = any(%s) or contour = ''", slugs)}
     spooled = {row[6]: row for row in entries.values() if row[6]}
     answered = [a for a in answers if not a.cut]
@@ -143,14 +144,19 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
             anomaly("answer_without_entry", kind=a.kind, code=a.code, journal_id=a.journal_id,
                     journal_pending=a.journal_pending,
                     entry=list(entry[1:4]) if entry else None)
+    # A write whose commit landed while its connection died is in the journal twice: the
+    # committed row and its spooled copy, which says `duplicate_of` (audit/spool.py). One call.
+    duplicated = {e[10] for e in entries.values() if e[10] is not None}
     outcome_entries = sum(1 for e in entries.values()
-                          if e[5] == "rest" and e[3] != "execution_started")
+                          if e[5] == "rest" and e[3] != "execution_started"
+                          and e[0] not in duplicated)
     cut = sum(a.cut == "cut" for a in answers)
     if not len(answered) <= outcome_entries <= len(answered) + cut:
         # The entries no answer names: which calls they were, to tell how they came about.
         unnamed = [[str(v) for v in (e[0], e[7], e[1], e[8], e[2], e[3], e[9], e[6])]
                    for e in sorted(entries.values(), key=lambda e: e[0])
-                   if e[5] == "rest" and e[3] != "execution_started" and e[0] not in matched]
+                   if e[5] == "rest" and e[3] != "execution_started"
+                   and e[0] not in matched | duplicated]
         anomaly("entries_vs_calls", outcome_entries=outcome_entries, answered=len(answered),
                 cut=cut, unnamed_entries=unnamed[:10])
     started = Counter(e[4] for e in entries.values() if e[3] == "execution_started")

@@ -1,0 +1,68 @@
+"""audit/spool.py: an entry whose write failed waits in the spool; one whose commit reached the
+server before the connection died is told apart from its spooled copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import OperationalError, connection
+
+from audit import spool
+from audit.journal import verify_chain
+from audit.models import JournalEntry
+
+FIELDS: dict[str, Any] = {"contour": "spool-test", "channel": "rest", "actor": "key:ibg_spool",
+                          "tool": "get_order", "phase": "read", "arguments": {"order_id": "1"},
+                          "status": "ok", "code": "ok", "message": "заказ найден"}
+
+
+@pytest.fixture(autouse=True)
+def _state_dir(settings: Any, tmp_path: Path) -> None:
+    settings.GATEWAY_STATE_DIR = str(tmp_path)
+
+
+def lost_after_commit(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    """The server commits; the connection dies before its answer arrives."""
+    result = execute(sql, params, many, context)
+    if sql == "COMMIT":
+        raise OperationalError("server closed the connection unexpectedly")
+    return result
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_commit_whose_answer_was_lost_is_spooled_and_drained_as_a_marked_duplicate():
+    spool.record_or_spool(**FIELDS)  # opens the contour's lanes: the next write takes one
+    before = JournalEntry.objects.count()
+
+    with connection.execute_wrapper(lost_after_commit):
+        recorded = spool.record_or_spool(**FIELDS)
+
+    assert recorded.entry is None and recorded.spool_id
+    committed = JournalEntry.objects.order_by("-id").first()
+    assert JournalEntry.objects.count() == before + 1  # the write did land
+    assert spool.drain() == 1
+    copy = JournalEntry.objects.get(arguments___spooled__id=recorded.spool_id)
+    assert copy.arguments["_spooled"]["duplicate_of"] == committed.id
+    assert (copy.code, copy.tool) == (committed.code, committed.tool)
+    assert verify_chain() is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_that_never_reached_the_database_is_drained_without_a_duplicate_mark():
+    spool.record_or_spool(**FIELDS)
+    before = JournalEntry.objects.count()
+
+    def refuse(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        raise OperationalError("could not connect to server")
+
+    with connection.execute_wrapper(refuse):
+        recorded = spool.record_or_spool(**FIELDS)
+
+    assert JournalEntry.objects.count() == before
+    assert spool.drain() == 1
+    copy = JournalEntry.objects.get(arguments___spooled__id=recorded.spool_id)
+    assert "duplicate_of" not in copy.arguments["_spooled"]
+    assert verify_chain() is None
