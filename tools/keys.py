@@ -26,6 +26,11 @@ class KeySetupError(ValueError):
     """A key can't be issued as asked; the message says why."""
 
 
+def actor_of(key: ApiKey) -> str:
+    """The journal's actor for a call made with `key` ("key:<prefix>"; never the key)."""
+    return f"{KEY_ACTOR}{key.prefix}"
+
+
 def key_of(contour: Contour | None, actor: str) -> ApiKey | None:
     """The key behind an actor "key:<prefix>" of this contour; None for people and stdio."""
     if contour is None or not actor.startswith(KEY_ACTOR):

@@ -111,7 +111,7 @@ def _scope_refusal(key: ApiKey, tools: list[str]) -> tuple[dict[str, Any], str] 
     tool, toolset = next(iter(lacking.items()))
     outcome = gateway.reject(key.contour, "insufficient_scope",
                              challenge.refusal_message(key, tool, toolset),
-                             channel=CHANNEL, actor=f"key:{key.prefix}", tool=tool,
+                             channel=CHANNEL, actor=keys.actor_of(key), tool=tool,
                              hint=challenge.REFUSAL_HINT)
     return outcome.as_dict(), challenge.insufficient_scope(key, sorted(set(lacking.values())))
 
@@ -148,7 +148,7 @@ class ContourKeyAuth:
             messages, body = await _read_body(receive, LEAN_PEEK_LIMIT)
             receive = _replaying(messages, receive)
             call = lean.lean_call_of(request, body) if body else None
-        if call is not None and session_id:
+        if call is not None:
             served = await run_sync(lean.serve, _authenticate, CHANNEL, header, address,
                                     session_id, call)
             if served.answer is not None:
@@ -181,7 +181,7 @@ class ContourKeyAuth:
                                         headers={"WWW-Authenticate": www_authenticate})
                 await response(scope, receive, send)
                 return
-        caller = Caller(contour=key.contour, channel=CHANNEL, actor=f"key:{key.prefix}")
+        caller = Caller.of_key(key, CHANNEL)
         user = AuthenticatedUser(AccessToken(token=key.prefix, client_id=f"api-key:{key.pk}",
                                              scopes=[], subject=key.contour.slug))
         await self.app({**scope, "user": user, "auth": AuthCredentials([]), CALLER: caller,

@@ -99,8 +99,7 @@ def serve(authenticate: Authenticate, channel: str, header: str, address: str | 
         return Served(key, by_oauth, facts)
     if by_oauth and challenge.missing_toolset(key, call.params.name):
         return Served(key, by_oauth, facts)  # the SDK path answers the 403 with its challenge
-    caller = Caller(contour=key.contour, channel=channel, actor=f"key:{key.prefix}")
-    return Served(key, by_oauth, facts, answer_bytes(call, caller))
+    return Served(key, by_oauth, facts, answer_bytes(call, Caller.of_key(key, channel)))
 
 
 async def send_answer(answer: bytes, session_id: str, scope: Scope, receive: Receive,

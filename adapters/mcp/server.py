@@ -21,9 +21,9 @@ from pydantic import BaseModel, ValidationError
 
 from adapters.mcp.schema import input_schema, tool_definitions, tool_result
 from adapters.sync_bridge import run_sync
-from tools import catalog, gateway
+from tools import catalog, gateway, keys
 from tools.errors import Outcome
-from tools.models import Contour
+from tools.models import ApiKey, Contour
 
 NAME = "invoicebox-gateway"
 INSTRUCTIONS = (
@@ -44,6 +44,10 @@ class Caller:
     contour: Contour
     channel: str
     actor: str
+
+    @classmethod
+    def of_key(cls, key: ApiKey, channel: str) -> Caller:
+        return cls(contour=key.contour, channel=channel, actor=keys.actor_of(key))
 
 
 CallerResolver = Callable[[ServerRequestContext[Any, Any]], Awaitable[Caller]]

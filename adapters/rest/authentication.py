@@ -25,7 +25,7 @@ class ContourPrincipal:
 
     @property
     def actor(self) -> str:
-        return f"key:{self.key.prefix}"
+        return keys.actor_of(self.key)
 
 
 class ContourKeyAuthentication(BaseAuthentication):
