@@ -60,6 +60,8 @@ ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 TOKEN = "bench-token-0123456789abcdef0123"  # noqa: S105 - the fake accepts any token
 REFERENCE = ROOT / "benchmarks" / ".reference"
 ARGS = {"order_id": ORDER_ID}
+# Every served gateway of these benchmarks: the pooled database, no Redis, no broker.
+GATEWAY_ENV = {"DATABASE_POOL": "true", "MCP_REDIS_URL": "", "CELERY_BROKER_URL": "memory://"}
 Call = Callable[[], Awaitable[None]]
 
 
@@ -177,6 +179,18 @@ class PgMeter:
         self.pct = self.meter.result["ours_pct"]
 
 
+def figures(samples: list[float], ticks: int | None, pg_ticks: int | None, calls: int
+            ) -> dict[str, Any]:
+    """One client's p50, p99 and CPU per call (server tree, PostgreSQL) from 10 ms ticks;
+    None where that part was not metered."""
+    per_call = 1000 / CLOCK_TICKS / calls
+    return {"p50_ms": round(percentile(samples, 50) * 1000, 3),
+            "p99_ms": round(percentile(samples, 99) * 1000, 3),
+            "cpu_ms_per_call": round(ticks * per_call, 3) if ticks is not None else None,
+            "pg_cpu_ms_per_call": round(pg_ticks * per_call, 3) if pg_ticks is not None
+            else None}
+
+
 async def sequential(targets: list[Target], calls: int, warmup: int, dbname: str
                      ) -> dict[str, dict[str, Any]]:
     """Kind by kind, one call each in turn. CPU is read around every call (the process tree
@@ -202,12 +216,8 @@ async def sequential(targets: list[Target], calls: int, warmup: int, dbname: str
             ticks[target.name] += _cpu_ticks(tree) - before
             pg_ticks[target.name] += (_cpu_ticks(pg) - pg_before) if on_pg else 0
             await maintain(call)
-    per_call = 1000 / CLOCK_TICKS / calls
-    return {t.name: {"p50_ms": round(percentile(samples[t.name], 50) * 1000, 3),
-                     "p99_ms": round(percentile(samples[t.name], 99) * 1000, 3),
-                     "cpu_ms_per_call": round(ticks[t.name] * per_call, 3) if tree else None,
-                     "pg_cpu_ms_per_call": round(pg_ticks[t.name] * per_call, 3)
-                     if t.name.startswith("gateway") else None}
+    return {t.name: figures(samples[t.name], ticks[t.name] if tree else None,
+                            pg_ticks[t.name] if t.name.startswith("gateway") else None, calls)
             for t, tree in zip(targets, pids, strict=True)}
 
 
@@ -231,13 +241,8 @@ async def alone(targets: list[Target], calls: int, warmup: int, dbname: str
             await call()
             samples.append(time.perf_counter() - begin)
             await maintain(call)
-        per_call = 1000 / CLOCK_TICKS / calls
-        out[target.name] = {
-            "p50_ms": round(percentile(samples, 50) * 1000, 3),
-            "p99_ms": round(percentile(samples, 99) * 1000, 3),
-            "cpu_ms_per_call": round((_cpu_ticks(tree) - before) * per_call, 3) if tree else None,
-            "pg_cpu_ms_per_call": round((_cpu_ticks(pg) - pg_before) * per_call, 3)
-            if on_pg else None}
+        out[target.name] = figures(samples, _cpu_ticks(tree) - before if tree else None,
+                                   _cpu_ticks(pg) - pg_before if on_pg else None, calls)
     return out
 
 
@@ -280,8 +285,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     fake = f"http://127.0.0.1:{fake_port}"
     dbname = url.rsplit("/", 1)[1]
     key = seed_key(url, upstream=fake, merchant_id=MERCHANT_ID, token=TOKEN)
-    env_extra = {"DATABASE_POOL": "true", "MCP_REDIS_URL": "", "CELERY_BROKER_URL": "memory://",
-                 **dict(e.split("=", 1) for e in args.env)}
+    env_extra = {**GATEWAY_ENV, **dict(e.split("=", 1) for e in args.env)}
     env = server_env(url, gw_port, **env_extra)
     result: dict[str, Any] = {"uptime_start": uptime(), "env": args.env}
     with contextlib.ExitStack() as stack:

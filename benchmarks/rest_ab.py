@@ -28,15 +28,21 @@ from benchmarks._common import (
     seed_key,
     server_env,
 )
-from benchmarks.cost_per_call import TOKEN, direct_target, rest_target, sequential, uptime
+from benchmarks.cost_per_call import (
+    GATEWAY_ENV,
+    TOKEN,
+    direct_target,
+    rest_target,
+    sequential,
+    uptime,
+)
 from benchmarks.fake_upstream import MERCHANT_ID
 
 
 def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     port, fake = args.port, f"http://127.0.0.1:{args.port}"
     key = seed_key(url, upstream=fake, merchant_id=MERCHANT_ID, token=TOKEN)
-    extra = {"DATABASE_POOL": "true", "MCP_REDIS_URL": "", "CELERY_BROKER_URL": "memory://",
-             "FLOOR_UPSTREAM": fake}
+    extra = {**GATEWAY_ENV, "FLOOR_UPSTREAM": fake}
     trees = [(ROOT, "this tree"), (Path(args.other).resolve(), Path(args.other).name)]
     rounds: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
