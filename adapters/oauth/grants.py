@@ -25,7 +25,10 @@ from tools.services import keys as key_service
 from . import events
 from .models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken, TokenKind
 
-ACCESS_PREFIX = "iba_"
+ACCESS_PREFIX = "ibo_"
+# Access tokens minted before they had a prefix of their own shared the auditor tokens' `iba_`;
+# they live GATEWAY_OAUTH_ACCESS_SECONDS at most, so this can go one such lifetime after upgrade.
+LEGACY_ACCESS_PREFIX = "iba_"
 REFRESH_PREFIX = "ibr_"
 CODE_TTL = timedelta(minutes=5)
 
@@ -136,9 +139,9 @@ def find_access(raw: str) -> OAuthToken | None:
 
 def authenticate(raw: str) -> tuple[ApiKey | None, bool]:
     """What a Bearer credential stands for: a contour key (`ibg_…`, ApiKey.authenticate) or
-    the grant's key behind a live OAuth access token (`iba_…`); and whether it was the latter.
+    the grant's key behind a live OAuth access token (`ibo_…`); and whether it was the latter.
     Either way the key is the request's authenticated key (tools.keys.key_of reads it)."""
-    if not raw.startswith(ACCESS_PREFIX):
+    if not raw.startswith((ACCESS_PREFIX, LEGACY_ACCESS_PREFIX)):
         return ApiKey.authenticate(raw), False
     token = find_access(raw)
     key = token.grant.key if token is not None else None
