@@ -41,6 +41,12 @@ class IssuedTokens:
     scopes: list[str]
 
 
+def resource_url() -> str:
+    """The resource every token of this server is for: its /mcp, as the protected-resource
+    metadata names it. REST takes the same tokens (one grant, one audience: the gateway)."""
+    return f"{settings.GATEWAY_SITE_URL}/mcp"
+
+
 def access_ttl() -> timedelta:
     return timedelta(seconds=settings.GATEWAY_OAUTH_ACCESS_SECONDS)
 
@@ -59,8 +65,10 @@ def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[s
             contour, label=f"OAuth: {client.display_name}"[:200], user=person,
             toolsets=toolsets, expires_at=expires, actor=actor, channel=events.CHANNEL,
             step_up=step_up)
+        # A client that named no resource (RFC 8707 is optional) gets this server's: a token
+        # always has an audience to be checked against.
         grant = OAuthGrant.objects.create(key=key, client=client, consented_by=person,
-                                          resource=resource)
+                                          resource=(resource or resource_url()).rstrip("/"))
         code = secrets.token_urlsafe(32)
         OAuthCode.objects.create(code_hash=sha256_hex(code), grant=grant,
                                  redirect_uri=redirect_uri,
@@ -131,8 +139,13 @@ def rotate(refresh: OAuthToken) -> IssuedTokens | None:
 
 
 def find_access(raw: str) -> OAuthToken | None:
+    """A live access token for this server: one issued for another server's /mcp (sharing the
+    database, or a copy of it) is refused as unknown (RFC 8707 §2, the MCP auth spec's
+    audience validation)."""
     token = _token(raw, TokenKind.ACCESS)
     if token is None or not token.is_live() or not token.grant.is_active():
+        return None
+    if token.grant.resource.rstrip("/") != resource_url():
         return None
     return token
 

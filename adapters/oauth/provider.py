@@ -26,16 +26,13 @@ from adapters.sync_bridge import run_sync
 from tools.models import Toolset
 
 from . import grants
+from .grants import resource_url
 from .models import OAuthClient, OAuthCode
 from .models import OAuthToken as StoredToken
 
 CONSENT_PATH = "/oauth/consent/"
 CONSENT_SALT = "oauth.consent"
 SCOPES = list(Toolset.values)
-
-
-def resource_url() -> str:
-    return f"{settings.GATEWAY_SITE_URL}/mcp"
 
 
 def redirect_uri_problem(uri: str) -> str | None:
