@@ -92,3 +92,18 @@ def test_a_missing_credential_is_no_invalid_token(shop):
                              content_type="application/json")
 
     assert response.status_code == 401 and "error=" not in response["WWW-Authenticate"]
+
+
+def test_access_tokens_have_a_prefix_of_their_own(shop):
+    from audit.redaction import scrub
+    from tools.models import sha256_hex
+
+    token = token_for(shop, "")
+    # An access token issued before the prefix was its own (`iba_`, the auditors') still works
+    # until it expires.
+    legacy = "iba_" + token.removeprefix("ibo_")
+    grants.OAuthToken.objects.filter(kind="access").update(token_hash=sha256_hex(legacy))
+
+    assert token.startswith("ibo_")
+    assert rest(legacy).status_code == 200
+    assert scrub(f"Bearer {token}", []) == f"Bearer {token[:12]}***"
