@@ -158,14 +158,16 @@ class ContourKeyAuth:
         else:
             key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id)
         if key is None:
-            message = ("ключ API не найден, отозван или истёк" if header
+            message = ("ключ API не найден, отозван или истёк (или токен выдан для другого "
+                       "сервера)" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
             outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
                                      channel=CHANNEL, actor="anonymous", tool=PATH)
             if session_id and await run_sync(sessions.end_if_key_inactive, session_id):
                 await self.sessions.forget(session_id)  # a revoked key ends its sessions
             response = JSONResponse(outcome.as_dict(), status_code=401,
-                                    headers={"WWW-Authenticate": challenge.unauthorized()})
+                                    headers={"WWW-Authenticate":
+                                             challenge.unauthorized(bool(header))})
             await response(scope, receive, send)
             return
         if by_oauth and scope["method"] == "POST":

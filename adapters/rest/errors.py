@@ -9,6 +9,7 @@ from rest_framework import exceptions, status
 from rest_framework.authentication import get_authorization_header
 from rest_framework.response import Response
 
+from adapters.oauth import challenge
 from audit.models import Channel
 from tools import gateway
 from tools.database_faults import database_error
@@ -32,7 +33,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         outcome = gateway.reject(None, "unauthenticated", message, channel=Channel.REST,
                                  actor="anonymous", tool=_path(request))
         response = Response(outcome.as_dict(), status=status.HTTP_401_UNAUTHORIZED)
-        response["WWW-Authenticate"] = 'Bearer realm="invoicebox-gateway"'
+        # As /mcp answers (one OAuth token serves both): invalid_token when a credential was
+        # presented and refused, and where to get a token when OAuth is on.
+        response["WWW-Authenticate"] = challenge.unauthorized(
+            isinstance(exc, exceptions.AuthenticationFailed))
         return response
     if isinstance(exc, exceptions.ParseError):
         principal = getattr(request, "user", None) if request is not None else None

@@ -38,6 +38,19 @@ MCP_LEAN = env.bool("MCP_LEAN", default=True)
 GATEWAY_OAUTH_ENABLED = env.bool("GATEWAY_OAUTH_ENABLED", default=True)
 GATEWAY_OAUTH_ACCESS_SECONDS = env.int("GATEWAY_OAUTH_ACCESS_SECONDS", default=3600)
 GATEWAY_OAUTH_GRANT_DAYS = env.int("GATEWAY_OAUTH_GRANT_DAYS", default=90)
+# Dynamic client registration is anonymous (RFC 7591), so it is bounded
+# (adapters/oauth/registration.py): the metadata's size, registrations per address per hour,
+# registered clients in all; a client no owner consented to within the hours below is deleted.
+GATEWAY_OAUTH_REGISTRATION_MAX_BYTES = env.int("GATEWAY_OAUTH_REGISTRATION_MAX_BYTES",
+                                               default=16 * 1024)
+GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR = env.int(
+    "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR", default=10)
+GATEWAY_OAUTH_MAX_CLIENTS = env.int("GATEWAY_OAUTH_MAX_CLIENTS", default=1000)
+GATEWAY_OAUTH_UNUSED_CLIENT_HOURS = env.int("GATEWAY_OAUTH_UNUSED_CLIENT_HOURS", default=24)
+for _name in ("GATEWAY_OAUTH_REGISTRATION_MAX_BYTES", "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR",
+              "GATEWAY_OAUTH_MAX_CLIENTS", "GATEWAY_OAUTH_UNUSED_CLIENT_HOURS"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be positive")
 # GigaChat's function block: its token budget, and characters per token as measured by
 # `manage.py conformance gigachat` (the API's tokens/count); 3 over-counts on purpose.
 GIGACHAT_FUNCTION_TOKEN_BUDGET = env.int("GIGACHAT_FUNCTION_TOKEN_BUDGET", default=3700)

@@ -7,21 +7,15 @@ are counted, the broker URL (it may hold a password) and error texts are never e
 from __future__ import annotations
 
 import hashlib
-import io
 import time
 from functools import lru_cache
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
-from django.core.handlers.wsgi import WSGIRequest
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.middleware.clickjacking import XFrameOptionsMiddleware
-from django.middleware.security import SecurityMiddleware
+from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
-from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -159,44 +153,6 @@ def report() -> tuple[int, dict[str, Any]]:
             "catalog": {"fingerprint": catalog_fingerprint(), "tools": _tool_count()},
             "checks": checks}
     return http_status, body
-
-
-def asgi_guard(scope: dict[str, Any]) -> tuple[bool, dict[str, str]]:
-    """For the ASGI route of /health (config/asgi.py), which skips Django's middleware: whether
-    the Host is in ALLOWED_HOSTS, and the headers the Django view would carry (@never_cache,
-    SecurityMiddleware's, XFrameOptionsMiddleware's), computed by those very classes."""
-    request = WSGIRequest(_environ(scope))
-    try:
-        request.get_host()
-        allowed = True
-    except DisallowedHost:
-        allowed = False
-    response = HttpResponse()
-    add_never_cache_headers(response)
-    SecurityMiddleware(_unused).process_response(request, response)
-    XFrameOptionsMiddleware(_unused).process_response(request, response)
-    return allowed, {name: value for name, value in response.items() if name != "Content-Type"}
-
-
-def _unused(request: HttpRequest) -> HttpResponse:
-    raise NotImplementedError  # the middleware is only asked to process a response
-
-
-def _environ(scope: dict[str, Any]) -> dict[str, Any]:
-    """The WSGI environ Django would build for this ASGI request (what get_host reads)."""
-    server = scope.get("server") or ("", 0)
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": scope.get("method", "GET"), "SCRIPT_NAME": "",
-        "PATH_INFO": scope.get("path", "/health"), "QUERY_STRING": "",
-        "SERVER_NAME": str(server[0] or ""), "SERVER_PORT": str(server[1] or ""),
-        "wsgi.url_scheme": scope.get("scheme", "http"), "wsgi.input": io.BytesIO(),
-    }
-    for raw_name, raw_value in scope.get("headers", []):
-        name = raw_name.decode("latin-1").upper().replace("-", "_")
-        key = name if name in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{name}"
-        value = raw_value.decode("latin-1")
-        environ[key] = f"{environ[key]},{value}" if key in environ else value
-    return environ
 
 
 @never_cache
