@@ -27,6 +27,7 @@ _wsgi_application = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402 - after the settings module is named
 
+from adapters.bounded_body import BoundedBody  # noqa: E402
 from adapters.database_down import DatabaseDown  # noqa: E402
 from adapters.django_guard import DjangoGuard, asgi_guard  # noqa: E402
 from adapters.mcp.http import CHANNEL as MCP_CHANNEL  # noqa: E402
@@ -80,7 +81,7 @@ def _guarded(route: Route) -> Route:
 # RFC 8414 and RFC 9728 metadata, /register, /authorize, /token, /revoke; consent is Django's.
 # Both read the database before any tool runs: with it away they answer 503
 # database_unavailable, as REST does, not Starlette's bare 500.
-application = Starlette(
+routes = Starlette(
     routes=[Route(PATH, endpoint=DatabaseDown(mcp_application, MCP_CHANNEL)),
             # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
             Route("/health", endpoint=health,
@@ -89,3 +90,7 @@ application = Starlette(
             Mount("/", app=django_application)],
     lifespan=lifespan,
 )
+# Every body is read on the loop, bounded in size and time, before a route (or a pool thread)
+# sees it: a client trickling a body holds no thread (adapters/bounded_body.py).
+application = BoundedBody(routes, max_bytes=settings.GATEWAY_MAX_BODY_BYTES,
+                          read_seconds=settings.GATEWAY_BODY_READ_SECONDS)

@@ -47,6 +47,10 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "outcome_unknown": ("error", 504),
     # The gateway's own database is away: nothing was done, the call may be repeated.
     "database_unavailable": ("error", 503),
+    # The request's body, before anything reads it (adapters/bounded_body.py): too large, or
+    # not whole within the read deadline. Never journaled: no caller is known yet.
+    "request_too_large": ("rejected", 413),
+    "request_timeout": ("rejected", 408),
 }
 
 

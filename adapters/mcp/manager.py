@@ -62,6 +62,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from adapters import strict_json
 from adapters.mcp import sessions
 from adapters.mcp.relay import ID_BITS, AnswerRelay, owner_of
 from adapters.mcp.server import run_sync
@@ -147,11 +148,11 @@ def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
 
     The negotiation is the SDK's own (ServerRunner), so what is stored is what it answers."""
     try:
-        message = json.loads(body)
+        message = strict_json.parse_body(body)
         if not isinstance(message, dict) or message.get("method") != "initialize":
             return None
         params, version = ServerRunner._negotiate_initialize(message.get("params"))
-    except ValueError:  # not JSON, or params the SDK itself will refuse
+    except (strict_json.JsonRefused, ValueError):  # not JSON, or params the SDK will refuse
         return None
     return version, params.model_dump(by_alias=True, mode="json", exclude_none=True)
 
