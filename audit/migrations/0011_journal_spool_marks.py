@@ -18,7 +18,8 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='journalentry',
             name='spool_id',
-            field=models.CharField(blank=True, db_default='', default='', max_length=32, verbose_name='номер в очереди'),
+            field=models.CharField(blank=True, db_default='', default='', max_length=32,
+                                   verbose_name='номер в очереди'),
         ),
         migrations.AddField(
             model_name='journalentry',
@@ -27,6 +28,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='journalentry',
-            constraint=models.UniqueConstraint(condition=models.Q(('spool_id', ''), _negated=True), fields=('spool_id',), name='audit_entry_spool_id'),
+            constraint=models.UniqueConstraint(condition=models.Q(('spool_id', ''), _negated=True),
+                                               fields=('spool_id',), name='audit_entry_spool_id'),
         ),
     ]
