@@ -187,3 +187,14 @@ async def test_unauthenticated_mcp_requests_add_one_journal_row_per_period():
                                              code="unauthenticated").acount()
     assert rows == 1
     assert refused_count("mcp-http", "unauthenticated") - before == 20
+
+
+@pytest.mark.django_db
+def test_health_is_degraded_while_the_spool_cannot_take_an_entry(client: Client, tmp_path: Path):
+    assert client.get("/health").json()["checks"]["journal_spool"]["status"] == "ok"
+    spool_unwritable(tmp_path)
+
+    body = client.get("/health").json()
+
+    assert body["status"] == "degraded"
+    assert body["checks"]["journal_spool"]["writable"] is False
