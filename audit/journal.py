@@ -138,6 +138,10 @@ def canonical(entry: JournalEntry) -> str:
         "upstream_status": entry.upstream_status,
         "duration_ms": entry.duration_ms,
     }
+    if entry.spool_id:  # only spooled entries have it: every other hash stays as it was
+        content["spool"] = {"id": entry.spool_id,
+                            "at": _utc_iso(entry.spooled_at) if entry.spooled_at else None,
+                            "duplicate_of": entry.duplicate_of}
     if entry.form >= 2:
         del content["id"]
         content.update(chain=entry.chain, seq=entry.seq)

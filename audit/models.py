@@ -116,6 +116,13 @@ class JournalEntry(models.Model):
     # Unique through a named constraint, not unique=True: on PostgreSQL the latter adds a
     # varchar_pattern_ops ("_like") index that no query of a hash needs.
     hash = models.CharField("хеш", max_length=64)
+    # The spool's own marks (audit/spool.py), never a caller's: the spool id the answer gave
+    # (journal_pending), when the call was answered, and the committed entry a spooled copy
+    # repeats. Outside `arguments`, which callers write; hashed when set (journal.canonical).
+    spool_id = models.CharField("номер в очереди", max_length=32, blank=True, default="",
+                                db_default="")
+    spooled_at = models.DateTimeField("ответ дан (очередь)", null=True, blank=True)
+    duplicate_of = models.BigIntegerField("копия записи", null=True, blank=True)
 
     objects = JournalQuerySet.as_manager()
 
@@ -131,7 +138,11 @@ class JournalEntry(models.Model):
         ]
         constraints = [models.UniqueConstraint(fields=["chain", "seq"],
                                                name="audit_entry_chain_seq"),
-                       models.UniqueConstraint(fields=["hash"], name="audit_entry_hash")]
+                       models.UniqueConstraint(fields=["hash"], name="audit_entry_hash"),
+                       # One drained entry per spool file, whoever drains it.
+                       models.UniqueConstraint(fields=["spool_id"],
+                                               condition=~models.Q(spool_id=""),
+                                               name="audit_entry_spool_id")]
 
     def __str__(self) -> str:
         return f"#{self.id} {self.tool or '-'} {self.phase} {self.status}"

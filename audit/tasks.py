@@ -30,5 +30,14 @@ def write_journal_checkpoint() -> str:
 
 @shared_task(name="audit.tasks.drain_journal_spool")
 def drain_journal_spool() -> int:
-    """Append entries spooled while the database was away (audit/spool.py); returns how many."""
+    """Append entries spooled while the database was away (audit/spool.py); returns how many.
+
+    Also the spool's alarm: below GATEWAY_SPOOL_MIN_FREE_MB free (or unwritable) it logs an
+    error every run, which Sentry and the log's alerting carry (docs/production.md), before
+    the disk is full and an outage's calls are refused with journal_unavailable."""
+    room = spool.room()
+    if room.low:
+        logger.error("journal spool low: %s MiB free (minimum %s), writable=%s",
+                     room.free_bytes // (1024 * 1024) if room.free_bytes is not None else "?",
+                     settings.GATEWAY_SPOOL_MIN_FREE_MB, room.writable)
     return spool.drain()

@@ -51,6 +51,9 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     # not whole within the read deadline. Never journaled: no caller is known yet.
     "request_too_large": ("rejected", 413),
     "request_timeout": ("rejected", 408),
+    # Neither the database nor the local spool could keep the call's journal entry: a call
+    # that did nothing is refused with this code (audit/spool.py, tools/call_trace.py).
+    "journal_unavailable": ("error", 503),
 }
 
 
@@ -88,6 +91,21 @@ class ToolError(Exception):
         return CODE_STATUS[self.code][1]
 
 
+class JournalState:
+    """What every answer says of its journal entry (`journal_state`)."""
+
+    RECORDED = "recorded"  # in the journal: journal_id
+    PENDING = "pending"  # in the local spool, drained when the database is back: journal_pending
+    # An anonymous refusal counted but not written one by one (audit/sampling.py): one entry
+    # per door, reason and period says how many there were.
+    SAMPLED = "sampled"
+    UNAVAILABLE = "unavailable"  # kept nowhere: journal_error says so
+
+
+JOURNAL_UNAVAILABLE_MESSAGE = (
+    "запись журнала не сохранена: база данных и локальная очередь журнала недоступны")
+
+
 @dataclass
 class Outcome:
     """The envelope of the wire contract: what the core returns and every adapter renders."""
@@ -103,6 +121,8 @@ class Outcome:
     journal_id: int | None = None
     # The spool id of a journal entry written while the database was away (audit/spool.py).
     journal_pending: str = ""
+    # Where the call's journal entry is (JournalState); set by tools/call_trace.py.
+    journal_state: str = ""
     http_status: int = 200
 
     @classmethod
@@ -129,6 +149,11 @@ class Outcome:
         body["journal_id"] = self.journal_id
         if self.journal_pending:
             body["journal_pending"] = self.journal_pending
+        if self.journal_state:
+            body["journal_state"] = self.journal_state
+        if self.journal_state == JournalState.UNAVAILABLE:
+            body["journal_error"] = {"code": "journal_unavailable",
+                                     "message": JOURNAL_UNAVAILABLE_MESSAGE}
         return body
 
 

@@ -26,7 +26,7 @@ from adapters.mcp.manager import KEY_ID, RESUMED, SharedSessionManager
 from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
-from tools import gateway, keys
+from tools import anonymous, gateway, keys
 from tools.errors import Outcome
 from tools.models import ApiKey
 
@@ -176,7 +176,8 @@ class ContourKeyAuth:
                        "сервера)" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
             outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
-                                     channel=CHANNEL, actor="anonymous", tool=PATH)
+                                     channel=CHANNEL,
+                                     actor=anonymous.actor_of_unverified(header), tool=PATH)
             if session_id and await run_sync(sessions.end_if_key_inactive, session_id):
                 await self.sessions.forget(session_id)  # a revoked key ends its sessions
             response = JSONResponse(outcome.as_dict(), status_code=401,

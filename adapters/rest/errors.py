@@ -11,10 +11,9 @@ from rest_framework.response import Response
 
 from adapters.oauth import challenge
 from audit.models import Channel
-from tools import gateway
+from tools import anonymous, gateway
 from tools.database_faults import database_error
 from tools.errors import Outcome
-from tools.models import ApiKey
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -55,11 +54,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 def _key_actor(request: Any) -> str:
-    """The key's visible prefix (never the key) when a Bearer header came: who was refused."""
-    header = get_authorization_header(request).decode("latin-1").split() if request else []
-    if len(header) == 2 and header[0].lower() == "bearer":
-        return f"key:{header[1][:ApiKey.PREFIX_LENGTH]}"
-    return "anonymous"
+    """Who was refused while nothing could be verified: anonymous, with at most a keyed hash
+    of the presented credential (tools/anonymous.py), never a key's prefix anyone can type."""
+    header = get_authorization_header(request).decode("latin-1") if request else ""
+    return anonymous.actor_of_unverified(header)
 
 
 def _path(request: Any) -> str:

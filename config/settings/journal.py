@@ -61,3 +61,14 @@ GATEWAY_JOURNAL_LANES = env.int("GATEWAY_JOURNAL_LANES", default=32)
 GATEWAY_JOURNAL_CHECKPOINT_DIR = env.str(
     "GATEWAY_JOURNAL_CHECKPOINT_DIR", default=str(Path(GATEWAY_STATE_DIR) / "journal-checkpoints")
 )
+# The journal's spool (audit/spool.py) holds entries while the database is away. Below this
+# much free space on its disk /health says degraded and the metric
+# gateway_journal_spool_free_bytes warns (docs/production.md): act before it is full, when a
+# call whose entry no place can keep is refused with journal_unavailable.
+GATEWAY_SPOOL_MIN_FREE_MB = env.int("GATEWAY_SPOOL_MIN_FREE_MB", default=256)
+# Refusals of callers with no verified credential (no key, an unknown key, any credential while
+# the database is away) are counted in gateway_anonymous_refusals_total and journaled at most
+# once per this many seconds per door and reason, the entry saying how many it stands for
+# (audit/sampling.py): an anonymous flood neither fills the journal nor fsyncs the spool.
+GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = env.int("GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS",
+                                                  default=10)

@@ -140,9 +140,24 @@ def check_upstream() -> dict[str, Any]:
             "contours": sum(counts.values()), "circuits": counts}
 
 
+def check_journal_spool() -> dict[str, Any]:
+    """The journal spool's disk (audit/spool.py): degraded below GATEWAY_SPOOL_MIN_FREE_MB free
+    or unwritable, because then a call the database cannot journal is refused
+    (journal_unavailable). The path is not shown."""
+    from audit import spool
+
+    room = spool.room()
+    body: dict[str, Any] = {
+        "status": "degraded" if room.low else "ok", "writable": room.writable,
+        "free_mb": room.free_bytes // (1024 * 1024) if room.free_bytes is not None else None,
+        "min_free_mb": int(settings.GATEWAY_SPOOL_MIN_FREE_MB), "pending": spool.pending()}
+    return body
+
+
 def report() -> tuple[int, dict[str, Any]]:
     database = check_database()
-    checks = {"database": database, "broker": check_broker(), "upstream": check_upstream()}
+    checks = {"database": database, "broker": check_broker(), "upstream": check_upstream(),
+              "journal_spool": check_journal_spool()}
     if database["status"] != "ok":
         overall, http_status = "unavailable", 503
     elif any(check["status"] not in ("ok", "not_configured") for check in checks.values()):
