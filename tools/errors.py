@@ -47,6 +47,9 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "outcome_unknown": ("error", 504),
     # The gateway's own database is away: nothing was done, the call may be repeated.
     "database_unavailable": ("error", 503),
+    # The contour's stored Invoicebox token can't be read with GATEWAY_SECRETS_KEY (another
+    # key, or a malformed stored value): nothing is sent until the owner enters it again.
+    "contour_token_unreadable": ("error", 503),
 }
 
 

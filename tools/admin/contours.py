@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from typing import Any
 
 from django import forms
@@ -19,20 +20,21 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.actors import user_actor
-from tools import alerts, catalog, ceilings
+from tools import alerts, catalog, ceilings, secret_box
 from tools.admin.forms import CeilingForm, ContourForm
 from tools.admin.scope import ContourRoleInline, OwnerScoped, save_role_formset
 from tools.factors import stepup
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole, InvoiceboxMode, Toolset
 from tools.params import format_rub
 from tools.services import contours as contour_service
-from tools.services.connection import check_connection
+from tools.services.connection import ConnectionReport, check_connection
 from tools.spec import ToolSpec
 
 KIND_LABELS = {"read": "чтение", "write": "запись", "money": "деньги"}
 WRITE_TOOLSETS = (Toolset.WRITE, Toolset.REFUND)
 # The owner's POST waiting on the "what the assistant will be able to do" page, by nonce.
 PENDING_POST_KEY = "contour-writes:{nonce}"
+PENDING_POST_SECONDS = 15 * 60
 CONFIRM_FIELD = "_confirm_writes"
 
 
@@ -42,6 +44,32 @@ NOTIFICATION_FIELDSET = ("Уведомления об оплате", {"fields": 
 CUSTOM_MODE_WARNING = ("режим custom: токен Инвойсбокс уходит на этот адрес, а не на "
                        "официальный API; только свой прокси или тестовый двойник")
 
+
+
+# Settings whose change is followed by the connection check (the save's message says its result).
+CONNECTION_FIELDS = ("mode", "base_url", "api_prefix", "merchant_id", "api_token")
+CHECK_ATTR = "_gw_connection_report"
+STEP_LEVELS = {True: messages.SUCCESS, False: messages.ERROR, None: messages.WARNING}
+
+
+def report_messages(request: HttpRequest, report: ConnectionReport) -> None:
+    """The check's summary and each step at its own level: a failed step is never a ✓."""
+    messages.add_message(request, messages.SUCCESS if report.ok else messages.ERROR,
+                         report.summary)
+    if report.answered_by:
+        messages.info(request, f"кто отвечает: {report.answered_by}")
+    for step, line in zip(report.steps, report.lines(), strict=True):
+        messages.add_message(request, STEP_LEVELS[step.ok], line)
+
+
+def drop_stale_stashes(request: HttpRequest) -> None:
+    """Forget confirmation pages left unanswered past their time (their form is sealed)."""
+    prefix = PENDING_POST_KEY.format(nonce="")
+    now = time.time()
+    for key in [k for k in request.session.keys() if k.startswith(prefix)]:
+        kept = request.session.get(key)
+        if not isinstance(kept, dict) or float(kept.get("until") or 0) < now:
+            del request.session[key]
 
 
 def tools_gained(before: list[str], after: list[str], disabled: list[str]) -> list[ToolSpec]:
@@ -195,12 +223,24 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:tools_contour_change", args=[contour.pk]))
         if not self.has_change_permission(request, contour):
             raise PermissionDenied
-        report = check_connection(contour)
-        level = messages.SUCCESS if report.ok else messages.ERROR
-        messages.add_message(request, level, report.summary)
-        for line in report.lines():
-            messages.add_message(request, level if report.ok else messages.INFO, line)
+        report_messages(request, check_connection(contour))
         return HttpResponseRedirect(reverse("admin:tools_contour_change", args=[contour.pk]))
+
+    def message_user(self, request: HttpRequest, message: Any, level: int = messages.INFO,
+                     *args: Any, **kwargs: Any) -> None:
+        """The save's own message, then the connection check that followed it (save_related):
+        a save whose check failed is no green «успешно»."""
+        report: ConnectionReport | None = getattr(request, CHECK_ATTR, None)
+        if report is not None:
+            delattr(request, CHECK_ATTR)
+            if not report.ok and level == messages.SUCCESS:
+                level = messages.WARNING
+                message = format_html("{} Но подключение к Инвойсбокс не работает: "
+                                      "исправьте токен, адрес или магазин (ниже — что не так).",
+                                      message)
+        super().message_user(request, message, level, *args, **kwargs)
+        if report is not None:
+            report_messages(request, report)
 
     # -- the tool catalog page --
 
@@ -258,12 +298,19 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         if not gained_sets:
             return None
         nonce = secrets.token_urlsafe(16)
-        # Kept server-side (the session), not in hidden fields: a token typed into this
-        # form must not be echoed back into a page. Popped on confirmation.
+        # Kept in the session, not in hidden fields: a token typed into this form must not be
+        # echoed back into a page. Sealed (secret_box): sessions are signed, not encrypted,
+        # and the form may carry the Invoicebox token and other secrets. Popped on
+        # confirmation; unreadable after PENDING_POST_SECONDS; abandoned ones go on the
+        # owner's next stash.
+        drop_stale_stashes(request)
         request.session[PENDING_POST_KEY.format(nonce=nonce)] = {
-            "object_id": object_id or "",
-            "post": {k: request.POST.getlist(k) for k in request.POST
-                     if k != "csrfmiddlewaretoken"},
+            "until": time.time() + PENDING_POST_SECONDS,
+            "sealed": secret_box.seal(json.dumps({
+                "object_id": object_id or "",
+                "post": {k: request.POST.getlist(k) for k in request.POST
+                         if k != "csrfmiddlewaretoken"},
+            })),
         }
         posted_ceilings = self._ceilings_as_posted(request, form.instance,
                                                    change=obj is not None)
@@ -305,9 +352,14 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                 if row and not row.get("DELETE") and row.get("limit") not in (None, "")]
 
     def _restore_post(self, request: HttpRequest, object_id: str | None) -> bool:
-        stash = request.session.pop(
+        kept = request.session.pop(
             PENDING_POST_KEY.format(nonce=request.POST.get(CONFIRM_FIELD, "")), None)
-        if not stash or stash.get("object_id") != (object_id or ""):
+        drop_stale_stashes(request)
+        try:
+            stash = json.loads(secret_box.unseal(kept["sealed"], max_age=PENDING_POST_SECONDS))
+        except (TypeError, KeyError, ValueError):  # none, an old shape, expired, another key
+            return False
+        if stash.get("object_id") != (object_id or ""):
             return False
         restored = QueryDict(mutable=True)
         for name, values in stash["post"].items():
@@ -339,10 +391,13 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         if not change:
             contour_service.record_new(obj, actor=user_actor(request.user), channel="admin",
                                        creator=request.user, step_up=stepup.of_request(request))
+            setattr(request, CHECK_ATTR, check_connection(obj, quick=True))
             return
         changes = contour_service.record_change(
             obj, getattr(form, "state_before", contour_service.ContourState()),
             actor=user_actor(request.user), channel="admin", step_up=stepup.of_request(request))
+        if form.token_entered or any(name in changes for name in CONNECTION_FIELDS):
+            setattr(request, CHECK_ATTR, check_connection(obj, quick=True))
         if any(key in changes for key in ("toolsets", "disabled_tools")):
             messages.info(request, "Набор инструментов изменён: ассистент увидит его при "
                                    "следующем вызове.")

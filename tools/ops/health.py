@@ -146,9 +146,25 @@ def check_upstream() -> dict[str, Any]:
             "contours": sum(counts.values()), "circuits": counts}
 
 
+def check_secrets() -> dict[str, Any]:
+    """How many contours hold a token GATEWAY_SECRETS_KEY can't decrypt (no names, no
+    secrets): their calls are refused with contour_token_unreadable until it is entered."""
+    from tools.models import Contour
+
+    try:
+        tokens = [contour.token_unreadable
+                  for contour in Contour.objects.only("pk", "api_token")]
+    except DatabaseError as error:
+        return {"status": "unknown", "error": type(error).__name__}
+    unreadable = sum(tokens)
+    return {"status": "degraded" if unreadable else "ok", "unreadable_tokens": unreadable}
+
+
 def report() -> tuple[int, dict[str, Any]]:
     database = check_database()
     checks = {"database": database, "broker": check_broker(), "upstream": check_upstream()}
+    if database["status"] == "ok":
+        checks["secrets"] = check_secrets()
     if database["status"] != "ok":
         overall, http_status = "unavailable", 503
     elif any(check["status"] not in ("ok", "not_configured") for check in checks.values()):
