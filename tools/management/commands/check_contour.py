@@ -12,7 +12,7 @@ from tools.services.connection import ConnectionReport, check_connection
 
 def print_report(command: BaseCommand, report: ConnectionReport) -> None:
     command.stdout.write(f"контур {report.contour}, адрес API {report.base_url}")
-    command.stdout.write(f"ответил: {report.answered_by}")
+    command.stdout.write(f"кто отвечает: {report.answered_by}")
     for line in report.lines():
         command.stdout.write(line)
 

@@ -45,3 +45,4 @@ class Command(BaseCommand):
         if not report.ok:
             raise CommandError(f"токен сохранён, но {report.summary[:1].lower()}"
                                f"{report.summary[1:]}")
+        self.stdout.write(report.summary)
