@@ -4,8 +4,6 @@ Saving calls tools.services.contours, which journals every change."""
 from __future__ import annotations
 
 import json
-import secrets
-import time
 from typing import Any
 
 from django import forms
@@ -13,14 +11,15 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.actors import user_actor
-from tools import alerts, catalog, ceilings, secret_box
+from tools import alerts, catalog, ceilings
+from tools.admin import pending_post
 from tools.admin.forms import CeilingForm, ContourForm
 from tools.admin.scope import ContourRoleInline, OwnerScoped, save_role_formset
 from tools.factors import stepup
@@ -33,9 +32,7 @@ from tools.spec import ToolSpec
 KIND_LABELS = {"read": "чтение", "write": "запись", "money": "деньги"}
 WRITE_TOOLSETS = (Toolset.WRITE, Toolset.REFUND)
 # The owner's POST waiting on the "what the assistant will be able to do" page, by nonce.
-PENDING_POST_KEY = "contour-writes:{nonce}"
-PENDING_POST_SECONDS = 15 * 60
-CONFIRM_FIELD = "_confirm_writes"
+CONFIRM_FIELD = pending_post.CONFIRM_FIELD
 
 
 # How the contour verifies payment notifications: audited like the rest.
@@ -60,16 +57,6 @@ def report_messages(request: HttpRequest, report: ConnectionReport) -> None:
         messages.info(request, f"кто отвечает: {report.answered_by}")
     for step, line in zip(report.steps, report.lines(), strict=True):
         messages.add_message(request, STEP_LEVELS[step.ok], line)
-
-
-def drop_stale_stashes(request: HttpRequest) -> None:
-    """Forget confirmation pages left unanswered past their time (their form is sealed)."""
-    prefix = PENDING_POST_KEY.format(nonce="")
-    now = time.time()
-    for key in [k for k in request.session.keys() if k.startswith(prefix)]:
-        kept = request.session.get(key)
-        if not isinstance(kept, dict) or float(kept.get("until") or 0) < now:
-            del request.session[key]
 
 
 def tools_gained(before: list[str], after: list[str], disabled: list[str]) -> list[ToolSpec]:
@@ -268,7 +255,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                         ) -> HttpResponse:
         if request.method == "POST":
             if CONFIRM_FIELD in request.POST:
-                if not self._restore_post(request, object_id):
+                if not pending_post.restore(request, object_id):
                     messages.error(request, "Страница подтверждения устарела: сохраните "
                                             "контур ещё раз.")
                     return HttpResponseRedirect(request.path)
@@ -297,25 +284,11 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         gained_sets = [t for t in WRITE_TOOLSETS if t in after and t not in before]
         if not gained_sets:
             return None
-        nonce = secrets.token_urlsafe(16)
-        # Kept in the session, not in hidden fields: a token typed into this form must not be
-        # echoed back into a page. Sealed (secret_box): sessions are signed, not encrypted,
-        # and the form may carry the Invoicebox token and other secrets. Popped on
-        # confirmation; unreadable after PENDING_POST_SECONDS; abandoned ones go on the
-        # owner's next stash.
-        drop_stale_stashes(request)
-        request.session[PENDING_POST_KEY.format(nonce=nonce)] = {
-            "until": time.time() + PENDING_POST_SECONDS,
-            "sealed": secret_box.seal(json.dumps({
-                "object_id": object_id or "",
-                "post": {k: request.POST.getlist(k) for k in request.POST
-                         if k != "csrfmiddlewaretoken"},
-            })),
-        }
         posted_ceilings = self._ceilings_as_posted(request, form.instance,
                                                    change=obj is not None)
         if posted_ceilings is None:
             return None  # the normal view shows the ceilings' errors
+        nonce = pending_post.stash(request, object_id)
         data = form.cleaned_data
         thresholds = data.get("approval_thresholds") or {}
         context = {
@@ -350,23 +323,6 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         return [ceiling_text(row["kind"], row.get("currency") or "", row["limit"])
                 for row in rows.cleaned_data
                 if row and not row.get("DELETE") and row.get("limit") not in (None, "")]
-
-    def _restore_post(self, request: HttpRequest, object_id: str | None) -> bool:
-        kept = request.session.pop(
-            PENDING_POST_KEY.format(nonce=request.POST.get(CONFIRM_FIELD, "")), None)
-        drop_stale_stashes(request)
-        try:
-            stash = json.loads(secret_box.unseal(kept["sealed"], max_age=PENDING_POST_SECONDS))
-        except (TypeError, KeyError, ValueError):  # none, an old shape, expired, another key
-            return False
-        if stash.get("object_id") != (object_id or ""):
-            return False
-        restored = QueryDict(mutable=True)
-        for name, values in stash["post"].items():
-            restored.setlist(name, values)
-        restored[CONFIRM_FIELD] = "1"
-        request.POST = restored
-        return True
 
     # -- every save through tools.services.contours --
 
