@@ -56,14 +56,16 @@ def _address(url: str) -> tuple[str, str, int | None, str] | None:
         port = parts.port or DEFAULT_PORTS[parts.scheme]
     except ValueError:
         return None
-    return parts.scheme, parts.hostname.lower(), port, parts.path.rstrip("/")
+    # Loopback names are one host (localhost, 127.0.0.1, ::1): the port tells servers apart.
+    host = "loopback" if is_loopback(parts.hostname) else parts.hostname.lower()
+    return parts.scheme, host, port, parts.path.rstrip("/")
 
 
 def is_in_process_sandbox(url: str) -> bool:
     """The sandbox this very process serves: INVOICEBOX_SANDBOX_BASE_URL exactly (scheme, host,
-    port and path), or one of INVOICEBOX_SANDBOX_IN_PROCESS_URLS. Another port on loopback is
-    another server (another gateway, a test double): it is asked over the network, never
-    answered here in its name."""
+    port and path; localhost and 127.0.0.1 count as one host), or one of
+    INVOICEBOX_SANDBOX_IN_PROCESS_URLS. Another port on loopback is another server (another
+    gateway, a test double): it is asked over the network, never answered here in its name."""
     address = _address(url)
     if address is None:
         return False
