@@ -32,7 +32,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from tools import catalog, clock, events, roles
+from tools import catalog, clock, events, roles, secret_box
 from tools.models import (
     AlertKind,
     AlertState,
@@ -295,6 +295,10 @@ def _send_webhook(alert: OperatorAlert) -> None:
     body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()
     headers = {"Content-Type": "application/json; charset=utf-8",
                "User-Agent": "invoicebox-gateway-alerts"}
+    if secret_box.is_unreadable(contour.alert_webhook_secret):
+        # Never sent unsigned in its place: the relay would take it for one of ours.
+        raise DeliveryError("секрет подписи вебхука не читается (другой GATEWAY_SECRETS_KEY): "
+                            "введите его заново на странице контура", permanent=True)
     if contour.alert_webhook_secret:
         headers[SIGNATURE_HEADER] = sign(contour.alert_webhook_secret, body)
     # In production the connection itself goes to public addresses only (tools.public_http):
