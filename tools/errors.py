@@ -54,6 +54,9 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     # Neither the database nor the local spool could keep the call's journal entry: a call
     # that did nothing is refused with this code (audit/spool.py, tools/call_trace.py).
     "journal_unavailable": ("error", 503),
+    # The contour's stored Invoicebox token can't be read with GATEWAY_SECRETS_KEY (another
+    # key, or a malformed stored value): nothing is sent until the owner enters it again.
+    "contour_token_unreadable": ("error", 503),
 }
 
 

@@ -39,7 +39,7 @@ from tools.models import (
 )
 from tools.recovery import finish as _finish
 from tools.spec import CallContext, ToolSpec
-from tools.upstream_calls import client_for, upstream, with_context
+from tools.upstream_calls import client_for, refuse_unusable_token, upstream, with_context
 from tools.validation import printable, shape_problem, validate
 
 logger = logging.getLogger(__name__)
@@ -148,6 +148,7 @@ def visible_tools(contour: Contour, actor: str = "") -> list[ToolSpec]:
 def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     contour = trace.contour
     assert contour is not None
+    refuse_unusable_token(contour)
     spec = catalog.get(name) if isinstance(name, str) else None
     if spec is None:
         # Only what this contour may call: naming the rest would only invite `forbidden`.

@@ -127,7 +127,7 @@ def test_existing_slug_is_refused_and_the_contour_kept() -> None:
     run("create_contour", "acme", "--mode", "sandbox")
 
     # when
-    with pytest.raises(CommandError, match="already exists"):
+    with pytest.raises(CommandError, match="уже есть"):
         run("create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
 
     # then
@@ -181,7 +181,7 @@ def test_empty_token_file_is_refused(tmp_path: Path) -> None:
     token_file.write_text(" \n")
 
     # when
-    with pytest.raises(CommandError, match="empty"):
+    with pytest.raises(CommandError, match="пуст"):
         run("create_contour", "shop", "--mode", "production", "--token-file", str(token_file),
             "--merchant-id", OWN_MERCHANT)
 
@@ -189,10 +189,10 @@ def test_empty_token_file_is_refused(tmp_path: Path) -> None:
     assert not Contour.objects.exists()
 
 
-def test_missing_token_file_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(CommandError, match="cannot read the token file"):
-        run("create_contour", "shop", "--mode", "sandbox", "--token-file",
-            str(tmp_path / "absent"))
+def test_missing_token_file_is_refused_in_russian_naming_the_path(tmp_path: Path) -> None:
+    absent = tmp_path / "absent"
+    with pytest.raises(CommandError, match=f"файла с токеном {absent} нет"):
+        run("create_contour", "shop", "--mode", "sandbox", "--token-file", str(absent))
     assert not Contour.objects.exists()
 
 

@@ -22,6 +22,7 @@ from tools.models.confirmations import (
     PendingConfirmation,
 )
 from tools.models.contours import (
+    UNREADABLE_TOKEN_TEXT,
     Ceiling,
     CeilingKind,
     Contour,
@@ -36,6 +37,7 @@ __all__ = [
     "AUTHENTICATED_KEY",
     "OFFICIAL_API_ORIGIN",
     "OFFICIAL_MODES",
+    "UNREADABLE_TOKEN_TEXT",
     "AlertKind",
     "AlertState",
     "AlertTransport",

@@ -128,16 +128,24 @@ def _probe_broker(url: str) -> dict[str, Any]:
     return {"status": "ok", "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
 
 
-def check_upstream() -> dict[str, Any]:
-    """Circuit breakers counted by state over all contours; names stay out of a public page."""
+def check_contours() -> tuple[dict[str, Any], dict[str, Any]]:
+    """From one read of the contours: their circuit breakers counted by state (names stay out
+    of a public page), and how many hold a token GATEWAY_SECRETS_KEY can't decrypt (no names,
+    no secrets): those contours' calls are refused (contour_token_unreadable) until the owner
+    enters the token again."""
+    from tools.models import Contour
     from tools.ops import state
 
     try:
-        counts = state.circuit_counts(timezone.now())
+        contours = list(Contour.objects.order_by("slug").only("slug", "api_token"))
+        counts = state.circuit_counts(timezone.now(), contours)
     except DatabaseError as error:
-        return {"status": "unknown", "error": type(error).__name__}
-    return {"status": "degraded" if counts["open"] else "ok",
-            "contours": sum(counts.values()), "circuits": counts}
+        unknown = {"status": "unknown", "error": type(error).__name__}
+        return unknown, unknown
+    unreadable = sum(contour.token_unreadable for contour in contours)
+    return ({"status": "degraded" if counts["open"] else "ok",
+             "contours": sum(counts.values()), "circuits": counts},
+            {"status": "degraded" if unreadable else "ok", "unreadable_tokens": unreadable})
 
 
 def check_journal_spool() -> dict[str, Any]:
@@ -156,8 +164,9 @@ def check_journal_spool() -> dict[str, Any]:
 
 def report() -> tuple[int, dict[str, Any]]:
     database = check_database()
-    checks = {"database": database, "broker": check_broker(), "upstream": check_upstream(),
-              "journal_spool": check_journal_spool()}
+    upstream, secrets = check_contours()
+    checks = {"database": database, "broker": check_broker(), "upstream": upstream,
+              "secrets": secrets, "journal_spool": check_journal_spool()}
     if database["status"] != "ok":
         overall, http_status = "unavailable", 503
     elif any(check["status"] not in ("ok", "not_configured") for check in checks.values()):
