@@ -2,8 +2,9 @@
 
 A grant is a contour ApiKey issued through tools.services.keys (journaled as any key), holder and
 issuer = the owner who consented (the issuer is fixed: the four-eyes rule bars them from
-approving what the grant prepares, whoever holds the key later), toolsets = what they chose. Its tokens resolve to that key, so revoking
-the key in the admin ends the grant, and the key's expiry bounds every token.
+approving what the grant prepares, whoever holds the key later), toolsets = what they chose.
+Its tokens resolve to that key, so revoking the key in the admin ends the grant, and the key's
+expiry bounds every token.
 Reuse is treated as theft: a spent code or refresh token presented again revokes the grant.
 """
 

@@ -20,3 +20,6 @@ class PreparedDevice(models.Model):
     class Meta:
         verbose_name = "подготовленное устройство"
         verbose_name_plural = "подготовленные устройства"
+
+    def __str__(self) -> str:
+        return f"{self.device_id} ({self.prepared_by})"
