@@ -119,8 +119,10 @@ def enroll(request: HttpRequest) -> HttpResponse:
         return render(request, "factors/enroll.html", _enroll_context(request))
     action = request.POST.get("action")
     here = _with_next("factors-enroll", _next(request))
-    if action == "confirm_prepared":
-        # The code proves the person holds what an administrator handed over out of band.
+    if action == "confirm_prepared" or (action == "confirm_totp" and devices.pending_totp(
+            request.user) is None and devices.prepared_totp(request.user) is not None):
+        # The code proves the person holds what an administrator handed over out of band
+        # ("confirm_totp" for it: the form's action before prepared devices had their own).
         return _confirm(request, here, prepared=True)
     if action not in ("start_totp", "confirm_totp", "backup_codes"):
         messages.error(request, "Не выбрано действие.")

@@ -6,6 +6,7 @@ client) and the service with the shell's proof."""
 
 from __future__ import annotations
 
+import io
 from base64 import b32encode
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pyotp
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 from django_otp.plugins.otp_totp.models import TOTPDevice
@@ -135,3 +137,18 @@ def test_the_shell_changes_powers_journaled_as_cli(required: None, vera: User):
     entry = JournalEntry.objects.get(code="person_flag_changed")
     assert entry.channel == "cli" and entry.actor.startswith("cli:")
     assert entry.arguments["second_factor"]["kind"] == "shell"
+
+
+def test_the_command_sets_the_flag_through_the_service(vera: User):
+    call_command("set_superuser", "vera", stdout=io.StringIO())
+    vera.refresh_from_db()
+    assert vera.is_superuser
+
+    call_command("set_superuser", "vera", "--off", stdout=io.StringIO())
+    vera.refresh_from_db()
+    assert not vera.is_superuser
+    entries = JournalEntry.objects.filter(code="person_flag_changed").order_by("id")
+    assert [e.arguments["changes"] for e in entries] == [
+        {"is_superuser": {"before": False, "after": True}},
+        {"is_superuser": {"before": True, "after": False}}]
+    assert {e.channel for e in entries} == {"cli"}

@@ -171,3 +171,11 @@ def test_in_the_demo_with_no_factor_required_a_person_still_enrols_themselves(ol
     started = devices.pending_totp(olga)
     assert started is not None and 'id="secret"' in page(http)
     assert http.post(PASSKEY_BEGIN, "{}", content_type="application/json").status_code == 200
+
+
+def test_the_old_confirm_action_still_confirms_a_prepared_device(required: None, olga: User):
+    app = add_totp("olga")
+
+    post(logged_in(olga), action="confirm_totp", code=app.now())
+
+    assert [devices.label_of(d) for d in devices.confirmed(olga)] == [devices.ADMIN_TOTP_NAME]
