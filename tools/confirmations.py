@@ -154,10 +154,14 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
 def bar_key_people(confirmation: PendingConfirmation, contour: Contour, actor: str) -> None:
     """Snapshot who stands behind the key preparing this write: its issuer (who saw the raw
     key) and its holder now, the issuer when it names none. Each preparation adds its own; a
-    later change of the key's holder takes no one off."""
+    later change of the key's holder takes no one off. A key a command issued bars every
+    superuser (prepared_by_command_key)."""
     key = keys.key_of(contour, actor)
     if key is None:
         return
+    if key.issued_by_command and not confirmation.prepared_by_command_key:
+        confirmation.prepared_by_command_key = True
+        confirmation.save(update_fields=["prepared_by_command_key"])
     people = {key.issued_by_id, key.user_id or key.issued_by_id} - {None}
     if people:
         confirmation.barred_approvers.add(*people)

@@ -26,6 +26,8 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "second_factor_required": ("rejected", 403),
     "second_factor_invalid": ("rejected", 403),
     "second_factor_throttled": ("rejected", 429),
+    "second_factor_bootstrap_required": ("rejected", 403),
+    "prepared_device_expired": ("rejected", 403),
     # An OAuth grant's call beyond the toolsets its owner chose (a key's is `forbidden`).
     "insufficient_scope": ("rejected", 403),
     "invalid_arguments": ("rejected", 400),

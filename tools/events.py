@@ -172,6 +172,18 @@ def role_revoked(contour: Contour, user: Any, role: str, role_label: str, *, act
                arguments={"object": "role", "user": user.get_username(), "role": role})
 
 
+# -- people's powers (tools/services/people.py) -------------------------------------------------
+
+def person_changed(person: Any, code: str, message: str, *, changes: Mapping[str, Any],
+                   second_factor: Mapping[str, Any], actor: str, channel: str) -> None:
+    """A person's flag (superuser, staff, active) or password changed by `actor`, with the
+    actor's second factor behind it. On the chain of no contour; never a password."""
+    journal.record(contour="", channel=channel, actor=actor, tool="", phase=CONFIGURE,
+                   arguments={"object": "person", "user": person.get_username(),
+                              "changes": dict(changes), "second_factor": dict(second_factor)},
+                   status="ok", code=code, message=message)
+
+
 # -- operators' decisions and alerts ------------------------------------------------------------
 
 def confirmation_decided(confirmation: PendingConfirmation, *, approve: bool, reason: str,

@@ -1,8 +1,10 @@
 """The rules of grants, codes and tokens (sync ORM; the SDK provider calls these in a thread).
 
-A grant is a contour ApiKey issued through tools.services.keys (journaled as any key), holder = the
-owner who consented, toolsets = what they chose. Its tokens resolve to that key, so revoking
-the key in the admin ends the grant, and the key's expiry bounds every token.
+A grant is a contour ApiKey issued through tools.services.keys (journaled as any key), holder and
+issuer = the owner who consented (the issuer is fixed: the four-eyes rule bars them from
+approving what the grant prepares, whoever holds the key later), toolsets = what they chose.
+Its tokens resolve to that key, so revoking the key in the admin ends the grant, and the key's
+expiry bounds every token.
 Reuse is treated as theft: a spent code or refresh token presented again revokes the grant.
 """
 
@@ -64,7 +66,7 @@ def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[s
         key, _unused_secret = key_service.issue(
             contour, label=f"OAuth: {client.display_name}"[:200], user=person,
             toolsets=toolsets, expires_at=expires, actor=actor, channel=events.CHANNEL,
-            step_up=step_up)
+            issued_by=person, step_up=step_up)
         # A client that named no resource (RFC 8707 is optional) gets this server's: a token
         # always has an audience to be checked against.
         grant = OAuthGrant.objects.create(key=key, client=client, consented_by=person,

@@ -40,6 +40,12 @@ GATEWAY_STEP_UP_SECONDS = env.int("GATEWAY_STEP_UP_SECONDS", default=300)
 if not 1 <= GATEWAY_STEP_UP_SECONDS <= 3600:
     raise ImproperlyConfigured("GATEWAY_STEP_UP_SECONDS must be between 1 and 3600, "
                                f"not {GATEWAY_STEP_UP_SECONDS}")
+# A TOTP device prepared for a person by another (manage.py add_totp) must be confirmed by its
+# first code within this many seconds; later it is deleted and a new one is prepared.
+GATEWAY_PREPARED_DEVICE_SECONDS = env.int("GATEWAY_PREPARED_DEVICE_SECONDS", default=86400)
+if not 60 <= GATEWAY_PREPARED_DEVICE_SECONDS <= 30 * 86400:
+    raise ImproperlyConfigured("GATEWAY_PREPARED_DEVICE_SECONDS must be between 60 and "
+                               f"2592000, not {GATEWAY_PREPARED_DEVICE_SECONDS}")
 OTP_TOTP_ISSUER = env.str("GATEWAY_TOTP_ISSUER", default="Шлюз Инвойсбокс")
 # Passkeys: the relying party is the site's host name (an IP address cannot be one: then
 # "localhost", which browsers treat as secure over plain http). Passwordless login stays off:

@@ -28,6 +28,7 @@ from tools.models.contours import (
     Contour,
     Toolset,
 )
+from tools.models.factors import PreparedDevice
 from tools.models.keys import ApiKey, ApiKeyQuerySet
 from tools.models.orders import ProcessedNotification, TrackedOrder
 from tools.models.outbox import OutboxTask
@@ -55,6 +56,7 @@ __all__ = [
     "OperatorAlert",
     "OutboxTask",
     "PendingConfirmation",
+    "PreparedDevice",
     "ProcessedNotification",
     "Role",
     "Toolset",

@@ -41,6 +41,9 @@ class PendingConfirmation(models.Model):
     barred_approvers = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="+",
         verbose_name="не могут одобрить (выдали ключ или держали его)")
+    # A key issued by a command (ApiKey.issued_by_command) prepared it: no superuser approves.
+    prepared_by_command_key = models.BooleanField("подготовил ключ, выданный командой",
+                                                  default=False)
     # Set from the database's clock (tools/clock.py) by whoever creates the row.
     created_at = models.DateTimeField("создано", default=timezone.now)
     expires_at = models.DateTimeField("истекает")
