@@ -31,14 +31,26 @@ def register(served: TestClient, address: str = "10.0.0.1", **changes: Any):
     return client.post("/register", json=metadata(**changes))
 
 
-def test_a_registration_of_two_megabytes_is_refused_unread(served: TestClient):
-    padding = "x" * (2 * 1024 * 1024)
+def test_a_registration_of_256_kib_is_refused_unread(served: TestClient):
+    # under the gateway's body cap (GATEWAY_MAX_BODY_BYTES), over registration's own limit
+    padding = "x" * (256 * 1024)
 
     response = served.post("/register", content=json.dumps(metadata(software_id=padding)),
                            headers={"Content-Type": "application/json"})
 
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_client_metadata"
+    assert not OAuthClient.objects.exists()
+
+
+def test_a_registration_of_two_megabytes_is_refused_by_the_body_cap(served: TestClient):
+    padding = "x" * (2 * 1024 * 1024)
+
+    response = served.post("/register", content=json.dumps(metadata(software_id=padding)),
+                           headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 413
+    assert response.json()["code"] == "request_too_large"
     assert not OAuthClient.objects.exists()
 
 
