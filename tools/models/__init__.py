@@ -16,6 +16,7 @@ from tools.endpoints import (
 from tools.hashing import mask_secret, sha256_hex
 from tools.models.alerts import AlertKind, AlertState, AlertTransport, OperatorAlert
 from tools.models.confirmations import (
+    UNRESOLVED_OPERATION_STATES,
     ConfirmationStatus,
     Operation,
     OperationState,
@@ -36,6 +37,7 @@ __all__ = [
     "AUTHENTICATED_KEY",
     "OFFICIAL_API_ORIGIN",
     "OFFICIAL_MODES",
+    "UNRESOLVED_OPERATION_STATES",
     "AlertKind",
     "AlertState",
     "AlertTransport",
