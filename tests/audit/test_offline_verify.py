@@ -244,3 +244,42 @@ def test_rotation_keeps_old_checkpoints_verifiable(sealed_twice, tmp_path, write
 
     assert done.returncode == 0, done.stderr
     assert out.getvalue().count("BEGIN PUBLIC KEY") == 2
+
+
+def test_the_beat_sends_new_signed_checkpoints_to_the_auditors(write, settings, tmp_path,
+                                                               mailoutbox):
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received: list[bytes] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            received.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 8601), Collector)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    settings.GATEWAY_JOURNAL_CHECKPOINT_DIR = str(tmp_path / "checkpoints")
+    settings.GATEWAY_JOURNAL_CHECKPOINT_EMAILS = ["auditor@example.com"]
+    settings.GATEWAY_JOURNAL_CHECKPOINT_WEBHOOK = "http://127.0.0.1:8601/seals"
+    write(contour="demo")
+    try:
+        write_journal_checkpoint()
+    finally:
+        server.server_close()
+
+    [mail] = mailoutbox
+    assert mail.to == ["auditor@example.com"]
+    [(name, body, _)] = mail.attachments
+    record = json.loads(body)
+    assert record["type"] == "checkpoint" and record["chain"] == "demo"
+    assert record["signature"] == SignedCheckpoint.objects.get().signature
+    assert received == [body.encode()]
+    # Nothing new: nothing sent again.
+    write_journal_checkpoint()
+    assert len(mailoutbox) == 1
