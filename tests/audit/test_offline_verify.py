@@ -254,7 +254,7 @@ def test_the_beat_sends_new_signed_checkpoints_to_the_auditors(write, settings, 
     received: list[bytes] = []
 
     class Collector(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             received.append(self.rfile.read(int(self.headers["Content-Length"])))
             self.send_response(204)
             self.end_headers()
@@ -275,7 +275,7 @@ def test_the_beat_sends_new_signed_checkpoints_to_the_auditors(write, settings, 
 
     [mail] = mailoutbox
     assert mail.to == ["auditor@example.com"]
-    [(name, body, _)] = mail.attachments
+    [(_name, body, _)] = mail.attachments
     record = json.loads(body)
     assert record["type"] == "checkpoint" and record["chain"] == "demo"
     assert record["signature"] == SignedCheckpoint.objects.get().signature
