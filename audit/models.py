@@ -229,3 +229,37 @@ class AuditorToken(models.Model):
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
         self.save(update_fields=["revoked_at"])
+
+
+class SignedCheckpoint(models.Model):
+    """A stretch of one chain (places from_seq..to_seq) sealed with the journal's Ed25519 key.
+
+    `digest` is a SHA-256 chain over the stretch's rows (their canonical content and hashes,
+    audit/seals.py), so whoever holds the public key can verify an export of those rows
+    without the HMAC secret (tools/verify_export.py). Written by the beat; sent out of the
+    operator's reach as it is written.
+    """
+
+    chain = models.CharField("цепочка", max_length=80, blank=True)
+    from_seq = models.BigIntegerField("с места")
+    to_seq = models.BigIntegerField("по место")
+    prev_hash = models.CharField("хеш перед отрезком", max_length=64)
+    last_hash = models.CharField("хеш последней записи", max_length=64)
+    last_id = models.BigIntegerField("последняя запись")
+    digest = models.CharField("дайджест отрезка", max_length=64)
+    first_at = models.DateTimeField("первая запись в")
+    last_at = models.DateTimeField("последняя запись в")
+    at = models.DateTimeField("подписан")
+    key = models.CharField("отпечаток ключа", max_length=16)
+    public_key = models.CharField("открытый ключ (base64)", max_length=64)
+    signature = models.CharField("подпись (base64)", max_length=128)
+
+    class Meta:
+        verbose_name = "подписанная контрольная точка"
+        verbose_name_plural = "подписанные контрольные точки"
+        constraints = [models.UniqueConstraint(fields=["chain", "to_seq"],
+                                               name="audit_sealed_chain_to_seq")]
+        indexes = [models.Index(fields=["chain", "last_at"], name="audit_sealed_chain_last_at")]
+
+    def __str__(self) -> str:
+        return f"{self.chain or '-'} {self.from_seq}..{self.to_seq}"

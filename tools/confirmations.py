@@ -17,6 +17,7 @@ from django.utils import timezone
 from tools import clock, keys
 from tools.errors import ToolError
 from tools.models import (
+    UNRESOLVED_OPERATION_STATES,
     ConfirmationStatus,
     Contour,
     Operation,
@@ -29,7 +30,7 @@ from tools.spec import Summary, ToolSpec
 OPEN_STATUSES = (ConfirmationStatus.PENDING, ConfirmationStatus.APPROVED)
 # Operations that may have happened upstream: their confirmation never expires, and the same
 # write prepared again answers with them instead of a new token.
-UNRESOLVED_STATES = (OperationState.IN_FLIGHT, OperationState.UNKNOWN)
+UNRESOLVED_STATES = UNRESOLVED_OPERATION_STATES  # the partial index's condition, the same list
 # What may expire: a confirmation with no execution, or one whose execution proved it failed.
 # The resolve path and the periodic task (tools.tasks.expire_confirmations) share this rule.
 EXPIRABLE = Q(operation__isnull=True) | Q(operation__state=OperationState.FAILED)

@@ -1,5 +1,6 @@
 """The journal: the keys of its hash chain, its lanes and its checkpoints."""
 
+import base64
 import hashlib
 import hmac
 import re
@@ -72,3 +73,21 @@ GATEWAY_SPOOL_MIN_FREE_MB = env.int("GATEWAY_SPOOL_MIN_FREE_MB", default=256)
 # (audit/sampling.py): an anonymous flood neither fills the journal nor fsyncs the spool.
 GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = env.int("GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS",
                                                   default=10)
+# Signed checkpoints (audit/seals.py): an Ed25519 private key, PEM or the 32 raw bytes in base64.
+# Its public key (`manage.py journal_public_key`) lets an auditor verify an export offline
+# (tools/verify_export.py) without the HMAC keys. Rotation: set the new key; every checkpoint
+# names the key that signed it, so auditors keep the old public keys to verify older ones.
+GATEWAY_JOURNAL_SIGNING_KEY = env.str("GATEWAY_JOURNAL_SIGNING_KEY", default="").replace("\\n",
+                                                                                        "\n")
+if not GATEWAY_JOURNAL_SIGNING_KEY.strip():
+    if PRODUCTION:
+        raise ImproperlyConfigured(
+            "GATEWAY_JOURNAL_SIGNING_KEY (an Ed25519 private key, see docs/production.md) is "
+            "required when GATEWAY_ENV=production: the journal's checkpoints are signed with it")
+    # The embedded demo: a key derived from SECRET_KEY (raw 32 bytes, base64).
+    GATEWAY_JOURNAL_SIGNING_KEY = base64.b64encode(
+        hashlib.sha256(b"audit.journal-signing:" + SECRET_KEY.encode()).digest()).decode()
+# Where each new signed checkpoint is also sent, out of the operator's reach: auditors' e-mail
+# addresses (comma-separated) and/or a URL that receives them as JSON Lines (POST).
+GATEWAY_JOURNAL_CHECKPOINT_EMAILS = env.list("GATEWAY_JOURNAL_CHECKPOINT_EMAILS", default=[])
+GATEWAY_JOURNAL_CHECKPOINT_WEBHOOK = env.str("GATEWAY_JOURNAL_CHECKPOINT_WEBHOOK", default="")

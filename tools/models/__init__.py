@@ -16,6 +16,7 @@ from tools.endpoints import (
 from tools.hashing import mask_secret, sha256_hex
 from tools.models.alerts import AlertKind, AlertState, AlertTransport, OperatorAlert
 from tools.models.confirmations import (
+    UNRESOLVED_OPERATION_STATES,
     ConfirmationStatus,
     Operation,
     OperationState,
@@ -39,6 +40,7 @@ __all__ = [
     "OFFICIAL_API_ORIGIN",
     "OFFICIAL_MODES",
     "UNREADABLE_TOKEN_TEXT",
+    "UNRESOLVED_OPERATION_STATES",
     "AlertKind",
     "AlertState",
     "AlertTransport",
