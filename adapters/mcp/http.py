@@ -22,7 +22,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters.mcp import lean, sessions
-from adapters.mcp.manager import KEY_ID, RESUMED, SharedSessionManager
+from adapters.mcp.answers import is_call
+from adapters.mcp.manager import CALLER, KEY_ID, RESUMED, SharedSessionManager
 from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
@@ -31,7 +32,6 @@ from tools.models import ApiKey
 
 PATH = "/mcp"
 CHANNEL = "mcp-http"
-CALLER = "invoicebox_gateway.caller"  # ASGI scope key the middleware fills in
 # A tools/call body is read to check a grant's scope only up to this size (a larger one goes
 # on unread, and the SDK's own body limit answers it).
 SCOPE_PEEK_LIMIT = 4 * 1024 * 1024
@@ -48,11 +48,11 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def _authenticate(header: str, address: str | None = None, session_id: str | None = None
-                  ) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
+def _authenticate(header: str, address: str | None = None, session_id: str | None = None,
+                  use: bool = False) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
     """The key behind a contour key or an OAuth access token, whether it was the latter, and
     the key's live session named by the request (resumed here: one thread hop and one
-    connection for both, not two)."""
+    connection for both, not two; `use`: the request is a call, see sessions.resume)."""
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
         return None, False, None
@@ -60,7 +60,7 @@ def _authenticate(header: str, address: str | None = None, session_id: str | Non
     if key is None:
         return None, by_oauth, None
     keys.note_address(key, address)
-    return key, by_oauth, sessions.resume(session_id, key.pk) if session_id else None
+    return key, by_oauth, sessions.resume(session_id, key.pk, use) if session_id else None
 
 
 async def _read_body(receive: Receive, limit: int = SCOPE_PEEK_LIMIT
@@ -144,10 +144,12 @@ class ContourKeyAuth:
         session_id = request.headers.get(MCP_SESSION_ID_HEADER)
         address = request.client.host if request.client else None
         call = None
-        if settings.MCP_LEAN and session_id and scope["method"] == "POST":
+        use = False  # a GET stream or a DELETE makes no session a used one
+        if session_id and scope["method"] == "POST":
             messages, body = await _read_body(receive, LEAN_PEEK_LIMIT)
             receive = _replaying(messages, receive)
-            call = lean.lean_call_of(request, body) if body else None
+            use = is_call(body)
+            call = lean.lean_call_of(request, body) if body and settings.MCP_LEAN else None
         if call is not None:
             served = await run_sync(lean.serve, _authenticate, CHANNEL, header, address,
                                     session_id, call)
@@ -156,7 +158,8 @@ class ContourKeyAuth:
                 return
             key, by_oauth, resumed = served.key, served.by_oauth, served.facts
         else:
-            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id)
+            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id,
+                                                    use)
         if key is None:
             message = ("ключ API не найден, отозван или истёк" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
