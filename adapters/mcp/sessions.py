@@ -97,10 +97,11 @@ def record(session_id: str, key_id: int, protocol_version: str,
     now = timezone.now()
     with transaction.atomic():
         # One opening per key at a time (a row lock on PostgreSQL): its cap holds exactly.
-        contour_id = (ApiKey.objects.select_for_update().filter(pk=key_id)
-                      .values_list("contour_id", flat=True).first())
-        if contour_id is None:
+        found = list(ApiKey.objects.select_for_update().filter(pk=key_id)
+                     .values_list("contour_id", flat=True))
+        if not found:
             raise SessionRefused("key", 0)
+        contour_id = found[0]
         counts = _caps(key_id, contour_id, now)
         need = max(open_now - cap + 1 for _, cap, open_now in counts)
         closed: list[str] = []

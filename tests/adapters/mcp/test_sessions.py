@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from adapters.mcp import sessions
 from adapters.mcp.models import McpSession
+from adapters.mcp.tasks import expire_sessions
 from tools.models import ApiKey, Contour
 from tools.services.contours import create_contour
 from tools.services.keys import revoke
@@ -144,7 +145,8 @@ def test_a_session_that_never_made_a_call_expires_quickly(key: ApiKey):
     assert McpSession.objects.get(pk="handshaking").used
 
 
-@override_settings(MCP_SESSION_IDLE_SECONDS=600, MCP_SESSION_UNUSED_SECONDS=60)
+@override_settings(MCP_SESSION_IDLE_SECONDS=600, MCP_SESSION_UNUSED_SECONDS=60,
+                   MCP_SESSION_EXPIRE_BATCH=2)
 def test_the_beat_deletes_expired_sessions_in_batches(key: ApiKey):
     # given
     for n in range(5):
@@ -153,7 +155,7 @@ def test_the_beat_deletes_expired_sessions_in_batches(key: ApiKey):
     open_session(key, "live", idle_for=timedelta(seconds=90))
 
     # when
-    deleted = sessions.expire(batch=2)
+    deleted = expire_sessions()
 
     # then
     assert deleted == 6
