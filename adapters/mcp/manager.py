@@ -198,7 +198,7 @@ class SharedSessionManager(StreamableHTTPSessionManager):
     async def _handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The SDK's routing, except that a session request naming a version no era speaks is
         refused as such (the SDK's modern path would ask for a _meta it never needs)."""
-        request = Request(scope)
+        request = Request(scope, receive)
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if (version is not None and request.headers.get(MCP_SESSION_ID_HEADER)
                 and version not in HANDSHAKE_PROTOCOL_VERSIONS
