@@ -30,6 +30,7 @@ from django.conf import settings  # noqa: E402 - after the settings module is na
 from adapters.bounded_body import BoundedBody  # noqa: E402
 from adapters.database_down import DatabaseDown  # noqa: E402
 from adapters.django_guard import DjangoGuard, asgi_guard  # noqa: E402
+from adapters.mcp.cors import with_cors  # noqa: E402
 from adapters.mcp.http import CHANNEL as MCP_CHANNEL  # noqa: E402
 from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app registry loaded
 from adapters.mcp.server import run_sync  # noqa: E402
@@ -82,7 +83,9 @@ def _guarded(route: Route) -> Route:
 # Both read the database before any tool runs: with it away they answer 503
 # database_unavailable, as REST does, not Starlette's bare 500.
 routes = Starlette(
-    routes=[Route(PATH, endpoint=DatabaseDown(mcp_application, MCP_CHANNEL)),
+    # CORS outermost on /mcp: a browser's preflight is answered before the key is asked for,
+    # and every answer (a 401, a 503 too) tells an allowed origin it may read it.
+    routes=[Route(PATH, endpoint=with_cors(DatabaseDown(mcp_application, MCP_CHANNEL))),
             # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
             Route("/health", endpoint=health,
                   methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),

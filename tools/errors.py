@@ -45,6 +45,8 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "currency_not_allowed": ("rejected", 422),
     "ceiling_exceeded": ("rejected", 429),
     "rate_limited": ("rejected", 429),
+    # MCP: a new session over the key's, its contour's or the deployment's cap (adapters/mcp).
+    "too_many_sessions": ("rejected", 429),
     "upstream_unavailable": ("error", 502),
     "outcome_unknown": ("error", 504),
     # The gateway's own database is away: nothing was done, the call may be repeated.

@@ -22,7 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters import strict_json
 from adapters.mcp import lean, sessions
-from adapters.mcp.manager import KEY_ID, RESUMED, SharedSessionManager
+from adapters.mcp.answers import is_call
+from adapters.mcp.manager import CALLER, KEY_ID, RESUMED, SharedSessionManager
 from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
@@ -32,7 +33,6 @@ from tools.models import ApiKey
 
 PATH = "/mcp"
 CHANNEL = "mcp-http"
-CALLER = "invoicebox_gateway.caller"  # ASGI scope key the middleware fills in
 # A session's POST up to this size is looked at before its key is checked, to see whether the
 # lean path (lean.py) may answer it; a larger one goes on to the SDK path as it came.
 LEAN_PEEK_LIMIT = 256 * 1024
@@ -46,11 +46,11 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def _authenticate(header: str, address: str | None = None, session_id: str | None = None
-                  ) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
+def _authenticate(header: str, address: str | None = None, session_id: str | None = None,
+                  use: bool = False) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
     """The key behind a contour key or an OAuth access token, whether it was the latter, and
     the key's live session named by the request (resumed here: one thread hop and one
-    connection for both, not two)."""
+    connection for both, not two; `use`: the request is a call, see sessions.resume)."""
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
         return None, False, None
@@ -58,7 +58,7 @@ def _authenticate(header: str, address: str | None = None, session_id: str | Non
     if key is None:
         return None, by_oauth, None
     keys.note_address(key, address)
-    return key, by_oauth, sessions.resume(session_id, key.pk) if session_id else None
+    return key, by_oauth, sessions.resume(session_id, key.pk, use) if session_id else None
 
 
 async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
@@ -159,6 +159,8 @@ class ContourKeyAuth:
         if scope["method"] == "POST":
             messages, body = await _read_body(receive)
             receive = _replaying(messages, receive)
+        # a GET stream or a DELETE makes no session a used one
+        use = bool(session_id) and scope["method"] == "POST" and is_call(body)
         call = None
         if settings.MCP_LEAN and session_id and body and len(body) <= LEAN_PEEK_LIMIT:
             call = lean.lean_call_of(request, body)
@@ -170,7 +172,8 @@ class ContourKeyAuth:
                 return
             key, by_oauth, resumed = served.key, served.by_oauth, served.facts
         else:
-            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id)
+            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id,
+                                                    use)
         if key is None:
             message = ("ключ API не найден, отозван или истёк (или токен выдан для другого "
                        "сервера)" if header

@@ -206,7 +206,13 @@ class StateCollector(Collector):
             labels=["contour"])
         for slug, breaker in state.circuits(now):
             circuit.add_metric([slug], 1 if breaker == "open" else 0)
-        yield from (pending, age, ratio, circuit)
+        sessions = GaugeMetricFamily(
+            "gateway_mcp_sessions_open",
+            "Open (live) MCP sessions per contour, against MCP_MAX_SESSIONS_PER_CONTOUR",
+            labels=["contour"])
+        for slug, count in state.mcp_sessions(now).items():
+            sessions.add_metric([slug], count)
+        yield from (pending, age, ratio, circuit, sessions)
 
 
 def exposition() -> tuple[bytes, str]:

@@ -118,3 +118,10 @@ def circuits(now: datetime, contours: list[Contour] | None = None) -> list[tuple
 def circuit_counts(now: datetime, contours: list[Contour] | None = None) -> dict[str, int]:
     counts = Counter(state for _, state in circuits(now, contours))
     return {state: counts.get(state, 0) for state in CIRCUIT_STATES}
+
+
+def mcp_sessions(now: datetime) -> dict[str, int]:
+    """Open MCP sessions per contour slug (issue 41: sessions are each tenant's resource)."""
+    from adapters.mcp.sessions import open_by_contour  # late: adapters.mcp imports the core
+
+    return open_by_contour(now)
