@@ -10,7 +10,10 @@ class McpAdapterConfig(AppConfig):
 
     def ready(self) -> None:
         from adapters.mcp import FORMATS
+        from adapters.mcp.sessions import sessions_gauge
         from tools.formats import registry
+        from tools.ops import metrics
 
         for name, exporter in FORMATS.items():
             registry.register(name, exporter)
+        metrics.register_state(sessions_gauge)

@@ -15,6 +15,7 @@ counts are bounded and served by indexes, and expired rows are deleted by the be
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +24,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily
 
 from adapters.mcp.models import McpSession
 from tools.models import ApiKey
@@ -186,3 +188,14 @@ def open_by_contour(now: datetime) -> dict[str, int]:
     rows = (McpSession.objects.filter(live_q(now)).values("key__contour__slug")
             .annotate(n=Count("pk")).values_list("key__contour__slug", "n"))
     return dict(rows)
+
+
+def sessions_gauge(now: datetime) -> Iterator[GaugeMetricFamily]:
+    """The metrics scrape's gauge of open sessions per contour (tools.ops.metrics.register_state)."""
+    gauge = GaugeMetricFamily(
+        "gateway_mcp_sessions_open",
+        "Open (live) MCP sessions per contour, against MCP_MAX_SESSIONS_PER_CONTOUR",
+        labels=["contour"])
+    for slug, count in open_by_contour(now).items():
+        gauge.add_metric([slug], count)
+    yield gauge

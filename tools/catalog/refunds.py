@@ -9,7 +9,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from adapters.invoicebox.client import BasketLine, NewRefund, Order, Refund, RefundableItem
+from invoicebox.client import BasketLine, NewRefund, Order, Refund, RefundableItem
 from tools.catalog.order_parts import load_order
 from tools.errors import Problem, ToolError
 from tools.money import kopecks

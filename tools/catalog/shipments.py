@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from adapters.invoicebox.client import NewShipment, Order, Shipment
+from invoicebox.client import NewShipment, Order, Shipment
 from tools.catalog.order_parts import BasketItemParams, basket_lines, load_order
 from tools.errors import ToolError
 from tools.money import kopecks

@@ -7,8 +7,8 @@ confirmations, ceilings, circuits) is read from the database on each scrape, so 
 same whichever worker or host answers. Label values come only from bounded sets (catalog
 names, journal channels and statuses, stable codes, normalised paths): never from arguments.
 
-Nothing here imports the rest of the project at module level: adapters.invoicebox imports this
-module, and tools.catalog imports adapters.invoicebox.
+Nothing here imports the rest of the project at module level: invoicebox imports this
+module, and tools.catalog imports invoicebox.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import hmac
 import ipaddress
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -86,7 +86,7 @@ UPSTREAM_ERRORS = Counter(
 ANONYMOUS_REFUSALS = Counter(
     "gateway_anonymous_refusals",
     "Refusals of callers with no verified credential, each one (the journal keeps a sample: "
-    "tools/anonymous.py)", ["channel", "code"], registry=EVENTS,
+    "tools/pipeline/anonymous.py)", ["channel", "code"], registry=EVENTS,
 )
 
 # An id in a path (order UUID, numeric shipment id, an INN in a query-less lookup) becomes {id}.
@@ -96,7 +96,7 @@ _UPSTREAM_CODE = re.compile(r"^[a-z][a-z_]{0,62}$")
 
 
 def tool_label(tool: str) -> str:
-    from tools import catalog  # late: catalog -> adapters.invoicebox -> this module
+    from tools import catalog  # late: catalog -> invoicebox -> this module
 
     if not tool:
         return "none"
@@ -206,13 +206,19 @@ class StateCollector(Collector):
             labels=["contour"])
         for slug, breaker in state.circuits(now):
             circuit.add_metric([slug], 1 if breaker == "open" else 0)
-        sessions = GaugeMetricFamily(
-            "gateway_mcp_sessions_open",
-            "Open (live) MCP sessions per contour, against MCP_MAX_SESSIONS_PER_CONTOUR",
-            labels=["contour"])
-        for slug, count in state.mcp_sessions(now).items():
-            sessions.add_metric([slug], count)
-        yield from (pending, age, ratio, circuit, sessions)
+        yield from (pending, age, ratio, circuit)
+        for source in STATE_SOURCES:
+            yield from source(now)
+
+
+# Gauges read at scrape time from state an adapter owns (the MCP sessions): the adapter hands
+# its source in from its AppConfig.ready(), as formats are registered, so the core imports no door.
+STATE_SOURCES: list[Callable[[datetime], Iterable[Metric]]] = []
+
+
+def register_state(source: Callable[[datetime], Iterable[Metric]]) -> None:
+    if source not in STATE_SOURCES:
+        STATE_SOURCES.append(source)
 
 
 def exposition() -> tuple[bytes, str]:
