@@ -37,7 +37,7 @@ from tools.models import (
     OperationState,
     PendingConfirmation,
 )
-from tools.spec import CallContext, ToolSpec
+from tools.spec import NOT_PROVEN, CallContext, ToolSpec
 from tools.upstream_calls import upstream
 from tools.validation import validate
 
@@ -89,6 +89,9 @@ def recover_by_lookup(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ct
     try:
         found = upstream(trace, client, lambda: spec.recover(ctx, params))
     except ToolError as error:
+        if previous == OperationState.FAILED and error.data.get("lookup") == NOT_PROVEN:
+            # The last attempt was refused outright: a row that only might be ours is not.
+            return None
         may_have_happened = previous != OperationState.FAILED
         state = OperationState.UNKNOWN if may_have_happened else OperationState.FAILED
         finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
@@ -206,8 +209,10 @@ def resolve(operation_id: int) -> str:
     try:
         with client:
             found = spec.recover(ctx, params)
-    except InvoiceboxError as error:
-        finish(operation, confirmation, OperationState.UNKNOWN, None, error.kind,
+    except (InvoiceboxError, ToolError) as error:
+        # A lookup that failed, or read rows that only might be ours (NOT_PROVEN): unknown.
+        code = error.kind if isinstance(error, InvoiceboxError) else error.code
+        finish(operation, confirmation, OperationState.UNKNOWN, None, code,
                client.last_request_id, claimed_at=claimed_at)
         events.operation_resolved(
             operation, status="error", code="recovery_lookup_failed",

@@ -88,6 +88,9 @@ Handler = Callable[[CallContext, Any], dict[str, Any]]
 Checker = Callable[[Any, "Contour"], list[Problem]]
 Summarizer = Callable[[CallContext, Any], Summary]
 Recoverer = Callable[[CallContext, Any], "dict[str, Any] | None"]
+# A recoverer that read the upstream but cannot tell whether the effect is there raises
+# ToolError("outcome_unknown", data={"lookup": NOT_PROVEN}): never "absent" (None) by default.
+NOT_PROVEN = "not_proven"
 
 
 @dataclass(frozen=True)
