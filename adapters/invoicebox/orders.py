@@ -250,6 +250,7 @@ class OrdersApi(Transport):
                 raise self._bad_response(
                     f"Инвойсбокс вернул счёт {order.id} с {outside}, вне запрошенного фильтра: "
                     "фильтр не применён, ответ не используется")
+        self._refuse_repeats(orders, "счёт {} пришёл в списке дважды")
         meta = self._meta(envelope, page, page_size, rows=len(orders))
         # A larger first page than asked (a server that read neither paging name) is cut to
         # the size asked for: every row of it was checked above, and nothing is summed here.
