@@ -60,21 +60,40 @@ def order_shipments(ctx: CallContext, order_id: str) -> tuple[list[Shipment], in
 # -- find_shipments ---------------------------------------------------------------------------
 
 class FindShipmentsParams(StrictModel):
-    order_id: UUID
+    order_id: UUID | None = None
+    page: int = Field(1, ge=1, le=1000)
+    page_size: int = Field(20, ge=1, le=50)
     response_format: ResponseFormat = Field(
-        "concise", description="detailed — ещё НДС, номер документа и первые 5 позиций."
+        "concise", description="detailed — ещё НДС, документ и 5 позиций."
     )
 
 
 def find_shipments(ctx: CallContext, params: FindShipmentsParams) -> dict[str, Any]:
-    order = load_order(ctx, params.order_id)
-    shipments, foreign = order_shipments(ctx, order.id)
-    return {
-        "order_id": order.id,
-        "shipments": [shipment_row(s, order.currency, params.response_format) for s in shipments],
-        "total_count": len(shipments),
+    start = (params.page - 1) * params.page_size
+    if params.order_id is not None:
+        # One order's shipments are read whole (checked like the shipped sum), then paged here.
+        order = load_order(ctx, params.order_id)
+        every, foreign = order_shipments(ctx, order.id)
+        shown, total = every[start:start + params.page_size], len(every)
+        currency = {order.id.lower(): order.currency}
+    else:
+        page = ctx.client.find_shipments(page=params.page, page_size=params.page_size)
+        shown, total, foreign = page.shipments[:params.page_size], page.total_count, 0
+        # A shipment's sums are in its order's currency: each order on the page is read once.
+        currency = {}
+        for shipment in shown:
+            if shipment.order_id.lower() not in currency:
+                currency[shipment.order_id.lower()] = load_order(ctx, shipment.order_id).currency
+    result: dict[str, Any] = {
+        "shipments": [shipment_row(s, currency[s.order_id.lower()], params.response_format)
+                      for s in shown],
+        "page": params.page, "page_size": params.page_size,
+        "total_count": total, "truncated": start + len(shown) < total,
         "dropped_foreign": foreign,
     }
+    if params.order_id is not None:
+        result = {"order_id": str(params.order_id), **result}
+    return result
 
 
 FIND_SHIPMENTS = ToolSpec(
@@ -85,15 +104,16 @@ FIND_SHIPMENTS = ToolSpec(
     params=FindShipmentsParams,
     handler=find_shipments,
     description_ru=(
-        "Показывает отгрузки по одному счёту Инвойсбокс (order_id). Для каждой: shipment_id, "
-        "order_id, status, final, amount, amount_human, created_at; detailed добавляет "
-        "vat_amount, document_number, document_date и первые 5 позиций. Возвращает "
-        "shipments, total_count и dropped_foreign — сколько чужих строк отброшено. Ничего не "
-        "меняет."
+        "Показывает отгрузки по счёту Инвойсбокс (order_id) или, без него, все отгрузки "
+        "магазина; page с 1, page_size до 50. Для каждой: shipment_id, order_id, status, final, "
+        "amount, amount_human, created_at; detailed добавляет vat_amount, document_number, "
+        "document_date и первые 5 позиций. Возвращает shipments, page, page_size, total_count, "
+        "truncated и dropped_foreign. Ничего не меняет."
     ),
     success_ru=Counted("shipments", "отгрузка", "отгрузки", "отгрузок",
                        "Отгрузок по этому заказу нет."),
-    summary_ru="Отгрузки по счёту: суммы, статусы, финальная ли. Только чтение.",
+    summary_ru="Отгрузки по счёту (order_id) или все отгрузки магазина: суммы, статусы. Только "
+               "чтение.",
     # No few-shot example: copying an id into order_id is what the schema says already.
 )
 
@@ -106,7 +126,7 @@ class CreateShipmentParams(StrictModel):
         min_length=1, max_length=100, description="Что отгружено, как в счёте."
     )
     final: bool = Field(
-        False, description="true — отметить отгрузку последней; её действие в API не описано."
+        False, description="true — последняя отгрузка; действие в API не описано."
     )
     document_number: str | None = Field(
         None, min_length=1, max_length=36
@@ -277,7 +297,7 @@ CREATE_SHIPMENT = ToolSpec(
     ),
     success_ru="Отгрузка подтверждена.",
     summary_ru=(
-        "Подтвердить отгрузку по оплаченному счёту (запускает акт/ТОРГ-12, счёт-фактуру, УПД): "
-        "два шага, первый вызов даёт сводку и confirmation_token, второй с токеном создаёт."
+        "Подтвердить отгрузку по оплаченному счёту (акт/ТОРГ-12, счёт-фактура, УПД): первый "
+        "вызов даёт сводку и confirmation_token, второй с токеном создаёт."
     ),
 )
