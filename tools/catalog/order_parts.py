@@ -65,7 +65,7 @@ class BasketItemParams(StrictModel):
     measure_code: str | None = Field(
         None, pattern=r"^[0-9]{3}$", description="Код ОКЕИ: 796 — шт, 166 — кг, 356 — ч."
     )
-    quantity: float = Field(gt=0, le=1_000_000)
+    quantity: float = Field(gt=0)
     amount: Kopecks = Field(description="Цена за единицу с НДС, копейки.")
     amount_wo_vat: Kopecks | None = Field(
         None, description="Цена за единицу без НДС; по умолчанию вычисляется."

@@ -33,7 +33,7 @@ TIMING_NOTE = ("деньги зачисляются покупателю до д
 
 class RefundLineParams(StrictModel):
     sku: str = Field(min_length=1, max_length=36, description="Артикул в оплаченном счёте.")
-    quantity: float = Field(gt=0, le=1_000_000, description="Сколько единиц вернуть.")
+    quantity: float = Field(gt=0, description="Сколько единиц вернуть.")
     total_amount: Kopecks = Field(description="Возврат по позиции с НДС, копейки.")
     total_vat_amount: Kopecks | None = Field(
         None, description="НДС, копейки; иначе по ставке позиции."
