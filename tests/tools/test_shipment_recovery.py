@@ -145,7 +145,9 @@ def test_an_unnumbered_shipment_of_the_same_sum_keeps_the_outcome_unknown(
 def test_the_same_row_does_not_block_a_shipment_whose_last_attempt_was_refused(
         assistant: Assistant, client: Client):
     confirmed = prepared(assistant)
-    set_faults(DEMO_TOKEN, rate_limit_next=3)  # refused before anything is stored
+    # Refused before anything is stored: every read of the execution (the facts' re-read and
+    # the handler's) is answered 429.
+    set_faults(DEMO_TOKEN, rate_limit_next=20)
     _, refused = assistant.call("create_shipment", confirmed)
     clear_faults(DEMO_TOKEN)
     assert refused["code"] == "rate_limited", refused

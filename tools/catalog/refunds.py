@@ -10,6 +10,7 @@ from uuid import UUID
 from pydantic import Field
 
 from adapters.invoicebox.client import BasketLine, NewRefund, Order, Refund, RefundableItem
+from tools import facts
 from tools.catalog.order_parts import load_order
 from tools.catalog.refund_lines import RefundLineParams, mismatches
 from tools.errors import Problem, ToolError
@@ -226,7 +227,8 @@ def summarize_create_refund(ctx: CallContext, params: CreateRefundParams) -> Sum
         "by_composition": p.by_composition,
         "positions": len(p.lines), "timing_note": TIMING_NOTE,
     }
-    return Summary(text=text, data=data, amount=p.amount, currency=c)
+    return Summary(text=text, data=data, amount=p.amount, currency=c,
+                   facts=facts.of_order(p.order, available=p.available))
 
 
 def refund_result(refund: Refund, currency: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import Field
 
 from adapters.invoicebox.client import NewShipment, Order, Shipment
+from tools import facts
 from tools.catalog.order_parts import BasketItemParams, basket_lines, load_order
 from tools.errors import ToolError
 from tools.money import kopecks
@@ -197,7 +198,7 @@ def summarize_create_shipment(ctx: CallContext, params: CreateShipmentParams) ->
     if params.final:
         data["final_note"] = FINAL_NOTE
     # No money moves: a shipment weighs on the hourly count, not on amount ceilings.
-    return Summary(text=text, data=data)
+    return Summary(text=text, data=data, facts=facts.of_order(order, already_shipped=shipped))
 
 
 def shipment_result(shipment: Shipment, currency: str) -> dict[str, Any]:
