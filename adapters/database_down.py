@@ -18,12 +18,10 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters.sync_bridge import run_sync
-from tools import gateway
+from tools import anonymous, gateway
 from tools.database_faults import RETRY_AFTER_SECONDS, database_error
-from tools.models import ApiKey
 
 logger = logging.getLogger(__name__)
-KEY_MARK = "ibg_"  # how every contour key begins (ApiKey.issue)
 
 
 class DatabaseDown:
@@ -66,9 +64,6 @@ class DatabaseDown:
 
 
 def _key_actor(scope: Scope) -> str:
-    """A contour key's visible prefix (as REST journals it); anything else is anonymous, an
-    OAuth token having no visible part."""
-    parts = Headers(scope=scope).get("authorization", "").split()
-    if len(parts) == 2 and parts[0].lower() == "bearer" and parts[1].startswith(KEY_MARK):
-        return f"key:{parts[1][:ApiKey.PREFIX_LENGTH]}"
-    return "anonymous"
+    """Nothing could be verified: anonymous, with at most a keyed hash of the credential
+    (tools/anonymous.py). A key's visible prefix would name a real key anyone can type."""
+    return anonymous.actor_of_unverified(Headers(scope=scope).get("authorization", ""))

@@ -4,12 +4,16 @@
 Refused, with one exception type: invalid syntax, NaN/Infinity (not JSON, RFC 8259 §6), a key
 repeated in one object (RFC 8259 §4: receivers disagree on which value wins, so we pick none),
 nesting deeper than the interpreter recurses, and integers longer than Python's digit limit.
+`parse_body` is the lenient reading of a request body the MCP door applies, with the same
+exception.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import pydantic_core
 
 WHITESPACE = " \t\r\n"  # JSON's own whitespace (RFC 8259 §2); str.strip() would take more
 
@@ -34,6 +38,17 @@ def loads(text: str) -> Any:
     except RecursionError:
         raise JsonRefused("слишком глубокая вложенность") from None
     except ValueError as error:  # e.g. an integer longer than Python's digit limit
+        raise JsonRefused(str(error)[:200]) from None
+
+
+def parse_body(body: bytes | str) -> Any:
+    """A request body (a JSON-RPC message at /mcp) parsed as the MCP SDK parses it: lenient
+    (a repeated key's last value wins), fast, and refusing nesting past a few hundred levels.
+    Every failure is one JsonRefused; json.loads raised a RecursionError past ~1000 levels,
+    which the /mcp door caught nowhere (a bare 500)."""
+    try:
+        return pydantic_core.from_json(body)
+    except ValueError as error:  # bad syntax, nesting past its recursion limit, a lone surrogate
         raise JsonRefused(str(error)[:200]) from None
 
 

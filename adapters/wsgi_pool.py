@@ -3,13 +3,15 @@
 Written by hand over a2wsgi (config/asgi.py says why Django is served as WSGI on a pool).
 a2wsgi's responder makes the worker thread wait for the event loop at every step of a request:
 reading the body, start_response, each body chunk and the end, four round trips between the
-threads for a JSON POST besides the hop there and back. Here a request body with a
-Content-Length up to BUFFERED_BODY is read on the loop before the hop, and a response that is
-not streaming is collected in the thread and sent by the loop after it. A larger or chunked
-request body takes a2wsgi's path unchanged; a streaming response (a file, a download) is sent
-chunk by chunk as a2wsgi does. The environ, the status, the headers and the bytes on the wire
-are a2wsgi's, and the response is closed (Django's request_finished: the thread's database
-connection back to the pool) in the thread that ran the view, before anything is sent.
+threads for a JSON POST besides the hop there and back. Here the request body, whatever its
+size or framing, is read whole on the loop before the hop (a thread never waits for a client:
+adapters/bounded_body.py bounds the body's size and the time it may take), and a response that
+is not streaming is collected in the thread and sent by the loop after it. A chunked body
+reaches Django with its length in CONTENT_LENGTH (a2wsgi gave Django none, so it read the body
+as empty). A streaming response (a file, a download) is sent chunk by chunk as a2wsgi does.
+The environ, the status, the headers and the bytes on the wire are a2wsgi's, and the response
+is closed (Django's request_finished: the thread's database connection back to the pool) in
+the thread that ran the view, before anything is sent.
 """
 
 from __future__ import annotations
@@ -28,9 +30,6 @@ from a2wsgi.wsgi import WSGIResponder, build_environ
 
 logger = logging.getLogger(__name__)
 
-# The REST API's bodies are a few kB; anything larger is read as a2wsgi reads it.
-BUFFERED_BODY = 1 << 20
-
 Buffered = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
@@ -40,39 +39,26 @@ class PooledWSGI(WSGIMiddleware):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await super().__call__(scope, receive, send)
-        length = _body_length(scope)
-        if length is None or length > BUFFERED_BODY:
-            return await super().__call__(scope, receive, send)
         responder = OneHopResponder(self.app, self.executor, self.send_queue_size)
-        await responder.respond(scope, receive, send, length)
-
-
-def _body_length(scope: HTTPScope) -> int | None:
-    """The declared body length, 0 without one; None when it is chunked or unreadable."""
-    length = 0
-    for name, value in scope["headers"]:
-        if name == b"transfer-encoding":
-            return None
-        if name == b"content-length":
-            try:
-                length = int(value)
-            except ValueError:
-                return None
-    return length
+        await responder.respond(scope, receive, send)
 
 
 class OneHopResponder(WSGIResponder):
     sender_task: asyncio.Task[None] | None = None
 
-    async def respond(self, scope: HTTPScope, receive: Receive, send: Send,
-                      length: int) -> None:
+    async def respond(self, scope: HTTPScope, receive: Receive, send: Send) -> None:
         body = bytearray()
-        more = length > 0
-        while more:  # uvicorn has already framed the body by its Content-Length
+        while True:  # uvicorn has de-chunked or framed the body by its Content-Length
             message = await receive()
+            if message["type"] != "http.request":
+                return  # the client left before its body was whole: nobody to answer
             body.extend(message.get("body", b""))
-            more = message.get("more_body", False)
+            if not message.get("more_body", False):
+                break
         environ = build_environ(scope, io.BytesIO(bytes(body)))  # type: ignore[arg-type]
+        # The body is whole: its length is known, whatever framing it came in.
+        environ["CONTENT_LENGTH"] = str(len(body))
+        environ.pop("HTTP_TRANSFER_ENCODING", None)
         context = contextvars.copy_context()
         try:
             buffered = await self.loop.run_in_executor(

@@ -42,6 +42,10 @@ FIELDS: tuple[str, ...] = (
     "form",
     "prev_hash",
     "hash",
+    # The spool's marks (audit/spool.py): empty/null on every entry not spooled.
+    "spool_id",
+    "spooled_at",
+    "duplicate_of",
 )
 
 
@@ -76,6 +80,9 @@ def rows(qs: QuerySet[JournalEntry]) -> Iterator[dict[str, Any]]:
     for row in qs.values(*FIELDS).iterator(chunk_size=EXPORT_CHUNK):
         # The same UTC form the hash is computed over, so an export can be re-verified.
         row["at"] = row["at"].astimezone(UTC).isoformat(timespec="microseconds")
+        if row["spooled_at"] is not None:
+            row["spooled_at"] = row["spooled_at"].astimezone(UTC).isoformat(
+                timespec="microseconds")
         yield row
 
 
@@ -113,8 +120,9 @@ def iter_csv(qs: QuerySet[JournalEntry], *, excel: bool = False) -> Iterator[str
     yield writer.writerow(FIELDS)
     for row in rows(qs):
         row["arguments"] = json.dumps(row["arguments"], ensure_ascii=False, separators=(",", ":"))
-        if row["upstream_status"] is None:
-            row["upstream_status"] = ""
+        for name in ("upstream_status", "spooled_at", "duplicate_of"):
+            if row[name] is None:
+                row[name] = ""
         yield writer.writerow([spreadsheet_safe(row[name]) for name in FIELDS])
 
 

@@ -28,8 +28,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
 from audit import lanes
-from audit.models import ZERO_HASH, ChainHead, Channel, JournalEntry, Phase, Status
-from audit.places import beyond_head_problem, beyond_heads, contour_problem
+from audit.models import ChainHead, Channel, JournalEntry, Phase, Status
+from audit.places import beyond_head_problem, beyond_heads
 from audit.redaction import personal_values, redact, scrub_text
 
 LEGACY_CHAIN = ""  # the global chain of form-1 entries, continued by entries of no contour
@@ -138,6 +138,10 @@ def canonical(entry: JournalEntry) -> str:
         "upstream_status": entry.upstream_status,
         "duration_ms": entry.duration_ms,
     }
+    if entry.spool_id:  # only spooled entries have it: every other hash stays as it was
+        content["spool"] = {"id": entry.spool_id,
+                            "at": _utc_iso(entry.spooled_at) if entry.spooled_at else None,
+                            "duplicate_of": entry.duplicate_of}
     if entry.form >= 2:
         del content["id"]
         content.update(chain=entry.chain, seq=entry.seq)
@@ -284,7 +288,7 @@ def _place(entry: JournalEntry, chain: str, last_seq: int, last_hash: str, key_i
     entry.hash = entry_hash(entry.prev_hash, entry, secret)
 
 
-def check_chain(anchors: Iterable[Anchor] = ()) -> ChainReport:
+def check_chain(anchors: Iterable[Anchor] = (), *, full: bool = True) -> ChainReport:
     """Walk every chain in order and report the first entry whose link does not hold.
 
     An entry is broken when its hash is not the HMAC of its content under the key it names (or
@@ -299,19 +303,27 @@ def check_chain(anchors: Iterable[Anchor] = ()) -> ChainReport:
 
     An entry whose contour is not its chain's, or that stands past its chain's head (where
     the walk never goes), breaks the journal too (audit.places).
+
+    full=False costs what is new: a chain with an anchor at a place is walked only after its
+    latest such anchor (whose entry must still be there with its hash), and only chains with a
+    head or an anchor are walked (a chain whose head row was removed is found by a full walk).
     """
+    from audit.walk import Walk
+
     keys = journal_keys()
     legacy_last_id: int = settings.GATEWAY_JOURNAL_LEGACY_LAST_ID
     anchors = list(anchors)
     heads = {head.chain: head for head in ChainHead.objects.all()}
-    chains = sorted(set(heads) | set(JournalEntry.objects.order_by()
-                                      .values_list("chain", flat=True).distinct()))
-    walk = _Walk(keys, legacy_last_id, anchors)
+    placed = {a.chain for a in anchors if a.seq is not None}
+    chains = sorted(set(heads) | (placed if not full else set(
+        JournalEntry.objects.order_by().values_list("chain", flat=True).distinct())))
+    walk = Walk(keys, legacy_last_id, anchors)
     for chain in chains:
-        report = walk.chain(chain, heads.get(chain))
+        start = None if full else walk.latest_anchor(chain)
+        report = walk.chain(chain, heads.get(chain), start)
         if report is not None:
             return report
-    missing = walk.missing_anchor()
+    missing = walk.missing_anchor(point_check=not full)
     if missing is not None:
         return missing
     stray = beyond_heads()
@@ -320,73 +332,6 @@ def check_chain(anchors: Iterable[Anchor] = ()) -> ChainReport:
         return ChainReport(checked=walk.checked, broken_id=entry.id,
                            reason=beyond_head_problem(entry, head_seq))
     return ChainReport(checked=walk.checked, broken_id=None)
-
-
-class _Walk:
-    """One verify run over all chains: the running count, and which anchors were met."""
-
-    def __init__(self, keys: Mapping[str, str], legacy_last_id: int,
-                 anchors: list[Anchor]) -> None:
-        self.keys, self.legacy_last_id = keys, legacy_last_id
-        self.by_place = {(a.chain, a.seq): a for a in anchors if a.seq is not None}
-        self.by_id = {a.last_id: a for a in anchors if a.seq is None}
-        self.met: set[int] = set()  # id() of the anchors found in place
-        self.ends: dict[str, int] = {}  # chain -> id of its last entry seen
-        self.checked = 0
-
-    def _anchor_problem(self, entry: JournalEntry) -> str:
-        anchor = self.by_place.get((entry.chain, entry.seq)) or self.by_id.get(entry.id)
-        if anchor is None:
-            return ""
-        self.met.add(id(anchor))
-        if anchor.last_hash != entry.hash:
-            return (f"hash {entry.hash[:16]}… differs from the checkpoint's "
-                    f"{anchor.last_hash[:16]}… (its entry {anchor.last_id}): the journal was "
-                    "rewritten from here or earlier")
-        return ""
-
-    def chain(self, chain: str, head: ChainHead | None) -> ChainReport | None:
-        entries = JournalEntry.objects.filter(chain=chain).order_by("seq")
-        if head is not None:
-            entries = entries.filter(seq__lte=head.last_seq)
-        expected_prev, expected_seq, last_id = ZERO_HASH, None, None
-        for entry in entries.iterator(chunk_size=VERIFY_CHUNK):
-            if expected_seq is not None and entry.seq != expected_seq:
-                reason = f"follows entry {last_id}: entries in between are missing"
-            elif entry.prev_hash != expected_prev:
-                reason = "prev_hash is not the previous entry's hash"
-            else:
-                reason = (_link_problem(entry, self.keys, self.legacy_last_id)
-                          or contour_problem(entry) or self._anchor_problem(entry))
-            if reason:
-                return ChainReport(checked=self.checked, broken_id=entry.id, reason=reason)
-            self.checked += 1
-            expected_prev, expected_seq, last_id = entry.hash, entry.seq + 1, entry.id
-        last_seq = (expected_seq or 1) - 1
-        if last_id is not None:
-            self.ends[chain] = last_id
-        if head is not None and head.last_seq > 0:
-            if last_seq < head.last_seq:
-                missing = head.last_id if last_seq == head.last_seq - 1 or last_id is None \
-                    else last_id + 1
-                return ChainReport(checked=self.checked, broken_id=missing,
-                                   reason=f"missing: the head names entry {head.last_id}")
-            if expected_prev != head.last_hash:
-                return ChainReport(checked=self.checked - 1, broken_id=last_id,
-                                   reason="the head's hash differs from this entry's")
-        return None
-
-    def missing_anchor(self) -> ChainReport | None:
-        unmet = sorted((a for a in [*self.by_place.values(), *self.by_id.values()]
-                        if id(a) not in self.met), key=lambda a: a.last_id)
-        if not unmet:
-            return None
-        anchor = unmet[0]
-        end = self.ends.get(anchor.chain) if anchor.seq is not None else max(
-            self.ends.values(), default=0)
-        return ChainReport(checked=self.checked, broken_id=anchor.last_id,
-                           reason=f"missing, though a checkpoint names it: the journal ends "
-                                  f"at entry {end or 0} (its tail was cut)")
 
 
 def verify_chain(anchors: Iterable[Anchor] = ()) -> int | None:

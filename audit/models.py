@@ -116,6 +116,13 @@ class JournalEntry(models.Model):
     # Unique through a named constraint, not unique=True: on PostgreSQL the latter adds a
     # varchar_pattern_ops ("_like") index that no query of a hash needs.
     hash = models.CharField("хеш", max_length=64)
+    # The spool's own marks (audit/spool.py), never a caller's: the spool id the answer gave
+    # (journal_pending), when the call was answered, and the committed entry a spooled copy
+    # repeats. Outside `arguments`, which callers write; hashed when set (journal.canonical).
+    spool_id = models.CharField("номер в очереди", max_length=32, blank=True, default="",
+                                db_default="")
+    spooled_at = models.DateTimeField("ответ дан (очередь)", null=True, blank=True)
+    duplicate_of = models.BigIntegerField("копия записи", null=True, blank=True)
 
     objects = JournalQuerySet.as_manager()
 
@@ -131,7 +138,11 @@ class JournalEntry(models.Model):
         ]
         constraints = [models.UniqueConstraint(fields=["chain", "seq"],
                                                name="audit_entry_chain_seq"),
-                       models.UniqueConstraint(fields=["hash"], name="audit_entry_hash")]
+                       models.UniqueConstraint(fields=["hash"], name="audit_entry_hash"),
+                       # One drained entry per spool file, whoever drains it.
+                       models.UniqueConstraint(fields=["spool_id"],
+                                               condition=~models.Q(spool_id=""),
+                                               name="audit_entry_spool_id")]
 
     def __str__(self) -> str:
         return f"#{self.id} {self.tool or '-'} {self.phase} {self.status}"
@@ -218,3 +229,37 @@ class AuditorToken(models.Model):
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
         self.save(update_fields=["revoked_at"])
+
+
+class SignedCheckpoint(models.Model):
+    """A stretch of one chain (places from_seq..to_seq) sealed with the journal's Ed25519 key.
+
+    `digest` is a SHA-256 chain over the stretch's rows (their canonical content and hashes,
+    audit/seals.py), so whoever holds the public key can verify an export of those rows
+    without the HMAC secret (tools/verify_export.py). Written by the beat; sent out of the
+    operator's reach as it is written.
+    """
+
+    chain = models.CharField("цепочка", max_length=80, blank=True)
+    from_seq = models.BigIntegerField("с места")
+    to_seq = models.BigIntegerField("по место")
+    prev_hash = models.CharField("хеш перед отрезком", max_length=64)
+    last_hash = models.CharField("хеш последней записи", max_length=64)
+    last_id = models.BigIntegerField("последняя запись")
+    digest = models.CharField("дайджест отрезка", max_length=64)
+    first_at = models.DateTimeField("первая запись в")
+    last_at = models.DateTimeField("последняя запись в")
+    at = models.DateTimeField("подписан")
+    key = models.CharField("отпечаток ключа", max_length=16)
+    public_key = models.CharField("открытый ключ (base64)", max_length=64)
+    signature = models.CharField("подпись (base64)", max_length=128)
+
+    class Meta:
+        verbose_name = "подписанная контрольная точка"
+        verbose_name_plural = "подписанные контрольные точки"
+        constraints = [models.UniqueConstraint(fields=["chain", "to_seq"],
+                                               name="audit_sealed_chain_to_seq")]
+        indexes = [models.Index(fields=["chain", "last_at"], name="audit_sealed_chain_last_at")]
+
+    def __str__(self) -> str:
+        return f"{self.chain or '-'} {self.from_seq}..{self.to_seq}"

@@ -67,11 +67,15 @@ def beyond_head_problem(entry: JournalEntry, head_seq: int) -> str:
 def vouched(qs: QuerySet[JournalEntry]) -> QuerySet[JournalEntry]:
     """Only entries at places a head vouches for, in their own contour's chain.
 
-    A row past its chain's head, or in another contour's chain, is left out: it is not part
-    of the chain an auditor can verify, and verify_journal names it.
+    A row past its chain's head, in a chain no head names, or in another contour's chain, is
+    left out: it is not part of the chain an auditor can verify, and verify_journal names it.
     """
     past_head = Exists(ChainHead.objects.filter(chain=OuterRef("chain"),
                                                 last_seq__lt=OuterRef("seq")))
+    # A chain with no head row vouches for nothing: record() opens a chain by writing its
+    # head, so a row in a lane no head names was put there by someone else (form-1 rows of
+    # the one global chain "" predate heads).
+    has_head = Exists(ChainHead.objects.filter(chain=OuterRef("chain")))
     own_chain = (Q(form__lt=2) | Q(chain=F("contour"))
                  | Q(chain__startswith=Concat(F("contour"), Value(LANE_MARK))))
-    return qs.filter(own_chain).exclude(past_head)
+    return qs.filter(own_chain).filter(has_head | Q(form__lt=2, chain="")).exclude(past_head)

@@ -54,9 +54,10 @@ def _clean_secrets(secrets: Iterable[str]) -> tuple[str, ...]:
 
 
 # Our own credentials by their shape, wherever they appear, even when nobody passed them in as a
-# secret: API keys (ibg_), confirmation tokens (ibc_), auditor tokens (iba_). The visible
-# 12-character prefix stays, as the admin shows it; a bare prefix is too short to match.
-_OWN_TOKEN = re.compile(r"\b(ib[gca]_[A-Za-z0-9_-]{8})[A-Za-z0-9_-]{12,}")
+# secret: API keys (ibg_), confirmation tokens (ibc_), auditor tokens (iba_), OAuth access and
+# refresh tokens (ibo_, ibr_). The visible 12-character prefix stays, as the admin shows it; a
+# bare prefix is too short to match.
+_OWN_TOKEN = re.compile(r"\b(ib[gcaor]_[A-Za-z0-9_-]{8})[A-Za-z0-9_-]{12,}")
 
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:

@@ -3,17 +3,22 @@
 Decision: a call answered while the database is away is still journaled. Its entry,
 already redacted (journal.build), is written to GATEWAY_STATE_DIR/journal-spool as one JSON
 file (fsynced, renamed into place), and the answer names it (`journal_pending`). When the
-database is back, drain() appends the spooled entries to their chains, oldest first, each
-marked `arguments._spooled = {"id", "at"}` (the spool id and when the call was answered), so
-the entry is found by the id the answer gave and is never appended twice. A write whose
-connection died after the server committed it (the answer never came back) is spooled too,
-with the hash it was written under: on drain, the spooled entry is still appended (the answer
-named it) and says `duplicate_of` the committed one, so the journal tells the two apart. Drains run in the
-process that spooled (after its next journaled call) and in the beat task
-audit.tasks.drain_journal_spool (a worker sharing the state directory).
+database is back, drain() appends the spooled entries to their chains, oldest first. The
+spool's own marks live beside the entry in the file and in the entry's own columns
+(`spool_id`, `spooled_at`, `duplicate_of`), never in `arguments`, which the caller writes: a
+caller-planted `_spooled` or `duplicate_of` is caller data and decides nothing. The spool id
+(unique in the journal) is how the entry is found by the id the answer gave and why it is
+never appended twice. A write whose connection died after the server committed it (the answer
+never came back) is spooled too, with the hash it was written under: on drain, the spooled
+entry is still appended (the answer named it) and says `duplicate_of` the committed one, so
+the journal tells the two apart. Drains run in the process that spooled (after its next
+journaled call) and in the beat task audit.tasks.drain_journal_spool (a worker sharing the
+state directory).
 
-Only the database's own failures (DatabaseError) are spooled: any other failure of the
-journal is a bug, and stays one.
+When the spool cannot be written either (a full or unwritable disk), record_or_spool() says so
+(Recorded.lost) instead of raising: the answer then says `journal_unavailable`
+(tools/call_trace.py). Only the database's own failures (DatabaseError) are spooled: any other
+failure of the journal is a bug, and stays one.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import fcntl
 import json
 import logging
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -39,8 +45,9 @@ from audit.models import JournalEntry
 
 logger = logging.getLogger(__name__)
 
-MARK = "_spooled"
-ATTEMPTED = "attempted_hash"  # in the spool file only, beside the entry's fields
+LEGACY_MARK = "_spooled"  # where files spooled before the marks had columns kept them
+FORMAT = 2  # {"format": 2, "entry": {...}, "spool": {"id", "at"}, "attempted_hash"}
+ATTEMPTED = "attempted_hash"  # in the spool file only, beside the entry
 # A drain appends at most this many entries per run: a call that triggers it stays quick.
 DRAIN_BATCH = 200
 _FIELDS = ("contour", "channel", "actor", "tool", "phase", "arguments", "status", "code",
@@ -58,6 +65,7 @@ class Recorded:
 
     entry: JournalEntry | None = None
     spool_id: str = ""
+    lost: bool = False  # neither the database nor the spool took it
 
     @property
     def id(self) -> int | None:
@@ -80,7 +88,12 @@ def record_or_spool(**fields: Any) -> Recorded:
         # The connection can die after the server committed the row, before saying so: the
         # attempt's hash (unique, set once the entry was placed) tells the drain whether it
         # is in the journal after all.
-        spool_id = write(built, attempted_hash=built.hash or "")
+        try:
+            spool_id = write(built, attempted_hash=built.hash or "")
+        except OSError as error:  # ENOSPC, EACCES, EROFS: said in the answer, never raised
+            logger.error("journal entry kept nowhere: database unavailable and the spool "
+                         "refused it (%s)", error.strerror or type(error).__name__)
+            return Recorded(lost=True)
         logger.warning("database unavailable: journal entry spooled as %s", spool_id)
         return Recorded(spool_id=spool_id)
     if _maybe_pending:
@@ -96,19 +109,23 @@ def write(entry: JournalEntry, attempted_hash: str = "") -> str:
     write whose outcome is unknown (the row may be in the journal)."""
     global _maybe_pending
     spool_id = uuid.uuid4().hex
-    content: dict[str, Any] = {name: getattr(entry, name) for name in _FIELDS}
-    content[ATTEMPTED] = attempted_hash
-    content["arguments"] = {**(entry.arguments or {}),
-                            MARK: {"id": spool_id, "at": datetime.now(UTC).isoformat()}}
+    content: dict[str, Any] = {
+        "format": FORMAT, "entry": {name: getattr(entry, name) for name in _FIELDS},
+        "spool": {"id": spool_id, "at": datetime.now(UTC).isoformat()},
+        ATTEMPTED: attempted_hash}
     folder = directory()
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{time.time_ns():020d}-{spool_id}.json"
     temporary = folder / f".{name}.tmp"
-    with temporary.open("w", encoding="utf-8") as handle:
-        json.dump(content, handle, ensure_ascii=False)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, folder / name)
+    try:
+        with temporary.open("w", encoding="utf-8") as handle:
+            json.dump(content, handle, ensure_ascii=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, folder / name)
+    except OSError:
+        temporary.unlink(missing_ok=True)  # a half-written file must not fill the disk more
+        raise
     _fsync_directory(folder)
     _maybe_pending = True
     return spool_id
@@ -132,26 +149,93 @@ def drain(limit: int = DRAIN_BATCH) -> int:
             return 0
         files = sorted(folder.glob("*.json"))
         for path in files[:limit]:
-            content = json.loads(path.read_text(encoding="utf-8"))
-            attempted = content.pop(ATTEMPTED, "")
-            spool_id = content["arguments"][MARK]["id"]
+            try:
+                spooled = _read(path)
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                # Left in place for a person to look at; it never blocks the entries after it.
+                logger.error("journal spool file %s unreadable (%s); skipped", path.name,
+                             type(error).__name__)
+                continue
             with transaction.atomic():
-                if not JournalEntry.objects.filter(**{f"arguments__{MARK}__id": spool_id}
-                                                   ).exists():
-                    committed = (JournalEntry.objects.filter(hash=attempted)
-                                 .values_list("id", flat=True).first() if attempted else None)
-                    if committed is not None:  # the first write did land: say so, keep both
-                        content["arguments"][MARK]["duplicate_of"] = committed
-                    journal.append(JournalEntry(**content))
+                if not _drained(spooled):
+                    committed = (JournalEntry.objects.filter(hash=spooled.attempted)
+                                 .values_list("id", flat=True).first()
+                                 if spooled.attempted else None)
+                    # The first write did land: say so, keep both.
+                    spooled.entry.duplicate_of = committed
+                    journal.append(spooled.entry)
                     appended += 1
-            path.unlink()
+            try:
+                path.unlink()
+            except OSError:  # drained; the unique spool id keeps the next drain from repeating
+                logger.warning("journal spool file %s drained but not removed", path.name)
         _maybe_pending = len(files) > limit
     return appended
 
 
+@dataclass(frozen=True)
+class _Spooled:
+    entry: JournalEntry
+    attempted: str
+    legacy: bool
+
+
+def _read(path: Path) -> _Spooled:
+    content = json.loads(path.read_text(encoding="utf-8"))
+    if content.get("format") == FORMAT:
+        fields, mark = content["entry"], content["spool"]
+        legacy = False
+    else:  # written before the marks had columns: the writer's mark is in the arguments
+        fields = {name: content[name] for name in _FIELDS}
+        fields["arguments"] = dict(fields["arguments"])
+        mark = fields["arguments"].pop(LEGACY_MARK)
+        legacy = True
+    entry = JournalEntry(**{name: fields[name] for name in _FIELDS},
+                         spool_id=str(mark["id"]), spooled_at=datetime.fromisoformat(mark["at"]))
+    return _Spooled(entry=entry, attempted=str(content.get(ATTEMPTED) or ""), legacy=legacy)
+
+
+def _drained(spooled: _Spooled) -> bool:
+    """Whether the entry is in the journal already (a drain killed before removing its file)."""
+    spool_id = spooled.entry.spool_id
+    if JournalEntry.objects.filter(spool_id=spool_id).exists():
+        return True
+    # A file of the old format may have been drained by the old code, mark in the arguments.
+    return spooled.legacy and JournalEntry.objects.filter(
+        **{f"arguments__{LEGACY_MARK}__id": spool_id}).exists()
+
+
 def pending() -> int:
     folder = directory()
-    return len(list(folder.glob("*.json"))) if folder.is_dir() else 0
+    try:
+        return len(list(folder.glob("*.json"))) if folder.is_dir() else 0
+    except OSError:
+        return 0
+
+
+@dataclass(frozen=True)
+class Room:
+    """What the spool's disk can still take: free bytes, and whether the directory is writable."""
+
+    free_bytes: int | None
+    writable: bool
+
+    @property
+    def low(self) -> bool:
+        floor = int(settings.GATEWAY_SPOOL_MIN_FREE_MB) * 1024 * 1024
+        return not self.writable or self.free_bytes is None or self.free_bytes < floor
+
+
+def room() -> Room:
+    """The spool directory's disk (its nearest existing parent before the first spool)."""
+    place = directory()
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    try:
+        free = shutil.disk_usage(place).free
+    except OSError:
+        return Room(free_bytes=None, writable=False)
+    return Room(free_bytes=free, writable=place.is_dir() and os.access(place, os.W_OK | os.X_OK))
 
 
 @contextmanager

@@ -126,8 +126,7 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
     # away) is journaled, through the spool, without one.
     entries = {row[0]: row for row in cluster.sql(
         "select id, contour, phase, code, confirmation_id, channel, "
-        "arguments->'_spooled'->>'id', at, tool, actor, "
-        "(arguments->'_spooled'->>'duplicate_of')::bigint from audit_journalentry "
+        "nullif(spool_id, ''), at, tool, actor, duplicate_of from audit_journalentry "
         "where contour = any(%s) or contour = ''", slugs)}
     spooled = {row[6]: row for row in entries.values() if row[6]}
     answered = [a for a in answers if not a.cut]

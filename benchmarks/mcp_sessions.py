@@ -105,7 +105,9 @@ def held(server: Server, raw: Raw, count: int) -> dict[str, Any]:
 def run(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], str]:
     key = seed_key(url)
     extra = {"CELERY_BROKER_URL": "memory://", "MCP_REDIS_URL": "",
-             "MCP_MAX_SESSIONS": str(args.held + 100)}
+             # One key holds them all: every cap (issue 41: per key and contour too) above it.
+             **{name: str(args.held + 100) for name in (
+                 "MCP_MAX_SESSIONS", "MCP_MAX_SESSIONS_PER_KEY", "MCP_MAX_SESSIONS_PER_CONTOUR")}}
     data: dict[str, Any] = {}
     port_a, port_b = free_port(), free_port()
     with Server(server_env(url, port_a, **extra), port_a) as a, \

@@ -27,14 +27,17 @@ _wsgi_application = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402 - after the settings module is named
 
+from adapters.bounded_body import BoundedBody  # noqa: E402
 from adapters.database_down import DatabaseDown  # noqa: E402
+from adapters.django_guard import DjangoGuard, asgi_guard  # noqa: E402
+from adapters.mcp.cors import with_cors  # noqa: E402
 from adapters.mcp.http import CHANNEL as MCP_CHANNEL  # noqa: E402
 from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app registry loaded
 from adapters.mcp.server import run_sync  # noqa: E402
 from adapters.oauth.events import CHANNEL as OAUTH_CHANNEL  # noqa: E402
 from adapters.oauth.routes import oauth_routes  # noqa: E402
 from adapters.wsgi_pool import PooledWSGI  # noqa: E402
-from tools.ops.health import asgi_guard, report  # noqa: E402
+from tools.ops.health import report  # noqa: E402
 
 django_application = PooledWSGI(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
 mcp_application, mcp_sessions = build_mcp_app()
@@ -68,9 +71,10 @@ async def health(request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _database_down(route: Route) -> Route:
-    """An OAuth route whose database errors get the envelope (adapters/database_down.py)."""
-    route.app = DatabaseDown(route.app, OAUTH_CHANNEL)
+def _guarded(route: Route) -> Route:
+    """An OAuth route behind Django's host check and headers (adapters/django_guard.py), whose
+    database errors get the envelope (adapters/database_down.py)."""
+    route.app = DjangoGuard(DatabaseDown(route.app, OAUTH_CHANNEL))
     return route
 
 
@@ -78,12 +82,18 @@ def _database_down(route: Route) -> Route:
 # RFC 8414 and RFC 9728 metadata, /register, /authorize, /token, /revoke; consent is Django's.
 # Both read the database before any tool runs: with it away they answer 503
 # database_unavailable, as REST does, not Starlette's bare 500.
-application = Starlette(
-    routes=[Route(PATH, endpoint=DatabaseDown(mcp_application, MCP_CHANNEL)),
+routes = Starlette(
+    # CORS outermost on /mcp: a browser's preflight is answered before the key is asked for,
+    # and every answer (a 401, a 503 too) tells an allowed origin it may read it.
+    routes=[Route(PATH, endpoint=with_cors(DatabaseDown(mcp_application, MCP_CHANNEL))),
             # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
             Route("/health", endpoint=health,
                   methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
-            *[_database_down(route) for route in oauth_routes()],
+            *[_guarded(route) for route in oauth_routes()],
             Mount("/", app=django_application)],
     lifespan=lifespan,
 )
+# Every body is read on the loop, bounded in size and time, before a route (or a pool thread)
+# sees it: a client trickling a body holds no thread (adapters/bounded_body.py).
+application = BoundedBody(routes, max_bytes=settings.GATEWAY_MAX_BODY_BYTES,
+                          read_seconds=settings.GATEWAY_BODY_READ_SECONDS)

@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
+from tools import anonymous
 from tools.models import Contour
 from tools.services.contours import DEMO_TOKEN, create_contour
 from tools.services.keys import issue_key
@@ -126,6 +127,9 @@ def _fast_retries(settings: Any) -> None:
 def _empty_cache() -> None:
     # The counterparty cache outlives a test's database rollback; ids are reused after it.
     cache.clear()
+    # So do the anonymous refusals' sampling windows (tools/anonymous.py): each test's first
+    # anonymous refusal of a kind is journaled, as a fresh process's is.
+    anonymous.forget()
 
 
 @pytest.fixture

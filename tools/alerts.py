@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import smtplib
@@ -33,8 +32,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from adapters.invoicebox.hosts import is_loopback
-from tools import catalog, clock, events, roles
+from tools import catalog, clock, events, roles, secret_box
 from tools.models import (
     AlertKind,
     AlertState,
@@ -46,7 +44,7 @@ from tools.models import (
     Role,
 )
 from tools.params import format_rub
-from tools.public_http import NonPublicAddress, PublicOnlyTransport, is_public
+from tools.public_http import NonPublicAddress, PublicOnlyTransport, is_internal_literal
 
 logger = logging.getLogger(__name__)
 
@@ -69,17 +67,13 @@ def webhook_url_problem(url: str) -> str:
     parts = urlsplit(url or "")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "нужен адрес http(s)://хост/…"
-    try:
-        address = ipaddress.ip_address(parts.hostname)
-    except ValueError:
-        address = None
     if not settings.PRODUCTION:
         return ""
     if parts.scheme != "https":
         return "в рабочем режиме вебхук только по https"
     # Stricter than "not loopback" (adapters.invoicebox.hosts): the send-time rule of
     # tools.public_http, so a literal refused there is refused here, before anything is queued.
-    if is_loopback(parts.hostname) or (address is not None and not is_public(address)):
+    if is_internal_literal(parts.hostname):
         return "вебхук на локальный или внутренний адрес запрещён"
     return ""
 
@@ -301,6 +295,10 @@ def _send_webhook(alert: OperatorAlert) -> None:
     body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()
     headers = {"Content-Type": "application/json; charset=utf-8",
                "User-Agent": "invoicebox-gateway-alerts"}
+    if secret_box.is_unreadable(contour.alert_webhook_secret):
+        # Never sent unsigned in its place: the relay would take it for one of ours.
+        raise DeliveryError("секрет подписи вебхука не читается (другой GATEWAY_SECRETS_KEY): "
+                            "введите его заново на странице контура", permanent=True)
     if contour.alert_webhook_secret:
         headers[SIGNATURE_HEADER] = sign(contour.alert_webhook_secret, body)
     # In production the connection itself goes to public addresses only (tools.public_http):

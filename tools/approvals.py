@@ -108,18 +108,24 @@ def prepared_by(user: Any, confirmation: PendingConfirmation) -> bool:
     Barred: everyone the confirmation snapshotted when a key prepared it (that key's issuer,
     who saw the raw secret, and its holder then, the issuer when it had none), and, for the
     key named in `created_by`, its issuer and its holder now. The editable holder can only add
-    to who is barred, never take anyone off an open confirmation.
+    to who is barred, never take anyone off an open confirmation. A key no person issued (a
+    manage.py command made it: ApiKey.issued_by_command) bars every superuser: whoever ran the
+    command may be one, and the record cannot say who.
     """
     if not user.pk:
         return False
+    if user.is_superuser and confirmation.prepared_by_command_key:
+        return True
     if confirmation.barred_approvers.filter(pk=user.pk).exists():
         return True
     actor = confirmation.created_by or ""
     if not actor.startswith("key:"):
         return False
+    people = Q(user=user) | Q(issued_by=user)
+    if user.is_superuser:
+        people |= Q(issued_by_command=True)
     return ApiKey.objects.filter(
-        Q(user=user) | Q(issued_by=user),
-        contour_id=confirmation.contour_id, prefix=actor.removeprefix("key:")).exists()
+        people, contour_id=confirmation.contour_id, prefix=actor.removeprefix("key:")).exists()
 
 
 def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError | None:
@@ -136,7 +142,9 @@ def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError |
         return ToolError("confirmation_expired", "срок подтверждения истёк; решать поздно")
     if prepared_by(user, confirmation):
         return ToolError("forbidden", "эту операцию подготовил ваш собственный ключ API (вы его "
-                         "выдали или держите): решение должен принять другой оператор")
+                         "выдали или держите) или ключ, выданный командой manage.py (его "
+                         "операции суперпользователь не одобряет): решение должен принять "
+                         "другой оператор")
     if owns_contour(user, confirmation.contour):
         return ToolError("forbidden", "вы владелец этого контура: его операции одобряет "
                          "оператор, который контуром не владеет (принцип четырёх глаз)")

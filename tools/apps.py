@@ -33,4 +33,12 @@ class ToolsConfig(AppConfig):
         from tools import roles  # registers the per-contour permissions with django-rules
 
         set_contour_source(roles.audited_slugs)
+
+        from audit.admin_lists import set_filter_sources
+        from tools import catalog
+        from tools.models import Contour
+
+        set_filter_sources(
+            contours=lambda: list(Contour.objects.order_by("slug").values_list("slug", flat=True)),
+            tools=catalog.names)
         checks.register(deprecated_settings, checks.Tags.compatibility)

@@ -14,7 +14,7 @@ from typing import Any
 
 from audit import journal
 from audit.spool import record_or_spool
-from tools.errors import Outcome
+from tools.errors import JOURNAL_UNAVAILABLE_MESSAGE, JournalState, Outcome
 from tools.models import ApiKey, Contour, Operation
 from tools.ops.hooks import observe_call
 from tools.validation import printable
@@ -62,7 +62,9 @@ def journal_arguments(trace: Trace) -> dict[str, Any]:
     return {"_raw": printable(str(trace.arguments)[:200])}
 
 
-def journal_outcome(trace: Trace, outcome: Outcome) -> Outcome:
+def journal_outcome(trace: Trace, outcome: Outcome, *, note: str = "") -> Outcome:
+    """Journal the answer (`note` is added to the journaled message only) and say in it where
+    the entry is: journal_id, journal_pending, or journal_unavailable (kept nowhere)."""
     arguments = journal_arguments(trace)
     contour = trace.contour
     fields: dict[str, Any] = {
@@ -77,7 +79,7 @@ def journal_outcome(trace: Trace, outcome: Outcome) -> Outcome:
         "read_back": trace.replies,
     }
     try:
-        entry = record_or_spool(arguments=arguments, message=outcome.message, **fields)
+        entry = record_or_spool(arguments=arguments, message=outcome.message + note, **fields)
     except Exception:
         # Journaling must never fail the call: keep what can be recorded, say what could not.
         logger.exception("journal entry of tool %s failed; writing a fallback", trace.tool)
@@ -87,12 +89,37 @@ def journal_outcome(trace: Trace, outcome: Outcome) -> Outcome:
                 message=printable(outcome.message)[:500], **fields)
         except Exception:
             logger.exception("fallback journal entry of tool %s failed", trace.tool)
-            return outcome
+            return unjournaled(outcome)
+    if entry.lost:
+        return unjournaled(outcome)
     if entry.spool_id:
         # Written to the local spool while the database was away; it reaches the journal
         # when the database is back (audit/spool.py), under this id.
         outcome.journal_pending = entry.spool_id
+        outcome.journal_state = JournalState.PENDING
         return outcome
     outcome.journal_id = entry.id
+    outcome.journal_state = JournalState.RECORDED
     observe_call(entry.entry)  # tools/ops: metrics, the JSON log line, Sentry; never raises
+    return outcome
+
+
+def unjournaled(outcome: Outcome) -> Outcome:
+    """An answer whose entry neither the database nor the spool took says so.
+
+    A call that did nothing upstream (a refusal, or the database away before any claim) is
+    refused as `journal_unavailable`, its own code kept in data.refused_code: "every call is
+    journaled" cannot hold, so nothing runs. An answer that carries a result or an unknown
+    outcome (the upstream was reached) keeps its code and says journal_state `unavailable`,
+    with journal_error beside it. An execution never reaches the upstream in this state: its
+    `execution_started` entry is written in the claim's transaction (tools/gateway.py), so a
+    claim whose entry the database refused is no claim.
+    """
+    outcome.journal_state = JournalState.UNAVAILABLE
+    if outcome.status in ("rejected", "error") and outcome.code != "outcome_unknown":
+        outcome.data = {**outcome.data, "refused_code": outcome.code}
+        outcome.status, outcome.code = "error", "journal_unavailable"
+        outcome.message = (f"{JOURNAL_UNAVAILABLE_MESSAGE}; вызов не выполнен "
+                           f"(причина отказа: {outcome.message})")
+        outcome.http_status = 503
     return outcome

@@ -17,6 +17,7 @@ from django.utils import timezone
 from tools import clock, keys
 from tools.errors import ToolError
 from tools.models import (
+    UNRESOLVED_OPERATION_STATES,
     ConfirmationStatus,
     Contour,
     Operation,
@@ -29,7 +30,7 @@ from tools.spec import FACTS_KEY, Summary, ToolSpec
 OPEN_STATUSES = (ConfirmationStatus.PENDING, ConfirmationStatus.APPROVED)
 # Operations that may have happened upstream: their confirmation never expires, and the same
 # write prepared again answers with them instead of a new token.
-UNRESOLVED_STATES = (OperationState.IN_FLIGHT, OperationState.UNKNOWN)
+UNRESOLVED_STATES = UNRESOLVED_OPERATION_STATES  # the partial index's condition, the same list
 # What may expire: a confirmation with no execution, or one whose execution proved it failed.
 # The resolve path and the periodic task (tools.tasks.expire_confirmations) share this rule.
 EXPIRABLE = Q(operation__isnull=True) | Q(operation__state=OperationState.FAILED)
@@ -155,10 +156,14 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
 def bar_key_people(confirmation: PendingConfirmation, contour: Contour, actor: str) -> None:
     """Snapshot who stands behind the key preparing this write: its issuer (who saw the raw
     key) and its holder now, the issuer when it names none. Each preparation adds its own; a
-    later change of the key's holder takes no one off."""
+    later change of the key's holder takes no one off. A key a command issued bars every
+    superuser (prepared_by_command_key)."""
     key = keys.key_of(contour, actor)
     if key is None:
         return
+    if key.issued_by_command and not confirmation.prepared_by_command_key:
+        confirmation.prepared_by_command_key = True
+        confirmation.save(update_fields=["prepared_by_command_key"])
     people = {key.issued_by_id, key.user_id or key.issued_by_id} - {None}
     if people:
         confirmation.barred_approvers.add(*people)

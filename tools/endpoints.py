@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 
 from adapters.invoicebox.hosts import is_loopback, is_own_sandbox
+from tools.public_http import is_internal_literal
 
 
 class InvoiceboxMode(models.TextChoices):
@@ -54,6 +55,10 @@ def base_url_problem(mode: str, base_url: str) -> str:
             "режим custom")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"адрес API должен быть http(s)://хост, а указано {_shown(url)}"
+    if not settings.GATEWAY_ALLOW_PRIVATE_UPSTREAM and is_internal_literal(parts.hostname):
+        # Names are checked when connecting (tools.public_http); a literal is refused here.
+        return (f"адрес API {_shown(parts.hostname)} — локальный или внутренний: в этой "
+                "установке запрещено (включает GATEWAY_ALLOW_PRIVATE_UPSTREAM=true)")
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         return (f"http без шифрования допустим только для локального адреса "
                 f"(127.0.0.0/8, ::1, localhost), а указан хост {_shown(parts.hostname)}; нужен https")

@@ -26,6 +26,8 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "second_factor_required": ("rejected", 403),
     "second_factor_invalid": ("rejected", 403),
     "second_factor_throttled": ("rejected", 429),
+    "second_factor_bootstrap_required": ("rejected", 403),
+    "prepared_device_expired": ("rejected", 403),
     # An OAuth grant's call beyond the toolsets its owner chose (a key's is `forbidden`).
     "insufficient_scope": ("rejected", 403),
     "invalid_arguments": ("rejected", 400),
@@ -43,10 +45,22 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "currency_not_allowed": ("rejected", 422),
     "ceiling_exceeded": ("rejected", 429),
     "rate_limited": ("rejected", 429),
+    # MCP: a new session over the key's, its contour's or the deployment's cap (adapters/mcp).
+    "too_many_sessions": ("rejected", 429),
     "upstream_unavailable": ("error", 502),
     "outcome_unknown": ("error", 504),
     # The gateway's own database is away: nothing was done, the call may be repeated.
     "database_unavailable": ("error", 503),
+    # The request's body, before anything reads it (adapters/bounded_body.py): too large, or
+    # not whole within the read deadline. Never journaled: no caller is known yet.
+    "request_too_large": ("rejected", 413),
+    "request_timeout": ("rejected", 408),
+    # Neither the database nor the local spool could keep the call's journal entry: a call
+    # that did nothing is refused with this code (audit/spool.py, tools/call_trace.py).
+    "journal_unavailable": ("error", 503),
+    # The contour's stored Invoicebox token can't be read with GATEWAY_SECRETS_KEY (another
+    # key, or a malformed stored value): nothing is sent until the owner enters it again.
+    "contour_token_unreadable": ("error", 503),
 }
 
 
@@ -84,6 +98,21 @@ class ToolError(Exception):
         return CODE_STATUS[self.code][1]
 
 
+class JournalState:
+    """What every answer says of its journal entry (`journal_state`)."""
+
+    RECORDED = "recorded"  # in the journal: journal_id
+    PENDING = "pending"  # in the local spool, drained when the database is back: journal_pending
+    # An anonymous refusal counted but not written one by one (audit/sampling.py): one entry
+    # per door, reason and period says how many there were.
+    SAMPLED = "sampled"
+    UNAVAILABLE = "unavailable"  # kept nowhere: journal_error says so
+
+
+JOURNAL_UNAVAILABLE_MESSAGE = (
+    "запись журнала не сохранена: база данных и локальная очередь журнала недоступны")
+
+
 @dataclass
 class Outcome:
     """The envelope of the wire contract: what the core returns and every adapter renders."""
@@ -99,6 +128,8 @@ class Outcome:
     journal_id: int | None = None
     # The spool id of a journal entry written while the database was away (audit/spool.py).
     journal_pending: str = ""
+    # Where the call's journal entry is (JournalState); set by tools/call_trace.py.
+    journal_state: str = ""
     http_status: int = 200
 
     @classmethod
@@ -125,6 +156,11 @@ class Outcome:
         body["journal_id"] = self.journal_id
         if self.journal_pending:
             body["journal_pending"] = self.journal_pending
+        if self.journal_state:
+            body["journal_state"] = self.journal_state
+        if self.journal_state == JournalState.UNAVAILABLE:
+            body["journal_error"] = {"code": "journal_unavailable",
+                                     "message": JOURNAL_UNAVAILABLE_MESSAGE}
         return body
 
 

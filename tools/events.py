@@ -172,6 +172,18 @@ def role_revoked(contour: Contour, user: Any, role: str, role_label: str, *, act
                arguments={"object": "role", "user": user.get_username(), "role": role})
 
 
+# -- people's powers (tools/services/people.py) -------------------------------------------------
+
+def person_changed(person: Any, code: str, message: str, *, changes: Mapping[str, Any],
+                   second_factor: Mapping[str, Any], actor: str, channel: str) -> None:
+    """A person's flag (superuser, staff, active) or password changed by `actor`, with the
+    actor's second factor behind it. On the chain of no contour; never a password."""
+    journal.record(contour="", channel=channel, actor=actor, tool="", phase=CONFIGURE,
+                   arguments={"object": "person", "user": person.get_username(),
+                              "changes": dict(changes), "second_factor": dict(second_factor)},
+                   status="ok", code=code, message=message)
+
+
 # -- operators' decisions and alerts ------------------------------------------------------------
 
 def confirmation_decided(confirmation: PendingConfirmation, *, approve: bool, reason: str,
@@ -262,3 +274,23 @@ def login_failed(*, shown_username: str, address: str, known_user: bool, locked_
         message=("вход закрыт: слишком много неудачных попыток" if locked_out
                  else "неудачная попытка входа"),
     )
+
+
+def login_throttled(*, shown_username: str, address: str, wait_seconds: int,
+                    channel: str) -> None:
+    """A login refused unchecked: the name or the address must wait (tools/login_guard.py)."""
+    journal.record(
+        contour="", channel=channel, actor=f"login:{shown_username}", tool="", phase="login",
+        arguments={"address": address, "wait_seconds": wait_seconds},
+        status="rejected", code="login_throttled",
+        message=f"вход замедлен: попробуйте через {wait_seconds} с")
+
+
+def login_failures_reported(*, username: str, failures: int, recipients: int,
+                            channel: str) -> None:
+    """The person and the superusers told of repeated failed logins (once per window)."""
+    journal.record(
+        contour="", channel=channel, actor=f"login:{username}", tool="", phase="login",
+        arguments={"failures": failures, "recipients": recipients},
+        status="ok", code="login_failures_reported",
+        message=f"о {failures} неудачных попытках входа сообщено владельцу и суперпользователям")

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from tools import (
     alerts,
+    anonymous,
     approvals,
     catalog,
     ceilings,
@@ -28,7 +29,7 @@ from tools.call_trace import Trace as _Trace
 from tools.call_trace import journal_outcome as _journal
 from tools.call_trace import journal_started as _journal_started
 from tools.database_faults import database_outcome
-from tools.errors import Outcome, Problem, ToolError, invalid_arguments
+from tools.errors import JournalState, Outcome, Problem, ToolError, invalid_arguments
 from tools.json_kinds import json_kind
 from tools.models import (
     ConfirmationStatus,
@@ -39,7 +40,7 @@ from tools.models import (
 )
 from tools.recovery import finish as _finish
 from tools.spec import CallContext, ToolSpec
-from tools.upstream_calls import client_for, upstream, with_context
+from tools.upstream_calls import client_for, refuse_unusable_token, upstream, with_context
 from tools.validation import printable, shape_problem, validate
 
 logger = logging.getLogger(__name__)
@@ -123,7 +124,17 @@ def reject(contour: Contour | None, code: str, message: str, *, channel: str, ac
         arguments = {"_refused": shape_problem(arguments)}
     trace = _Trace(contour=contour, channel=channel, actor=actor, tool=printable(tool),
                    arguments=arguments)
-    return _journal(trace, Outcome.from_error(ToolError(code, message, hint=hint)))
+    outcome = Outcome.from_error(ToolError(code, message, hint=hint))
+    if contour is None and anonymous.is_anonymous(actor):
+        # No verified credential: counted always, journaled as a sample (tools/anonymous.py).
+        skipped = anonymous.admit(channel, trace.tool[:64], code)
+        if skipped is None:
+            outcome.journal_state = JournalState.SAMPLED
+            return outcome
+        if skipped:
+            return _journal(trace, outcome, note=f" (и ещё {skipped} таких же отказов "
+                                                 "после предыдущей записи)")
+    return _journal(trace, outcome)
 
 
 def visible_tools(contour: Contour, actor: str = "") -> list[ToolSpec]:
@@ -138,6 +149,7 @@ def visible_tools(contour: Contour, actor: str = "") -> list[ToolSpec]:
 def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     contour = trace.contour
     assert contour is not None
+    refuse_unusable_token(contour)
     spec = catalog.get(name) if isinstance(name, str) else None
     if spec is None:
         # Only what this contour may call: naming the rest would only invite `forbidden`.
@@ -373,7 +385,7 @@ def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
             operation.attempts += 1
             operation.started_at = now
             operation.save(update_fields=["state", "attempts", "started_at"])
-        trace.operation_key = operation.key
+        # The attempt's entry, in this transaction: no entry, no claim, no upstream request.
         _journal_started(trace, operation)
         return operation, None, previous, previous_started
 

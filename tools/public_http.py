@@ -23,6 +23,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from adapters.invoicebox.hosts import is_loopback
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # IPv6 prefixes that carry an IPv4 address in their last 32 bits (RFC 6052, RFC 8215).
@@ -31,6 +33,10 @@ NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::
 
 class NonPublicAddress(httpcore.ConnectError):
     """The name leads to an address the gateway must not call; nothing was sent."""
+
+    # Read by the Invoicebox transport (which does not import the core): a refusal, not a
+    # network fault, so even a write's outcome is known (nothing left).
+    nothing_sent = True
 
 
 def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
@@ -53,6 +59,17 @@ def is_public(address: IPAddress) -> bool:
     if inner is not None and not inner.is_global:
         return False
     return address.is_global and not address.is_multicast
+
+
+def is_internal_literal(host: str | None) -> bool:
+    """A host written as this machine (localhost, loopback) or as a non-public address literal:
+    refused before anything is queued or stored; names are checked when connecting."""
+    if is_loopback(host):
+        return True
+    try:
+        return not is_public(ipaddress.ip_address(host or ""))
+    except ValueError:
+        return False
 
 
 def _resolve(host: str, port: int) -> list[IPAddress]:

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from pydantic import BaseModel
 
-from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
+from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError
 from tools import catalog, ceilings, clock, events
 from tools.call_trace import Trace
 from tools.confirmations import UNRESOLVED_STATES
@@ -38,7 +38,7 @@ from tools.models import (
     PendingConfirmation,
 )
 from tools.spec import NOT_PROVEN, CallContext, ToolSpec
-from tools.upstream_calls import upstream
+from tools.upstream_calls import contour_client, upstream
 from tools.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -201,8 +201,7 @@ def resolve(operation_id: int) -> str:
         finish(operation, confirmation, previous, None, "recovery_impossible", "",
                claimed_at=claimed_at)
         return "invalid"
-    client = make_client(base_url=contour.base_url, token=contour.api_token,
-                         merchant_id=contour.merchant_id, api_prefix=contour.api_prefix)
+    client = contour_client(contour)
     ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
                       operation_key=operation.key, operation_started=operation.created_at,
                       operator_approved=confirmation.status == ConfirmationStatus.APPROVED)

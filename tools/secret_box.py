@@ -16,6 +16,26 @@ from django.db import models
 PREFIX = "fernet:"
 
 
+class UnreadableSecret(str):
+    """A stored secret the configured keys cannot decrypt: empty as a value (never sent, never
+    shown), keeping its ciphertext so a save of other fields writes it back unchanged and the
+    right key, put back, reads it again. The owner enters the secret anew to replace it."""
+
+    stored: str
+
+    def __new__(cls, stored: str) -> UnreadableSecret:
+        value = super().__new__(cls, "")
+        value.stored = stored
+        return value
+
+    def __repr__(self) -> str:
+        return "UnreadableSecret()"
+
+
+def is_unreadable(value: object) -> bool:
+    return isinstance(value, UnreadableSecret)
+
+
 def box() -> MultiFernet:
     return _box(tuple(settings.GATEWAY_SECRETS_KEYS))
 
@@ -31,10 +51,16 @@ def seal(value: str) -> str:
     return PREFIX + box().encrypt(value.encode()).decode()
 
 
-def unseal(stored: str) -> str:
-    """Plaintext of a stored value; legacy plaintext (before the migration) passes through."""
+def unseal(stored: str, *, max_age: int | None = None) -> str:
+    """Plaintext of a stored value; legacy plaintext (before the migration) passes through.
+    ValueError when no configured key decrypts it (or it is older than `max_age` seconds)."""
     if not stored or not stored.startswith(PREFIX):
         return stored or ""
+    if max_age is not None:
+        try:
+            return box().decrypt(stored.removeprefix(PREFIX).encode(), ttl=max_age).decode()
+        except InvalidToken:
+            raise ValueError("a sealed value is expired or can't be decrypted") from None
     return _decrypt(tuple(settings.GATEWAY_SECRETS_KEYS), stored)
 
 
@@ -61,10 +87,19 @@ class EncryptedTextField(models.TextField):
     """Plaintext in Python, Fernet ciphertext in the database column."""
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> str:
-        return unseal(value) if value is not None else ""
+        if value is None:
+            return ""
+        try:
+            return unseal(value)
+        except ValueError:  # another GATEWAY_SECRETS_KEY: never a 500, an unreadable secret
+            return UnreadableSecret(value)
 
     def to_python(self, value: Any) -> str:
+        if isinstance(value, UnreadableSecret):
+            return value  # full_clean() must not turn the kept ciphertext into ""
         return "" if value is None else str(value)
 
     def get_prep_value(self, value: Any) -> str:
+        if isinstance(value, UnreadableSecret):
+            return value.stored
         return seal(super().get_prep_value(value) or "")

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from adapters.invoicebox import statuses
-from adapters.invoicebox.client import RETRYABLE_KINDS, InvoiceboxError, Order, make_client
+from adapters.invoicebox.client import RETRYABLE_KINDS, InvoiceboxError, Order
 from tools import events, outbox
 from tools.confirmations import EXPIRABLE
 from tools.models import (
@@ -30,6 +30,7 @@ from tools.models import (
     ProcessedNotification,
     TrackedOrder,
 )
+from tools.upstream_calls import contour_client
 
 logger = logging.getLogger(__name__)
 
@@ -131,8 +132,7 @@ def _confirm_notification(self: Task, processed_notification_id: int) -> str:
 
 def _read_upstream(task: Task, tracked: TrackedOrder) -> Order | None:
     contour = tracked.contour
-    client = make_client(base_url=contour.base_url, token=contour.api_token,
-                         merchant_id=contour.merchant_id, api_prefix=contour.api_prefix)
+    client = contour_client(contour)
     try:
         with client:
             return client.get_order(tracked.order_id)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
+
 from adapters.invoicebox.client import InvoiceboxClient, InvoiceboxError, make_client
+from tools import api_tokens
 from tools.call_trace import Trace
 from tools.errors import ToolError
-from tools.models import Contour
+from tools.models import Contour, InvoiceboxMode
+from tools.public_http import PublicOnlyTransport
 
 UPSTREAM_CODES = {
     "unauthorized": "upstream_rejected",
@@ -22,9 +26,39 @@ UPSTREAM_CODES = {
 }
 
 
-def client_for(contour: Contour) -> InvoiceboxClient:
+def refuse_unusable_token(contour: Contour) -> None:
+    """A token the process can't read (another GATEWAY_SECRETS_KEY) or that no HTTP header can
+    carry (a BOM saved before tokens were cleaned) is never sent: a stable refusal instead."""
+    if contour.token_unreadable:
+        why = ("токен Инвойсбокс этого контура не читается: он зашифрован другим ключом "
+               "GATEWAY_SECRETS_KEY")
+    elif token_problem := api_tokens.shape_problem(contour.api_token):
+        why = f"токен Инвойсбокс этого контура испорчен ({token_problem})"
+    else:
+        return
+    raise ToolError("contour_token_unreadable", why + "; ничего не отправлено",
+                    hint="владельцу контура нужно ввести токен заново: страница контура в "
+                         "админке или manage.py set_contour_token")
+
+
+def contour_client(contour: Contour, *, merchant_id: str | None = None,
+                   timeout: float | None = None, read_attempts: int | None = None
+                   ) -> InvoiceboxClient:
+    """The contour's client. A `custom` address is the owner's choice: unless
+    GATEWAY_ALLOW_PRIVATE_UPSTREAM, it connects to public addresses only, checked on the
+    connection itself as the operators' webhook is (tools.public_http)."""
+    transport = None
+    if contour.mode == InvoiceboxMode.CUSTOM and not settings.GATEWAY_ALLOW_PRIVATE_UPSTREAM:
+        transport = PublicOnlyTransport()
     return make_client(base_url=contour.base_url, token=contour.api_token,
-                       merchant_id=contour.merchant_id, api_prefix=contour.api_prefix)
+                       merchant_id=contour.merchant_id if merchant_id is None else merchant_id,
+                       api_prefix=contour.api_prefix, timeout=timeout,
+                       read_attempts=read_attempts, transport=transport)
+
+
+def client_for(contour: Contour) -> InvoiceboxClient:
+    refuse_unusable_token(contour)
+    return contour_client(contour)
 
 
 def upstream(trace: Trace, client: InvoiceboxClient, action: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import httpx
 from django.conf import settings
 
 from adapters.invoicebox.counterparties import Company, CounterpartiesApi
@@ -18,7 +19,7 @@ from adapters.invoicebox.errors import (
     ErrorKind,
     InvoiceboxError,
 )
-from adapters.invoicebox.hosts import TEST_CLIENT_HOST, is_own_sandbox
+from adapters.invoicebox.hosts import TEST_CLIENT_HOST, is_in_process_sandbox
 from adapters.invoicebox.orders import (
     BasketLine,
     Customer,
@@ -58,18 +59,21 @@ def is_local_sandbox(base_url: str) -> bool:
     if parts.hostname == TEST_CLIENT_HOST:
         mount = urlsplit(settings.INVOICEBOX_SANDBOX_BASE_URL).path.rstrip("/")
         return parts.path.rstrip("/") == mount
-    return is_own_sandbox(base_url)
+    return is_in_process_sandbox(base_url)
 
 
 def make_client(*, base_url: str, token: str, merchant_id: str,
-                api_prefix: str = "v3") -> InvoiceboxClient:
-    transport = None
+                api_prefix: str = "v3", timeout: float | None = None,
+                read_attempts: int | None = None,
+                transport: httpx.BaseTransport | None = None) -> InvoiceboxClient:
+    """`transport`: the network's (the core passes a public-only one for custom contours);
+    this process's own sandbox is answered in-process whatever it says."""
     if settings.INVOICEBOX_SANDBOX_IN_PROCESS and is_local_sandbox(base_url):
         from adapters.invoicebox.sandbox import InProcessTransport
 
         transport = InProcessTransport()
     return InvoiceboxClient(
         base_url=base_url, token=token, merchant_id=merchant_id, transport=transport,
-        api_prefix=api_prefix,
+        api_prefix=api_prefix, timeout=timeout, read_attempts=read_attempts,
     )
 

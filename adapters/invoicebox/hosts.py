@@ -41,3 +41,34 @@ def is_own_sandbox(url: str) -> bool:
     return (parts.scheme in ("http", "https") and parts.path.rstrip("/") == mount
             and (is_loopback(parts.hostname) or parts.hostname == own_host())
             and not parts.query and not parts.fragment and not parts.username)
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _address(url: str) -> tuple[str, str, int | None, str] | None:
+    """(scheme, host, port, path) of a plain http(s) URL, the default port filled in."""
+    parts = urlsplit(url.strip())
+    if (parts.scheme not in DEFAULT_PORTS or not parts.hostname or parts.query
+            or parts.fragment or parts.username is not None):
+        return None
+    try:
+        port = parts.port or DEFAULT_PORTS[parts.scheme]
+    except ValueError:
+        return None
+    # Loopback names are one host (localhost, 127.0.0.1, ::1): the port tells servers apart.
+    host = "loopback" if is_loopback(parts.hostname) else parts.hostname.lower()
+    return parts.scheme, host, port, parts.path.rstrip("/")
+
+
+def is_in_process_sandbox(url: str) -> bool:
+    """The sandbox this very process serves: INVOICEBOX_SANDBOX_BASE_URL exactly (scheme, host,
+    port and path; localhost and 127.0.0.1 count as one host), or one of
+    INVOICEBOX_SANDBOX_IN_PROCESS_URLS. Another port on loopback is another server (another
+    gateway, a test double): it is asked over the network, never answered here in its name."""
+    address = _address(url)
+    if address is None:
+        return False
+    own = [settings.INVOICEBOX_SANDBOX_BASE_URL,
+           *getattr(settings, "INVOICEBOX_SANDBOX_IN_PROCESS_URLS", [])]
+    return any(address == _address(candidate) for candidate in own)

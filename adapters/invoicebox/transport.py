@@ -245,6 +245,11 @@ class Transport:
             except httpx.TimeoutException:
                 error = self._transport_failure(write, "Инвойсбокс не ответил вовремя")
             except httpx.HTTPError as exc:
+                if getattr(exc.__cause__, "nothing_sent", False):  # tools/public_http.py
+                    raise InvoiceboxError(
+                        "unavailable", f"адрес API не разрешён: {exc.__cause__}; внутренние "
+                        "адреса открывает GATEWAY_ALLOW_PRIVATE_UPSTREAM=true",
+                        code="address_not_public") from None
                 error = self._transport_failure(
                     write, f"нет связи с Инвойсбокс ({type(exc).__name__})"
                 )

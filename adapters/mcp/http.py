@@ -4,7 +4,6 @@ sessions shared by every worker (manager.py)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import mcp_types as types
@@ -21,21 +20,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adapters import strict_json
 from adapters.mcp import lean, sessions
-from adapters.mcp.manager import KEY_ID, RESUMED, SharedSessionManager
+from adapters.mcp.answers import is_call
+from adapters.mcp.manager import CALLER, KEY_ID, RESUMED, SharedSessionManager
 from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
-from tools import gateway, keys
+from tools import anonymous, gateway, keys
+from tools.errors import Outcome
 from tools.models import ApiKey
 
 PATH = "/mcp"
 CHANNEL = "mcp-http"
-CALLER = "invoicebox_gateway.caller"  # ASGI scope key the middleware fills in
-# A tools/call body is read to check a grant's scope only up to this size (a larger one goes
-# on unread, and the SDK's own body limit answers it).
-SCOPE_PEEK_LIMIT = 4 * 1024 * 1024
-# A session's POST is read before its key is checked only up to this size, to see whether the
+# A session's POST up to this size is looked at before its key is checked, to see whether the
 # lean path (lean.py) may answer it; a larger one goes on to the SDK path as it came.
 LEAN_PEEK_LIMIT = 256 * 1024
 
@@ -48,11 +46,11 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def _authenticate(header: str, address: str | None = None, session_id: str | None = None
-                  ) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
+def _authenticate(header: str, address: str | None = None, session_id: str | None = None,
+                  use: bool = False) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
     """The key behind a contour key or an OAuth access token, whether it was the latter, and
     the key's live session named by the request (resumed here: one thread hop and one
-    connection for both, not two)."""
+    connection for both, not two; `use`: the request is a call, see sessions.resume)."""
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
         return None, False, None
@@ -60,22 +58,18 @@ def _authenticate(header: str, address: str | None = None, session_id: str | Non
     if key is None:
         return None, by_oauth, None
     keys.note_address(key, address)
-    return key, by_oauth, sessions.resume(session_id, key.pk) if session_id else None
+    return key, by_oauth, sessions.resume(session_id, key.pk, use) if session_id else None
 
 
-async def _read_body(receive: Receive, limit: int = SCOPE_PEEK_LIMIT
-                     ) -> tuple[list[Message], bytes | None]:
-    """The request's messages as received, and its whole body (None when over the limit or
-    cut short): the messages are replayed to the app either way."""
+async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
+    """The request's messages as received, and its whole body (None when cut short): the
+    messages are replayed to the app either way. The body's size and the time it takes are
+    bounded before the request gets here (adapters/bounded_body.py)."""
     messages: list[Message] = []
-    size = 0
     while True:
         message = await receive()
         messages.append(message)
         if message["type"] != "http.request":
-            return messages, None
-        size += len(message.get("body", b""))
-        if size > limit:
             return messages, None
         if not message.get("more_body", False):
             return messages, b"".join(m.get("body", b"") for m in messages)
@@ -93,8 +87,8 @@ def _replaying(messages: list[Message], receive: Receive) -> Receive:
 def _called_tools(body: bytes) -> list[str]:
     """Names of the tools/call requests in a JSON-RPC message or batch ([] if unreadable)."""
     try:
-        parsed = json.loads(body)
-    except ValueError:
+        parsed = strict_json.parse_body(body)
+    except strict_json.JsonRefused:
         return []
     batch = parsed if isinstance(parsed, list) else [parsed]
     return [str(item.get("params", {}).get("name", "")) for item in batch
@@ -114,6 +108,24 @@ def _scope_refusal(key: ApiKey, tools: list[str]) -> tuple[dict[str, Any], str] 
                              channel=CHANNEL, actor=keys.actor_of(key), tool=tool,
                              hint=challenge.REFUSAL_HINT)
     return outcome.as_dict(), challenge.insufficient_scope(key, sorted(set(lacking.values())))
+
+
+def _invalid_json(key: ApiKey, problem: str, length: int) -> Outcome:
+    """A body the SDK could not parse (bad syntax, nesting past its limit), journaled in the
+    key's name as REST journals it."""
+    return gateway.reject(key.contour, "invalid_json",
+                          "тело запроса не разобрано как JSON: " + problem,
+                          channel=CHANNEL, actor=keys.actor_of(key), tool=PATH,
+                          arguments={"_body_length": length})
+
+
+def _parse_error(outcome: Outcome) -> JSONResponse:
+    """JSON-RPC's parse error, as the SDK answers it (HTTP 400, id null), with the gateway's
+    envelope (code invalid_json, journal_id) in its data."""
+    return JSONResponse({"jsonrpc": "2.0", "id": None,
+                         "error": {"code": types.PARSE_ERROR, "message": outcome.message,
+                                   "data": outcome.as_dict()}},
+                        status_code=outcome.http_status)
 
 
 class ContourKeyAuth:
@@ -143,11 +155,15 @@ class ContourKeyAuth:
         header = request.headers.get("authorization", "")
         session_id = request.headers.get(MCP_SESSION_ID_HEADER)
         address = request.client.host if request.client else None
-        call = None
-        if settings.MCP_LEAN and session_id and scope["method"] == "POST":
-            messages, body = await _read_body(receive, LEAN_PEEK_LIMIT)
+        body: bytes | None = None
+        if scope["method"] == "POST":
+            messages, body = await _read_body(receive)
             receive = _replaying(messages, receive)
-            call = lean.lean_call_of(request, body) if body else None
+        # a GET stream or a DELETE makes no session a used one
+        use = bool(session_id) and scope["method"] == "POST" and is_call(body)
+        call = None
+        if settings.MCP_LEAN and session_id and body and len(body) <= LEAN_PEEK_LIMIT:
+            call = lean.lean_call_of(request, body)
         if call is not None:
             served = await run_sync(lean.serve, _authenticate, CHANNEL, header, address,
                                     session_id, call)
@@ -156,25 +172,33 @@ class ContourKeyAuth:
                 return
             key, by_oauth, resumed = served.key, served.by_oauth, served.facts
         else:
-            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id)
+            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id,
+                                                    use)
         if key is None:
-            message = ("ключ API не найден, отозван или истёк" if header
+            message = ("ключ API не найден, отозван или истёк (или токен выдан для другого "
+                       "сервера)" if header
                        else "нужен ключ API контура: Authorization: Bearer <ключ>")
             outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
-                                     channel=CHANNEL, actor="anonymous", tool=PATH)
+                                     channel=CHANNEL,
+                                     actor=anonymous.actor_of_unverified(header), tool=PATH)
             if session_id and await run_sync(sessions.end_if_key_inactive, session_id):
                 await self.sessions.forget(session_id)  # a revoked key ends its sessions
             response = JSONResponse(outcome.as_dict(), status_code=401,
-                                    headers={"WWW-Authenticate": challenge.unauthorized()})
+                                    headers={"WWW-Authenticate":
+                                             challenge.unauthorized(bool(header))})
             await response(scope, receive, send)
             return
-        if by_oauth and scope["method"] == "POST":
+        if body is not None and call is None:  # the lean path's call was parsed already
+            try:
+                strict_json.parse_body(body)
+            except strict_json.JsonRefused as refused:
+                outcome = await run_sync(_invalid_json, key, refused.message, len(body))
+                await _parse_error(outcome)(scope, receive, send)
+                return
+        if by_oauth and body:
             # As the reference server: a grant's tools/call beyond its toolsets is an HTTP 403
             # insufficient_scope the client can act on (ask the owner for more).
-            messages, body = await _read_body(receive)
-            receive = _replaying(messages, receive)
-            refusal = (await run_sync(_scope_refusal, key, _called_tools(body))
-                       if body else None)
+            refusal = await run_sync(_scope_refusal, key, _called_tools(body))
             if refusal is not None:
                 envelope, www_authenticate = refusal
                 response = JSONResponse(envelope, status_code=403,

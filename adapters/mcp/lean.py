@@ -39,7 +39,7 @@ from adapters.oauth import challenge
 from tools.models import ApiKey
 
 METHOD = "tools/call"
-Authenticate = Callable[[str, str | None, str | None],
+Authenticate = Callable[[str, str | None, str | None, bool],
                         tuple[ApiKey | None, bool, sessions.SessionFacts | None]]
 
 
@@ -94,7 +94,7 @@ def answer_bytes(call: LeanCall, caller: Caller) -> bytes:
 def serve(authenticate: Authenticate, channel: str, header: str, address: str | None,
           session_id: str, call: LeanCall) -> Served:
     """One hop (sync): the key, the session, and when both allow it the call itself."""
-    key, by_oauth, facts = authenticate(header, address, session_id)
+    key, by_oauth, facts = authenticate(header, address, session_id, True)  # a call: a use
     if key is None or not lean_session(facts, call.protocol_version):
         return Served(key, by_oauth, facts)
     if by_oauth and challenge.missing_toolset(key, call.params.name):

@@ -58,17 +58,20 @@ from mcp_types import (
     JSONRPCRequest,
     jsonrpc_message_adapter,
 )
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from adapters.mcp import sessions
+from adapters import strict_json
+from adapters.mcp import answers, sessions
 from adapters.mcp.relay import ID_BITS, AnswerRelay, owner_of
-from adapters.mcp.server import run_sync
+from adapters.mcp.server import Caller, run_sync
 
 logger = logging.getLogger(__name__)
 
 KEY_ID = "invoicebox_gateway.key_id"  # ASGI scope key: the pk of the key that authenticated
+CALLER = "invoicebox_gateway.caller"  # ASGI scope key: the Caller the key became (http.py)
 # ASGI scope key: the session the request names, resumed with the key (http.py); None when it
 # is not live or not that key's. Absent: not looked up yet.
 RESUMED = "invoicebox_gateway.resumed"
@@ -147,11 +150,11 @@ def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
 
     The negotiation is the SDK's own (ServerRunner), so what is stored is what it answers."""
     try:
-        message = json.loads(body)
+        message = strict_json.parse_body(body)
         if not isinstance(message, dict) or message.get("method") != "initialize":
             return None
         params, version = ServerRunner._negotiate_initialize(message.get("params"))
-    except ValueError:  # not JSON, or params the SDK itself will refuse
+    except (strict_json.JsonRefused, ValueError):  # not JSON, or params the SDK will refuse
         return None
     return version, params.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -193,6 +196,19 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         if transport is not None:
             await self._discard_session(session_id, transport)
 
+    async def _handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The SDK's routing, except that a session request naming a version no era speaks is
+        refused as such (the SDK's modern path would ask for a _meta it never needs)."""
+        request = Request(scope, receive)
+        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if (version is not None and request.headers.get(MCP_SESSION_ID_HEADER)
+                and version not in HANDSHAKE_PROTOCOL_VERSIONS
+                and version not in MODERN_PROTOCOL_VERSIONS):
+            body = await request.body() if request.method == "POST" else b""
+            await answers.unsupported_version(version, body)(scope, receive, send)
+            return
+        await super()._handle_request(scope, receive, send)
+
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         session_id = request.headers.get(MCP_SESSION_ID_HEADER)
@@ -203,7 +219,7 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             await self._open(key_id, body, scope, receive, send)
             return
         facts = (scope[RESUMED] if RESUMED in scope
-                 else await run_sync(sessions.resume, session_id, key_id))
+                 else await run_sync(sessions.resume, session_id, key_id, answers.is_call(body)))
         if facts is None:  # closed, expired, evicted, unknown, or another key's
             await self.forget(session_id)
             await not_found()(scope, receive, send)
@@ -253,14 +269,22 @@ class SharedSessionManager(StreamableHTTPSessionManager):
 
     async def _open(self, key_id: int, body: bytes, scope: Scope, receive: Receive,
                     send: Send) -> None:
-        """A request without a session id: only an initialize opens one. It is recorded
-        before it is answered, so the client's next request may go to any worker."""
+        """A request without a session id: only an initialize opens one, within the key's,
+        its contour's and the deployment's caps. It is recorded before it is answered, so the
+        client's next request may go to any worker. Any other answer names no session."""
         facts = _initialize_facts(body)
         transport = self._transport(uuid4().hex, facts[1] if facts is not None else None)
         session_id = transport.mcp_session_id
         assert session_id is not None
         if facts is not None:
-            closed = await run_sync(sessions.record, session_id, key_id, *facts)
+            try:
+                closed = await run_sync(sessions.record, session_id, key_id, *facts)
+            except sessions.SessionRefused as refusal:
+                caller = scope.get(CALLER)
+                response = await run_sync(answers.refused, refusal, body,
+                                          caller if isinstance(caller, Caller) else None)
+                await response(scope, receive, send)
+                return
             for other in closed:
                 await self.forget(other)
         self._server_instances[session_id] = transport
@@ -268,7 +292,8 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         try:
             assert self._task_group is not None
             await self._task_group.start(self._serve_session, transport, None)
-            status = await _status_of(transport.handle_request, scope, receive, send)
+            status = await _status_of(transport.handle_request, scope, receive, send,
+                                      keep_session_id=facts is not None)
             established = facts is not None and status is not None and status < 400
         finally:
             if not established:
@@ -354,13 +379,20 @@ async def _discard(message: Message) -> None:
     return None
 
 
-async def _status_of(app: Any, scope: Scope, receive: Receive, send: Send) -> int | None:
+async def _status_of(app: Any, scope: Scope, receive: Receive, send: Send, *,
+                     keep_session_id: bool = True) -> int | None:
+    """The status `app` answered with. An error answer, or any answer when not
+    `keep_session_id`, loses the Mcp-Session-Id header: that session is never stored."""
     status: int | None = None
+    header = MCP_SESSION_ID_HEADER.lower().encode()
 
     async def watch(message: Message) -> None:
         nonlocal status
         if message["type"] == "http.response.start":
             status = message["status"]
+            if not keep_session_id or status >= 400:
+                message = {**message, "headers": [(k, v) for k, v in message.get("headers", [])
+                                                  if k.lower() != header]}
         await send(message)
 
     await app(scope, receive, watch)

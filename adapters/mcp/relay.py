@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 import redis.asyncio as redis
 
+from adapters import strict_json
+
 logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "invoicebox-gateway:mcp-answer:"
@@ -33,8 +35,8 @@ Deliver = Callable[[str, list[tuple[bytes, bytes]], bytes], Awaitable[None]]
 def owner_of(body: bytes) -> int | None:
     """The tag of the worker that sent the request this body answers; None if it is no answer."""
     try:
-        message = json.loads(body)
-    except ValueError:
+        message = strict_json.parse_body(body)
+    except strict_json.JsonRefused:  # not JSON, or nested past the parser's limit
         return None
     if (not isinstance(message, dict) or "method" in message
             or ("result" not in message and "error" not in message)):

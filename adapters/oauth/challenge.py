@@ -13,11 +13,14 @@ from .routes import resource_metadata_url
 REALM = "invoicebox-gateway"
 
 
-def unauthorized() -> str:
-    """WWW-Authenticate of a 401: where a client finds how to get a token, when OAuth is on."""
+def unauthorized(presented: bool = False) -> str:
+    """WWW-Authenticate of a 401: where a client finds how to get a token, when OAuth is on;
+    `error="invalid_token"` (RFC 6750 §3.1) when a credential was presented and refused:
+    unknown, revoked, expired, or issued for another resource than this server's /mcp."""
+    error = ', error="invalid_token"' if presented else ""
     if not settings.GATEWAY_OAUTH_ENABLED:
-        return f'Bearer realm="{REALM}"'
-    return f'Bearer realm="{REALM}", resource_metadata="{resource_metadata_url()}"'
+        return f'Bearer realm="{REALM}"{error}'
+    return f'Bearer realm="{REALM}"{error}, resource_metadata="{resource_metadata_url()}"'
 
 
 def missing_toolset(key: ApiKey, tool: object) -> str | None:

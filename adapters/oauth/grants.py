@@ -1,8 +1,10 @@
 """The rules of grants, codes and tokens (sync ORM; the SDK provider calls these in a thread).
 
-A grant is a contour ApiKey issued through tools.services.keys (journaled as any key), holder = the
-owner who consented, toolsets = what they chose. Its tokens resolve to that key, so revoking
-the key in the admin ends the grant, and the key's expiry bounds every token.
+A grant is a contour ApiKey issued through tools.services.keys (journaled as any key), holder and
+issuer = the owner who consented (the issuer is fixed: the four-eyes rule bars them from
+approving what the grant prepares, whoever holds the key later), toolsets = what they chose.
+Its tokens resolve to that key, so revoking the key in the admin ends the grant, and the key's
+expiry bounds every token.
 Reuse is treated as theft: a spent code or refresh token presented again revokes the grant.
 """
 
@@ -25,7 +27,10 @@ from tools.services import keys as key_service
 from . import events
 from .models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken, TokenKind
 
-ACCESS_PREFIX = "iba_"
+ACCESS_PREFIX = "ibo_"
+# Access tokens minted before they had a prefix of their own shared the auditor tokens' `iba_`;
+# they live GATEWAY_OAUTH_ACCESS_SECONDS at most, so this can go one such lifetime after upgrade.
+LEGACY_ACCESS_PREFIX = "iba_"
 REFRESH_PREFIX = "ibr_"
 CODE_TTL = timedelta(minutes=5)
 
@@ -36,6 +41,12 @@ class IssuedTokens:
     refresh: str
     expires_in: int
     scopes: list[str]
+
+
+def resource_url() -> str:
+    """The resource every token of this server is for: its /mcp, as the protected-resource
+    metadata names it. REST takes the same tokens (one grant, one audience: the gateway)."""
+    return f"{settings.GATEWAY_SITE_URL}/mcp"
 
 
 def access_ttl() -> timedelta:
@@ -55,9 +66,11 @@ def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[s
         key, _unused_secret = key_service.issue(
             contour, label=f"OAuth: {client.display_name}"[:200], user=person,
             toolsets=toolsets, expires_at=expires, actor=actor, channel=events.CHANNEL,
-            step_up=step_up)
+            issued_by=person, step_up=step_up)
+        # A client that named no resource (RFC 8707 is optional) gets this server's: a token
+        # always has an audience to be checked against.
         grant = OAuthGrant.objects.create(key=key, client=client, consented_by=person,
-                                          resource=resource)
+                                          resource=(resource or resource_url()).rstrip("/"))
         code = secrets.token_urlsafe(32)
         OAuthCode.objects.create(code_hash=sha256_hex(code), grant=grant,
                                  redirect_uri=redirect_uri,
@@ -128,17 +141,22 @@ def rotate(refresh: OAuthToken) -> IssuedTokens | None:
 
 
 def find_access(raw: str) -> OAuthToken | None:
+    """A live access token for this server: one issued for another server's /mcp (sharing the
+    database, or a copy of it) is refused as unknown (RFC 8707 §2, the MCP auth spec's
+    audience validation)."""
     token = _token(raw, TokenKind.ACCESS)
     if token is None or not token.is_live() or not token.grant.is_active():
+        return None
+    if token.grant.resource.rstrip("/") != resource_url():
         return None
     return token
 
 
 def authenticate(raw: str) -> tuple[ApiKey | None, bool]:
     """What a Bearer credential stands for: a contour key (`ibg_…`, ApiKey.authenticate) or
-    the grant's key behind a live OAuth access token (`iba_…`); and whether it was the latter.
+    the grant's key behind a live OAuth access token (`ibo_…`); and whether it was the latter.
     Either way the key is the request's authenticated key (tools.keys.key_of reads it)."""
-    if not raw.startswith(ACCESS_PREFIX):
+    if not raw.startswith((ACCESS_PREFIX, LEGACY_ACCESS_PREFIX)):
         return ApiKey.authenticate(raw), False
     token = find_access(raw)
     key = token.grant.key if token is not None else None

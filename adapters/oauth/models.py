@@ -19,10 +19,15 @@ class OAuthClient(models.Model):
     # The registration as the SDK validated it (OAuthClientInformationFull), echoed back as is.
     metadata = models.JSONField("регистрация", default=dict)
     registered_at = models.DateTimeField("зарегистрирован", auto_now_add=True)
+    # Who registered it, as a keyed hash of the address (registration.py counts by it; the
+    # address itself is not kept).
+    registered_from = models.CharField("адрес регистрации (хеш)", max_length=64, blank=True,
+                                       editable=False)
 
     class Meta:
         verbose_name = "клиент OAuth"
         verbose_name_plural = "клиенты OAuth"
+        indexes = [models.Index(fields=["registered_from", "registered_at"])]
 
     def __str__(self) -> str:
         return self.display_name

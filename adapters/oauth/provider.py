@@ -25,17 +25,14 @@ from adapters.invoicebox.hosts import is_loopback
 from adapters.sync_bridge import run_sync
 from tools.models import Toolset
 
-from . import grants
+from . import grants, registration
+from .grants import resource_url
 from .models import OAuthClient, OAuthCode
 from .models import OAuthToken as StoredToken
 
 CONSENT_PATH = "/oauth/consent/"
 CONSENT_SALT = "oauth.consent"
 SCOPES = list(Toolset.values)
-
-
-def resource_url() -> str:
-    return f"{settings.GATEWAY_SITE_URL}/mcp"
 
 
 def redirect_uri_problem(uri: str) -> str | None:
@@ -71,11 +68,12 @@ def _client_row(client_id: str) -> OAuthClient | None:
     return OAuthClient.objects.filter(client_id=client_id).first()
 
 
-def _register(info: OAuthClientInformationFull) -> None:
+def _register(info: OAuthClientInformationFull, registered_from: str) -> None:
     OAuthClient.objects.create(client_id=info.client_id or "",
                                name=(info.client_name or "")[:200],
                                redirect_uris=[str(uri) for uri in info.redirect_uris or []],
-                               metadata=info.model_dump(mode="json", exclude_none=True))
+                               metadata=info.model_dump(mode="json", exclude_none=True),
+                               registered_from=registered_from)
 
 
 def _code_model(row: OAuthCode) -> GatewayCode:
@@ -120,6 +118,7 @@ class GatewayProvider:
         return OAuthClientInformationFull.model_validate(row.metadata) if row else None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        registration.check_fields(client_info)
         for uri in client_info.redirect_uris or []:
             problem = redirect_uri_problem(str(uri))
             if problem:
@@ -130,7 +129,7 @@ class GatewayProvider:
         client_info.client_secret = None
         client_info.client_secret_expires_at = None
         client_info.scope = " ".join(SCOPES)
-        await run_sync(_register, client_info)
+        await run_sync(_register, client_info, registration.REGISTERED_FROM.get())
 
     async def authorize(self, client: OAuthClientInformationFull,
                         params: AuthorizationParams) -> str:

@@ -27,10 +27,12 @@ from adapters.sync_bridge import run_sync
 
 from . import grants
 from .provider import SCOPES, GatewayProvider, resource_url
+from .registration import RegistrationGate
 
 log = logging.getLogger(__name__)
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 REVOCATION_PATH = "/revoke"
+REGISTRATION_PATH = "/register"
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
@@ -73,6 +75,8 @@ def oauth_routes() -> list[Route]:
         REVOCATION_PATH, endpoint=cors_middleware(RevocationEndpoint(provider).handle,
                                                   ["POST", "OPTIONS"]),
         methods=["POST", "OPTIONS"])
+    register_route = next(r for r in routes if r.path == REGISTRATION_PATH)
+    register_route.app = RegistrationGate(register_route.app)
     resource = create_protected_resource_routes(
         _url(resource_url()), [_url(issuer())], scopes_supported=SCOPES,
         resource_name="Шлюз Инвойсбокс")

@@ -9,7 +9,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from adapters.oauth import grants
+from adapters.oauth import challenge, grants
 from tools import keys
 from tools.models import ApiKey, Contour
 
@@ -40,12 +40,14 @@ class ContourKeyAuthentication(BaseAuthentication):
         # A contour key, or an OAuth access token standing for its grant's key.
         key, _ = grants.authenticate(header[1])
         if key is None:
-            raise AuthenticationFailed("ключ API не найден, отозван или истёк")
+            raise AuthenticationFailed("ключ API не найден, отозван или истёк (или токен выдан "
+                                       "для другого сервера)")
         keys.note_address(key, request.META.get("REMOTE_ADDR"))
         return ContourPrincipal(contour=key.contour, key=key), key
 
     def authenticate_header(self, request: Request) -> str:
-        return 'Bearer realm="invoicebox-gateway"'
+        # As /mcp answers: an OAuth token is for this server's /mcp and serves REST as well.
+        return challenge.unauthorized(bool(get_authorization_header(request)))
 
 
 class HasContourKey(BasePermission):

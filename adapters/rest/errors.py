@@ -9,11 +9,11 @@ from rest_framework import exceptions, status
 from rest_framework.authentication import get_authorization_header
 from rest_framework.response import Response
 
+from adapters.oauth import challenge
 from audit.models import Channel
-from tools import gateway
+from tools import anonymous, gateway
 from tools.database_faults import database_error
 from tools.errors import Outcome
-from tools.models import ApiKey
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -32,7 +32,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         outcome = gateway.reject(None, "unauthenticated", message, channel=Channel.REST,
                                  actor="anonymous", tool=_path(request))
         response = Response(outcome.as_dict(), status=status.HTTP_401_UNAUTHORIZED)
-        response["WWW-Authenticate"] = 'Bearer realm="invoicebox-gateway"'
+        # As /mcp answers (one OAuth token serves both): invalid_token when a credential was
+        # presented and refused, and where to get a token when OAuth is on.
+        response["WWW-Authenticate"] = challenge.unauthorized(
+            isinstance(exc, exceptions.AuthenticationFailed))
         return response
     if isinstance(exc, exceptions.ParseError):
         principal = getattr(request, "user", None) if request is not None else None
@@ -51,11 +54,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 def _key_actor(request: Any) -> str:
-    """The key's visible prefix (never the key) when a Bearer header came: who was refused."""
-    header = get_authorization_header(request).decode("latin-1").split() if request else []
-    if len(header) == 2 and header[0].lower() == "bearer":
-        return f"key:{header[1][:ApiKey.PREFIX_LENGTH]}"
-    return "anonymous"
+    """Who was refused while nothing could be verified: anonymous, with at most a keyed hash
+    of the presented credential (tools/anonymous.py), never a key's prefix anyone can type."""
+    header = get_authorization_header(request).decode("latin-1") if request else ""
+    return anonymous.actor_of_unverified(header)
 
 
 def _path(request: Any) -> str:

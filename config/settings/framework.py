@@ -91,6 +91,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.boo
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 2, "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20), "timeout": 10}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Bounded waits (docs/production.md, "Bounded waits on the database"): a frozen or
+    # unreachable server, a stuck statement or a held lock becomes a DatabaseError, hence the
+    # envelope's 503 and a spooled journal entry, within these bounds instead of as long as
+    # the fault lasts. 0 = no bound (a long migration or verify_journal may run with 0).
+    _db_options = DATABASES["default"].setdefault("OPTIONS", {})
+    _connect = env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=5)
+    if _connect > 0:
+        _db_options.setdefault("connect_timeout", _connect)
+    _bounds = {"statement_timeout": env.int("DATABASE_STATEMENT_TIMEOUT_SECONDS", default=15),
+               "lock_timeout": env.int("DATABASE_LOCK_TIMEOUT_SECONDS", default=5)}
+    _server_options = " ".join(f"-c {name}={seconds * 1000}" for name, seconds in _bounds.items()
+                               if seconds > 0)
+    if _server_options:
+        _db_options["options"] = f"{_db_options.get('options', '')} {_server_options}".strip()
 if _IS_SQLITE:
     # Several workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(

@@ -22,6 +22,15 @@ GATEWAY_APPROVAL_WINDOW_HOURS = env.int("GATEWAY_APPROVAL_WINDOW_HOURS", default
 # Threads per process for all sync work: Django's requests and the MCP core calls; each may
 # wait on Invoicebox, and each keeps its own database connection.
 GATEWAY_SYNC_THREADS = env.int("GATEWAY_SYNC_THREADS", default=32)
+# Every request's body is read whole on the event loop before any route or thread sees it
+# (adapters/bounded_body.py): larger than this is 413, not whole within the deadline is 408.
+# The largest legitimate request is tens of kB (an order with a long basket); Invoicebox's
+# notifications are refused past 256 KB anyway; the admin takes no file uploads.
+GATEWAY_MAX_BODY_BYTES = env.int("GATEWAY_MAX_BODY_BYTES", default=1024 * 1024)
+GATEWAY_BODY_READ_SECONDS = env.float("GATEWAY_BODY_READ_SECONDS", default=10.0)
+if GATEWAY_MAX_BODY_BYTES <= 0 or GATEWAY_BODY_READ_SECONDS <= 0:
+    raise ImproperlyConfigured("GATEWAY_MAX_BODY_BYTES and GATEWAY_BODY_READ_SECONDS must be "
+                               "positive")
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.
 # GATEWAY_APPROVAL_THRESHOLD_RUB was the old, misleading name (it was kopecks all along): still
 # read, with a warning from `manage.py check` (tools.apps), when the new name is not set.

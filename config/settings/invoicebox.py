@@ -6,7 +6,7 @@ import hashlib
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.settings.environment import GATEWAY_ENV, GATEWAY_SITE_URL, SECRET_KEY, env
+from config.settings.environment import GATEWAY_ENV, GATEWAY_SITE_URL, PRODUCTION, SECRET_KEY, env
 
 # Stored Invoicebox tokens and notification keys are Fernet-encrypted with these keys
 # (comma-separated, the first encrypts; see `manage.py rotate_secrets_key`).
@@ -40,6 +40,14 @@ INVOICEBOX_SANDBOX_REPEAT_ROWS = env.list("INVOICEBOX_SANDBOX_REPEAT_ROWS", defa
 INVOICEBOX_SANDBOX_BASE_URL = env.str(
     "INVOICEBOX_SANDBOX_BASE_URL", default=f"{GATEWAY_SITE_URL}/sandbox/invoicebox"
 ).rstrip("/")
+# A `custom` contour's base URL may reach loopback, private or link-local addresses only when
+# this allows it (checked when connecting: tools/public_http.py). Off in production: an owner
+# must not aim the gateway at the host's own services; on in development (the sandbox, doubles).
+GATEWAY_ALLOW_PRIVATE_UPSTREAM = env.bool("GATEWAY_ALLOW_PRIVATE_UPSTREAM",
+                                          default=not PRODUCTION)
+# Only INVOICEBOX_SANDBOX_BASE_URL itself is answered in-process; other base URLs this process
+# should answer as its own sandbox (a proxy's name for it) are listed here, exactly.
+INVOICEBOX_SANDBOX_IN_PROCESS_URLS = env.list("INVOICEBOX_SANDBOX_IN_PROCESS_URLS", default=[])
 # The sandbox signs its payment notifications with this key; sandbox contours get the same one.
 INVOICEBOX_SANDBOX_NOTIFICATION_KEY = env.str(
     "INVOICEBOX_SANDBOX_NOTIFICATION_KEY", default="sandbox-notification-key"

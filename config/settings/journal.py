@@ -1,5 +1,6 @@
 """The journal: the keys of its hash chain, its lanes and its checkpoints."""
 
+import base64
 import hashlib
 import hmac
 import re
@@ -61,3 +62,32 @@ GATEWAY_JOURNAL_LANES = env.int("GATEWAY_JOURNAL_LANES", default=32)
 GATEWAY_JOURNAL_CHECKPOINT_DIR = env.str(
     "GATEWAY_JOURNAL_CHECKPOINT_DIR", default=str(Path(GATEWAY_STATE_DIR) / "journal-checkpoints")
 )
+# The journal's spool (audit/spool.py) holds entries while the database is away. Below this
+# much free space on its disk /health says degraded and the metric
+# gateway_journal_spool_free_bytes warns (docs/production.md): act before it is full, when a
+# call whose entry no place can keep is refused with journal_unavailable.
+GATEWAY_SPOOL_MIN_FREE_MB = env.int("GATEWAY_SPOOL_MIN_FREE_MB", default=256)
+# Refusals of callers with no verified credential (no key, an unknown key, any credential while
+# the database is away) are counted in gateway_anonymous_refusals_total and journaled at most
+# once per this many seconds per door and reason, the entry saying how many it stands for
+# (audit/sampling.py): an anonymous flood neither fills the journal nor fsyncs the spool.
+GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = env.int("GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS",
+                                                  default=10)
+# Signed checkpoints (audit/seals.py): an Ed25519 private key, PEM or the 32 raw bytes in base64.
+# Its public key (`manage.py journal_public_key`) lets an auditor verify an export offline
+# (tools/verify_export.py) without the HMAC keys. Rotation: set the new key; every checkpoint
+# names the key that signed it, so auditors keep the old public keys to verify older ones.
+GATEWAY_JOURNAL_SIGNING_KEY = env.str("GATEWAY_JOURNAL_SIGNING_KEY", default="").replace("\\n",
+                                                                                        "\n")
+if not GATEWAY_JOURNAL_SIGNING_KEY.strip():
+    if PRODUCTION:
+        raise ImproperlyConfigured(
+            "GATEWAY_JOURNAL_SIGNING_KEY (an Ed25519 private key, see docs/production.md) is "
+            "required when GATEWAY_ENV=production: the journal's checkpoints are signed with it")
+    # The embedded demo: a key derived from SECRET_KEY (raw 32 bytes, base64).
+    GATEWAY_JOURNAL_SIGNING_KEY = base64.b64encode(
+        hashlib.sha256(b"audit.journal-signing:" + SECRET_KEY.encode()).digest()).decode()
+# Where each new signed checkpoint is also sent, out of the operator's reach: auditors' e-mail
+# addresses (comma-separated) and/or a URL that receives them as JSON Lines (POST).
+GATEWAY_JOURNAL_CHECKPOINT_EMAILS = env.list("GATEWAY_JOURNAL_CHECKPOINT_EMAILS", default=[])
+GATEWAY_JOURNAL_CHECKPOINT_WEBHOOK = env.str("GATEWAY_JOURNAL_CHECKPOINT_WEBHOOK", default="")

@@ -7,15 +7,26 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.settings.environment import GATEWAY_SITE_URL, PRODUCTION, env
 
-# Failed logins (django-axes, tools/logins.py): after AXES_FAILURE_LIMIT failures for one
-# username, or from one address, both stay refused (the right password too) for the cool-off.
+# Failed logins (django-axes, tools/logins.py, tools/login_guard.py): after AXES_FAILURE_LIMIT
+# failures of one username from one address, that pair stays refused (the right password too)
+# for the cool-off; the name from elsewhere and others behind the address are not locked.
+# Beyond the pair, failures slow down: past its free allowance within the cool-off, a username
+# (from anywhere) or an address (for any name) waits a doubling delay, at most
+# GATEWAY_LOGIN_BACKOFF_MAX_SECONDS, and is told how long.
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "tools.logins.client_address"
-AXES_COOLOFF_MESSAGE = ("Слишком много неудачных попыток входа: вход для этого имени или адреса "
-                        "закрыт на время. Попробуйте позже.")
+AXES_COOLOFF_MESSAGE = ("Слишком много неудачных попыток входа под этим именем с этого адреса: "
+                        "вход отсюда закрыт на время. Попробуйте позже.")
+GATEWAY_LOGIN_USERNAME_FREE_FAILURES = env.int("GATEWAY_LOGIN_USERNAME_FREE_FAILURES", default=10)
+GATEWAY_LOGIN_ADDRESS_FREE_FAILURES = env.int("GATEWAY_LOGIN_ADDRESS_FREE_FAILURES", default=30)
+GATEWAY_LOGIN_BACKOFF_MAX_SECONDS = env.int("GATEWAY_LOGIN_BACKOFF_MAX_SECONDS", default=60)
+for _name in ("GATEWAY_LOGIN_USERNAME_FREE_FAILURES", "GATEWAY_LOGIN_ADDRESS_FREE_FAILURES",
+              "GATEWAY_LOGIN_BACKOFF_MAX_SECONDS"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be positive")
 
 # People's second factor (tools/factors). Step-up: deciding a confirmation and widening what
 # assistants may do needs a factor checked within GATEWAY_STEP_UP_SECONDS. Required on every
@@ -29,6 +40,12 @@ GATEWAY_STEP_UP_SECONDS = env.int("GATEWAY_STEP_UP_SECONDS", default=300)
 if not 1 <= GATEWAY_STEP_UP_SECONDS <= 3600:
     raise ImproperlyConfigured("GATEWAY_STEP_UP_SECONDS must be between 1 and 3600, "
                                f"not {GATEWAY_STEP_UP_SECONDS}")
+# A TOTP device prepared for a person by another (manage.py add_totp) must be confirmed by its
+# first code within this many seconds; later it is deleted and a new one is prepared.
+GATEWAY_PREPARED_DEVICE_SECONDS = env.int("GATEWAY_PREPARED_DEVICE_SECONDS", default=86400)
+if not 60 <= GATEWAY_PREPARED_DEVICE_SECONDS <= 30 * 86400:
+    raise ImproperlyConfigured("GATEWAY_PREPARED_DEVICE_SECONDS must be between 60 and "
+                               f"2592000, not {GATEWAY_PREPARED_DEVICE_SECONDS}")
 OTP_TOTP_ISSUER = env.str("GATEWAY_TOTP_ISSUER", default="Шлюз Инвойсбокс")
 # Passkeys: the relying party is the site's host name (an IP address cannot be one: then
 # "localhost", which browsers treat as secure over plain http). Passwordless login stays off:

@@ -54,6 +54,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tools.recovery.resolve_operations",
         "schedule": env.float("GATEWAY_RECOVERY_EVERY_SECONDS", default=30.0),
     },
+    "oauth-unused-clients": {  # registered, never consented to (adapters/oauth/registration.py)
+        "task": "adapters.oauth.tasks.expire_unused_clients",
+        "schedule": env.float("GATEWAY_OAUTH_CLIENT_SWEEP_EVERY_SECONDS", default=3600.0),
+    },
+    "mcp-sessions": {  # expired MCP sessions deleted in batches (adapters/mcp/tasks.py)
+        "task": "adapters.mcp.tasks.expire_sessions",
+        "schedule": env.float("GATEWAY_MCP_EXPIRE_EVERY_SECONDS", default=60.0),
+    },
     "journal-spool": {  # entries written while the database was away (audit/spool.py)
         "task": "audit.tasks.drain_journal_spool",
         "schedule": env.float("GATEWAY_SPOOL_EVERY_SECONDS", default=30.0),

@@ -128,9 +128,15 @@ def test_an_untouched_journal_extends_its_checkpoints(write, tmp_path):
                             "--checkpoint", str(tmp_path / "second.json"))
     inline = verify("--after-id", str(first["last_id"]), "--hash", first["last_hash"])
 
+    full = verify("--full", "--checkpoint", str(tmp_path / "first.json"),
+                  "--checkpoint", str(tmp_path / "second.json"))
+
     assert (code, err) == (0, "")
-    assert out.strip() == (f"ok: 6 entries; extends 2 checkpoint(s), the latest at entry "
-                           f"{second['last_id']}")
+    # Only what follows the latest checkpoint is walked; --full walks every entry.
+    assert out.strip() == (f"ok: 1 entries after the checkpoints; extends 2 checkpoint(s), "
+                           f"the latest at entry {second['last_id']}")
+    assert full[1].strip() == (f"ok: 6 entries; extends 2 checkpoint(s), the latest at entry "
+                               f"{second['last_id']}")
     assert inline[0] == 0
 
 

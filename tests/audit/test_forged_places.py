@@ -100,6 +100,19 @@ def test_the_export_carries_no_row_past_a_head(journal):
     assert ids == [entry.id for entry in journal]
 
 
+def test_the_export_carries_no_row_of_a_lane_without_a_head(journal):
+    """A lane record() never opened (no head row): its row is verify_journal's finding only."""
+    assert not ChainHead.objects.filter(chain="demo~7").exists()
+    forged = forge(chain="demo~7", contour="demo", seq=1, prev_hash="0" * 64, signed=False)
+
+    code, err = verify()
+    ids = [int(row["id"]) for row in auditor_export()]
+
+    assert code == 1 and f"entry {forged.id}" in err
+    assert forged.id not in ids
+    assert ids == [entry.id for entry in journal]
+
+
 def test_a_signed_row_of_another_contour_in_a_chain_breaks_it(journal):
     head = ChainHead.objects.get(chain="demo")
     # A writer holding the key appends properly, head and all, but names another contour.

@@ -1,17 +1,21 @@
 """Passkeys in a real browser: Debian's chromium with a CDP virtual authenticator. An operator
-is sent to enrollment, adds a passkey, approves with it; without the authenticator the next
-approval is refused and the item stays pending."""
+is sent to enrollment, is refused a first device by password alone, confirms the app an
+administrator prepared (manage.py add_totp), adds a passkey right after, approves with it;
+without the authenticator the next approval is refused and the item stays pending."""
 
 from __future__ import annotations
 
+import io
 import re
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
+import pyotp
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 
 from audit.models import JournalEntry
 from tests.browser.conftest import RestAssistant, log_in
@@ -59,6 +63,19 @@ def add_authenticator(page: Any) -> tuple[Any, str]:
     return cdp, added["authenticatorId"]
 
 
+def prepared_app(username: str) -> pyotp.TOTP:
+    """What an administrator hands over in person: the app of manage.py add_totp."""
+    out = io.StringIO()
+    call_command("add_totp", username, stdout=out, stderr=io.StringIO())
+    return pyotp.TOTP(parse_qs(urlsplit(out.getvalue().strip()).query)["secret"][0])
+
+
+def confirm_prepared(page: Any, app: pyotp.TOTP) -> None:
+    page.fill("#prepared-code", app.now())
+    page.click("#confirm-prepared")
+    page.wait_for_selector(".msg.success")
+
+
 def verify_with_passkey_and_approve(page: Any, cid: str) -> None:
     page.goto(f"/approvals/{cid}/")
     page.click("#verify-passkey")
@@ -69,11 +86,14 @@ def verify_with_passkey_and_approve(page: Any, cid: str) -> None:
 
 
 def test_the_passkey_button_is_offered_only_once_its_translations_have_arrived(
-        passkeys: None, page: Any, person: Callable[..., User]):
+        passkeys: None, page: Any, person: Callable[..., User], settings: Any):
     """A slow translation catalog must not leave a button that does nothing: the library's
     handler calls gettext on the first click, so the button may only appear after it."""
+    settings.GATEWAY_STEP_UP_SECONDS = 60  # the check below must outlast the held catalog
     person("olga", "operators")
+    app = prepared_app("olga")
     log_in(page, "/account/second-factor/", "olga")
+    confirm_prepared(page, app)  # her first device: a passkey needs a fresh check of it
     held: list[Any] = []
     page.route(re.compile(r"/webauthn/jsi18n/"), lambda route: held.append(route))
 
@@ -100,10 +120,19 @@ def test_enroll_a_passkey_approve_with_it_and_without_it_be_refused(
     cdp, authenticator = add_authenticator(page)
     log_in(page, "/approvals/", "olga")
 
-    # No device yet: the decision page sends her to enrollment, saying why, and back.
+    # No device yet: the decision page sends her to enrollment, saying why; the password
+    # alone adds none (no passkey button), an administrator prepares her app.
     page.goto(f"/approvals/{first}/")
     page.wait_for_url("**/account/second-factor/?next=*")
     assert "Нужен второй фактор" in page.inner_text(".msg.warning")
+    assert "manage.py add_totp olga" in page.inner_text("#bootstrap")
+    assert page.locator("#passkey-register-button").count() == 0
+    app = prepared_app("olga")
+    page.reload()
+    confirm_prepared(page, app)
+    page.wait_for_url(lambda url: urlsplit(url).path == f"/approvals/{first}/")
+    # The app's first code was a fresh check: a passkey may be added right after it.
+    page.goto(f"/account/second-factor/?next=/approvals/{first}/")
     page.click("#passkey-register-button")
     page.wait_for_url(lambda url: urlsplit(url).path == f"/approvals/{first}/")
     assert cdp.send("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]

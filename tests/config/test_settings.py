@@ -15,6 +15,8 @@ GOOD_SECRET = "k" * 50
 PRODUCTION = {"GATEWAY_ENV": "production", "DJANGO_SECRET_KEY": GOOD_SECRET,
               "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0", "DJANGO_DEBUG": "false",
               "GATEWAY_JOURNAL_KEYS": "j2:" + "s" * 40 + ",j1:" + "t" * 40,
+              # An Ed25519 private key (32 raw bytes, base64) that signs journal checkpoints.
+              "GATEWAY_JOURNAL_SIGNING_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
               # A Fernet key (32 url-safe base64 bytes) for the secrets stored at rest.
               "GATEWAY_SECRETS_KEY": "bXk0TGl0dGxlU2VjcmV0S2V5Rm9yVGVzdHNPbmx5ISE="}
 
@@ -42,6 +44,7 @@ def test_production_with_its_secrets_starts_with_secure_cookies_and_a_real_broke
     ({"DJANGO_SECRET_KEY": "django-insecure-abc"}, "published default"),
     ({"CELERY_BROKER_URL": "memory://"}, "CELERY_BROKER_URL"),
     ({"GATEWAY_JOURNAL_KEYS": ""}, "GATEWAY_JOURNAL_KEYS (kid:secret, see docs/production.md) is"),
+    ({"GATEWAY_JOURNAL_SIGNING_KEY": ""}, "GATEWAY_JOURNAL_SIGNING_KEY (an Ed25519 private"),
     ({"GATEWAY_JOURNAL_KEYS": "j1:short"}, "secret of key id 'j1' has 5 characters"),
     ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",bare-secret-value-xyz"},
      "item 2 is not kid:secret"),

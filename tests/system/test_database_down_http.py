@@ -107,7 +107,7 @@ def with_database_down(gateway: tuple[Cluster, TcpProxy, Path], check: Any) -> N
         proxy.set()
     assert list((spool / "journal-spool").glob("*.json")), "nothing spooled"
     cluster.manage("shell", "-c", "from audit import spool; spool.drain()")
-    entries = cluster.sql("select code, arguments->'_spooled'->>'id' from audit_journalentry "
+    entries = cluster.sql("select code, spool_id from audit_journalentry "
                           "where code = 'database_unavailable'")
     assert len(entries) == before + 1
     assert body["journal_pending"] in {row[1] for row in entries}

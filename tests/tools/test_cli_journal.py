@@ -62,7 +62,8 @@ def test_seed_demo_journals_the_contour_and_its_key_once(tmp_path: Path):
     run("seed_demo", "--state-dir", str(tmp_path))
 
     assert [(c, slug, code) for c, slug, code, _ in configure_rows()] == [
-        ("cli", "demo", "contour_created"), ("cli", "demo", "api_key_issued")]
+        ("cli", "demo", "contour_created"), ("cli", "demo", "api_key_issued"),
+        ("cli", "demo", "role_granted")]
 
 
 def test_create_auditor_token_is_journaled_without_the_token():

@@ -19,7 +19,7 @@ from django.test import Client
 
 from adapters.invoicebox.client import InvoiceboxError, make_client
 from tests.conftest import order_args
-from tools.models import OFFICIAL_API_ORIGIN, ApiKey, Contour
+from tools.models import OFFICIAL_API_ORIGIN, ApiKey, Contour, ContourRole
 from tools.services.contours import DEMO_MERCHANT_ID, DEMO_TOKEN
 
 pytestmark = pytest.mark.django_db
@@ -127,7 +127,7 @@ def test_existing_slug_is_refused_and_the_contour_kept() -> None:
     run("create_contour", "acme", "--mode", "sandbox")
 
     # when
-    with pytest.raises(CommandError, match="already exists"):
+    with pytest.raises(CommandError, match="уже есть"):
         run("create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
 
     # then
@@ -181,7 +181,7 @@ def test_empty_token_file_is_refused(tmp_path: Path) -> None:
     token_file.write_text(" \n")
 
     # when
-    with pytest.raises(CommandError, match="empty"):
+    with pytest.raises(CommandError, match="пуст"):
         run("create_contour", "shop", "--mode", "production", "--token-file", str(token_file),
             "--merchant-id", OWN_MERCHANT)
 
@@ -189,10 +189,10 @@ def test_empty_token_file_is_refused(tmp_path: Path) -> None:
     assert not Contour.objects.exists()
 
 
-def test_missing_token_file_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(CommandError, match="cannot read the token file"):
-        run("create_contour", "shop", "--mode", "sandbox", "--token-file",
-            str(tmp_path / "absent"))
+def test_missing_token_file_is_refused_in_russian_naming_the_path(tmp_path: Path) -> None:
+    absent = tmp_path / "absent"
+    with pytest.raises(CommandError, match=f"файла с токеном {absent} нет"):
+        run("create_contour", "shop", "--mode", "sandbox", "--token-file", str(absent))
     assert not Contour.objects.exists()
 
 
@@ -284,6 +284,13 @@ def test_seed_demo_twice_keeps_one_contour_one_key_and_one_admin(tmp_path: Path)
     assert password.group(1) in first
     assert Client().login(username="admin", password=password.group(1))
     assert not Client().login(username="admin", password=password.group(1) + "x")
+    # The demo key is a command's: its writes are approved by the demo's operator, no superuser.
+    assert ApiKey.objects.get().issued_by_command
+    operator = re.search(r"login operator / password (\S+)", second)
+    assert operator and operator.group(1) in first
+    assert Client().login(username="operator", password=operator.group(1))
+    assert list(ContourRole.objects.filter(user__username="operator").values_list(
+        "role", "contour__slug")) == [("operator", "demo")]
 
 
 def test_seed_demo_repairs_an_admin_password_that_no_longer_works(tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def test_a_database_down_is_an_envelope_and_its_entry_reaches_the_journal_later(
     assert spool.pending() == 1
     # The database is back: the next journaled call drains the spool first.
     assistant.call("find_orders", {"page_size": 1})
-    entry = JournalEntry.objects.get(arguments___spooled__id=answer["journal_pending"])
+    entry = JournalEntry.objects.get(spool_id=answer["journal_pending"])
     assert (entry.code, entry.channel) == ("database_unavailable", "rest")
     assert spool.pending() == 0
     assert verify_chain() is None
@@ -84,4 +84,4 @@ def test_the_database_lost_after_the_upstream_create_is_unknown_then_recovered(
     assert recovery.resolve_operations() == {"found": 1}
     assert TrackedOrder.objects.get().order_id == order["id"]
     spool.drain()
-    assert JournalEntry.objects.filter(arguments___spooled__id=cut["journal_pending"]).exists()
+    assert JournalEntry.objects.filter(spool_id=cut["journal_pending"]).exists()

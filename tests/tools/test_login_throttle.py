@@ -1,12 +1,19 @@
-"""Brute force on the people's logins: django-axes locks a username and an address
-after AXES_FAILURE_LIMIT failures, the right password included; every failure is journaled;
-weak passwords are refused; /accounts/login/ lands somewhere defined."""
+"""Brute force on the people's logins: django-axes locks the pair (username, address) after
+AXES_FAILURE_LIMIT failures, the right password included; beyond the pair a name or an
+address is slowed, never locked for everyone; the person and the superusers are told once;
+every failure is journaled; weak passwords are refused; /accounts/login/ lands somewhere
+defined."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core import mail
+from django.db.models import F
 from django.test import Client
 
 from audit.models import JournalEntry
@@ -47,20 +54,75 @@ def test_after_the_limit_the_right_password_is_refused_too(olga: User, path: str
 
     assert locked.status_code == 429
     assert "_auth_user_id" not in locked.client.session
-    entries = login_entries()
+    entries = [e for e in login_entries() if e.code != "login_failures_reported"]
     assert [e.code for e in entries] == ["login_failed"] * (limit - 1) + ["login_locked_out"] * 2
     assert {e.channel for e in entries} == {channel}
     # The address is masked like every address in the journal (audit.redaction).
     assert entries[0].actor == "login:olga" and entries[0].arguments["address"].endswith("0111")
 
 
-def test_one_address_trying_many_usernames_is_locked_out(olga: User):
-    for number in range(settings.AXES_FAILURE_LIMIT):
+def test_wrong_passwords_from_one_address_do_not_lock_the_person_elsewhere(olga: User):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        attempt("/admin/login/", "olga", "wrong-guess", address="10.6.6.6")
+
+    assert attempt("/admin/login/", "olga", PASSWORD, address="10.6.6.6").status_code == 429
+    assert attempt("/admin/login/", "olga", PASSWORD, address="10.7.7.7").status_code == 302
+    # Nor anybody else behind the attacker's address.
+    User.objects.create_user("pavel", password=PASSWORD, is_staff=True)
+    assert attempt("/admin/login/", "pavel", PASSWORD, address="10.6.6.6").status_code == 302
+
+
+def test_one_address_trying_many_usernames_is_slowed_not_locked(olga: User, settings):
+    settings.GATEWAY_LOGIN_ADDRESS_FREE_FAILURES = 5
+    for number in range(5):
         attempt("/admin/login/", f"user{number}", "wrong-guess", address="10.2.2.2")
 
-    assert attempt("/admin/login/", "olga", PASSWORD, address="10.2.2.2").status_code == 429
-    # The same person from elsewhere is not: the address was locked, not her name.
+    slowed = attempt("/admin/login/", "olga", PASSWORD, address="10.2.2.2")
+
+    assert slowed.status_code == 200 and "Попробуйте через 1 с" in slowed.content.decode()
+    assert "_auth_user_id" not in slowed.client.session
+    # The same person from elsewhere is not slowed: the address was, not her name.
     assert attempt("/admin/login/", "olga", PASSWORD, address="10.3.3.3").status_code == 302
+
+
+def test_a_name_tried_from_many_addresses_waits_a_growing_delay(olga: User, settings):
+    settings.GATEWAY_LOGIN_USERNAME_FREE_FAILURES = 5
+    for number in range(5):
+        attempt("/accounts/login/", "olga", "wrong-guess", address=f"10.4.4.{number}")
+
+    first = attempt("/accounts/login/", "olga", PASSWORD, address="10.5.5.5")
+    earlier(seconds=2)
+    attempt("/accounts/login/", "olga", "wrong-guess", address="10.4.4.9")
+    second = attempt("/accounts/login/", "olga", PASSWORD, address="10.5.5.5")
+
+    assert "Попробуйте через 1 с" in first.content.decode()
+    assert "Попробуйте через 2 с" in second.content.decode()  # doubling
+    assert "_auth_user_id" not in second.client.session
+    assert login_entries()[-1].code == "login_throttled"
+    earlier(seconds=3)
+    assert attempt("/accounts/login/", "olga", PASSWORD, address="10.5.5.5").status_code == 302
+
+
+def earlier(seconds: int) -> None:
+    """As if the failures so far were `seconds` older."""
+    AccessAttempt.objects.update(attempt_time=F("attempt_time") - timedelta(seconds=seconds))
+
+
+def test_the_person_and_the_superusers_get_one_letter_per_window(olga: User):
+    olga.email = "olga@example.com"
+    olga.save()
+    User.objects.create_superuser("root", email="root@example.com", password=PASSWORD)
+    User.objects.create_superuser("mute", email="", password=PASSWORD)
+
+    for number in range(settings.AXES_FAILURE_LIMIT + 3):
+        attempt("/admin/login/", "olga", "wrong-guess", address=f"10.8.8.{number}")
+
+    assert sorted(message.to for message in mail.outbox) == [["olga@example.com"],
+                                                             ["root@example.com"]]
+    assert "olga" in mail.outbox[0].subject + mail.outbox[0].body
+    assert "wrong-guess" not in "".join(m.body for m in mail.outbox)
+    [reported] = [e for e in login_entries() if e.code == "login_failures_reported"]
+    assert reported.actor == "login:olga" and reported.arguments["recipients"] == 2
 
 
 def test_a_few_failures_then_the_right_password_still_works(olga: User):

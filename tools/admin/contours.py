@@ -4,7 +4,6 @@ Saving calls tools.services.contours, which journals every change."""
 from __future__ import annotations
 
 import json
-import secrets
 from typing import Any
 
 from django import forms
@@ -12,7 +11,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
@@ -20,20 +19,20 @@ from django.utils.html import format_html
 
 from audit.actors import user_actor
 from tools import alerts, catalog, ceilings
+from tools.admin import pending_post
 from tools.admin.forms import CeilingForm, ContourForm
 from tools.admin.scope import ContourRoleInline, OwnerScoped, save_role_formset
 from tools.factors import stepup
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole, InvoiceboxMode, Toolset
 from tools.params import format_rub
 from tools.services import contours as contour_service
-from tools.services.connection import check_connection
+from tools.services.connection import ConnectionReport, check_connection
 from tools.spec import ToolSpec
 
 KIND_LABELS = {"read": "чтение", "write": "запись", "money": "деньги"}
 WRITE_TOOLSETS = (Toolset.WRITE, Toolset.REFUND)
 # The owner's POST waiting on the "what the assistant will be able to do" page, by nonce.
-PENDING_POST_KEY = "contour-writes:{nonce}"
-CONFIRM_FIELD = "_confirm_writes"
+CONFIRM_FIELD = pending_post.CONFIRM_FIELD
 
 
 # How the contour verifies payment notifications: audited like the rest.
@@ -42,6 +41,22 @@ NOTIFICATION_FIELDSET = ("Уведомления об оплате", {"fields": 
 CUSTOM_MODE_WARNING = ("режим custom: токен Инвойсбокс уходит на этот адрес, а не на "
                        "официальный API; только свой прокси или тестовый двойник")
 
+
+
+# Settings whose change is followed by the connection check (the save's message says its result).
+CONNECTION_FIELDS = ("mode", "base_url", "api_prefix", "merchant_id", "api_token")
+CHECK_ATTR = "_gw_connection_report"
+STEP_LEVELS = {True: messages.SUCCESS, False: messages.ERROR, None: messages.WARNING}
+
+
+def report_messages(request: HttpRequest, report: ConnectionReport) -> None:
+    """The check's summary and each step at its own level: a failed step is never a ✓."""
+    messages.add_message(request, messages.SUCCESS if report.ok else messages.ERROR,
+                         report.summary)
+    if report.answered_by:
+        messages.info(request, f"кто отвечает: {report.answered_by}")
+    for step, line in zip(report.steps, report.lines(), strict=True):
+        messages.add_message(request, STEP_LEVELS[step.ok], line)
 
 
 def tools_gained(before: list[str], after: list[str], disabled: list[str]) -> list[ToolSpec]:
@@ -195,12 +210,24 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:tools_contour_change", args=[contour.pk]))
         if not self.has_change_permission(request, contour):
             raise PermissionDenied
-        report = check_connection(contour)
-        level = messages.SUCCESS if report.ok else messages.ERROR
-        messages.add_message(request, level, report.summary)
-        for line in report.lines():
-            messages.add_message(request, level if report.ok else messages.INFO, line)
+        report_messages(request, check_connection(contour))
         return HttpResponseRedirect(reverse("admin:tools_contour_change", args=[contour.pk]))
+
+    def message_user(self, request: HttpRequest, message: Any, level: int = messages.INFO,
+                     *args: Any, **kwargs: Any) -> None:
+        """The save's own message, then the connection check that followed it (save_related):
+        a save whose check failed is no green «успешно»."""
+        report: ConnectionReport | None = getattr(request, CHECK_ATTR, None)
+        if report is not None:
+            delattr(request, CHECK_ATTR)
+            if not report.ok and level == messages.SUCCESS:
+                level = messages.WARNING
+                message = format_html("{} Но подключение к Инвойсбокс не работает: "
+                                      "исправьте токен, адрес или магазин (ниже — что не так).",
+                                      message)
+        super().message_user(request, message, level, *args, **kwargs)
+        if report is not None:
+            report_messages(request, report)
 
     # -- the tool catalog page --
 
@@ -228,7 +255,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                         ) -> HttpResponse:
         if request.method == "POST":
             if CONFIRM_FIELD in request.POST:
-                if not self._restore_post(request, object_id):
+                if not pending_post.restore(request, object_id):
                     messages.error(request, "Страница подтверждения устарела: сохраните "
                                             "контур ещё раз.")
                     return HttpResponseRedirect(request.path)
@@ -257,18 +284,11 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         gained_sets = [t for t in WRITE_TOOLSETS if t in after and t not in before]
         if not gained_sets:
             return None
-        nonce = secrets.token_urlsafe(16)
-        # Kept server-side (the session), not in hidden fields: a token typed into this
-        # form must not be echoed back into a page. Popped on confirmation.
-        request.session[PENDING_POST_KEY.format(nonce=nonce)] = {
-            "object_id": object_id or "",
-            "post": {k: request.POST.getlist(k) for k in request.POST
-                     if k != "csrfmiddlewaretoken"},
-        }
         posted_ceilings = self._ceilings_as_posted(request, form.instance,
                                                    change=obj is not None)
         if posted_ceilings is None:
             return None  # the normal view shows the ceilings' errors
+        nonce = pending_post.stash(request, object_id)
         data = form.cleaned_data
         thresholds = data.get("approval_thresholds") or {}
         context = {
@@ -304,18 +324,6 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                 for row in rows.cleaned_data
                 if row and not row.get("DELETE") and row.get("limit") not in (None, "")]
 
-    def _restore_post(self, request: HttpRequest, object_id: str | None) -> bool:
-        stash = request.session.pop(
-            PENDING_POST_KEY.format(nonce=request.POST.get(CONFIRM_FIELD, "")), None)
-        if not stash or stash.get("object_id") != (object_id or ""):
-            return False
-        restored = QueryDict(mutable=True)
-        for name, values in stash["post"].items():
-            restored.setlist(name, values)
-        restored[CONFIRM_FIELD] = "1"
-        request.POST = restored
-        return True
-
     # -- every save through tools.services.contours --
 
     def save_model(self, request: HttpRequest, obj: Contour, form: forms.ModelForm,
@@ -339,10 +347,13 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         if not change:
             contour_service.record_new(obj, actor=user_actor(request.user), channel="admin",
                                        creator=request.user, step_up=stepup.of_request(request))
+            setattr(request, CHECK_ATTR, check_connection(obj, quick=True))
             return
         changes = contour_service.record_change(
             obj, getattr(form, "state_before", contour_service.ContourState()),
             actor=user_actor(request.user), channel="admin", step_up=stepup.of_request(request))
+        if form.token_entered or any(name in changes for name in CONNECTION_FIELDS):
+            setattr(request, CHECK_ATTR, check_connection(obj, quick=True))
         if any(key in changes for key in ("toolsets", "disabled_tools")):
             messages.info(request, "Набор инструментов изменён: ассистент увидит его при "
                                    "следующем вызове.")

@@ -16,9 +16,17 @@ from adapters.invoicebox.notify import (
     SIGNATURE_ALGORITHMS,
     SIGNATURE_METHODS,
 )
-from tools import alerts, catalog, keys, secret_box
+from tools import alerts, api_tokens, catalog, keys, secret_box
 from tools.admin.widgets import MoneyInput, ThresholdsField, parse_roubles, roubles_text
-from tools.models import Ceiling, CeilingKind, Contour, InvoiceboxMode, Toolset, mask_secret
+from tools.models import (
+    UNREADABLE_TOKEN_TEXT,
+    Ceiling,
+    CeilingKind,
+    Contour,
+    InvoiceboxMode,
+    Toolset,
+    mask_secret,
+)
 from tools.params import Currency
 from tools.services.contours import (
     UUID_RE,
@@ -141,8 +149,9 @@ class ContourForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         stored = self.instance if self.instance.pk else None
-        token = mask_secret(stored.api_token) if stored else ""
-        key = mask_secret(stored.notification_key) if stored else ""
+        token = stored.masked_token if stored else ""
+        key = (UNREADABLE_TOKEN_TEXT if stored and secret_box.is_unreadable(
+            stored.notification_key) else mask_secret(stored.notification_key) if stored else "")
         self.fields["api_token"].help_text = (
             f"сейчас: {token}; " if token else "") + (
             "не показывается; введите новый, чтобы заменить, или оставьте пустым")
@@ -232,9 +241,18 @@ class ContourForm(forms.ModelForm):
         return self.cleaned_data.get("notification_signature_algorithm") or (
             self.instance.notification_signature_algorithm or DEFAULT_ALGORITHM)
 
+    # Whether this submit carries a token (typed now, or typed into the form's last submit):
+    # entered, it is the owner's answer for a new address even when it equals the stored one.
+    token_entered = False
+
     def clean_api_token(self) -> str:
-        token = self.cleaned_data.get("api_token", "") or self._unsealed_token()
+        raw = self.cleaned_data.get("api_token", "")
+        try:
+            token = api_tokens.clean(raw) if raw else self._unsealed_token()
+        except api_tokens.TokenInputError as error:
+            raise forms.ValidationError(str(error)) from None
         if token:
+            self.token_entered = True
             return token
         if self.instance.pk:
             return self.instance.api_token
@@ -263,8 +281,9 @@ class ContourForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         typed = data.get("api_token") or ""
-        if typed and typed != (self.instance.api_token if self.instance.pk else ""):
+        if typed and self.token_entered:
             self._carry_token(typed)
+            self.instance.entered_secrets = frozenset({"api_token"})
         if (not self.instance.pk and data.get("mode") == InvoiceboxMode.SANDBOX
                 and not data.get("api_token")):
             # Its own sandbox merchant: a tester of isolation must not see another's orders.

@@ -30,10 +30,11 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
                     "last_use")
     list_filter = (contour_filter, RevokedFilter)
     search_fields = ("prefix", "label")
-    fields = ("contour", "prefix", "label", "user", "issued_by", "created_at", "revoked_at",
-              "toolsets", "tools", "expires_at", "last_use")
-    readonly_fields = ("contour", "prefix", "issued_by", "created_at", "revoked_at", "toolsets",
-                       "tools", "expires_at", "last_use")
+    fields = ("contour", "prefix", "label", "user", "issued_by", "issued_by_command",
+              "created_at", "revoked_at", "toolsets", "tools", "expires_at", "last_use")
+    # The issuer (a person, or a command) is fixed at issue: the four-eyes rule rests on it.
+    readonly_fields = ("contour", "prefix", "issued_by", "issued_by_command", "created_at",
+                       "revoked_at", "toolsets", "tools", "expires_at", "last_use")
     last_use = key_last_use
 
     @admin.display(description="доступ")

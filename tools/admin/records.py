@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.admin import ReadOnlyAdmin, shortened
-from tools.admin.scope import OwnerScoped, contour_filter
+from tools.admin.scope import OwnerScoped, ToolFilter, contour_filter
 from tools.models import Operation, PendingConfirmation
 
 
@@ -15,7 +15,7 @@ from tools.models import Operation, PendingConfirmation
 class PendingConfirmationAdmin(OwnerScoped, ReadOnlyAdmin):
     list_display = ("created_at", "contour", "tool", "status", "operator_needed",
                     "expires_at", "decided_by_short", "approval_link")
-    list_filter = ("status", "tool", contour_filter, "requires_approval")
+    list_filter = ("status", ToolFilter, contour_filter, "requires_approval")
     exclude = ("token_hash",)
     ordering = ("-created_at",)
 
@@ -39,5 +39,5 @@ class PendingConfirmationAdmin(OwnerScoped, ReadOnlyAdmin):
 class OperationAdmin(OwnerScoped, ReadOnlyAdmin):
     list_display = ("key", "contour", "tool", "state", "merchant_order_id", "amount", "currency",
                     "created_at")
-    list_filter = ("state", "tool", contour_filter)
+    list_filter = ("state", ToolFilter, contour_filter)
 

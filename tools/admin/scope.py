@@ -21,8 +21,39 @@ from tools.factors import stepup
 from tools.models import ApiKey, Contour, ContourRole, Role
 from tools.services import roles as role_service
 
-# The contour list filter lists only contours in the (already scoped) queryset.
-contour_filter = ("contour", admin.RelatedOnlyFieldListFilter)
+
+class ContourFilter(admin.SimpleListFilter):
+    """A record's contour, the choices read from the contours table (the user's own), never
+    off the records (a DISTINCT over a table that only grows)."""
+
+    title = "контур"
+    parameter_name = "contour__id__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        contours = roles.contours_for(request.user, Role.OWNER).order_by("slug")
+        return [(str(pk), slug) for pk, slug in contours.values_list("pk", "slug")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(contour_id=value)
+
+
+class ToolFilter(admin.SimpleListFilter):
+    """A record's tool, the choices from the catalog."""
+
+    title = "инструмент"
+    parameter_name = "tool__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        from tools import catalog
+        return [(name, name) for name in catalog.names()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(tool=value)
+
+
+contour_filter = ContourFilter
 
 
 class OwnerScoped:

@@ -1,5 +1,6 @@
-"""django-otp-webauthn's ceremonies, bound to our rules: a passkey check stamps the step-up,
-adding a passkey to a person who already has a device needs a fresh check, both journaled."""
+"""django-otp-webauthn's ceremonies, bound to our rules: a passkey check stamps the step-up;
+adding a passkey (begin and complete alike) follows stepup.enrolment_refusal — a fresh check
+of an existing device, and no first device by password alone where a factor is required."""
 
 from __future__ import annotations
 
@@ -18,26 +19,27 @@ from django_otp_webauthn.views import (
     CompleteCredentialRegistrationView,
 )
 
-from audit.actors import user_actor
 from tools.factors import devices, stepup
 
 
 class StepUpNeeded(exceptions.OTPWebAuthnApiError):
     status_code = 403
-    code = "second_factor_required"
+    default_code = "second_factor_required"
     default_detail = ("Чтобы добавить ключ доступа, сначала подтвердите вход уже подключённым "
                       "устройством.")
 
 
 class _FreshCheckToAdd:
-    """Another device may be added only right after a check of an existing one, or a stolen
-    password would be enough to add the thief's device."""
+    """The package calls check_can_register() on both registration endpoints: a stolen
+    password must not be enough to add the thief's passkey."""
 
     request: Any
 
     def check_can_register(self) -> None:
-        if devices.confirmed(self.request.user) and not stepup.is_fresh(self.request):
-            raise StepUpNeeded()
+        refusal = stepup.enrolment_refusal(self.request)
+        if refusal is not None:
+            raise StepUpNeeded(detail=f"{refusal.message[:1].upper()}{refusal.message[1:]}.",
+                               code=refusal.code)
 
 
 class BeginRegistration(_FreshCheckToAdd, BeginCredentialRegistrationView):
@@ -49,11 +51,7 @@ class CompleteRegistration(_FreshCheckToAdd, CompleteCredentialRegistrationView)
         response = super().post(*args, **kwargs)
         if response.status_code == 200:
             device = get_credential_model().objects.get(pk=json.loads(response.content)["id"])
-            user = self.request.user
-            devices.record(user, "second_factor_enrolled", f"{user.get_username()}: подключён "
-                           f"ключ доступа «{devices.label_of(device)}»", channel="ui",
-                           actor=user_actor(user), kind=devices.PASSKEY,
-                           device=devices.label_of(device))
+            devices.enrolled(self.request.user, device, channel="ui")
             stepup.stamp(self.request, device)
         return response
 

@@ -28,6 +28,7 @@ from audit.actors import user_actor
 from tools import events
 from tools.errors import ToolError
 from tools.factors import devices
+from tools.models import Contour
 
 SESSION_KEY = "gateway_step_up"
 SHELL = "shell"
@@ -71,6 +72,36 @@ def required(contour: Any | None = None, *, strict: bool = False) -> bool:
     if settings.GATEWAY_REQUIRE_SECOND_FACTOR or strict:
         return True
     return bool(contour is not None and getattr(contour, "require_second_factor", False))
+
+
+def required_anywhere() -> bool:
+    """Whether some decision here needs a second factor: on every contour
+    (GATEWAY_REQUIRE_SECOND_FACTOR) or on one whose owner turned it on. Then a password alone
+    never adds the first device (enrolment_refusal) nor changes people's powers."""
+    return bool(settings.GATEWAY_REQUIRE_SECOND_FACTOR
+                or Contour.objects.filter(require_second_factor=True).exists())
+
+
+def enrolment_refusal(request: HttpRequest) -> ToolError | None:
+    """Why the person behind request may not add a device of their own now (None: they may):
+    a TOTP app, a passkey, new backup codes. A person with a device adds another only right
+    after a check of an existing one; a person with none, where a second factor is required
+    anywhere, gets the first one prepared by an administrator (manage.py add_totp), never by
+    the password alone."""
+    user = request.user
+    if devices.confirmed(user):
+        if is_fresh(request):
+            return None
+        return ToolError("second_factor_required", "чтобы добавить устройство или выпустить "
+                         "новые резервные коды, сначала подтвердите вход уже подключённым "
+                         "устройством")
+    if required_anywhere():
+        return ToolError("second_factor_bootstrap_required", "в этом шлюзе второй фактор "
+                         "обязателен, и первое устройство по одному паролю не подключается: "
+                         "попросите администратора выполнить manage.py add_totp "
+                         f"{user.get_username()} и лично передать вам ссылку для приложения, "
+                         "затем введите здесь первый код из него")
+    return None
 
 
 def _device(proof: FactorProof) -> Device | None:

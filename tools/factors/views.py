@@ -1,5 +1,6 @@
-"""The pages: enrollment (QR code, base32 secret, first code; passkeys; backup codes) and the
-step-up check that returns the person to where they were."""
+"""The pages: enrollment (QR code, base32 secret, first code; passkeys; backup codes; the first
+code of a device an administrator prepared) and the step-up check that returns the person to
+where they were. Who may add a device is stepup.enrolment_refusal()'s to say."""
 
 from __future__ import annotations
 
@@ -59,28 +60,55 @@ def _device_rows(user: Any) -> list[dict[str, Any]]:
 
 def _enroll_context(request: HttpRequest) -> dict[str, Any]:
     user = request.user
-    pending = devices.pending_totp(user)
+    refusal = stepup.enrolment_refusal(request)
     context: dict[str, Any] = {
         "rows": _device_rows(user), "next": _next(request),
         "has_devices": bool(devices.confirmed(user)),
         "has_primary": devices.has_primary(user), "fresh": stepup.is_fresh(request),
         "required": stepup.required(None), "step_up_seconds": stepup.window_seconds(),
         "verify_url": step_up_link(request.get_full_path()),
+        "refusal": refusal.message if refusal is not None else "",
+        "bootstrap": refusal is not None and refusal.code == "second_factor_bootstrap_required",
+        # A device prepared out of band: only its first code is asked, its secret never shown.
+        "prepared": devices.prepared_totp(user) is not None,
     }
-    if pending is not None:
+    pending = devices.pending_totp(user)
+    if pending is not None and refusal is None:
         uri = pending.config_url
         context.update(qr_svg=segno.make(uri, error="m").svg_inline(scale=4, title="QR-код"),
                        secret=devices.secret_base32(pending))
     return context
 
 
-def _may_add(request: HttpRequest) -> bool:
-    """A second device needs a fresh check of the first (a password alone adds none)."""
-    if devices.confirmed(request.user) and not stepup.is_fresh(request):
-        messages.error(request, "Чтобы добавить устройство или выпустить новые резервные "
-                       "коды, сначала подтвердите вход уже подключённым устройством.")
-        return False
-    return True
+def _refused(request: HttpRequest, here: str) -> HttpResponse | None:
+    """A password alone adds no device (stepup.enrolment_refusal): where to send the person
+    instead, or None when they may go ahead."""
+    refusal = stepup.enrolment_refusal(request)
+    if refusal is None:
+        return None
+    messages.error(request, f"Не подключено: {refusal.message}.")
+    if refusal.code == "second_factor_required":
+        return redirect(step_up_link(here))
+    return redirect(here)
+
+
+def _confirm(request: HttpRequest, here: str, *, prepared: bool) -> HttpResponse:
+    try:
+        device = devices.confirm_totp(request.user, str(request.POST.get("code", "")),
+                                      prepared=prepared)
+    except ToolError as error:
+        messages.error(request, f"Не подключено: {error.message}.")
+        return redirect(here)
+    if device is None:
+        messages.error(request, "Код не подошёл: проверьте время на телефоне и введите "
+                       "текущий код из приложения (после неверного кода подождите "
+                       "несколько секунд).")
+        return redirect(here)
+    # Its first right code is a check of this device: a fresh step-up.
+    stepup.stamp(request, device)
+    messages.success(request, "Приложение подключено. Выпустите резервные коды на случай "
+                     "потери телефона.")
+    return redirect(_next(request) or here)
 
 
 @never_cache
@@ -91,33 +119,28 @@ def enroll(request: HttpRequest) -> HttpResponse:
         return render(request, "factors/enroll.html", _enroll_context(request))
     action = request.POST.get("action")
     here = _with_next("factors-enroll", _next(request))
+    if action == "confirm_prepared" or (action == "confirm_totp" and devices.pending_totp(
+            request.user) is None and devices.prepared_totp(request.user) is not None):
+        # The code proves the person holds what an administrator handed over out of band
+        # ("confirm_totp" for it: the form's action before prepared devices had their own).
+        return _confirm(request, here, prepared=True)
+    if action not in ("start_totp", "confirm_totp", "backup_codes"):
+        messages.error(request, "Не выбрано действие.")
+        return redirect(here)
+    if action == "backup_codes" and not devices.has_primary(request.user):
+        messages.error(request, "Резервные коды выпускаются после подключения приложения "
+                       "или ключа доступа.")
+        return redirect(here)
+    refused = _refused(request, here)
+    if refused is not None:
+        return refused
     if action == "start_totp":
-        if _may_add(request):
-            devices.start_totp(request.user)
+        devices.start_totp(request.user)
         return redirect(here)
     if action == "confirm_totp":
-        device = devices.confirm_totp(request.user, str(request.POST.get("code", "")))
-        if device is None:
-            messages.error(request, "Код не подошёл: проверьте время на телефоне и введите "
-                           "текущий код из приложения (после неверного кода подождите "
-                           "несколько секунд).")
-            return redirect(here)
-        stepup.stamp(request, device)
-        messages.success(request, "Приложение подключено. Выпустите резервные коды на случай "
-                         "потери телефона.")
-        return redirect(_next(request) or here)
-    if action == "backup_codes":
-        if not devices.has_primary(request.user):
-            messages.error(request, "Резервные коды выпускаются после подключения приложения "
-                           "или ключа доступа.")
-            return redirect(here)
-        if not _may_add(request):
-            return redirect(step_up_link(here))
-        codes = devices.issue_backup_codes(request.user)
-        return render(request, "factors/enroll.html", {**_enroll_context(request),
-                                                       "codes": codes})
-    messages.error(request, "Не выбрано действие.")
-    return redirect(here)
+        return _confirm(request, here, prepared=False)
+    codes = devices.issue_backup_codes(request.user)
+    return render(request, "factors/enroll.html", {**_enroll_context(request), "codes": codes})
 
 
 @never_cache

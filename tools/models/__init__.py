@@ -16,17 +16,20 @@ from tools.endpoints import (
 from tools.hashing import mask_secret, sha256_hex
 from tools.models.alerts import AlertKind, AlertState, AlertTransport, OperatorAlert
 from tools.models.confirmations import (
+    UNRESOLVED_OPERATION_STATES,
     ConfirmationStatus,
     Operation,
     OperationState,
     PendingConfirmation,
 )
 from tools.models.contours import (
+    UNREADABLE_TOKEN_TEXT,
     Ceiling,
     CeilingKind,
     Contour,
     Toolset,
 )
+from tools.models.factors import PreparedDevice
 from tools.models.keys import ApiKey, ApiKeyQuerySet
 from tools.models.orders import ProcessedNotification, TrackedOrder
 from tools.models.outbox import OutboxTask
@@ -36,6 +39,8 @@ __all__ = [
     "AUTHENTICATED_KEY",
     "OFFICIAL_API_ORIGIN",
     "OFFICIAL_MODES",
+    "UNREADABLE_TOKEN_TEXT",
+    "UNRESOLVED_OPERATION_STATES",
     "AlertKind",
     "AlertState",
     "AlertTransport",
@@ -53,6 +58,7 @@ __all__ = [
     "OperatorAlert",
     "OutboxTask",
     "PendingConfirmation",
+    "PreparedDevice",
     "ProcessedNotification",
     "Role",
     "Toolset",

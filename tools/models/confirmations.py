@@ -41,6 +41,9 @@ class PendingConfirmation(models.Model):
     barred_approvers = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="+",
         verbose_name="не могут одобрить (выдали ключ или держали его)")
+    # A key issued by a command (ApiKey.issued_by_command) prepared it: no superuser approves.
+    prepared_by_command_key = models.BooleanField("подготовил ключ, выданный командой",
+                                                  default=False)
     # Set from the database's clock (tools/clock.py) by whoever creates the row.
     created_at = models.DateTimeField("создано", default=timezone.now)
     expires_at = models.DateTimeField("истекает")
@@ -78,6 +81,11 @@ class OperationState(models.TextChoices):
     UNKNOWN = "unknown", "результат неизвестен"
 
 
+# Operations that may have happened upstream (tools.confirmations.UNRESOLVED_STATES): a few at
+# any time among all a contour ever made, so they have an index of their own (partial).
+UNRESOLVED_OPERATION_STATES = (OperationState.IN_FLIGHT, OperationState.UNKNOWN)
+
+
 class Operation(models.Model):
     """Idempotency record: one upstream write per key, guaranteed by the unique constraint."""
 
@@ -105,7 +113,15 @@ class Operation(models.Model):
     class Meta:
         verbose_name = "операция"
         verbose_name_plural = "операции"
-        indexes = [models.Index(fields=["contour", "created_at"])]
+        indexes = [
+            models.Index(fields=["contour", "created_at"]),
+            # prepare's look for an unresolved execution of the same write
+            # (tools.confirmations.unresolved_operation) reads only these rows, however many
+            # operations the contour has finished (issue 43: 10 065 of 10 071 rows filtered).
+            models.Index(fields=["contour", "tool", "created_at"],
+                         condition=models.Q(state__in=UNRESOLVED_OPERATION_STATES),
+                         name="tools_operation_unresolved"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool} {self.key} ({self.state})"

@@ -27,7 +27,9 @@ from tools.endpoints import (
 )
 from tools.hashing import mask_secret
 from tools.params import format_rub
-from tools.secret_box import EncryptedTextField
+from tools.secret_box import EncryptedTextField, is_unreadable
+
+UNREADABLE_TOKEN_TEXT = "токен не читается — введите заново"  # noqa: S105 - a label
 
 
 class Toolset(models.TextChoices):
@@ -167,16 +169,22 @@ class Contour(models.Model):
         # with the change, the stored one is cleared. The token would go to the new host; the
         # notification key of a former sandbox is the published one, anyone can sign with it.
         for index, name in ((3, "api_token"), (4, "notification_key")):
+            if name in self.entered_secrets:
+                continue  # typed for this very change (the same value again is an answer)
             if self.endpoint_changed and getattr(self, name) == self._loaded[index]:
                 setattr(self, name, "")
                 if kwargs.get("update_fields") is not None:
                     kwargs["update_fields"] = {*kwargs["update_fields"], name}
         super().save(*args, **kwargs)
+        self.entered_secrets = frozenset()
         self._remember_endpoint()
 
     # (mode, base_url, api_prefix, api_token, notification_key) as loaded from the database;
     # None for a new contour.
     _loaded: tuple[Any, ...] | None = None
+    # Secrets a person entered for the change being saved (the admin form, set_contour_token):
+    # entered again with a new address they are kept, even when the value is the same.
+    entered_secrets: frozenset[str] = frozenset()
 
     @classmethod
     def from_db(cls, db: str | None, field_names: Any, values: Any) -> Contour:
@@ -198,7 +206,8 @@ class Contour(models.Model):
         problem = api_prefix_problem(self.api_prefix)
         if problem:
             raise ValidationError({"api_prefix": problem})
-        if self.endpoint_changed and self.api_token == self._loaded[3]:
+        if (self.endpoint_changed and self.api_token == self._loaded[3]
+                and "api_token" not in self.entered_secrets):
             raise ValidationError({"api_token": "адрес API, префикс или режим изменились: введите "
                                                 "токен заново, прежний на новый адрес не "
                                                 "отправляется"})
@@ -227,7 +236,14 @@ class Contour(models.Model):
                                       self.alert_webhook_secret) if secret]
 
     @property
+    def token_unreadable(self) -> bool:
+        """The stored token can't be decrypted with GATEWAY_SECRETS_KEY (another key)."""
+        return is_unreadable(self.api_token)
+
+    @property
     def masked_token(self) -> str:
+        if self.token_unreadable:
+            return UNREADABLE_TOKEN_TEXT
         return mask_secret(self.api_token)
 
     @property

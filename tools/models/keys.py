@@ -40,6 +40,10 @@ class ApiKey(models.Model):
     issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                                   null=True, blank=True, editable=False, related_name="+",
                                   verbose_name="выдал")
+    # Issued by a manage.py command (create_api_key, rotate_api_key, seed_demo): no person of
+    # the gateway stands behind it, so no superuser may approve what it prepares (whoever ran
+    # the command may be one). Set once at issue, never edited.
+    issued_by_command = models.BooleanField("выдан командой", default=False, editable=False)
     prefix = models.CharField("префикс", max_length=PREFIX_LENGTH, db_index=True)
     key_hash = models.CharField("хеш ключа", max_length=64, unique=True)
     created_at = models.DateTimeField("создан", auto_now_add=True)
@@ -67,14 +71,14 @@ class ApiKey(models.Model):
     @classmethod
     def issue(cls, contour: Contour, label: str = "", user: Any = None, *,
               toolsets: list[str] | None = None, tools: list[str] | None = None,
-              expires_at: timezone.datetime | None = None, issued_by: Any = None
-              ) -> tuple[ApiKey, str]:
+              expires_at: timezone.datetime | None = None, issued_by: Any = None,
+              issued_by_command: bool = False) -> tuple[ApiKey, str]:
         """Create a key and return it with the full secret, which is never stored."""
         raw = "ibg_" + secrets.token_urlsafe(32)
         key = cls.objects.create(
             contour=contour, label=label, prefix=raw[: cls.PREFIX_LENGTH], key_hash=sha256_hex(raw),
             user=user, toolsets=list(toolsets or []), tools=list(tools or []),
-            expires_at=expires_at, issued_by=issued_by,
+            expires_at=expires_at, issued_by=issued_by, issued_by_command=issued_by_command,
         )
         return key, raw
 

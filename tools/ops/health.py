@@ -7,21 +7,15 @@ are counted, the broker URL (it may hold a password) and error texts are never e
 from __future__ import annotations
 
 import hashlib
-import io
 import time
 from functools import lru_cache
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
-from django.core.handlers.wsgi import WSGIRequest
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.middleware.clickjacking import XFrameOptionsMiddleware
-from django.middleware.security import SecurityMiddleware
+from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
-from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -134,21 +128,45 @@ def _probe_broker(url: str) -> dict[str, Any]:
     return {"status": "ok", "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
 
 
-def check_upstream() -> dict[str, Any]:
-    """Circuit breakers counted by state over all contours; names stay out of a public page."""
+def check_contours() -> tuple[dict[str, Any], dict[str, Any]]:
+    """From one read of the contours: their circuit breakers counted by state (names stay out
+    of a public page), and how many hold a token GATEWAY_SECRETS_KEY can't decrypt (no names,
+    no secrets): those contours' calls are refused (contour_token_unreadable) until the owner
+    enters the token again."""
+    from tools.models import Contour
     from tools.ops import state
 
     try:
-        counts = state.circuit_counts(timezone.now())
+        contours = list(Contour.objects.order_by("slug").only("slug", "api_token"))
+        counts = state.circuit_counts(timezone.now(), contours)
     except DatabaseError as error:
-        return {"status": "unknown", "error": type(error).__name__}
-    return {"status": "degraded" if counts["open"] else "ok",
-            "contours": sum(counts.values()), "circuits": counts}
+        unknown = {"status": "unknown", "error": type(error).__name__}
+        return unknown, unknown
+    unreadable = sum(contour.token_unreadable for contour in contours)
+    return ({"status": "degraded" if counts["open"] else "ok",
+             "contours": sum(counts.values()), "circuits": counts},
+            {"status": "degraded" if unreadable else "ok", "unreadable_tokens": unreadable})
+
+
+def check_journal_spool() -> dict[str, Any]:
+    """The journal spool's disk (audit/spool.py): degraded below GATEWAY_SPOOL_MIN_FREE_MB free
+    or unwritable, because then a call the database cannot journal is refused
+    (journal_unavailable). The path is not shown."""
+    from audit import spool
+
+    room = spool.room()
+    body: dict[str, Any] = {
+        "status": "degraded" if room.low else "ok", "writable": room.writable,
+        "free_mb": room.free_bytes // (1024 * 1024) if room.free_bytes is not None else None,
+        "min_free_mb": int(settings.GATEWAY_SPOOL_MIN_FREE_MB), "pending": spool.pending()}
+    return body
 
 
 def report() -> tuple[int, dict[str, Any]]:
     database = check_database()
-    checks = {"database": database, "broker": check_broker(), "upstream": check_upstream()}
+    upstream, secrets = check_contours()
+    checks = {"database": database, "broker": check_broker(), "upstream": upstream,
+              "secrets": secrets, "journal_spool": check_journal_spool()}
     if database["status"] != "ok":
         overall, http_status = "unavailable", 503
     elif any(check["status"] not in ("ok", "not_configured") for check in checks.values()):
@@ -159,44 +177,6 @@ def report() -> tuple[int, dict[str, Any]]:
             "catalog": {"fingerprint": catalog_fingerprint(), "tools": _tool_count()},
             "checks": checks}
     return http_status, body
-
-
-def asgi_guard(scope: dict[str, Any]) -> tuple[bool, dict[str, str]]:
-    """For the ASGI route of /health (config/asgi.py), which skips Django's middleware: whether
-    the Host is in ALLOWED_HOSTS, and the headers the Django view would carry (@never_cache,
-    SecurityMiddleware's, XFrameOptionsMiddleware's), computed by those very classes."""
-    request = WSGIRequest(_environ(scope))
-    try:
-        request.get_host()
-        allowed = True
-    except DisallowedHost:
-        allowed = False
-    response = HttpResponse()
-    add_never_cache_headers(response)
-    SecurityMiddleware(_unused).process_response(request, response)
-    XFrameOptionsMiddleware(_unused).process_response(request, response)
-    return allowed, {name: value for name, value in response.items() if name != "Content-Type"}
-
-
-def _unused(request: HttpRequest) -> HttpResponse:
-    raise NotImplementedError  # the middleware is only asked to process a response
-
-
-def _environ(scope: dict[str, Any]) -> dict[str, Any]:
-    """The WSGI environ Django would build for this ASGI request (what get_host reads)."""
-    server = scope.get("server") or ("", 0)
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": scope.get("method", "GET"), "SCRIPT_NAME": "",
-        "PATH_INFO": scope.get("path", "/health"), "QUERY_STRING": "",
-        "SERVER_NAME": str(server[0] or ""), "SERVER_PORT": str(server[1] or ""),
-        "wsgi.url_scheme": scope.get("scheme", "http"), "wsgi.input": io.BytesIO(),
-    }
-    for raw_name, raw_value in scope.get("headers", []):
-        name = raw_name.decode("latin-1").upper().replace("-", "_")
-        key = name if name in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{name}"
-        value = raw_value.decode("latin-1")
-        environ[key] = f"{environ[key]},{value}" if key in environ else value
-    return environ
 
 
 @never_cache

@@ -83,6 +83,12 @@ UPSTREAM_ERRORS = Counter(
     ["code"], registry=EVENTS,
 )
 
+ANONYMOUS_REFUSALS = Counter(
+    "gateway_anonymous_refusals",
+    "Refusals of callers with no verified credential, each one (the journal keeps a sample: "
+    "tools/anonymous.py)", ["channel", "code"], registry=EVENTS,
+)
+
 # An id in a path (order UUID, numeric shipment id, an INN in a query-less lookup) becomes {id}.
 _ID_SEGMENT = re.compile(r"\d|^[0-9a-f-]{32,}$", re.IGNORECASE)
 # Upstream error codes are snake_case words; anything else is folded so no value can leak.
@@ -139,6 +145,7 @@ class StateCollector(Collector):
                                   labels=["version", "catalog"])
         build.add_metric([health.version(), health.catalog_fingerprint()], 1)
         yield build
+        yield from self._spool()
         up = GaugeMetricFamily("gateway_state_up",
                                "1 when the state gauges below could be read from the database")
         now = timezone.now()
@@ -151,6 +158,25 @@ class StateCollector(Collector):
         up.add_metric([], 1)
         yield up
         yield from families
+
+    @staticmethod
+    def _spool() -> Iterator[Metric]:
+        """The journal spool's disk, read from the disk: it matters most when the database is
+        away (alert on free < GATEWAY_SPOOL_MIN_FREE_MB: docs/production.md)."""
+        from audit import spool
+
+        room = spool.room()
+        free = GaugeMetricFamily("gateway_journal_spool_free_bytes",
+                                 "Free bytes on the journal spool's disk (-1: unreadable)")
+        free.add_metric([], room.free_bytes if room.free_bytes is not None else -1)
+        low = GaugeMetricFamily("gateway_journal_spool_low",
+                                "1 when the journal spool is unwritable or below "
+                                "GATEWAY_SPOOL_MIN_FREE_MB free")
+        low.add_metric([], 1 if room.low else 0)
+        waiting = GaugeMetricFamily("gateway_journal_spool_pending",
+                                    "Journal entries waiting in the spool for the database")
+        waiting.add_metric([], spool.pending())
+        yield from (free, low, waiting)
 
     @staticmethod
     def _state(now: datetime) -> Iterator[Metric]:
@@ -180,7 +206,13 @@ class StateCollector(Collector):
             labels=["contour"])
         for slug, breaker in state.circuits(now):
             circuit.add_metric([slug], 1 if breaker == "open" else 0)
-        yield from (pending, age, ratio, circuit)
+        sessions = GaugeMetricFamily(
+            "gateway_mcp_sessions_open",
+            "Open (live) MCP sessions per contour, against MCP_MAX_SESSIONS_PER_CONTOUR",
+            labels=["contour"])
+        for slug, count in state.mcp_sessions(now).items():
+            sessions.add_metric([slug], count)
+        yield from (pending, age, ratio, circuit, sessions)
 
 
 def exposition() -> tuple[bytes, str]:

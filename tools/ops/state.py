@@ -103,9 +103,11 @@ def invoiced(contour: Contour, since: datetime) -> dict[str, int]:
     return {row["currency"]: row["total"] or 0 for row in rows}
 
 
-def circuits(now: datetime) -> list[tuple[str, str]]:
-    """(contour slug, breaker state) for every contour; the account is a digest of its token."""
-    contours = list(Contour.objects.order_by("slug").only("slug", "api_token"))
+def circuits(now: datetime, contours: list[Contour] | None = None) -> list[tuple[str, str]]:
+    """(contour slug, breaker state) for every contour (or those given, already read); the
+    account is a digest of its token."""
+    if contours is None:
+        contours = list(Contour.objects.order_by("slug").only("slug", "api_token"))
     accounts = {contour.slug: account_key(contour.api_token) for contour in contours}
     states = {state.account: state
               for state in CircuitState.objects.filter(account__in=set(accounts.values()))}
@@ -113,6 +115,13 @@ def circuits(now: datetime) -> list[tuple[str, str]]:
             for slug, account in accounts.items()]
 
 
-def circuit_counts(now: datetime) -> dict[str, int]:
-    counts = Counter(state for _, state in circuits(now))
+def circuit_counts(now: datetime, contours: list[Contour] | None = None) -> dict[str, int]:
+    counts = Counter(state for _, state in circuits(now, contours))
     return {state: counts.get(state, 0) for state in CIRCUIT_STATES}
+
+
+def mcp_sessions(now: datetime) -> dict[str, int]:
+    """Open MCP sessions per contour slug (issue 41: sessions are each tenant's resource)."""
+    from adapters.mcp.sessions import open_by_contour  # late: adapters.mcp imports the core
+
+    return open_by_contour(now)

@@ -11,8 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from adapters.invoicebox.client import InvoiceboxError, make_client
-from tools.models import Contour
+from django.conf import settings
+
+from adapters.invoicebox.client import InvoiceboxError, is_local_sandbox
+from tools import api_tokens
+from tools.models import UNREADABLE_TOKEN_TEXT, Contour
+from tools.upstream_calls import contour_client
 
 # Инвойсбокс.Бизнес (business.invoicebox.ru) issues `/l3/` tokens like `29078-API:<hex>`
 # (docs api/auth.md); this gateway speaks `/v3/` only (docs/invoicebox-api.md).
@@ -48,6 +52,7 @@ class Step:
 class ConnectionReport:
     contour: str
     base_url: str
+    answered_by: str = ""
     steps: list[Step] = field(default_factory=list)
 
     @property
@@ -67,7 +72,7 @@ class ConnectionReport:
 
 
 def _upstream_failure(error: InvoiceboxError) -> str:
-    if error.code == "token_missing":
+    if error.code in ("token_missing", "address_not_public"):
         return error.message
     why = _WHY.get(error.kind, error.message)
     return f"{why} (HTTP {error.http_status})" if error.http_status else why
@@ -81,22 +86,39 @@ def token_problem(token: str) -> str:
         return ("это токен API l3 (кабинет business.invoicebox.ru, вид «12345-API:…»); шлюз "
                 "работает с API v3: нужен токен из 32 шестнадцатеричных знаков, как у "
                 "демо-магазина")
-    if any(char.isspace() for char in token):
-        return "в токене пробел или перевод строки: скопируйте его заново, без лишних знаков"
-    return ""
+    return api_tokens.shape_problem(token)
 
 
-def check_connection(contour: Contour) -> ConnectionReport:
-    """Token shape, then auth, then one page of orders and the shop they belong to."""
-    report = ConnectionReport(contour=contour.slug, base_url=contour.base_url)
+def answered_by(base_url: str) -> str:
+    """Which server a contour's calls reach, for a person (`check_contour`, the admin)."""
+    if settings.INVOICEBOX_SANDBOX_IN_PROCESS and is_local_sandbox(base_url):
+        return "встроенная песочница этого процесса шлюза (без сети)"
+    return f"сервер по адресу {base_url} (по сети)"
+
+
+# The check that follows a save in the admin waits this long, once, not the calls' budget.
+QUICK_TIMEOUT_SECONDS = 10.0
+
+
+def check_connection(contour: Contour, *, quick: bool = False) -> ConnectionReport:
+    """Token shape, then auth, then one page of orders and the shop they belong to.
+    `quick`: one attempt with a short timeout (the check after a save)."""
+    report = ConnectionReport(contour=contour.slug, base_url=contour.base_url,
+                              answered_by=answered_by(contour.base_url))
+    if contour.token_unreadable:
+        report.steps.append(Step("токен", False, f"{UNREADABLE_TOKEN_TEXT}: он зашифрован "
+                                 "другим ключом GATEWAY_SECRETS_KEY (manage.py "
+                                 "set_contour_token или страница контура в админке)"))
+        return report
     problem = token_problem(contour.api_token)
     if problem:
         report.steps.append(Step("токен", False, problem))
         return report
     # No shop scope on this read: it asks which shop the token itself sees, to compare it with
     # the contour's (a list scoped to the contour's shop would just come back empty).
-    with make_client(base_url=contour.base_url, token=contour.api_token,
-                     merchant_id="", api_prefix=contour.api_prefix) as client:
+    with contour_client(contour, merchant_id="",
+                        timeout=QUICK_TIMEOUT_SECONDS if quick else None,
+                        read_attempts=1 if quick else None) as client:
         try:
             user_id = client.check_auth()
         except InvoiceboxError as error:

@@ -33,14 +33,17 @@ def issue(contour: Contour, *, label: str = "", user: Any = None,
     """Issue a key (narrower than the contour when asked); the raw key is returned once.
     A key with write scope needs the actor's fresh second factor (tools/factors).
 
-    `issued_by`: the person who sees the raw key (the admin's user; None for a command). It is
-    recorded once and never edited: the four-eyes rule bars them from approving what the key
-    prepares, whoever is named as its holder (tools.approvals.prepared_by)."""
+    `issued_by`: the person who sees the raw key (the admin's user, the person consenting to an
+    OAuth grant; None for a command). It is recorded once and never edited: the four-eyes rule
+    bars them from approving what the key prepares, whoever is named as its holder
+    (tools.approvals.prepared_by). A key no person issued is marked issued_by_command: no
+    superuser approves what it prepares (the person who ran the command may be one)."""
     if expires_at is not None and expires_at <= timezone.now():
         raise KeySetupError("--expires must be in the future")
     with transaction.atomic():
         key, raw = ApiKey.issue(contour, label=label, user=user, toolsets=list(toolsets),
-                                tools=list(tools), expires_at=expires_at, issued_by=issued_by)
+                                tools=list(tools), expires_at=expires_at, issued_by=issued_by,
+                                issued_by_command=issued_by is None)
         if has_write_scope(key):
             stepup.require(step_up, contour=contour,
                            action=f"ключ API с правом записи для контура {contour.slug}")
@@ -51,8 +54,9 @@ def issue(contour: Contour, *, label: str = "", user: Any = None,
 def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None,
            step_up: stepup.StepUp | None = None) -> tuple[ApiKey, str]:
     """A new key with the old one's scope; the old one stays valid for the contour's grace
-    period (never longer than it already had). `by` sees the new raw key: its issuer. A key
-    with write scope needs the actor's fresh second factor."""
+    period (never longer than it already had). `by` sees the new raw key: its issuer (None: a
+    command, and the new key is marked issued_by_command). A key with write scope needs the
+    actor's fresh second factor."""
     contour = old.contour
     if has_write_scope(old):
         stepup.require(step_up, contour=contour,
@@ -65,7 +69,8 @@ def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None,
             raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
         new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
                                 toolsets=locked.toolsets, tools=locked.tools,
-                                expires_at=locked.expires_at, issued_by=by)
+                                expires_at=locked.expires_at, issued_by=by,
+                                issued_by_command=by is None)
         if locked.expires_at is None or locked.expires_at > grace_end:
             locked.expires_at = grace_end
             locked.save(update_fields=["expires_at"])

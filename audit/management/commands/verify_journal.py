@@ -14,8 +14,9 @@ from audit.journal import Anchor, check_chain
 
 class Command(BaseCommand):
     help = ("Check the journal's HMAC chain: exit 0 when it holds, else name the first broken "
-            "entry. With --checkpoint (or --after-id and --hash) also prove that the journal "
-            "still extends checkpoints exported earlier.")
+            "entry. With --checkpoint (or --after-id and --hash) prove that the journal still "
+            "extends checkpoints exported earlier, walking only the entries after them "
+            "(--full: every entry).")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--checkpoint", action="append", default=[], metavar="FILE",
@@ -24,17 +25,21 @@ class Command(BaseCommand):
         parser.add_argument("--after-id", type=int, metavar="N",
                             help="the last_id of a checkpoint given on the command line")
         parser.add_argument("--hash", metavar="H", help="the last_hash that goes with --after-id")
+        parser.add_argument("--full", action="store_true",
+                            help="walk every entry even when checkpoints are given (by default "
+                                 "a checkpoint's chains are walked only after it)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         anchors = self._anchors(options)
-        report = check_chain(anchors)
+        report = check_chain(anchors, full=options["full"] or not anchors)
         if report.broken_id is not None:
             self.stderr.write(
                 f"broken: entry {report.broken_id} {report.reason} "
                 f"({report.checked} entries before it are intact)"
             )
             sys.exit(1)
-        line = f"ok: {report.checked} entries"
+        line = f"ok: {report.checked} entries" + ("" if options["full"] or not anchors
+                                                   else " after the checkpoints")
         if anchors:
             line += f"; extends {len(anchors)} checkpoint(s), the latest at entry " \
                     f"{max(a.last_id for a in anchors)}"

@@ -73,7 +73,10 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Gateway:
     port = free_port()
     db = state / "db.sqlite3"
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "PORT": str(port),
-           "LOG_LEVEL": "WARNING"}
+           "LOG_LEVEL": "WARNING",
+           # Every anonymous refusal journaled, not a sample (tools/anonymous.py): these tests
+           # follow each one; tests/tools/test_journal_trust.py covers the sampling.
+           "GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS": "0"}
     gw = Gateway(env=env, db=db, keys={})
     gw.manage("migrate", "--noinput")
     gw.manage("create_contour", "acme", "--mode", "sandbox", "--toolsets", ",".join(WRITER_TOOLSETS))

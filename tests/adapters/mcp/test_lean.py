@@ -197,7 +197,7 @@ print(grants.exchange_code(grants.find_code("c-lean", code)).access)
 def test_an_oauth_grant_calls_alike_and_is_held_to_its_scope(paths: dict[str, str],
                                                              gateway: Gateway):
     token = gateway.manage("shell", "-c", GRANT).strip().splitlines()[-1]
-    assert token.startswith("iba_")
+    assert token.startswith("ibo_")
 
     answer = assert_same(both(paths, token, "find_orders", {}))
     beyond = call(paths["lean"], token, open_session(paths["lean"], token), "create_order", {})

@@ -1,5 +1,6 @@
-"""Session hygiene in the shared store: idle expiry, the cap closing the oldest idle session
-first, a session bound to its key, a revoked key ending its sessions."""
+"""Session hygiene in the shared store: idle expiry (quick for a session that never made a
+call), caps per key, contour and deployment where only the key's own idle session makes room,
+a session bound to its key, a revoked key ending its sessions."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from adapters.mcp import sessions
 from adapters.mcp.models import McpSession
+from adapters.mcp.tasks import expire_sessions
 from tools.models import ApiKey, Contour
 from tools.services.contours import create_contour
 from tools.services.keys import revoke
@@ -27,9 +29,11 @@ def key() -> ApiKey:
     return ApiKey.issue(contour)[0]
 
 
-def open_session(key: ApiKey, session_id: str, idle_for: timedelta = timedelta(0)) -> list[str]:
+def open_session(key: ApiKey, session_id: str, idle_for: timedelta = timedelta(0),
+                 used: bool = True) -> list[str]:
     closed = sessions.record(session_id, key.pk, "2025-11-25", CLIENT)
-    McpSession.objects.filter(pk=session_id).update(last_seen=timezone.now() - idle_for)
+    McpSession.objects.filter(pk=session_id).update(last_seen=timezone.now() - idle_for,
+                                                    used=used)
     return closed
 
 
@@ -79,8 +83,8 @@ def test_a_used_session_is_kept_alive(key: ApiKey):
     assert timezone.now() - seen < timedelta(seconds=5)
 
 
-@override_settings(MCP_MAX_SESSIONS=3)
-def test_past_the_cap_the_oldest_idle_session_is_closed(key: ApiKey):
+@override_settings(MCP_MAX_SESSIONS_PER_KEY=3, MCP_SESSION_PROTECT_SECONDS=60)
+def test_past_the_keys_cap_its_own_least_recently_used_idle_session_is_closed(key: ApiKey):
     # given
     open_session(key, "oldest", idle_for=timedelta(seconds=300))
     open_session(key, "middle", idle_for=timedelta(seconds=200))
@@ -94,16 +98,68 @@ def test_past_the_cap_the_oldest_idle_session_is_closed(key: ApiKey):
     assert set(McpSession.objects.values_list("pk", flat=True)) == {"middle", "recent", "new"}
 
 
-@override_settings(MCP_SESSION_IDLE_SECONDS=600)
-def test_opening_a_session_clears_the_expired_ones(key: ApiKey):
-    # given
-    open_session(key, "expired", idle_for=timedelta(seconds=700))
+@override_settings(MCP_MAX_SESSIONS_PER_KEY=2, MCP_SESSION_PROTECT_SECONDS=300)
+def test_a_key_whose_sessions_are_all_in_use_is_refused(key: ApiKey):
+    # given: both used within the protected window
+    open_session(key, "a", idle_for=timedelta(seconds=120))
+    open_session(key, "b", idle_for=timedelta(seconds=30))
 
     # when
-    closed = open_session(key, "new")
+    with pytest.raises(sessions.SessionRefused) as refused:
+        open_session(key, "c")
 
     # then
-    assert closed == ["expired"]
+    assert (refused.value.scope, refused.value.cap) == ("key", 2)
+    assert "предел 2" in str(refused.value)
+    assert set(McpSession.objects.values_list("pk", flat=True)) == {"a", "b"}
+
+
+@override_settings(MCP_MAX_SESSIONS=3, MCP_MAX_SESSIONS_PER_KEY=10,
+                   MCP_SESSION_PROTECT_SECONDS=60)
+def test_the_deployment_ceiling_never_closes_another_tenants_session(key: ApiKey):
+    # given: another contour's sessions, idle long past the protected window, fill the ceiling
+    other = ApiKey.issue(create_contour("other", mode="sandbox"))[0]
+    for n in range(3):
+        open_session(other, f"other-{n}", idle_for=timedelta(seconds=600))
+
+    # when
+    with pytest.raises(sessions.SessionRefused) as refused:
+        open_session(key, "mine")
+
+    # then
+    assert refused.value.scope == "deployment"
+    assert McpSession.objects.filter(key=other).count() == 3
+
+
+@override_settings(MCP_SESSION_IDLE_SECONDS=600, MCP_SESSION_UNUSED_SECONDS=60)
+def test_a_session_that_never_made_a_call_expires_quickly(key: ApiKey):
+    # given
+    open_session(key, "probe", idle_for=timedelta(seconds=61), used=False)
+    open_session(key, "handshaking", idle_for=timedelta(seconds=30), used=False)
+    open_session(key, "working", idle_for=timedelta(seconds=61))
+
+    # then
+    assert sessions.resume("probe", key.pk, use=True) is None
+    assert sessions.resume("working", key.pk) is not None
+    assert sessions.resume("handshaking", key.pk, use=True) is not None
+    assert McpSession.objects.get(pk="handshaking").used
+
+
+@override_settings(MCP_SESSION_IDLE_SECONDS=600, MCP_SESSION_UNUSED_SECONDS=60,
+                   MCP_SESSION_EXPIRE_BATCH=2)
+def test_the_beat_deletes_expired_sessions_in_batches(key: ApiKey):
+    # given
+    for n in range(5):
+        open_session(key, f"idle-{n}", idle_for=timedelta(seconds=700))
+    open_session(key, "probe", idle_for=timedelta(seconds=90), used=False)
+    open_session(key, "live", idle_for=timedelta(seconds=90))
+
+    # when
+    deleted = expire_sessions()
+
+    # then
+    assert deleted == 6
+    assert list(McpSession.objects.values_list("pk", flat=True)) == ["live"]
 
 
 def test_a_revoked_key_ends_its_session(key: ApiKey):

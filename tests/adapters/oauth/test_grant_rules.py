@@ -129,3 +129,28 @@ def test_owners_see_and_revoke_their_contours_grants_in_the_admin(
     assert grant.key.revoked_at is not None
     entry = JournalEntry.objects.filter(code="oauth_grant_revoked").get()
     assert (entry.channel, entry.actor, entry.contour) == ("admin", "user:olga", "guarded")
+
+
+def test_a_grants_key_names_its_consenting_person_as_issuer_for_good(
+        guarded: Contour, make_user: Callable[..., User]):
+    """Issue 37: a superuser consents, blanks the key's holder in the admin and approves the
+    client's write. The issuer is the consenting person, fixed; it bars them."""
+    root = make_user("root", staff=True)
+    root.is_superuser = True
+    root.save()
+    assistant = Assistant(http=Client(), key=grant_token(guarded, root, ["read", "write"]),
+                          contour=guarded)
+    key = ApiKey.objects.get(oauth_grant__isnull=False)
+    admin = logged_in(root)
+    admin.post(f"/admin/tools/apikey/{key.pk}/change/",
+               {"label": key.label, "user": "", "issued_by": ""})
+    key.refresh_from_db()
+    assert key.user is None and key.issued_by == root and not key.issued_by_command
+
+    _, body = prepare_order(assistant)
+    with pytest.raises(ToolError) as own:
+        approvals.decide(body["confirmation"]["id"], root, approve=True)
+
+    assert own.value.code == "forbidden"
+    issued = JournalEntry.objects.get(code="api_key_issued")
+    assert issued.arguments["issued_by"] == "root"

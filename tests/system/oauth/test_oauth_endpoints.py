@@ -67,7 +67,7 @@ async def test_an_owners_grant_is_a_key_of_the_contour_in_every_rule(served: Ser
     # given: Olga lets the client read and write on shop
     tokens = oauth_client.connect("olga", contour="shop", toolsets=("read", "write"))
     assert tokens["scope"] == "read write"
-    assert tokens["access_token"].startswith("iba_")
+    assert tokens["access_token"].startswith("ibo_")
 
     # when: the official client lists, reads and starts a write with the access token
     headers = {"Authorization": f"Bearer {tokens['access_token']}"}

@@ -4,15 +4,18 @@ authenticator app does, driven through the operator pages (HTTP to the app)."""
 from __future__ import annotations
 
 import html
+import io
 import re
 import time
 from base64 import b32encode
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pyotp
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
@@ -167,6 +170,8 @@ def test_after_the_step_up_window_the_next_approval_asks_again(
 
 def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
         required: None, guarded_assistant: Assistant, olga: User):
+    """Where the factor is required, the first device is prepared by an administrator
+    (manage.py add_totp) and confirmed by its first code; the password alone enrols none."""
     cid = pending(guarded_assistant)
     http = logged_in(olga)
 
@@ -175,23 +180,32 @@ def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
     assert sent["Location"] == f"/account/second-factor/?next=%2Fapprovals%2F{cid}%2F"
     reason = html.unescape(http.get(sent["Location"]).content.decode())
     assert "Нужен второй фактор: решения по операциям этого контура принимают только" in reason
+    assert "manage.py add_totp olga" in reason and 'id="start-totp"' not in reason
 
-    http.post("/account/second-factor/", {"action": "start_totp", "next": f"/approvals/{cid}/"})
+    refused = http.post("/account/second-factor/", {"action": "start_totp",
+                                                    "next": f"/approvals/{cid}/"}, follow=True)
+    assert "manage.py add_totp olga" in html.unescape(refused.content.decode())
+    assert not TOTPDevice.objects.filter(user=olga).exists()
+
+    out = io.StringIO()
+    call_command("add_totp", "olga", stdout=out, stderr=io.StringIO())
+    app = pyotp.TOTP(parse_qs(urlsplit(out.getvalue().strip()).query)["secret"][0])
     page = html.unescape(http.get(sent["Location"]).content.decode())
-    secret = re.search(r'<span class="secret" id="secret">([A-Z2-7 ]+)</span>', page)
-    assert secret and "<svg" in page and "otpauth" not in page
-    app = pyotp.TOTP(secret.group(1).replace(" ", ""))
+    assert 'id="secret"' not in page and "<svg" not in page and 'id="prepared"' in page
+    assert app.secret not in page.replace(" ", "")
 
-    wrong = http.post("/account/second-factor/", {"action": "confirm_totp", "code": "000000",
+    wrong = http.post("/account/second-factor/", {"action": "confirm_prepared",
+                                                  "code": "000000",
                                                   "next": f"/approvals/{cid}/"}, follow=True)
     assert "Код не подошёл" in html.unescape(wrong.content.decode())
     assert devices.confirmed(olga) == []
     time.sleep(1.1)  # django-otp throttles the next try for 1 s after one failure
-    back = http.post("/account/second-factor/", {"action": "confirm_totp", "code": app.now(),
+    back = http.post("/account/second-factor/", {"action": "confirm_prepared",
+                                                 "code": app.now(),
                                                  "next": f"/approvals/{cid}/"})
     assert back["Location"] == f"/approvals/{cid}/"
     assert [devices.kind_of(d) for d in devices.confirmed(olga)] == ["totp"]
-    # The code at enrollment was a fresh check: the decision needs no second one.
+    # The prepared device's first code was a fresh check: the decision needs no second one.
     assert "Одобрено" in decide(http, cid)
     assert JournalEntry.objects.filter(code="second_factor_enrolled").count() == 1
 

@@ -51,7 +51,7 @@ def test_add_totp_prints_the_uri_once_and_the_device_counts_after_its_first_code
     assert entry.channel == "cli" and entry.actor.startswith("cli:")
     assert secret not in f"{entry.arguments} {entry.message}"
     http = logged_in(olga)
-    http.post("/account/second-factor/", {"action": "confirm_totp",
+    http.post("/account/second-factor/", {"action": "confirm_prepared",
                                           "code": pyotp.TOTP(secret).now()})
     assert [devices.label_of(d) for d in devices.confirmed(olga)] == [devices.ADMIN_TOTP_NAME]
 

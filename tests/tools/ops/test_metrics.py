@@ -180,3 +180,24 @@ def test_worker_processes_are_summed_in_multiprocess_mode(settings, tmp_path: Pa
     assert value(samples, "gateway_call_duration_seconds_count", tool="get_order",
                  phase="read") == 2
     assert value(samples, "gateway_state_up") == 1
+
+
+@pytest.mark.django_db
+def test_open_mcp_sessions_are_counted_per_contour():
+    from adapters.mcp import sessions
+    from adapters.mcp.models import McpSession
+    from tools.models import ApiKey
+    from tools.services.contours import create_contour
+
+    shop = ApiKey.issue(create_contour("shop-a", mode="sandbox"))[0]
+    other = ApiKey.issue(create_contour("shop-b", mode="sandbox"))[0]
+    for n in range(3):
+        sessions.record(f"a-{n}", shop.pk, "2025-11-25", {})
+    sessions.record("b-0", other.pk, "2025-11-25", {})
+    McpSession.objects.filter(pk="a-2").update(
+        last_seen=timezone.now() - timedelta(hours=1))  # expired: not open
+
+    _, _, samples = scrape()
+
+    assert value(samples, "gateway_mcp_sessions_open", contour="shop-a") == 2
+    assert value(samples, "gateway_mcp_sessions_open", contour="shop-b") == 1

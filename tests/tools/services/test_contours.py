@@ -56,7 +56,7 @@ def test_the_admin_and_the_command_give_a_new_sandbox_contour_the_same_defaults(
 
 def test_create_contour_journals_once_and_a_refusal_journals_nothing():
     contour = create_contour("shop", mode="sandbox", actor="user:anna", channel="admin")
-    with pytest.raises(ContourSetupError, match="already exists"):
+    with pytest.raises(ContourSetupError, match="уже есть"):
         create_contour("shop", mode="sandbox", actor="user:anna", channel="admin")
 
     entry = created_entry("shop")

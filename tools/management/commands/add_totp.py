@@ -1,9 +1,11 @@
-"""manage.py add_totp <username>: a TOTP device for a colleague; prints its otpauth:// URI once."""
+"""manage.py add_totp <username>: a TOTP device prepared for a colleague; prints its
+otpauth:// URI once (the bootstrap of a first device where a second factor is required)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
@@ -11,9 +13,11 @@ from tools.factors import devices
 
 
 class Command(BaseCommand):
-    help = ("Prepare a TOTP device for a person and print its otpauth:// URI once (give it to "
-            "them; it is stored nowhere else in clear). The device counts after the person "
-            "enters its first code on /account/second-factor/. Journaled, without the secret.")
+    help = ("Prepare a TOTP device for a person and print its otpauth:// URI once: hand it to "
+            "them in person (it is stored nowhere else in clear and never shown on the web). "
+            "The device counts after the person enters its first code on "
+            "/account/second-factor/ within GATEWAY_PREPARED_DEVICE_SECONDS. Journaled, "
+            "without the secret; the person is told by email.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
@@ -22,11 +26,9 @@ class Command(BaseCommand):
         person = devices.person_named(options["username"])
         if person is None:
             raise CommandError(f"user {options['username']!r} does not exist")
-        device = devices.start_totp(person, name=devices.ADMIN_TOTP_NAME)
-        devices.record(person, "second_factor_prepared", f"{person.get_username()}: "
-                       "приложение подготовлено администратором, ждёт первого кода",
-                       channel="cli", actor=cli_actor(), kind=devices.TOTP,
-                       device=devices.label_of(device))
+        device = devices.prepare_totp(person, by=cli_actor(), channel="cli")
         self.stdout.write(device.config_url)
+        hours = int(settings.GATEWAY_PREPARED_DEVICE_SECONDS) // 3600
         self.stderr.write(f"{person.get_username()}: the device counts after its first code at "
-                          "/account/second-factor/ (an earlier unconfirmed one was replaced)")
+                          f"/account/second-factor/ within {hours} h (an earlier unconfirmed "
+                          "one was replaced)")

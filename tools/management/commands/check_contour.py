@@ -7,12 +7,19 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools.models import Contour
-from tools.services.connection import check_connection
+from tools.services.connection import ConnectionReport, check_connection
+
+
+def print_report(command: BaseCommand, report: ConnectionReport) -> None:
+    command.stdout.write(f"контур {report.contour}, адрес API {report.base_url}")
+    command.stdout.write(f"кто отвечает: {report.answered_by}")
+    for line in report.lines():
+        command.stdout.write(line)
 
 
 class Command(BaseCommand):
-    help = ("Check a contour's connection to Invoicebox: the token (auth), the shop it sees and "
-            "one read of orders. Reads only; exits 1 when something is wrong, saying what.")
+    help = ("Проверить подключение контура к Инвойсбокс: токен, магазин, который он видит, и "
+            "одно чтение счетов. Только чтение; код выхода 1 и причина, если что-то не так.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
@@ -22,9 +29,7 @@ class Command(BaseCommand):
         if contour is None:
             raise CommandError(f"контура {options['slug']!r} нет")
         report = check_connection(contour)
-        self.stdout.write(f"контур {contour.slug}, адрес API {report.base_url}")
-        for line in report.lines():
-            self.stdout.write(line)
+        print_report(self, report)
         if not report.ok:
             raise CommandError(report.summary)
         self.stdout.write(report.summary)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
+from tools import api_tokens
 from tools.contours import parse_toolsets, running_site_url
 from tools.factors import stepup
 from tools.models import ApiPrefix, InvoiceboxMode
@@ -68,13 +68,13 @@ class Command(BaseCommand):
                               f"{contour.slug}")
 
     def _read_token(self, source: str) -> str:
-        if not source:
-            return ""
-        try:
-            raw = sys.stdin.read() if source == "-" else Path(source).read_text()
-        except OSError as error:
-            raise CommandError(f"cannot read the token file: {error.strerror}") from None
-        token = raw.strip()
-        if not token:
-            raise CommandError("the token file is empty")
-        return token
+        return read_token_option(source)
+
+
+def read_token_option(source: str) -> str:
+    """--token-file's token, cleaned (tools.api_tokens); a CommandError in Russian naming the
+    file when it can't be used."""
+    try:
+        return api_tokens.read_file(source, sys.stdin.read() if source == "-" else None)
+    except api_tokens.TokenInputError as error:
+        raise CommandError(str(error)) from None

@@ -1,4 +1,6 @@
-"""manage.py seed_demo: the demo contour on the sandbox, one API key and an admin (idempotent)."""
+"""manage.py seed_demo: the demo contour on the sandbox, one API key, an admin and an operator
+(idempotent). The key is issued by this command, so no superuser approves what it prepares
+(tools.approvals.prepared_by): the demo's operator, who is none, does."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from django.db import connection
 from audit.actors import cli_actor
 from tools.contours import remember_site_url
 from tools.factors import stepup
-from tools.models import ApiKey, Contour, InvoiceboxMode, Toolset
+from tools.models import ApiKey, Contour, InvoiceboxMode, Role, Toolset
 from tools.services import keys as key_service
+from tools.services import roles as role_service
 from tools.services.contours import connect_sandbox_notifications, create_contour
 
 SLUG = "demo"
@@ -46,7 +49,12 @@ class Command(BaseCommand):
             # Idempotent; also connects a demo contour seeded before notifications existed.
             connect_sandbox_notifications(contour, own_account=False, claim_shared=True)
         key = self._demo_key(contour, state / "demo-api-key")
-        username, password = self._admin(state / "demo-admin")
+        username, password = self._person(state / "demo-admin", "admin", superuser=True)
+        operator, operator_password = self._person(state / "demo-operator", "operator",
+                                                   superuser=False)
+        role_service.grant(get_user_model().objects.get(username=operator), Role.OPERATOR,
+                           contour, actor=cli_actor(), channel="cli",
+                           step_up=stepup.from_shell())
         base = settings.GATEWAY_SITE_URL
         self.stdout.write(
             "\n".join([
@@ -55,6 +63,8 @@ class Command(BaseCommand):
                 f" toolsets: {','.join(contour.toolsets)}",
                 f"API key:  {key}",
                 f"Admin:    {base}/admin/  login {username} / password {password}",
+                f"Operator: {base}/approvals/  login {operator} / password {operator_password}"
+                " (approves the demo key's writes)",
                 f"Try:      curl -H 'Authorization: Bearer {key}' {base}/api/v1/tools",
                 f"Kept in:  {state} (this database's own; checked on every run)",
                 "",
@@ -73,18 +83,19 @@ class Command(BaseCommand):
         _write_private(path, raw)
         return raw
 
-    def _admin(self, path: Path) -> tuple[str, str]:
+    def _person(self, path: Path, username: str, *, superuser: bool) -> tuple[str, str]:
         user_model = get_user_model()
-        username = "admin"
         user = user_model.objects.filter(username=username).first()
         if path.exists() and user is not None:
             saved = path.read_text().strip()
             # Verified, not trusted: the file may predate this database or a manual change.
-            if user.check_password(saved) and user.is_active and user.is_superuser:
+            if (user.check_password(saved) and user.is_active
+                    and user.is_superuser == superuser):
                 return username, saved
         password = secrets.token_urlsafe(12)
         user, _ = user_model.objects.get_or_create(username=username)
-        user.is_staff = user.is_superuser = user.is_active = True
+        user.is_staff = user.is_superuser = superuser
+        user.is_active = True
         user.set_password(password)
         user.save()
         _write_private(path, password)

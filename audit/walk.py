@@ -1,0 +1,119 @@
+"""The chain walk of audit.journal.check_chain: whole, or only what follows a checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from audit.journal import VERIFY_CHUNK, Anchor, ChainReport, _link_problem
+from audit.models import ZERO_HASH, ChainHead, JournalEntry
+from audit.places import contour_problem
+
+
+class Walk:
+    """One verify run over all chains: the running count, and which anchors were met."""
+
+    def __init__(self, keys: Mapping[str, str], legacy_last_id: int,
+                 anchors: list[Anchor]) -> None:
+        self.keys, self.legacy_last_id = keys, legacy_last_id
+        self.by_place = {(a.chain, a.seq): a for a in anchors if a.seq is not None}
+        self.by_id = {a.last_id: a for a in anchors if a.seq is None}
+        self.met: set[int] = set()  # id() of the anchors found in place
+        self.ends: dict[str, int] = {}  # chain -> id of its last entry seen
+        self.checked = 0
+
+    def _anchor_problem(self, entry: JournalEntry) -> str:
+        anchor = self.by_place.get((entry.chain, entry.seq)) or self.by_id.get(entry.id)
+        if anchor is None:
+            return ""
+        self.met.add(id(anchor))
+        if anchor.last_hash != entry.hash:
+            return (f"hash {entry.hash[:16]}… differs from the checkpoint's "
+                    f"{anchor.last_hash[:16]}… (its entry {anchor.last_id}): the journal was "
+                    "rewritten from here or earlier")
+        return ""
+
+    def latest_anchor(self, chain: str) -> Anchor | None:
+        """The chain's anchor at the highest place, where an incremental walk starts."""
+        placed = [a for (c, _seq), a in self.by_place.items() if c == chain]
+        return max(placed, key=lambda a: a.seq or 0, default=None)
+
+    def _start_problem(self, chain: str, start: Anchor, head: ChainHead | None
+                       ) -> ChainReport | None:
+        entry = JournalEntry.objects.filter(chain=chain, seq=start.seq).first()
+        if entry is None:
+            end = head.last_id if head is not None else 0
+            return ChainReport(checked=self.checked, broken_id=start.last_id,
+                               reason=f"missing, though a checkpoint names it: the journal "
+                                      f"ends at entry {end} (its tail was cut)")
+        reason = self._anchor_problem(entry) or _link_problem(entry, self.keys,
+                                                              self.legacy_last_id)
+        if reason:
+            return ChainReport(checked=self.checked, broken_id=entry.id, reason=reason)
+        return None
+
+    def chain(self, chain: str, head: ChainHead | None, start: Anchor | None = None
+              ) -> ChainReport | None:
+        """Walk the chain up to its head, from its beginning or after `start` (an anchor whose
+        entry is checked first, by one index lookup)."""
+        entries = JournalEntry.objects.filter(chain=chain).order_by("seq")
+        if head is not None:
+            entries = entries.filter(seq__lte=head.last_seq)
+        expected_prev, expected_seq, last_id = ZERO_HASH, None, None
+        if start is not None and start.seq is not None:
+            problem = self._start_problem(chain, start, head)
+            if problem is not None:
+                return problem
+            if head is not None and head.last_seq < start.seq:
+                return ChainReport(checked=self.checked, broken_id=start.last_id,
+                                   reason=f"stands past its chain's head (place "
+                                          f"{head.last_seq}), though a checkpoint names it: "
+                                          "the head was moved back")
+            entries = entries.filter(seq__gt=start.seq)
+            expected_prev, expected_seq, last_id = start.last_hash, start.seq + 1, start.last_id
+        for entry in entries.iterator(chunk_size=VERIFY_CHUNK):
+            if expected_seq is not None and entry.seq != expected_seq:
+                reason = f"follows entry {last_id}: entries in between are missing"
+            elif entry.prev_hash != expected_prev:
+                reason = "prev_hash is not the previous entry's hash"
+            else:
+                reason = (_link_problem(entry, self.keys, self.legacy_last_id)
+                          or contour_problem(entry) or self._anchor_problem(entry))
+            if reason:
+                return ChainReport(checked=self.checked, broken_id=entry.id, reason=reason)
+            self.checked += 1
+            expected_prev, expected_seq, last_id = entry.hash, entry.seq + 1, entry.id
+        last_seq = (expected_seq or 1) - 1
+        if last_id is not None:
+            self.ends[chain] = last_id
+        if head is not None and head.last_seq > 0:
+            if last_seq < head.last_seq:
+                missing = head.last_id if last_seq == head.last_seq - 1 or last_id is None \
+                    else last_id + 1
+                return ChainReport(checked=self.checked, broken_id=missing,
+                                   reason=f"missing: the head names entry {head.last_id}")
+            if expected_prev != head.last_hash:
+                return ChainReport(checked=self.checked - 1, broken_id=last_id,
+                                   reason="the head's hash differs from this entry's")
+        return None
+
+    def missing_anchor(self, *, point_check: bool = False) -> ChainReport | None:
+        """The first anchor the walk did not meet; with point_check (an incremental walk, which
+        skips older places) each is looked up by its place or id first."""
+        unmet = sorted((a for a in [*self.by_place.values(), *self.by_id.values()]
+                        if id(a) not in self.met), key=lambda a: a.last_id)
+        for anchor in unmet if point_check else []:
+            found = (JournalEntry.objects.filter(chain=anchor.chain, seq=anchor.seq)
+                     if anchor.seq is not None else JournalEntry.objects.filter(id=anchor.last_id))
+            entry = found.only("id", "chain", "seq", "hash").first()
+            reason = self._anchor_problem(entry) if entry is not None else ""
+            if reason:
+                return ChainReport(checked=self.checked, broken_id=entry.id, reason=reason)
+        unmet = [a for a in unmet if id(a) not in self.met]
+        if not unmet:
+            return None
+        anchor = unmet[0]
+        end = self.ends.get(anchor.chain) if anchor.seq is not None else max(
+            self.ends.values(), default=0)
+        return ChainReport(checked=self.checked, broken_id=anchor.last_id,
+                           reason=f"missing, though a checkpoint names it: the journal ends "
+                                  f"at entry {end or 0} (its tail was cut)")
