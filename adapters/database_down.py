@@ -18,8 +18,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters.sync_bridge import run_sync
-from tools import anonymous, gateway
-from tools.database_faults import RETRY_AFTER_SECONDS, database_error
+from tools.pipeline import anonymous, gateway
+from tools.pipeline.database_faults import RETRY_AFTER_SECONDS, database_error
 
 logger = logging.getLogger(__name__)
 
@@ -65,5 +65,5 @@ class DatabaseDown:
 
 def _key_actor(scope: Scope) -> str:
     """Nothing could be verified: anonymous, with at most a keyed hash of the credential
-    (tools/anonymous.py). A key's visible prefix would name a real key anyone can type."""
+    (tools/pipeline/anonymous.py). A key's visible prefix would name a real key anyone can type."""
     return anonymous.actor_of_unverified(Headers(scope=scope).get("authorization", ""))

@@ -1,6 +1,6 @@
 """Who did it, as the journal's `actor` column names them: built here and nowhere else.
 
-The gateway's own callers are "key:<prefix>" (tools/keys.py); people are "user:<login>";
+The gateway's own callers are "key:<prefix>" (tools/keys/scope.py); people are "user:<login>";
 manage.py commands are "cli:<os user>"; Celery is "celery"; an OAuth client acting on its
 grant (issuing, refreshing, revoking its tokens) is "oauth:<client id> <client name>".
 """

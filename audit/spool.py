@@ -17,7 +17,7 @@ state directory).
 
 When the spool cannot be written either (a full or unwritable disk), record_or_spool() says so
 (Recorded.lost) instead of raising: the answer then says `journal_unavailable`
-(tools/call_trace.py). Only the database's own failures (DatabaseError) are spooled: any other
+(tools/pipeline/call_trace.py). Only the database's own failures (DatabaseError) are spooled: any other
 failure of the journal is a bug, and stays one.
 """
 

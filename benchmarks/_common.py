@@ -203,8 +203,8 @@ def seed_key(database_url: str, *, upstream: str | None = None, merchant_id: str
     With `upstream` the contour calls that URL (a fake upstream process) with `token`;
     without it, the bundled sandbox in process."""
     setup_django(database_url)
-    from tools.services.contours import create_contour
-    from tools.services.keys import issue_key
+    from tools.contours.services import create_contour
+    from tools.keys.services import issue_key
 
     if upstream is None:
         return issue_key(create_contour("bench", mode="sandbox", toolsets=["read", "write"]))

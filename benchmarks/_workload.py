@@ -18,9 +18,9 @@ class Workload:
     """
 
     def __init__(self, slug: str = "bench") -> None:
-        from adapters.invoicebox.sandbox import clear_faults
+        from sandbox.api import clear_faults
         from tools import catalog
-        from tools.services.contours import create_contour
+        from tools.contours.services import create_contour
 
         self.contour = create_contour(slug, mode="sandbox", name="Bench",
                                       toolsets=["read", "write"])
@@ -32,7 +32,7 @@ class Workload:
         self.order_id = self.execute(seed, self.prepare(seed)).data["order_id"]
 
     def client(self) -> Any:
-        from adapters.invoicebox.client import make_client
+        from invoicebox.client import make_client
 
         # The core builds one client per call, so the direct path does too.
         c = self.contour
@@ -40,7 +40,7 @@ class Workload:
                            api_prefix=c.api_prefix)
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        from tools import gateway
+        from tools.pipeline import gateway
 
         return gateway.call(self.contour, name, arguments, channel=CHANNEL, actor=ACTOR)
 

@@ -45,7 +45,7 @@ WORKER_SETTINGS = {"GATEWAY_RECOVERY_EVERY_SECONDS": "3", "GATEWAY_OUTBOX_EVERY_
                    "CELERY_VISIBILITY_TIMEOUT_SECONDS": "20"}
 
 
-# The request line of an order create, as the gateways send it (adapters/invoicebox/orders.py).
+# The request line of an order create, as the gateways send it (invoicebox/orders.py).
 CREATE_REQUEST = re.compile(rb"POST [^ ]*/billing/api/order/order HTTP/1\.1\r\n")
 
 
@@ -176,7 +176,7 @@ class Infra:
 
 
 NOTIFY_SETUP = """
-from adapters.invoicebox.sandbox.accounts import register_account
+from sandbox.accounts import register_account
 from tools.models import Contour
 for slug, contour in CONTOURS.items():
     register_account(contour["token"], contour["merchant_id"], notification_url=BASE + slug)
@@ -191,8 +191,8 @@ for slug, contour in CONTOURS.items():
 # slower.
 RESEND = """
 import json, time, uuid
-from adapters.invoicebox.models import SandboxOrder
-from adapters.invoicebox.sandbox import send_notification
+from sandbox.models import SandboxOrder
+from sandbox.api import send_notification
 out, idle = {}, 0
 pending = [o.order_id for o in SandboxOrder.objects.filter(
     merchant_id__in=[uuid.UUID(m) for m in MERCHANTS], status="completed")]
@@ -219,7 +219,7 @@ def notify_gateway_a(cluster: Cluster) -> None:
 
     A key of the run's own, not the one published with the sandbox: the contours are `custom`
     ones (a foreign upstream), and outside mode sandbox the published key verifies nothing
-    (tools/notifications.py). The sandbox process, and the resend, sign with it.
+    (tools/background/notifications.py). The sandbox process, and the resend, sign with it.
     """
     key = secrets.token_hex(16)
     cluster.sandbox.env = {**cluster.sandbox.env, "INVOICEBOX_SANDBOX_NOTIFICATION_KEY": key}

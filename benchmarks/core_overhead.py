@@ -1,4 +1,4 @@
-"""Core overhead per call: tools.gateway.call() against the Invoicebox client alone, same sandbox."""
+"""Core overhead per call: tools.pipeline.gateway.call() against the Invoicebox client alone, same sandbox."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ def statements_per_call(key: str, args: dict[str, Any], calls: int = 40) -> dict
     sent, grouped; ROLLBACK/COMMIT sent as statements count among them."""
     from adapters.mcp import sessions
     from adapters.mcp.http import CHANNEL, _authenticate
-    from tools import gateway
+    from tools.pipeline import gateway
 
     header = f"Bearer {key}"
     found, _, _ = _authenticate(header, "127.0.0.1")

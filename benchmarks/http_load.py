@@ -188,8 +188,8 @@ def run(args: argparse.Namespace, url: str) -> list[dict[str, Any]]:
     setup_django(url, migrate=False, PORT=str(port))
     from django.db import connections
 
-    from adapters.invoicebox.sandbox import set_faults
-    from tools.services.contours import DEMO_TOKEN
+    from sandbox.api import set_faults
+    from tools.contours.services import DEMO_TOKEN
 
     rows: list[dict[str, Any]] = []
     order_id = ""

@@ -10,7 +10,7 @@ contours, built in this process and bulk-inserted (not appended by calls), plus 
 finished operations of the measured contour. Timed: the admin journal page (superuser, no
 filter), one contour-day's export (`export_journal --format jsonl`), `verify_journal
 --checkpoint` after 1 000 new entries (and the full walk, once, at the grown size), and prepare's
-unresolved-operation lookup (tools.confirmations.unresolved_operation).
+unresolved-operation lookup (tools.pipeline.confirmations.unresolved_operation).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _measure(label: str, contour: Any, admin: Any, day: datetime, tmp: Path,
 
     from audit.models import JournalEntry
     from tools import catalog
-    from tools.confirmations import unresolved_operation
+    from tools.pipeline.confirmations import unresolved_operation
 
     page_url = reverse("admin:audit_journalentry_changelist")
     result: dict[str, Any] = {"size": label, "entries": JournalEntry.objects.count()}
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from tools.services.contours import create_contour
+    from tools.contours.services import create_contour
 
     _empty()
     get_user_model().objects.filter(username="bench-admin").delete()

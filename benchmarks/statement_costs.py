@@ -30,12 +30,12 @@ def per_call_us(work: Callable[[], Any], calls: int, rounds: int) -> float:
 
 def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
     setup_django(url)
-    from adapters.invoicebox import limits
     from adapters.mcp import sessions
     from audit import journal, lanes
+    from invoicebox import limits
+    from tools.contours.services import create_contour
+    from tools.keys.services import issue_key
     from tools.models import ApiKey
-    from tools.services.contours import create_contour
-    from tools.services.keys import issue_key
 
     raw = issue_key(create_contour("micro", mode="sandbox", toolsets=["read"]))
     key = ApiKey.authenticate(raw)

@@ -35,9 +35,9 @@ def run() -> dict[str, Any]:
     from django.test import Client
 
     from tools import catalog
+    from tools.contours.services import create_contour
     from tools.formats.registry import formats
-    from tools.services.contours import create_contour
-    from tools.services.keys import issue_key
+    from tools.keys.services import issue_key
 
     http = Client()
     keys = {label: issue_key(create_contour(f"size-{i}", mode="sandbox", toolsets=toolsets))

@@ -1,28 +1,30 @@
 """Top-level routes: admin, REST for assistants, OpenAPI, the Invoicebox sandbox."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 
 from adapters.rest.openapi import SchemaView
-from tools import admin_site, notifications
-from tools.logins import OperatorLoginForm
+from tools.background import notifications
 from tools.ops.dashboard import dashboard_view
 from tools.ops.health import health_view
 from tools.ops.home import home_view
 from tools.ops.metrics import metrics_view
+from tools.people import admin_site
+from tools.people.logins import OperatorLoginForm
 
-# The login form that names the right door, the user page without groups (tools/admin_site.py);
-# both logins throttled by django-axes and journaling their failures (tools/logins.py).
+# The login form that names the right door, the user page without groups (tools/people/admin_site.py);
+# both logins throttled by django-axes and journaling their failures (tools/people/logins.py).
 admin_site.configure(admin.site)
 
 urlpatterns = [
     path("", home_view, name="home"),  # public: what this is, where to go
     path("admin/", admin.site.urls),
-    path("approvals/", include("tools.urls")),
-    path("account/second-factor/", include("tools.factors.views")),
-    path("account/second-factor/webauthn/", include("tools.factors.passkeys")),
+    path("approvals/", include("tools.people.urls")),
+    path("account/second-factor/", include("tools.people.factors.views")),
+    path("account/second-factor/webauthn/", include("tools.people.factors.passkeys")),
     path("dashboard/", dashboard_view, name="ops-dashboard"),  # owners
     path("health", health_view, name="ops-health"),  # public, names nothing
     path("metrics", metrics_view, name="ops-metrics"),  # METRICS_TOKEN / METRICS_ALLOWED_IPS
@@ -33,8 +35,10 @@ urlpatterns = [
     path("api/v1/", include("adapters.rest.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("sandbox/invoicebox/", include("adapters.invoicebox.urls")),
     # Invoicebox payment notifications (webhook), one URL per contour.
     path("invoicebox/notifications/<slug:slug>", notifications.receive,
          name="invoicebox-notifications"),
 ]
+
+if settings.GATEWAY_SANDBOX:
+    urlpatterns.append(path("sandbox/invoicebox/", include("sandbox.urls")))

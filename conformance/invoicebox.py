@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 from django.utils import timezone
 
-from adapters.invoicebox.client import make_client
 from audit.models import JournalEntry
 from conformance.gateway import GatewayLink, KitError
 from conformance.report import Report
+from invoicebox.client import make_client
 
 # A known-valid INN (checksum holds): the counterparty lookup asks the directory about it.
 PROBE_INN = "7710044140"

@@ -14,10 +14,10 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
-from tools import anonymous
+from tools.contours.services import DEMO_TOKEN, create_contour
+from tools.keys.services import issue_key
 from tools.models import Contour
-from tools.services.contours import DEMO_TOKEN, create_contour
-from tools.services.keys import issue_key
+from tools.pipeline import anonymous
 
 SANDBOX = "/sandbox/invoicebox/v3"
 
@@ -127,7 +127,7 @@ def _fast_retries(settings: Any) -> None:
 def _empty_cache() -> None:
     # The counterparty cache outlives a test's database rollback; ids are reused after it.
     cache.clear()
-    # So do the anonymous refusals' sampling windows (tools/anonymous.py): each test's first
+    # So do the anonymous refusals' sampling windows (tools/pipeline/anonymous.py): each test's first
     # anonymous refusal of a kind is journaled, as a fresh process's is.
     anonymous.forget()
 

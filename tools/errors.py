@@ -56,7 +56,7 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "request_too_large": ("rejected", 413),
     "request_timeout": ("rejected", 408),
     # Neither the database nor the local spool could keep the call's journal entry: a call
-    # that did nothing is refused with this code (audit/spool.py, tools/call_trace.py).
+    # that did nothing is refused with this code (audit/spool.py, tools/pipeline/call_trace.py).
     "journal_unavailable": ("error", 503),
     # The contour's stored Invoicebox token can't be read with GATEWAY_SECRETS_KEY (another
     # key, or a malformed stored value): nothing is sent until the owner enters it again.
@@ -128,7 +128,7 @@ class Outcome:
     journal_id: int | None = None
     # The spool id of a journal entry written while the database was away (audit/spool.py).
     journal_pending: str = ""
-    # Where the call's journal entry is (JournalState); set by tools/call_trace.py.
+    # Where the call's journal entry is (JournalState); set by tools/pipeline/call_trace.py.
     journal_state: str = ""
     http_status: int = 200
 

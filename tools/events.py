@@ -1,5 +1,5 @@
 """One function per journal event that is not a tool call: the payload of each is written here
-and nowhere else. Tool calls are journaled by tools/gateway.py; auditor tokens by audit/ (which
+and nowhere else. Tool calls are journaled by tools/pipeline/gateway.py; auditor tokens by audit/ (which
 imports nothing of ours). Every function here runs inside its caller's transaction, so a change
 and its entry commit or roll back together.
 """
@@ -43,7 +43,7 @@ def _describe(value: Any) -> str:
 
 def contour_created(contour: Contour, state: Mapping[str, Any], *, actor: str,
                     channel: str) -> None:
-    """`state`: the contour's audited settings (tools.services.contours.snapshot)."""
+    """`state`: the contour's audited settings (tools.contours.services.snapshot)."""
     _configure(
         contour, code="contour_created", actor=actor, channel=channel,
         message=f"контур {contour.slug} создан: наборы {_describe(list(contour.toolsets))}",
@@ -86,7 +86,7 @@ def _key_arguments(key: ApiKey, **extra: Any) -> dict[str, Any]:
 
 
 def api_key_issued(key: ApiKey, scope: str, *, actor: str, channel: str) -> None:
-    """`scope`: the key's scope in words (tools.keys.describe_scope), "" for the contour's."""
+    """`scope`: the key's scope in words (tools.keys.scope.describe_scope), "" for the contour's."""
     _configure(key.contour, code="api_key_issued", actor=actor, channel=channel,
                message=f"выдан ключ {key.prefix}… для контура {key.contour.slug}{scope}",
                arguments=_key_arguments(key))
@@ -172,7 +172,7 @@ def role_revoked(contour: Contour, user: Any, role: str, role_label: str, *, act
                arguments={"object": "role", "user": user.get_username(), "role": role})
 
 
-# -- people's powers (tools/services/people.py) -------------------------------------------------
+# -- people's powers (tools/people/services.py) -------------------------------------------------
 
 def person_changed(person: Any, code: str, message: str, *, changes: Mapping[str, Any],
                    second_factor: Mapping[str, Any], actor: str, channel: str) -> None:
@@ -190,7 +190,7 @@ def confirmation_decided(confirmation: PendingConfirmation, *, approve: bool, re
                          actor: str, second_factor: Mapping[str, Any], channel: str = "ui"
                          ) -> None:
     """An operator's decision, with the second factor behind it (kind, device label, whether
-    and when it was checked: tools/factors/stepup.py)."""
+    and when it was checked: tools/people/factors/stepup.py)."""
     contour = confirmation.contour
     journal.record(
         contour=contour.slug, channel=channel, actor=actor,
@@ -224,7 +224,7 @@ def operator_alert(alert: OperatorAlert, *, recipient: str, attempt: int, status
 def payment_notification(slug: str, *, channel: str, actor: str, phase: str,
                          facts: Mapping[str, Any], status: str, code: str, message: str,
                          duration_ms: int, secrets: Iterable[str]) -> None:
-    """A payment notification from Invoicebox, accepted or refused (tools/notifications.py).
+    """A payment notification from Invoicebox, accepted or refused (tools/background/notifications.py).
 
     Through the spool when the database is away (audit/spool.py): the answer given then
     (out_of_service) still reaches the journal."""
@@ -235,7 +235,7 @@ def payment_notification(slug: str, *, channel: str, actor: str, phase: str,
 
 def order_sync(contour: Contour, *, phase: str, status: str, code: str, message: str,
                facts: Mapping[str, Any]) -> None:
-    """What a Celery task learned about an order from Invoicebox (tools/tasks.py)."""
+    """What a Celery task learned about an order from Invoicebox (tools/background/tasks.py)."""
     journal.record(contour=contour.slug, channel="celery", actor=CELERY_ACTOR, tool="",
                    phase=phase, arguments=facts, status=status, code=code, message=message,
                    secrets=[s for s in (contour.api_token, contour.notification_key) if s])
@@ -254,7 +254,7 @@ def second_factor(person: Any, code: str, message: str, *, actor: str, channel: 
 
 
 def operation_resolved(operation: Operation, *, status: str, code: str, message: str) -> None:
-    """What the recovery sweep proved about an unresolved execution (tools/recovery.py)."""
+    """What the recovery sweep proved about an unresolved execution (tools/pipeline/recovery.py)."""
     contour = operation.contour
     journal.record(contour=contour.slug, channel="celery", actor=CELERY_ACTOR,
                    tool=operation.tool, phase="execute",
@@ -266,7 +266,7 @@ def operation_resolved(operation: Operation, *, status: str, code: str, message:
 
 def login_failed(*, shown_username: str, address: str, known_user: bool, locked_out: bool,
                  channel: str) -> None:
-    """A refused login (tools/logins.py): `shown_username` is already masked when unknown."""
+    """A refused login (tools/people/logins.py): `shown_username` is already masked when unknown."""
     journal.record(
         contour="", channel=channel, actor=f"login:{shown_username}", tool="", phase="login",
         arguments={"address": address, "known_user": known_user, "locked_out": locked_out},
@@ -278,7 +278,7 @@ def login_failed(*, shown_username: str, address: str, known_user: bool, locked_
 
 def login_throttled(*, shown_username: str, address: str, wait_seconds: int,
                     channel: str) -> None:
-    """A login refused unchecked: the name or the address must wait (tools/login_guard.py)."""
+    """A login refused unchecked: the name or the address must wait (tools/people/login_guard.py)."""
     journal.record(
         contour="", channel=channel, actor=f"login:{shown_username}", tool="", phase="login",
         arguments={"address": address, "wait_seconds": wait_seconds},

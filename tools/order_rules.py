@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from django.utils import timezone
 
-from adapters.invoicebox.hosts import is_loopback
+from invoicebox.hosts import is_loopback
 from tools.errors import Problem
 from tools.params import (
     AMBIGUOUS_MEASURES,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from adapters.invoicebox import okei
+from invoicebox import okei
 
 KOPECKS_MESSAGE = ("сумма в копейках целым числом строкой из цифр 0–9 без ведущих нулей: "
                    "12200 — это 122,00 ₽")
@@ -117,7 +117,7 @@ def vat_rate(code: str) -> int:
 
 
 # OKEI units: code -> the sign sent as `measure`, from the one table with its witnesses
-# (adapters/invoicebox/okei.py; docs/invoicebox-api.md, "Units"): every row of the docs' table,
+# (invoicebox/okei.py; docs/invoicebox-api.md, "Units"): every row of the docs' table,
 # and the Rosstat sign for the codes it omits.
 OKEI_UNITS: dict[str, str] = {unit.code: unit.sign for unit in okei.UNITS}
 # Words an assistant may type that are names, not signs ("год": the sign "г" is also грамм).

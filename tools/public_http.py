@@ -7,7 +7,7 @@ refuses if any address is loopback, private, link-local, reserved, or an IPv4 on
 carried inside IPv6 (mapped, NAT64, 6to4, Teredo), and connects to the very address it checked.
 TLS still verifies the certificate against the name (httpcore passes the origin host as SNI).
 
-Deliberately wider than the loopback rule (adapters.invoicebox.hosts): an owner's URL may reach
+Deliberately wider than the loopback rule (invoicebox.hosts): an owner's URL may reach
 no internal address at all, not merely not this machine.
 
 Written by hand: no kept library does this for httpx (advocate is for requests and unkept).
@@ -23,7 +23,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from adapters.invoicebox.hosts import is_loopback
+from invoicebox.hosts import is_loopback
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

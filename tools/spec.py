@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from tools.errors import Problem
 
 if TYPE_CHECKING:
-    from adapters.invoicebox.client import InvoiceboxClient
+    from invoicebox.client import InvoiceboxClient
     from tools.models import Contour
 
 Kind = Literal["read", "write", "money"]
@@ -64,10 +64,10 @@ class Summary:
     # Why this particular write needs an operator whatever the contour's policy (for example a
     # cancellation that returns held money); '' when the policy alone decides.
     operator_reason: str = ""
-    # The existing order the write changes (update_order): tools.approvals.requirement weighs
+    # The existing order the write changes (update_order): tools.pipeline.approvals.requirement weighs
     # its amount and how it was approved when it was created.
     changes: ChangedOrder | None = None
-    # The upstream facts the text shows (tools/facts.py): kept on the confirmation, read again
+    # The upstream facts the text shows (tools/pipeline/facts.py): kept on the confirmation, read again
     # before the first execution; a difference means a new summary and token, not a send.
     facts: dict[str, Any] = field(default_factory=dict)
 
@@ -82,7 +82,7 @@ class CallContext:
     operation_key: str = ""
     # When the operation was first claimed: recovery looks for effects created after it.
     operation_started: datetime | None = None
-    # Only an operator in the web UI approves (tools.approvals.decide); a handler whose effect
+    # Only an operator in the web UI approves (tools.pipeline.approvals.decide); a handler whose effect
     # depends on the upstream state at execution re-checks what it needed against this.
     operator_approved: bool = False
 
@@ -130,7 +130,7 @@ class ToolSpec:
     @property
     def always_needs_operator(self) -> bool:
         """Money leaving the merchant: no contour policy lets a chat confirmation do it, and
-        nothing stored on a confirmation can waive it (tools/approvals.py)."""
+        nothing stored on a confirmation can waive it (tools/pipeline/approvals.py)."""
         return self.kind == "money"
 
     def canonical_arguments(self, params: BaseModel) -> dict[str, Any]:

@@ -7,9 +7,9 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from tools import gateway
 from tools.errors import Outcome, Problem
 from tools.models import Contour
+from tools.pipeline import gateway
 from tools.validation import problems_from
 
 M = TypeVar("M", bound=BaseModel)

@@ -12,10 +12,11 @@ from adapters import strict_json
 from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, read, refuse
 from adapters.functions.platform import OpenAISdk, Platform
 from audit.models import Channel
-from tools import catalog, gateway
+from tools import catalog
 from tools.errors import Outcome
 from tools.formats import schema
 from tools.models import Contour
+from tools.pipeline import gateway
 from tools.spec import ToolSpec
 
 CHANNEL = Channel.OPENAI

@@ -12,9 +12,10 @@ from adapters.functions.calls import Malformed, PlatformModel, Reply, as_text, r
 from adapters.functions.platform import Platform
 from adapters.rest.openapi import FIND
 from audit.models import Channel
-from tools import catalog, gateway
+from tools import catalog
 from tools.formats import schema
 from tools.models import Contour
+from tools.pipeline import gateway
 from tools.spec import ToolSpec
 
 CHANNEL = Channel.YANDEXGPT

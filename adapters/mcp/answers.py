@@ -15,7 +15,7 @@ from starlette.responses import Response
 from adapters import strict_json
 from adapters.mcp import sessions
 from adapters.mcp.server import Caller
-from tools import gateway
+from tools.pipeline import gateway
 
 # The JSON-RPC code of a refused session: the implementation-defined server error range.
 SESSION_REFUSED = -32000

@@ -27,9 +27,10 @@ from adapters.mcp.manager import CALLER, KEY_ID, RESUMED, SharedSessionManager
 from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
-from tools import anonymous, gateway, keys
 from tools.errors import Outcome
+from tools.keys import scope as keys
 from tools.models import ApiKey
+from tools.pipeline import anonymous, gateway
 
 PATH = "/mcp"
 CHANNEL = "mcp-http"

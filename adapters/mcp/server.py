@@ -1,4 +1,4 @@
-"""The MCP server from the catalog: tools/list, tools/call over tools.gateway, the confirmation dialog."""
+"""The MCP server from the catalog: tools/list, tools/call over tools.pipeline.gateway, the confirmation dialog."""
 
 from __future__ import annotations
 
@@ -21,9 +21,11 @@ from pydantic import BaseModel, ValidationError
 
 from adapters.mcp.schema import input_schema, tool_definitions, tool_result
 from adapters.sync_bridge import run_sync
-from tools import catalog, gateway, keys
+from tools import catalog
 from tools.errors import Outcome
+from tools.keys import scope as keys
 from tools.models import ApiKey, Contour
+from tools.pipeline import gateway
 
 NAME = "invoicebox-gateway"
 INSTRUCTIONS = (

@@ -11,7 +11,7 @@ class OAuthConfig(AppConfig):
     def ready(self) -> None:
         import rules
 
-        from tools.roles import is_owner
+        from tools.people.roles import is_owner
 
         # As for keys: an owner sees and revokes the grants of the contours they own.
         rules.set_perm("oauth.view_oauthgrant", is_owner)

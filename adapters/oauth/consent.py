@@ -20,9 +20,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from mcp.server.auth.provider import construct_redirect_uri
 
-from tools import roles
-from tools.factors import stepup
 from tools.models import Contour, Role, Toolset
+from tools.people import roles
+from tools.people.factors import stepup
 
 from . import grants
 from .models import OAuthClient

@@ -1,6 +1,6 @@
 """The rules of grants, codes and tokens (sync ORM; the SDK provider calls these in a thread).
 
-A grant is a contour ApiKey issued through tools.services.keys (journaled as any key), holder and
+A grant is a contour ApiKey issued through tools.keys.services (journaled as any key), holder and
 issuer = the owner who consented (the issuer is fixed: the four-eyes rule bars them from
 approving what the grant prepares, whoever holds the key later), toolsets = what they chose.
 Its tokens resolve to that key, so revoking the key in the admin ends the grant, and the key's
@@ -20,9 +20,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.actors import user_actor
-from tools.factors import stepup
+from tools.keys import services as key_service
 from tools.models import AUTHENTICATED_KEY, ApiKey, Contour, sha256_hex
-from tools.services import keys as key_service
+from tools.people.factors import stepup
 
 from . import events
 from .models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken, TokenKind
@@ -58,7 +58,7 @@ def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[s
             resource: str, redirect_host: str, step_up: stepup.StepUp | None = None) -> str:
     """Create the grant (its key) and a one-time code; returns the code. A grant with write
     scope is a key with write scope: the consenting person's fresh second factor is checked
-    where keys are issued (tools/services/keys.py)."""
+    where keys are issued (tools/keys/services.py)."""
     actor = user_actor(person)
     expires = timezone.now() + timedelta(days=settings.GATEWAY_OAUTH_GRANT_DAYS)
     with transaction.atomic():
@@ -155,7 +155,7 @@ def find_access(raw: str) -> OAuthToken | None:
 def authenticate(raw: str) -> tuple[ApiKey | None, bool]:
     """What a Bearer credential stands for: a contour key (`ibg_…`, ApiKey.authenticate) or
     the grant's key behind a live OAuth access token (`ibo_…`); and whether it was the latter.
-    Either way the key is the request's authenticated key (tools.keys.key_of reads it)."""
+    Either way the key is the request's authenticated key (tools.keys.scope.key_of reads it)."""
     if not raw.startswith((ACCESS_PREFIX, LEGACY_ACCESS_PREFIX)):
         return ApiKey.authenticate(raw), False
     token = find_access(raw)

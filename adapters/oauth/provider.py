@@ -21,8 +21,8 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from adapters.invoicebox.hosts import is_loopback
 from adapters.sync_bridge import run_sync
+from invoicebox.hosts import is_loopback
 from tools.models import Toolset
 
 from . import grants, registration

@@ -10,7 +10,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from adapters.oauth import challenge, grants
-from tools import keys
+from tools.keys import scope as keys
 from tools.models import ApiKey, Contour
 
 

@@ -11,9 +11,9 @@ from rest_framework.response import Response
 
 from adapters.oauth import challenge
 from audit.models import Channel
-from tools import anonymous, gateway
-from tools.database_faults import database_error
 from tools.errors import Outcome
+from tools.pipeline import anonymous, gateway
+from tools.pipeline.database_faults import database_error
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -55,7 +55,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 def _key_actor(request: Any) -> str:
     """Who was refused while nothing could be verified: anonymous, with at most a keyed hash
-    of the presented credential (tools/anonymous.py), never a key's prefix anyone can type."""
+    of the presented credential (tools/pipeline/anonymous.py), never a key's prefix anyone can type."""
     header = get_authorization_header(request).decode("latin-1") if request else ""
     return anonymous.actor_of_unverified(header)
 

@@ -1,4 +1,4 @@
-"""Thin REST views: parse the request, call tools.gateway, render the envelope."""
+"""Thin REST views: parse the request, call tools.pipeline.gateway, render the envelope."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from rest_framework.views import APIView
 from adapters.rest.authentication import ContourKeyAuthentication, ContourPrincipal, HasContourKey
 from adapters.rest.openapi import CALL_EXAMPLES
 from audit.models import Channel
-from tools import gateway
 from tools.formats.registry import export_tools, formats, stats, taking
 from tools.models import PendingConfirmation
+from tools.pipeline import gateway
 
 CHANNEL = Channel.REST
 

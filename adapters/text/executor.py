@@ -8,9 +8,10 @@ from typing import Any
 
 from adapters.text.parser import Candidate, parse
 from audit.models import Channel
-from tools import catalog, gateway
+from tools import catalog
 from tools.errors import Outcome
 from tools.models import Contour
+from tools.pipeline import gateway
 
 CHANNEL = Channel.TEXT
 

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from adapters.rest.openapi import TEXT_EXAMPLES
 from adapters.rest.views import ContourView
 from adapters.text import executor
-from tools import gateway
+from tools.pipeline import gateway
 
 
 class TextCallRequestSerializer(serializers.Serializer):

@@ -21,7 +21,7 @@ INSTALLED_APPS = [
     "django_otp_webauthn",
     "audit",
     "tools",
-    "adapters.invoicebox",
+    "invoicebox",
     "adapters.rest",
     "adapters.mcp",
     "adapters.functions",
@@ -31,10 +31,16 @@ INSTALLED_APPS = [
     "axes",
 ]
 
-# Per-contour roles (tools/roles.py) are django-rules predicates; ModelBackend for the rest.
-# django-axes first: a locked-out username or address gets no further (tools/logins.py).
+# The bundled sandbox (a fake Invoicebox) is an app of its own; GATEWAY_SANDBOX=false
+# leaves it out: not installed, not routed (its tables, if any, stay untouched).
+GATEWAY_SANDBOX = env.bool("GATEWAY_SANDBOX", default=True)
+if GATEWAY_SANDBOX:
+    INSTALLED_APPS.insert(INSTALLED_APPS.index("invoicebox") + 1, "sandbox")
+
+# Per-contour roles (tools/people/roles.py) are django-rules predicates; ModelBackend for the rest.
+# django-axes first: a locked-out username or address gets no further (tools/people/logins.py).
 AUTHENTICATION_BACKENDS = [
-    "tools.logins.RequestOnlyAxesBackend",
+    "tools.people.logins.RequestOnlyAxesBackend",
     "rules.permissions.ObjectPermissionBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -49,7 +55,7 @@ MIDDLEWARE = [
     "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # A widening refused for want of a fresh second factor: to its check and back.
-    "tools.factors.middleware.StepUpRefusals",
+    "tools.people.factors.middleware.StepUpRefusals",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "tools.ops.logs.journaled_refusals_logged_once",
     # Answers a locked-out login with 429 (last, as django-axes requires).

@@ -10,7 +10,7 @@ from config.settings.environment import PRODUCTION, env
 # Open orders older than this are no longer refreshed (their payment page expired long ago).
 GATEWAY_REFRESH_MAX_AGE_DAYS = env.int("GATEWAY_REFRESH_MAX_AGE_DAYS", default=30)
 # An execution still in flight after this long has lost its worker: the next call with the
-# same token recovers it by lookup (tools/gateway.py).
+# same token recovers it by lookup (tools/pipeline/gateway.py).
 GATEWAY_STALE_IN_FLIGHT_SECONDS = env.float("GATEWAY_STALE_IN_FLIGHT_SECONDS", default=60.0)
 
 # Gateway policy defaults (a contour may override its own).
@@ -43,7 +43,7 @@ GATEWAY_APPROVAL_THRESHOLD_KOPECKS = env.int(
     default=env.int("GATEWAY_APPROVAL_THRESHOLD_RUB", default=10_000_000),
 )
 
-# Operators are told of writes waiting for them (tools/alerts.py): email through Django's
+# Operators are told of writes waiting for them (tools/background/alerts.py): email through Django's
 # backends (console in the demo, SMTP in production), an optional signed webhook per contour.
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default=(
     "django.core.mail.backends.smtp.EmailBackend" if PRODUCTION

@@ -54,7 +54,7 @@ INVOICEBOX_SANDBOX_NOTIFICATION_KEY = env.str(
 )
 
 
-# Reads are retried on 408/425/429/503 and network errors; writes never (adapters/invoicebox/errors.py).
+# Reads are retried on 408/425/429/503 and network errors; writes never (invoicebox/errors.py).
 INVOICEBOX_READ_ATTEMPTS = env.int("INVOICEBOX_READ_ATTEMPTS", default=3)
 INVOICEBOX_BACKOFF_SECONDS = env.float("INVOICEBOX_BACKOFF_SECONDS", default=1.0)
 # Extra sandbox accounts as "token:merchant-uuid" (the demo token always works).

@@ -21,7 +21,7 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # axes: lockouts stay (WARNING); each failure is journaled (tools/logins.py) already.
+    # axes: lockouts stay (WARNING); each failure is journaled (tools/people/logins.py) already.
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"},
                 "axes": {"level": "WARNING"}},
 }

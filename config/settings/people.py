@@ -7,7 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.settings.environment import GATEWAY_SITE_URL, PRODUCTION, env
 
-# Failed logins (django-axes, tools/logins.py, tools/login_guard.py): after AXES_FAILURE_LIMIT
+# Failed logins (django-axes, tools/people/logins.py, tools/people/login_guard.py): after AXES_FAILURE_LIMIT
 # failures of one username from one address, that pair stays refused (the right password too)
 # for the cool-off; the name from elsewhere and others behind the address are not locked.
 # Beyond the pair, failures slow down: past its free allowance within the cool-off, a username
@@ -17,7 +17,7 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "tools.logins.client_address"
+AXES_CLIENT_IP_CALLABLE = "tools.people.logins.client_address"
 AXES_COOLOFF_MESSAGE = ("Слишком много неудачных попыток входа под этим именем с этого адреса: "
                         "вход отсюда закрыт на время. Попробуйте позже.")
 GATEWAY_LOGIN_USERNAME_FREE_FAILURES = env.int("GATEWAY_LOGIN_USERNAME_FREE_FAILURES", default=10)

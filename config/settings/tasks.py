@@ -20,7 +20,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Redis hands an unacknowledged message (its worker died) to another worker after this long.
 # It fits the longest task: a read of 30 s, retried, well under 2 minutes; task retries wait
-# at most half of it (tools/tasks.py), and the outbox sweep re-sends what was lost anyway.
+# at most half of it (tools/background/tasks.py), and the outbox sweep re-sends what was lost anyway.
 CELERY_VISIBILITY_TIMEOUT_SECONDS = env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=300)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SECONDS}
 CELERY_TASK_IGNORE_RESULT = True
@@ -46,7 +46,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "tools.alerts.sweep_alerts",
         "schedule": env.float("GATEWAY_ALERTS_EVERY_SECONDS", default=60.0),
     },
-    "outbox": {  # tasks recorded with their cause and never reported done (tools/outbox.py)
+    "outbox": {  # tasks recorded with their cause and never reported done (tools/background/outbox.py)
         "task": "tools.outbox.sweep_outbox",
         "schedule": env.float("GATEWAY_OUTBOX_EVERY_SECONDS", default=30.0),
     },
@@ -69,5 +69,5 @@ CELERY_BEAT_SCHEDULE = {
 }
 # An outbox task not reported done this long after it was sent is sent again (doubling).
 GATEWAY_OUTBOX_LEASE_SECONDS = env.float("GATEWAY_OUTBOX_LEASE_SECONDS", default=60.0)
-# At most this many unresolved operations are looked up per recovery run (tools/recovery.py).
+# At most this many unresolved operations are looked up per recovery run (tools/pipeline/recovery.py).
 GATEWAY_RECOVERY_BATCH = env.int("GATEWAY_RECOVERY_BATCH", default=50)

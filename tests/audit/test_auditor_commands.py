@@ -11,8 +11,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from audit.models import AuditorToken, JournalEntry
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
+from tools.contours.services import create_contour
+from tools.people import grants as role_service
 
 pytestmark = pytest.mark.django_db
 

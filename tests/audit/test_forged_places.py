@@ -20,7 +20,7 @@ from django.utils import timezone
 from audit.journal import entry_hash
 from audit.models import ChainHead, JournalEntry
 from tests.conftest import grant_everywhere
-from tools.services.contours import create_contour
+from tools.contours.services import create_contour
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from django.test import AsyncClient, Client
 from audit.export import FIELDS, spreadsheet_safe
 from audit.models import AuditorToken, JournalEntry
 from tests.conftest import grant_everywhere
-from tools.services.contours import create_contour
+from tools.contours.services import create_contour
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ import pytest
 
 from audit.models import JournalEntry
 from tests.conftest import order_args
-from tools import gateway
 from tools.models import Contour
+from tools.pipeline import gateway
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 
 pytestmark = pytest.mark.browser
 

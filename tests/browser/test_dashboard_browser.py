@@ -12,9 +12,9 @@ from django.contrib.auth.models import User
 
 from tests.browser.conftest import RestAssistant, log_in
 from tests.tools.ops.conftest import distinctive_order, valid_inn
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import Ceiling, CeilingKind
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.browser
 

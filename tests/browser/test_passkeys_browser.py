@@ -20,9 +20,9 @@ from django.core.management import call_command
 from audit.models import JournalEntry
 from tests.browser.conftest import RestAssistant, log_in
 from tests.conftest import order_args
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import ConfirmationStatus, PendingConfirmation
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.browser
 WINDOW = 4  # GATEWAY_STEP_UP_SECONDS here: long enough to click, short enough to wait out

@@ -15,10 +15,10 @@ from django.contrib.auth.models import User
 from audit.models import JournalEntry
 from tests.browser.conftest import RestAssistant, log_in
 from tests.conftest import order_args
-from tools import views
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import PendingConfirmation, TrackedOrder
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.people import operator_views as views
 
 pytestmark = pytest.mark.browser
 
@@ -108,7 +108,7 @@ def test_a_decided_item_cannot_be_decided_again_from_a_stale_page(
     log_in(page, f"/approvals/{first['confirmation']['id']}/", "olga")
     page.wait_for_selector("#approve")
     # Someone else decides meanwhile; this page still shows the buttons.
-    from tools import approvals
+    from tools.pipeline import approvals
     approvals.decide(first["confirmation"]["id"], person("pavel", "operators"),
                      approve=False, reason="дубль")
 

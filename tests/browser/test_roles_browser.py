@@ -10,9 +10,9 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from tests.browser.conftest import log_in
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
+from tools.people import grants as role_service
 
 
 def test_an_owner_sees_only_their_contours(page: Any, person: Callable[..., User],

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from adapters.invoicebox.models import SandboxOrder
+from sandbox.models import SandboxOrder
 from tests.browser.conftest import RestAssistant, log_in
 from tests.conftest import order_args
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 
 pytestmark = pytest.mark.browser
 

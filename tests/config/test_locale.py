@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 from django.views.defaults import server_error
 
-from tools.services.contours import create_contour
+from tools.contours.services import create_contour
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "locale" / "ru" / "LC_MESSAGES"

@@ -257,9 +257,9 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
 # sandbox process is then a foreign upstream, so its account is registered here explicitly.
 CREATE_CONTOURS = """
 import json, uuid
-from adapters.invoicebox.sandbox import register_account
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from sandbox.api import register_account
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 out = {}
 for slug in SLUGS:
     token, merchant = uuid.uuid4().hex, str(uuid.uuid4())

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.invoicebox.limits import account_key
+from invoicebox.limits import account_key
 from tests.conftest import order_args
 from tests.system.cluster import Cluster, Server, build, postgres_params, scratch_database
 
@@ -150,7 +150,7 @@ def test_writes_racing_one_daily_ceiling_from_two_processes_never_pass_it(cluste
 
 # fault -> (switches, whether the order lands upstream despite the fault). Every one of them
 # leaves a create whose outcome the gateway cannot know: 504 outcome_unknown, never `failed`
-# (API.md's error table; tools/recovery.py). A 429 is the upstream's refusal before it stored
+# (API.md's error table; tools/pipeline/recovery.py). A 429 is the upstream's refusal before it stored
 # anything, so it is the one definite failure.
 HTTP_FAULTS: dict[str, tuple[dict[str, Any], bool]] = {
     "f-latency": ({"latency_ms": 5500}, True),
@@ -271,7 +271,7 @@ def test_the_worker_refreshes_open_orders_queued_by_beat(cluster: Cluster):
     order = issue(cluster, "refresh")
     cluster.manage("sandbox_pay", order["order_id"], "--no-notify")
 
-    cluster.send_task("tools.tasks.refresh_open_orders")
+    cluster.send_task("tools.background.tasks.refresh_open_orders")
 
     wait_for(lambda: tracked_status(cluster, order["order_id"]) == "completed",
              what="the refreshed status")
@@ -286,7 +286,7 @@ def test_the_worker_expires_stale_confirmations(cluster: Cluster):
     cluster.sql("update tools_pendingconfirmation set expires_at = now() - interval '1 second' "
                 "where contour_id = (select id from tools_contour where slug = 'expire')")
 
-    cluster.send_task("tools.tasks.expire_confirmations")
+    cluster.send_task("tools.background.tasks.expire_confirmations")
 
     wait_for(lambda: cluster.sql(
         "select 1 from tools_pendingconfirmation p join tools_contour c on c.id = p.contour_id "

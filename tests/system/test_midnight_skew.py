@@ -1,7 +1,7 @@
 """Two gateway processes whose clocks are 90 s apart around midnight, Moscow
 time, on one PostgreSQL database. Each would count its own day by its own clock (one just
 before midnight, one just after) and pass the daily ceiling twice over; the day a ceiling
-counts is the database's, in the contour's time zone (tools/ceilings.py, tools/clock.py).
+counts is the database's, in the contour's time zone (tools/pipeline/ceilings.py, tools/clock.py).
 
 The clocks are libfaketime's (Debian), on the uvicorn processes themselves: the offset is read
 from a file on every clock read, so the test sets it right before each call, whatever the

@@ -13,12 +13,12 @@ from django.contrib.auth.models import User
 from django.db.models.signals import post_save
 from django.test import Client
 
-from adapters.invoicebox.notify import sign
 from audit.models import JournalEntry
+from invoicebox.notify import sign
 from tests.conftest import Assistant, grant_everywhere, order_args
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import Contour, ContourRole, TrackedOrder
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
 
 
 @pytest.fixture

@@ -23,11 +23,11 @@ from django.utils import timezone
 
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
-from tools import alerts
+from tools.background import alerts
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import AlertState, Contour, OperatorAlert, PendingConfirmation
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.people import grants as role_service
 
 pytestmark = pytest.mark.django_db
 

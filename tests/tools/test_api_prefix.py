@@ -9,19 +9,19 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from adapters.invoicebox.client import InvoiceboxClient
-from adapters.invoicebox.models import SandboxOrder
-from adapters.invoicebox.sandbox import DEMO_MERCHANT_ID, DEMO_TOKEN
-from tests.adapters.invoicebox.test_client import SANDBOX_URL, CountingTransport, new_order
+from invoicebox.client import InvoiceboxClient
+from sandbox.api import DEMO_MERCHANT_ID, DEMO_TOKEN
+from sandbox.models import SandboxOrder
 from tests.conftest import Assistant
+from tests.invoicebox.test_client import SANDBOX_URL, CountingTransport, new_order
 from tests.tools.admin.test_contour_endpoint_admin import (
     ORDER_ID,
     Upstream,
     custom_contour,
 )
+from tools.contours.services import ContourSetupError, create_contour
+from tools.keys.services import issue_key
 from tools.models import Contour
-from tools.services.contours import ContourSetupError, create_contour
-from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 

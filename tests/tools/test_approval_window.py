@@ -11,7 +11,7 @@ from django.test import Client
 
 from tests.conftest import Assistant, grant_everywhere, order_args
 from tools.models import PendingConfirmation
-from tools.views import deadline_text
+from tools.people.operator_views import deadline_text
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""tools.approvals.decide: who may decide what, once, and the journal of each decision."""
+"""tools.pipeline.approvals.decide: who may decide what, once, and the journal of each decision."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from django.utils import timezone
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import prepare_order
-from tools import approvals
+from tools.contours.services import create_contour
 from tools.errors import ToolError
 from tools.models import ApiKey, PendingConfirmation
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
+from tools.people import grants as role_service
+from tools.pipeline import approvals
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import order_args
-from tools import gateway
 from tools.models import Contour
+from tools.pipeline import gateway
 
 pytestmark = pytest.mark.django_db
 

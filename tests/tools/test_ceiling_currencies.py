@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 
 from tests.conftest import order_args, sandbox_orders
-from tools import gateway
 from tools.models import Ceiling, CeilingKind, Contour
+from tools.pipeline import gateway
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from django.core.management import call_command
 
 from audit.journal import verify_chain
 from audit.models import JournalEntry
+from tools.contours.services import create_contour
 from tools.models import ContourRole
-from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 

@@ -17,10 +17,10 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 
-from adapters.invoicebox.client import InvoiceboxError, make_client
+from invoicebox.client import InvoiceboxError, make_client
 from tests.conftest import order_args
+from tools.contours.services import DEMO_MERCHANT_ID, DEMO_TOKEN
 from tools.models import OFFICIAL_API_ORIGIN, ApiKey, Contour, ContourRole
-from tools.services.contours import DEMO_MERCHANT_ID, DEMO_TOKEN
 
 pytestmark = pytest.mark.django_db
 

@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 from django.db import connections
 
-from adapters.invoicebox.sandbox import set_faults
+from sandbox.api import set_faults
 from tests.conftest import order_args, sandbox_orders
-from tools import gateway
-from tools.services.contours import DEMO_TOKEN, create_contour
+from tools.contours.services import DEMO_TOKEN, create_contour
+from tools.pipeline import gateway
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

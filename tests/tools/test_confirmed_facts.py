@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adapters.invoicebox.sandbox import DEMO_TOKEN
+from sandbox.api import DEMO_TOKEN
 from tests.conftest import SANDBOX, Assistant
 from tests.tools.test_more_tools import SHIP_LINE, new_order
 from tools.models import PendingConfirmation

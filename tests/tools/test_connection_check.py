@@ -1,4 +1,4 @@
-"""The connection check (tools.services.connection) and `manage.py check_contour`, against the
+"""The connection check (tools.contours.connection) and `manage.py check_contour`, against the
 bundled sandbox over its real HTTP routes: token, shop and one read, reported in Russian."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.conftest import Assistant, order_args
+from tools.contours.connection import check_connection
+from tools.contours.services import create_contour
 from tools.models import Contour
-from tools.services.connection import check_connection
-from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 

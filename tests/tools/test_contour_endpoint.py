@@ -4,8 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
+from tools.contours.services import ContourSetupError, create_contour
 from tools.models import Contour
-from tools.services.contours import ContourSetupError, create_contour
 
 TOKEN = "a-very-secret-invoicebox-token-1234"
 

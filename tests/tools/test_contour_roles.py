@@ -15,11 +15,11 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tests.tools.conftest import logged_in
-from tools import roles
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.people import grants as role_service
+from tools.people import roles
 
 pytestmark = pytest.mark.django_db
 

@@ -131,7 +131,7 @@ def test_the_owner_enters_the_token_again_with_a_command(other_key: str, tmp_pat
 
 def contour_token_of_sandbox(assistant: Assistant) -> str:
     """The token the contour was made with (the fixture's: the demo shop's)."""
-    from tools.services.contours import DEMO_TOKEN
+    from tools.contours.services import DEMO_TOKEN
 
     return DEMO_TOKEN
 

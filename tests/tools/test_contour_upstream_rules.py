@@ -14,10 +14,10 @@ from django.test import Client
 
 from tests.conftest import Assistant
 from tests.tools.admin.test_contour_endpoint_admin import Upstream
+from tools.contours.connection import check_connection
+from tools.contours.services import ContourSetupError, create_contour
+from tools.keys.services import issue_key
 from tools.models import Contour
-from tools.services.connection import check_connection
-from tools.services.contours import ContourSetupError, create_contour
-from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,8 @@ from audit.journal import verify_chain
 from audit.models import JournalEntry
 from tests.conftest import Assistant, sandbox_orders
 from tests.tools.test_unknown_outcomes import age_operations, confirmed_order
-from tools import recovery
 from tools.models import Operation, TrackedOrder
+from tools.pipeline import recovery
 
 
 @pytest.fixture(autouse=True)

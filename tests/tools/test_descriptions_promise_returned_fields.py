@@ -7,8 +7,8 @@ from typing import Any, get_args
 
 import pytest
 
-from adapters.invoicebox.sandbox import pay_order
-from adapters.invoicebox.statuses import OrderStatus
+from invoicebox.statuses import OrderStatus
+from sandbox.api import pay_order
 from tests.conftest import Assistant, order_args
 from tools import catalog
 from tools.models import PendingConfirmation

@@ -16,14 +16,14 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from adapters.invoicebox.sandbox import notification_body
 from audit.models import JournalEntry
+from sandbox.api import notification_body
 from tests.conftest import Assistant
 from tests.tools.admin.test_owner_admin import contour_form
 from tests.tools.conftest import body_of, issue, logged_in, post_notification
+from tools.contours.services import create_contour
 from tools.models import Contour, ProcessedNotification
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
+from tools.people import grants as role_service
 
 pytestmark = pytest.mark.django_db
 

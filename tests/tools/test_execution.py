@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from adapters.invoicebox.sandbox import clear_faults, set_faults
 from audit.models import JournalEntry
+from sandbox.api import clear_faults, set_faults
 from tests.conftest import Assistant, order_args, sandbox_orders
+from tools.contours.services import DEMO_TOKEN
 from tools.models import Operation
-from tools.services.contours import DEMO_TOKEN
 
 pytestmark = pytest.mark.django_db
 
@@ -115,7 +115,7 @@ def test_duplicate_merchant_order_id_upstream_is_recovered_as_the_same_order(
 
 
 def test_identical_calls_of_one_reply_run_once_and_all_are_answered(assistant: Assistant):
-    from tools import gateway
+    from tools.pipeline import gateway
 
     args = order_args()
     _, first = assistant.call("create_order", args)

@@ -14,8 +14,8 @@ from django.test import Client
 
 from tests.conftest import Assistant, order_args
 from tests.tools.conftest import logged_in
+from tools.contours.services import create_contour
 from tools.models import ApiKey, ConfirmationStatus, Contour, ContourRole, PendingConfirmation
-from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 

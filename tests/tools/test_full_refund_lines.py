@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from adapters.invoicebox.models import SandboxRefund
+from sandbox.models import SandboxRefund
 from tests.conftest import Assistant, grant_everywhere
 from tests.tools.test_more_tools import new_order, two_phase
 

@@ -12,8 +12,8 @@ import pytest
 from audit import journal
 from audit.models import JournalEntry
 from tests.conftest import Assistant
-from tools import gateway
 from tools.models import Contour
+from tools.pipeline import gateway
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from adapters.invoicebox.models import SandboxOrder
-from adapters.invoicebox.sandbox import pay_order
+from sandbox.api import pay_order
+from sandbox.models import SandboxOrder
 from tests.conftest import Assistant, order_args
 from tools import catalog
 from tools.models import TrackedOrder

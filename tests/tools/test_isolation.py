@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adapters.invoicebox.notify import sign
 from audit.models import JournalEntry
+from invoicebox.notify import sign
 from tests.conftest import Assistant, order_args
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import PendingConfirmation
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
 
 
 def _own_contour(slug: str, **changes: Any) -> Assistant:

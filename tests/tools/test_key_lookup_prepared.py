@@ -12,8 +12,8 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from tests.conftest import Assistant
+from tools.keys.services import issue_key
 from tools.models import ApiKey, Contour
-from tools.services.keys import issue_key
 
 
 def _fields(key: ApiKey) -> dict[str, object]:

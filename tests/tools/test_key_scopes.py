@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args, sandbox_orders
-from tools import keys
+from tools.keys import scope as keys
 from tools.models import ApiKey, Contour, ContourRole, PendingConfirmation
 
 pytestmark = pytest.mark.django_db

@@ -15,13 +15,13 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from adapters.invoicebox.models import SandboxOrder
-from adapters.invoicebox.notify import ErrorCode, sign
-from adapters.invoicebox.sandbox import notification_body, pay_order, send_notification
 from audit.models import JournalEntry
+from invoicebox.notify import ErrorCode, sign
+from sandbox.api import notification_body, pay_order, send_notification
+from sandbox.models import SandboxOrder
 from tests.conftest import Assistant
 from tests.tools.conftest import body_of, issue, post_notification, tracked, webhook_entries
-from tools import tasks
+from tools.background import tasks
 from tools.models import ProcessedNotification, TrackedOrder
 
 KEY = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
 
-from adapters.invoicebox.sandbox import DEMO_TOKEN, notification_body, pay_order, send_notification
 from audit.models import JournalEntry
+from sandbox.api import DEMO_TOKEN, notification_body, pay_order, send_notification
 from tests.conftest import Assistant
 from tests.tools.conftest import (
     body_of,
@@ -23,8 +23,8 @@ from tests.tools.conftest import (
     tracked,
     webhook_entries,
 )
+from tools.contours.services import create_contour
 from tools.models import ProcessedNotification, TrackedOrder
-from tools.services.contours import create_contour
 
 KEY = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
 Capture = Callable[..., Any]
@@ -33,7 +33,7 @@ VECTOR = (Path(__file__).resolve().parents[1] / "adapters" / "invoicebox" / "fix
 
 
 def test_a_sandbox_contour_gets_the_sandbox_key_and_the_shop_url(assistant: Assistant):
-    from adapters.invoicebox.sandbox import notification_url_of
+    from sandbox.api import notification_url_of
 
     assert assistant.contour.notification_key == KEY
     assert notification_url_of(DEMO_TOKEN).endswith("/invoicebox/notifications/acme")

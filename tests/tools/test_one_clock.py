@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from adapters.invoicebox.sandbox import DEMO_TOKEN, clear_faults, set_faults
+from sandbox.api import DEMO_TOKEN, clear_faults, set_faults
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools import clock
 from tools.models import ApiKey, Operation, PendingConfirmation

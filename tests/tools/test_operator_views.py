@@ -12,9 +12,9 @@ from django.test import Client
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import logged_in, prepare_order
+from tools.contours.services import create_contour
 from tools.models import ApiKey, Contour, PendingConfirmation
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
+from tools.people import grants as role_service
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from adapters.invoicebox.models import SandboxOrder
+from sandbox.models import SandboxOrder
 from tests.conftest import Assistant, order_args
 from tests.tools.test_more_tools import two_phase
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import Assistant
-from tools import outbox
+from tools.background import outbox
 from tools.models import OutboxTask
 
 
@@ -17,10 +17,10 @@ def test_an_outbox_task_lost_by_the_broker_is_sent_again_until_done(
     app.conf.task_always_eager = False
     settings.GATEWAY_OUTBOX_LEASE_SECONDS = 0.0
     try:
-        item = outbox.enqueue("tools.tasks.process_notification", 10**9)
+        item = outbox.enqueue("tools.background.tasks.process_notification", 10**9)
         assert outbox.sweep_outbox() == 1
         assert OutboxTask.objects.get().attempts == 2
-        from tools.tasks import process_notification
+        from tools.background.tasks import process_notification
 
         assert process_notification.run(10**9, outbox_id=item.pk) == "gone"
         assert OutboxTask.objects.get().done_at is not None

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from adapters.invoicebox.notify import sign
-from adapters.invoicebox.sandbox import notification_body, pay_order
+from invoicebox.notify import sign
+from sandbox.api import notification_body, pay_order
 from tests.conftest import order_args
-from tools import gateway
+from tools.background.notifications import process
+from tools.contours.services import create_contour
 from tools.models import PendingConfirmation, ProcessedNotification
-from tools.notifications import process
-from tools.services.contours import create_contour
+from tools.pipeline import gateway
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

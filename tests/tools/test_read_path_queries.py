@@ -10,10 +10,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from adapters.invoicebox import connections
 from benchmarks.fake_upstream import MERCHANT_ID, FakeServer, serve
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from invoicebox import connections
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 
 ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 

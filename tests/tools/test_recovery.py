@@ -11,13 +11,13 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from adapters.invoicebox.client import InvoiceboxClient
-from adapters.invoicebox.sandbox import DEMO_TOKEN, clear_faults, set_faults
 from audit.journal import verify_chain
 from audit.models import JournalEntry
+from invoicebox.client import InvoiceboxClient
+from sandbox.api import DEMO_TOKEN, clear_faults, set_faults
 from tests.conftest import Assistant, order_args, sandbox_orders
-from tools import gateway
 from tools.models import Ceiling, CeilingKind, Operation, PendingConfirmation
+from tools.pipeline import gateway
 
 
 @pytest.fixture(autouse=True)

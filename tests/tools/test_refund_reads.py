@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from adapters.invoicebox.sandbox import pay_order
+from sandbox.api import pay_order
 from tests.conftest import Assistant, order_args
 from tests.tools.test_more_tools import two_phase
 from tools.models import PendingConfirmation

@@ -1,5 +1,5 @@
 """A list answer that repeats its rows is refused as a bad upstream answer, in every list tool:
-one rule (adapters/invoicebox/transport.py `_refuse_repeats`), on every page and across pages,
+one rule (invoicebox/transport.py `_refuse_repeats`), on every page and across pages,
 so a count or a sum is never inflated (issue 39.2)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adapters.invoicebox.sandbox import DEMO_TOKEN, pay_order
+from sandbox.api import DEMO_TOKEN, pay_order
 from tests.conftest import SANDBOX, Assistant, order_args
 from tests.tools.test_more_tools import SHIP_LINE, two_phase
 

@@ -261,7 +261,7 @@ def test_same_order_after_the_window_is_a_new_order(assistant: Assistant):
 
 def held_order(assistant: Assistant) -> str:
     """An issued order whose payment is held (pre-authorised): the sandbox row moved to hold."""
-    from adapters.invoicebox.models import SandboxOrder
+    from sandbox.models import SandboxOrder
 
     _, done = execute(assistant, order_args())
     order_id = done["data"]["order_id"]
@@ -289,7 +289,7 @@ def test_cancelling_an_order_in_hold_waits_for_an_operator(assistant: Assistant,
 
 
 def test_an_order_that_moved_to_hold_after_the_summary_is_not_cancelled(assistant: Assistant):
-    from adapters.invoicebox.models import SandboxOrder
+    from sandbox.models import SandboxOrder
 
     _, done = execute(assistant, order_args())
     order_id = done["data"]["order_id"]

@@ -3,8 +3,8 @@
 import pytest
 from django.core.exceptions import ValidationError
 
+from tools.contours.services import ContourSetupError, create_contour
 from tools.models import Contour
-from tools.services.contours import ContourSetupError, create_contour
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 from django.http import HttpResponse
 from django.test import Client
 
-from adapters.invoicebox.models import SandboxOrder
+from sandbox.models import SandboxOrder
 from tests.conftest import Assistant, order_args
 
 pytestmark = pytest.mark.django_db

@@ -11,13 +11,13 @@ from unittest import mock
 import pytest
 from django.test import Client
 
-from adapters.invoicebox.client import InvoiceboxClient
-from adapters.invoicebox.models import SandboxShipment
-from adapters.invoicebox.sandbox import DEMO_TOKEN, clear_faults, set_faults
+from invoicebox.client import InvoiceboxClient
+from sandbox.api import DEMO_TOKEN, clear_faults, set_faults
+from sandbox.models import SandboxShipment
 from tests.conftest import SANDBOX, Assistant
 from tests.tools.test_more_tools import SHIP_LINE, new_order
-from tools import recovery
 from tools.models import Operation
+from tools.pipeline import recovery
 
 pytestmark = pytest.mark.django_db
 

@@ -9,12 +9,13 @@ import pytest
 from celery.exceptions import Retry
 from django.utils import timezone
 
-from adapters.invoicebox.sandbox import DEMO_TOKEN, clear_faults, pay_order, set_faults
 from audit.models import JournalEntry
+from sandbox.api import DEMO_TOKEN, clear_faults, pay_order, set_faults
 from tests.conftest import Assistant, order_args
 from tests.tools.conftest import issue, tracked
-from tools import gateway, tasks
+from tools.background import tasks
 from tools.models import PendingConfirmation, ProcessedNotification, TrackedOrder
+from tools.pipeline import gateway
 
 
 def test_expire_confirmations_expires_only_stale_open_ones(assistant: Assistant):

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from adapters.invoicebox.models import SandboxOrder
-from adapters.invoicebox.okei import UNITS
+from invoicebox.okei import UNITS
+from sandbox.models import SandboxOrder
 from tests.conftest import Assistant, order_args
 from tests.tools.test_more_tools import two_phase
 

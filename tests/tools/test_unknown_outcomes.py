@@ -1,5 +1,5 @@
 """An upstream that lies or loses its answer: the outcome is unknown, counted, never reported as
-ours by mistake, and the background recovery (tools/recovery.py) resolves it by proof; a payment
+ours by mistake, and the background recovery (tools/pipeline/recovery.py) resolves it by proof; a payment
 notification that comes before the create's answer waits for it."""
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adapters.invoicebox.models import SandboxMerchantOrderId
-from adapters.invoicebox.sandbox import DEMO_TOKEN, clear_faults, send_notification, set_faults
 from audit.models import JournalEntry
+from sandbox.api import DEMO_TOKEN, clear_faults, send_notification, set_faults
+from sandbox.models import SandboxMerchantOrderId
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tests.tools.conftest import webhook_entries
-from tools import recovery
 from tools.models import (
     Ceiling,
     CeilingKind,
@@ -25,6 +24,7 @@ from tools.models import (
     ProcessedNotification,
     TrackedOrder,
 )
+from tools.pipeline import recovery
 
 
 @pytest.fixture(autouse=True)

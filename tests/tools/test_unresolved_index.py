@@ -8,8 +8,8 @@ from django.db.migrations.loader import MigrationLoader
 from django.test.utils import CaptureQueriesContext
 
 from tools import catalog
-from tools.confirmations import UNRESOLVED_STATES, unresolved_operation
 from tools.models import Operation
+from tools.pipeline.confirmations import UNRESOLVED_STATES, unresolved_operation
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from adapters.invoicebox.sandbox import pay_order
 from audit.models import JournalEntry
+from sandbox.api import pay_order
 from tests.conftest import Assistant, grant_everywhere, order_args
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from adapters.invoicebox.models import SandboxFaults
-from adapters.invoicebox.sandbox import DEMO_TOKEN, clear_faults, set_faults
 from audit.models import JournalEntry
+from sandbox.api import DEMO_TOKEN, clear_faults, set_faults
+from sandbox.models import SandboxFaults
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.models import Operation
 

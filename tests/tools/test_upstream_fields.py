@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.adapters.invoicebox.test_client import REMOTE_TOKEN, Remote, json_reply, new_order
-from tools.call_trace import Trace
+from tests.invoicebox.test_client import REMOTE_TOKEN, Remote, json_reply, new_order
 from tools.errors import ToolError
-from tools.upstream_calls import upstream
+from tools.pipeline.call_trace import Trace
+from tools.pipeline.upstream_calls import upstream
 
 pytestmark = pytest.mark.django_db
 

@@ -10,13 +10,13 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from adapters.invoicebox.limits import account_key
-from adapters.invoicebox.models import CircuitState
-from adapters.invoicebox.sandbox import clear_faults, set_faults
 from audit.models import JournalEntry
+from invoicebox.limits import account_key
+from invoicebox.models import CircuitState
+from sandbox.api import clear_faults, set_faults
 from tests.conftest import Assistant
-from tools import gateway
-from tools.services.contours import DEMO_TOKEN, create_contour
+from tools.contours.services import DEMO_TOKEN, create_contour
+from tools.pipeline import gateway
 
 
 def upstream_requests() -> int:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from adapters.invoicebox.models import SandboxOrder, SandboxRefund
-from adapters.invoicebox.sandbox import pay_order
+from sandbox.api import pay_order
+from sandbox.models import SandboxOrder, SandboxRefund
 from tests.conftest import VALID_ORDER, Assistant, order_args
 from tests.tools.test_more_tools import SHIP_LINE, two_phase
 from tools.models import PendingConfirmation

@@ -15,11 +15,11 @@ from django.test import Client
 
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
-from tools import alerts
+from tools.background import alerts
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import AlertState, OperatorAlert
 from tools.public_http import embedded_ipv4, is_public
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 

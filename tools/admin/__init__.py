@@ -16,4 +16,4 @@ admin.site.enable_nav_sidebar = False
 from tools.admin import contours, keys, records  # noqa: E402, F401
 
 # The people admin (a superuser's reset of someone's second factor).
-from tools.factors import admin as _factors_admin  # noqa: E402, F401
+from tools.people.factors import admin as _factors_admin  # noqa: E402, F401

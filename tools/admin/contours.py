@@ -1,5 +1,5 @@
 """Owners' admin of contours: toolsets, policy, ceilings, credentials, the tool catalog page.
-Saving calls tools.services.contours, which journals every change."""
+Saving calls tools.contours.services, which journals every change."""
 
 from __future__ import annotations
 
@@ -18,15 +18,17 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.actors import user_actor
-from tools import alerts, catalog, ceilings
+from tools import catalog
 from tools.admin import pending_post
 from tools.admin.forms import CeilingForm, ContourForm
 from tools.admin.scope import ContourRoleInline, OwnerScoped, save_role_formset
-from tools.factors import stepup
+from tools.background import alerts
+from tools.contours import services as contour_service
+from tools.contours.connection import ConnectionReport, check_connection
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole, InvoiceboxMode, Toolset
 from tools.params import format_rub
-from tools.services import contours as contour_service
-from tools.services.connection import ConnectionReport, check_connection
+from tools.people.factors import stepup
+from tools.pipeline import ceilings
 from tools.spec import ToolSpec
 
 KIND_LABELS = {"read": "чтение", "write": "запись", "money": "деньги"}
@@ -93,7 +95,7 @@ class CeilingInline(admin.TabularInline):
 
     @admin.display(description="использовано")
     def usage(self, obj: Ceiling) -> str:
-        """What counts against the ceiling now (tools.ceilings.used), beside its limit."""
+        """What counts against the ceiling now (tools.pipeline.ceilings.used), beside its limit."""
         if obj.pk is None:
             return ""
         used = ceilings.used(obj, timezone.now())
@@ -202,7 +204,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
             "unreachable_operators": alerts.unreachable_operators(contour),
         })
 
-    # -- «Проверить подключение»: tools.services.connection, reads only --
+    # -- «Проверить подключение»: tools.contours.connection, reads only --
 
     def check_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         contour = self.get_object(request, unquote(object_id))
@@ -324,7 +326,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                 for row in rows.cleaned_data
                 if row and not row.get("DELETE") and row.get("limit") not in (None, "")]
 
-    # -- every save through tools.services.contours --
+    # -- every save through tools.contours.services --
 
     def save_model(self, request: HttpRequest, obj: Contour, form: forms.ModelForm,
                    change: bool) -> None:

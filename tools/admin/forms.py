@@ -10,14 +10,23 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from adapters.invoicebox.notify import (
+from invoicebox.notify import (
     DEFAULT_ALGORITHM,
     DEFAULT_METHOD,
     SIGNATURE_ALGORITHMS,
     SIGNATURE_METHODS,
 )
-from tools import alerts, api_tokens, catalog, keys, secret_box
+from tools import catalog, secret_box
 from tools.admin.widgets import MoneyInput, ThresholdsField, parse_roubles, roubles_text
+from tools.background import alerts
+from tools.contours import api_tokens
+from tools.contours.services import (
+    UUID_RE,
+    default_base_url,
+    mint_sandbox_merchant,
+    new_contour_defaults,
+)
+from tools.keys import scope as keys
 from tools.models import (
     UNREADABLE_TOKEN_TEXT,
     Ceiling,
@@ -28,12 +37,6 @@ from tools.models import (
     mask_secret,
 )
 from tools.params import Currency
-from tools.services.contours import (
-    UUID_RE,
-    default_base_url,
-    mint_sandbox_merchant,
-    new_contour_defaults,
-)
 from tools.spec import ToolSpec
 
 
@@ -87,7 +90,7 @@ class ContourForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="не показывается; тело подписано HMAC-SHA256, заголовок X-Gateway-Signature",
     )
-    # Empty: the mode's own address (tools.services.contours.new_contour_defaults).
+    # Empty: the mode's own address (tools.contours.services.new_contour_defaults).
     base_url = forms.URLField(
         label="адрес API", max_length=500, assume_scheme="https", required=False,
         widget=forms.URLInput(attrs={"class": "vURLField gw-wide"}),

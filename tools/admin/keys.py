@@ -1,5 +1,5 @@
 """Owners' admin of API keys: issue (shown once), rotate, revoke, relabel; all through
-tools.services.keys, which journals each."""
+tools.keys.services, which journals each."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from django.utils import timezone
 
 from audit.actors import user_actor
 from audit.admin import RevokedFilter
-from tools import keys, roles
 from tools.admin.forms import ApiKeyCreateForm
 from tools.admin.scope import OwnerScoped, contour_filter, key_last_use
-from tools.factors import stepup
+from tools.keys import scope as keys
+from tools.keys import services as key_service
 from tools.models import ApiKey, Role
-from tools.services import keys as key_service
+from tools.people import roles
+from tools.people.factors import stepup
 
 
 @admin.register(ApiKey)

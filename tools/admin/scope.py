@@ -2,7 +2,7 @@
 
 Querysets are filtered by the owner's contours, and an object outside them is a 404 (the
 same answer as one that does not exist: no probing for another owner's contours). Per-object
-checks go through the django-rules permissions of tools/roles.py.
+checks go through the django-rules permissions of tools/people/roles.py.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from django.http import Http404, HttpRequest
 from django.utils import timezone
 
 from audit.actors import user_actor
-from tools import roles
-from tools.factors import stepup
 from tools.models import ApiKey, Contour, ContourRole, Role
-from tools.services import roles as role_service
+from tools.people import grants as role_service
+from tools.people import roles
+from tools.people.factors import stepup
 
 
 class ContourFilter(admin.SimpleListFilter):
@@ -133,7 +133,7 @@ class ContourRoleForm(forms.ModelForm):
 
 class ContourRoleInline(admin.TabularInline):
     """Who holds which role on this contour; only superusers grant and revoke here (owners
-    read it). Saving goes through tools.services.roles, so each change is journaled."""
+    read it). Saving goes through tools.people.grants, so each change is journaled."""
 
     model = ContourRole
     form = ContourRoleForm

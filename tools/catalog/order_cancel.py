@@ -7,12 +7,12 @@ from uuid import UUID
 
 from pydantic import Field
 
-from adapters.invoicebox import statuses
-from adapters.invoicebox.client import Order
-from tools import facts
+from invoicebox import statuses
+from invoicebox.client import Order
 from tools.catalog.order_parts import load_order, order_row
 from tools.errors import ToolError
 from tools.params import StrictModel, format_rub
+from tools.pipeline import facts
 from tools.spec import CallContext, Example, Summary, ToolSpec
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from adapters.invoicebox.client import NewOrder, Order
+from invoicebox.client import NewOrder, Order
 from tools.catalog.order_parts import (
     BasketItemParams,
     CustomerParams,

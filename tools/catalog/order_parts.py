@@ -10,7 +10,7 @@ from uuid import UUID
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from adapters.invoicebox.client import BasketLine, Customer, Order
+from invoicebox.client import BasketLine, Customer, Order
 from tools.errors import ToolError
 from tools.models import TrackedOrder
 from tools.money import kopecks

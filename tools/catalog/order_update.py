@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from adapters.invoicebox.client import Order, OrderUpdate
+from invoicebox.client import Order, OrderUpdate
 from tools.catalog.order_parts import (
     BasketItemParams,
     CustomerParams,

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from adapters.invoicebox.statuses import OrderStatus
+from invoicebox.statuses import OrderStatus
 from tools.catalog.order_parts import load_order, order_row
 from tools.errors import Problem, ToolError
 from tools.params import ResponseFormat, StrictModel, Timestamp

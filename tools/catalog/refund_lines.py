@@ -9,7 +9,7 @@ from decimal import Decimal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from adapters.invoicebox.client import RefundableItem
+from invoicebox.client import RefundableItem
 from tools.errors import Problem
 from tools.order_rules import quantity_decimal, resolve_unit
 from tools.params import (

@@ -9,8 +9,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from adapters.invoicebox.client import BasketLine, NewRefund, Order, Refund, RefundableItem
-from tools import facts
+from invoicebox.client import BasketLine, NewRefund, Order, Refund, RefundableItem
 from tools.catalog.order_parts import load_order
 from tools.catalog.refund_lines import RefundLineParams, mismatches
 from tools.errors import Problem, ToolError
@@ -22,6 +21,7 @@ from tools.params import (
     format_rub,
     round_kopecks,
 )
+from tools.pipeline import facts
 from tools.spec import CallContext, Summary, ToolSpec
 
 TIMING_NOTE = ("деньги зачисляются покупателю до двух рабочих дней, в зависимости от банка; "

@@ -8,13 +8,13 @@ from uuid import UUID
 
 from pydantic import Field
 
-from adapters.invoicebox.client import NewShipment, Order, Shipment
-from tools import facts
+from invoicebox.client import NewShipment, Order, Shipment
 from tools.catalog.order_parts import BasketItemParams, basket_lines, load_order
 from tools.errors import ToolError
 from tools.money import kopecks
 from tools.order_rules import check_basket
 from tools.params import ResponseFormat, StrictModel, format_rub
+from tools.pipeline import facts
 from tools.spec import NOT_PROVEN, CallContext, Counted, Summary, ToolSpec
 
 SHIPPABLE = ("completed", "hold")

@@ -4,8 +4,7 @@ The endpoint facts (modes, prefixes, the official origin) and the key-hashing he
 importable from here too: callers read them as facts of the Contour and ApiKey models.
 """
 
-from tools.current_key import AUTHENTICATED_KEY
-from tools.endpoints import (
+from tools.contours.endpoints import (
     OFFICIAL_API_ORIGIN,
     OFFICIAL_MODES,
     ApiPrefix,
@@ -14,6 +13,7 @@ from tools.endpoints import (
     base_url_problem,
 )
 from tools.hashing import mask_secret, sha256_hex
+from tools.keys.current import AUTHENTICATED_KEY
 from tools.models.alerts import AlertKind, AlertState, AlertTransport, OperatorAlert
 from tools.models.confirmations import (
     UNRESOLVED_OPERATION_STATES,

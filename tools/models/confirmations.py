@@ -37,7 +37,7 @@ class PendingConfirmation(models.Model):
     created_by = models.CharField("подготовил", max_length=200, blank=True)
     # The people behind each key that prepared this write, snapshotted when it did: the key's
     # issuer and its holder at that moment (its issuer when it had none). None of them may
-    # approve it, whatever the key's holder becomes later (tools.approvals.prepared_by).
+    # approve it, whatever the key's holder becomes later (tools.pipeline.approvals.prepared_by).
     barred_approvers = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="+",
         verbose_name="не могут одобрить (выдали ключ или держали его)")
@@ -81,7 +81,7 @@ class OperationState(models.TextChoices):
     UNKNOWN = "unknown", "результат неизвестен"
 
 
-# Operations that may have happened upstream (tools.confirmations.UNRESOLVED_STATES): a few at
+# Operations that may have happened upstream (tools.pipeline.confirmations.UNRESOLVED_STATES): a few at
 # any time among all a contour ever made, so they have an index of their own (partial).
 UNRESOLVED_OPERATION_STATES = (OperationState.IN_FLIGHT, OperationState.UNKNOWN)
 
@@ -116,7 +116,7 @@ class Operation(models.Model):
         indexes = [
             models.Index(fields=["contour", "created_at"]),
             # prepare's look for an unresolved execution of the same write
-            # (tools.confirmations.unresolved_operation) reads only these rows, however many
+            # (tools.pipeline.confirmations.unresolved_operation) reads only these rows, however many
             # operations the contour has finished (issue 43: 10 065 of 10 071 rows filtered).
             models.Index(fields=["contour", "tool", "created_at"],
                          condition=models.Q(state__in=UNRESOLVED_OPERATION_STATES),

@@ -11,13 +11,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from adapters.invoicebox.notify import (
+from invoicebox.notify import (
     DEFAULT_ALGORITHM,
     DEFAULT_METHOD,
     SIGNATURE_ALGORITHMS,
     SIGNATURE_METHODS,
 )
-from tools.endpoints import (
+from tools.contours.endpoints import (
     OFFICIAL_API_ORIGIN,
     OFFICIAL_MODES,
     ApiPrefix,
@@ -109,7 +109,7 @@ class Contour(models.Model):
     approval_for_all_writes = models.BooleanField(
         "все записи только после одобрения оператором", default=False
     )
-    # Stricter than GATEWAY_REQUIRE_SECOND_FACTOR, never looser (tools/factors/stepup.py).
+    # Stricter than GATEWAY_REQUIRE_SECOND_FACTOR, never looser (tools/people/factors/stepup.py).
     require_second_factor = models.BooleanField(
         "второй фактор для решений и расширения прав", default=False,
         help_text="решения по операциям и расширение прав ассистента требуют свежей проверки "
@@ -133,7 +133,7 @@ class Contour(models.Model):
         help_text="как в настройках уведомлений магазина в личном кабинете Инвойсбокс; "
                   "по умолчанию sha1",
     )
-    # Operators are told about writes waiting for them (tools/alerts.py); this optional relay
+    # Operators are told about writes waiting for them (tools/background/alerts.py); this optional relay
     # (Telegram, Slack) gets the same facts as JSON signed with the secret (HMAC-SHA256). The
     # secret is write-only and encrypted at rest like the token.
     alert_webhook_url = models.URLField("адрес вебхука для операторов", max_length=500,

@@ -11,8 +11,8 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from tools.current_key import AUTHENTICATED_KEY
 from tools.hashing import sha256_hex
+from tools.keys.current import AUTHENTICATED_KEY
 from tools.models.contours import Contour
 from tools.models.prepared import PreparedQuery
 
@@ -31,7 +31,7 @@ class ApiKey(models.Model):
     contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="api_keys")
     label = models.CharField("метка", max_length=200, blank=True)
     # The person who holds the key, when known: an editable label, so the four-eyes rule
-    # (tools.approvals.prepared_by) never rests on it alone.
+    # (tools.pipeline.approvals.prepared_by) never rests on it alone.
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
                              blank=True, related_name="api_keys", verbose_name="владелец ключа")
     # Who issued the key and so saw its raw secret: recorded once at issue, never edited (no

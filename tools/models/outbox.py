@@ -1,4 +1,4 @@
-"""Work recorded in its cause's transaction, queued after commit (tools/outbox.py)."""
+"""Work recorded in its cause's transaction, queued after commit (tools/background/outbox.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from django.utils import timezone
 
 
 class OutboxTask(models.Model):
-    """Work that must survive the broker (tools/outbox.py): recorded in the transaction of its
+    """Work that must survive the broker (tools/background/outbox.py): recorded in the transaction of its
     cause, queued after commit, re-queued by the sweep until a worker reports it done."""
 
     task = models.CharField("задача", max_length=100)

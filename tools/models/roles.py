@@ -15,7 +15,7 @@ class Role(models.TextChoices):
 
 
 class ContourRole(models.Model):
-    """One person's role on one contour (tools/roles.py grants, revokes and journals it)."""
+    """One person's role on one contour (tools/people/roles.py grants, revokes and journals it)."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="contour_roles", verbose_name="пользователь")

@@ -18,10 +18,11 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from audit.models import JournalEntry, Phase, Status
-from tools import alerts, roles
+from tools.background import alerts
 from tools.models import CeilingKind, Contour, PendingConfirmation, Role
 from tools.ops import charts, state
 from tools.params import format_rub
+from tools.people import roles
 
 # Entries an assistant's call produced (approvals, notifications, configuration are not calls).
 CALL_PHASES = (Phase.CALL, Phase.READ, Phase.PREPARE, Phase.EXECUTE)

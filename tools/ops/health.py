@@ -45,7 +45,7 @@ def catalog_definitions(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
 
 
 def fingerprint_of(specs: tuple[ToolSpec, ...]) -> str:
-    from tools.confirmations import canonical_json
+    from tools.pipeline.confirmations import canonical_json
 
     return hashlib.sha256(canonical_json(catalog_definitions(specs)).encode()).hexdigest()
 

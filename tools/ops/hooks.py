@@ -26,7 +26,7 @@ MAX_ERROR_BODY = 64 * 1024
 
 
 def observe_call(entry: JournalEntry) -> None:
-    """Called by tools.call_trace.journal_outcome() once the entry is written: metrics, log, Sentry."""
+    """Called by tools.pipeline.call_trace.journal_outcome() once the entry is written: metrics, log, Sentry."""
     for step in (metrics.observe_call, logs.log_call, sentry.report_call):
         try:
             step(entry)

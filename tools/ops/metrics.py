@@ -7,8 +7,8 @@ confirmations, ceilings, circuits) is read from the database on each scrape, so 
 same whichever worker or host answers. Label values come only from bounded sets (catalog
 names, journal channels and statuses, stable codes, normalised paths): never from arguments.
 
-Nothing here imports the rest of the project at module level: adapters.invoicebox imports this
-module, and tools.catalog imports adapters.invoicebox.
+Nothing here imports the rest of the project at module level: invoicebox imports this
+module, and tools.catalog imports invoicebox.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ UPSTREAM_ERRORS = Counter(
 ANONYMOUS_REFUSALS = Counter(
     "gateway_anonymous_refusals",
     "Refusals of callers with no verified credential, each one (the journal keeps a sample: "
-    "tools/anonymous.py)", ["channel", "code"], registry=EVENTS,
+    "tools/pipeline/anonymous.py)", ["channel", "code"], registry=EVENTS,
 )
 
 # An id in a path (order UUID, numeric shipment id, an INN in a query-less lookup) becomes {id}.
@@ -96,7 +96,7 @@ _UPSTREAM_CODE = re.compile(r"^[a-z][a-z_]{0,62}$")
 
 
 def tool_label(tool: str) -> str:
-    from tools import catalog  # late: catalog -> adapters.invoicebox -> this module
+    from tools import catalog  # late: catalog -> invoicebox -> this module
 
     if not tool:
         return "none"

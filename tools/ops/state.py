@@ -8,9 +8,8 @@ from datetime import datetime
 
 from django.db.models import Count, Min, QuerySet, Sum
 
-from adapters.invoicebox.limits import account_key
-from adapters.invoicebox.models import CircuitState
-from tools import ceilings as ceilings_module
+from invoicebox.limits import account_key
+from invoicebox.models import CircuitState
 from tools.models import (
     Ceiling,
     ConfirmationStatus,
@@ -19,6 +18,7 @@ from tools.models import (
     OperationState,
     PendingConfirmation,
 )
+from tools.pipeline import ceilings as ceilings_module
 
 CIRCUIT_STATES = ("closed", "open", "half_open")
 
@@ -81,7 +81,7 @@ def oldest_pending(now: datetime, limit: int = 10, contours: QuerySet[Contour] |
 
 
 def ceiling_usage(now: datetime, contour: Contour | None = None) -> list[CeilingUsage]:
-    """What tools.ceilings.check would count right now, ceiling by ceiling."""
+    """What tools.pipeline.ceilings.check would count right now, ceiling by ceiling."""
     ceilings = Ceiling.objects.select_related("contour").order_by("contour__slug", "kind",
                                                                   "currency")
     if contour is not None:

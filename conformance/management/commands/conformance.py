@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from conformance import assistants, invoicebox, mcp_targets
 from conformance.gateway import GatewayLink, KitError, link
 from conformance.report import Report, default_path
+from tools.contours.services import ContourSetupError, create_contour
 from tools.models import Contour, InvoiceboxMode
-from tools.services.contours import ContourSetupError, create_contour
 
 INVOICEBOX = ("invoicebox-demo", "invoicebox-production")
 MODELS = ("gigachat", "gigachat-v2", "yandexgpt", "yandexgpt-openai",

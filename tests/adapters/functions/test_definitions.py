@@ -19,9 +19,9 @@ from adapters.functions.formats import FORMATS, PLATFORMS
 from tests.adapters.functions.conftest import definitions
 from tests.conftest import Assistant
 from tools import catalog
+from tools.contours.services import create_contour
 from tools.formats import schema
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.keys.services import issue_key
 from tools.spec import ToolSpec
 from tools.validation import validate
 

@@ -74,7 +74,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Gateway:
     db = state / "db.sqlite3"
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "PORT": str(port),
            "LOG_LEVEL": "WARNING",
-           # Every anonymous refusal journaled, not a sample (tools/anonymous.py): these tests
+           # Every anonymous refusal journaled, not a sample (tools/pipeline/anonymous.py): these tests
            # follow each one; tests/tools/test_journal_trust.py covers the sampling.
            "GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS": "0"}
     gw = Gateway(env=env, db=db, keys={})

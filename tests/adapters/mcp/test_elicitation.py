@@ -18,13 +18,13 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.server.context import ServerRequestContext
 
-from adapters.invoicebox.sandbox import pay_order
 from adapters.mcp.server import Caller, build_server, run_sync
 from audit.models import JournalEntry
+from sandbox.api import pay_order
 from tests.adapters.mcp.test_protocol import envelope
 from tests.conftest import order_args, sandbox_orders
+from tools.contours.services import create_contour
 from tools.models import ConfirmationStatus, Contour, PendingConfirmation
-from tools.services.contours import create_contour
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 

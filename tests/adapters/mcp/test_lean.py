@@ -23,8 +23,8 @@ from adapters.mcp.server import run_sync
 from audit.models import JournalEntry
 from tests.adapters.mcp.conftest import Gateway, free_port, serving
 from tests.conftest import order_args
+from tools.contours.services import create_contour
 from tools.models import ApiKey
-from tools.services.contours import create_contour
 
 ACCEPT = "application/json, text/event-stream"
 LEGACY = "2025-11-25"
@@ -146,7 +146,7 @@ def test_a_revoked_key_is_refused_on_its_next_call(paths: dict[str, str], gatewa
 
     # when
     gateway.manage("shell", "-c", (
-        "from tools.models import ApiKey; from tools.services.keys import revoke; "
+        "from tools.models import ApiKey; from tools.keys.services import revoke; "
         f"revoke(ApiKey.objects.get(prefix='{raw[:12]}'), actor='manage.py', channel='cli')"))
     refused = call(paths["lean"], raw, session, "find_orders", {})
 

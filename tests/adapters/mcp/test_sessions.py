@@ -13,9 +13,9 @@ from django.utils import timezone
 from adapters.mcp import sessions
 from adapters.mcp.models import McpSession
 from adapters.mcp.tasks import expire_sessions
+from tools.contours.services import create_contour
+from tools.keys.services import revoke
 from tools.models import ApiKey, Contour
-from tools.services.contours import create_contour
-from tools.services.keys import revoke
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,8 @@ from adapters.mcp import sessions
 from adapters.mcp.models import McpSession
 from tests.adapters.mcp.conftest import Gateway, serving
 from tests.adapters.mcp.test_http import LEGACY, post, rpc
+from tools.contours.services import create_contour
 from tools.models import ApiKey
-from tools.services.contours import create_contour
 
 CAPS = {"MCP_MAX_SESSIONS": "20", "MCP_MAX_SESSIONS_PER_KEY": "5",
         "MCP_MAX_SESSIONS_PER_CONTOUR": "100", "MCP_SESSION_PROTECT_SECONDS": "300"}
@@ -33,7 +33,7 @@ CAPS = {"MCP_MAX_SESSIONS": "20", "MCP_MAX_SESSIONS_PER_KEY": "5",
 SHOPS = """
 import json
 from tools.models import ApiKey
-from tools.services.contours import create_contour
+from tools.contours.services import create_contour
 demo = create_contour("demo", mode="sandbox")
 flood = create_contour("flood", mode="sandbox")
 keys = {"demo": ApiKey.issue(demo)[1]}

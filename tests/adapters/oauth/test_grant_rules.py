@@ -16,10 +16,10 @@ from adapters.oauth.models import OAuthClient, OAuthGrant
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import logged_in, prepare_order
-from tools import approvals
+from tools.contours.services import create_contour
 from tools.errors import ToolError
 from tools.models import ApiKey, Contour, ContourRole
-from tools.services.contours import create_contour
+from tools.pipeline import approvals
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from starlette.testclient import TestClient
 
 from adapters.oauth import grants
 from adapters.oauth.models import OAuthClient, OAuthGrant
+from tools.contours.services import create_contour
 from tools.models import Contour, ContourRole
-from tools.services.contours import create_contour
 
 HERE = "http://127.0.0.1:8000/mcp"
 ELSEWHERE = "https://other-gateway.example/mcp"

@@ -16,8 +16,8 @@ from starlette.testclient import TestClient
 
 from adapters.oauth import grants, registration, tasks
 from adapters.oauth.models import OAuthClient
+from tools.contours.services import create_contour
 from tools.models import ContourRole
-from tools.services.contours import create_contour
 
 
 def metadata(**changes: Any) -> dict[str, Any]:

@@ -15,10 +15,11 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from tests.conftest import VALID_ORDER, order_args
-from tools import catalog, gateway
+from tools import catalog
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import Contour
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.pipeline import gateway
 
 ALLOWED_STATUSES = {"ok", "confirmation_required", "awaiting_approval", "rejected", "error"}
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True,

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args, sandbox_orders
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import Operation, PendingConfirmation
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 

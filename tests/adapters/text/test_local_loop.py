@@ -15,7 +15,7 @@ from django.test import Client
 from adapters.text.local_loop import LocalLoop, LocalLoopError
 from tests.adapters.text.corpus import tc
 from tests.conftest import Assistant, order_args, sandbox_orders
-from tools import gateway
+from tools.pipeline import gateway
 
 Script = Callable[[list[dict[str, str]]], dict[str, Any]]
 

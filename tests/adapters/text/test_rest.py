@@ -13,10 +13,10 @@ from audit.models import JournalEntry
 from tests.adapters.text.corpus import CASES, GET, Case, raw, tc
 from tests.adapters.text.test_parser import FRAGMENTS
 from tests.conftest import Assistant, order_args, sandbox_orders
-from tools import gateway
 from tools.catalog import CATALOG
 from tools.formats.schema import HIDDEN
 from tools.models import PendingConfirmation
+from tools.pipeline import gateway
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from tests.conftest import Assistant, order_args
 from tests.tools.admin.test_owner_admin import (
     thresholds_form,
 )
+from tools.contours.services import DEMO_TOKEN
+from tools.keys.services import issue_key
 from tools.models import Contour
-from tools.services.contours import DEMO_TOKEN
-from tools.services.keys import issue_key
 
 pytestmark = pytest.mark.django_db
 

@@ -18,10 +18,10 @@ from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.admin.test_owner_admin import contour_form
 from tests.tools.conftest import logged_in
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.models import OFFICIAL_API_ORIGIN, Contour
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.people import grants as role_service
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ from django.test import Client
 from tests.conftest import Assistant
 from tests.tools.admin.test_contour_endpoint_admin import Upstream
 from tests.tools.admin.test_owner_admin import contour_form
+from tools.contours.services import DEMO_TOKEN, create_contour
 from tools.models import Contour
-from tools.services.contours import DEMO_TOKEN, create_contour
 
 pytestmark = pytest.mark.django_db
 

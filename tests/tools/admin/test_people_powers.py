@@ -1,6 +1,6 @@
 """People's powers through one door (issue 37, item 2): the people admin no longer edits the
 superuser and staff flags or another person's password by Django's plain UserAdmin; they change
-through tools.services.people, which needs the superuser's fresh second factor where one is
+through tools.people.services, which needs the superuser's fresh second factor where one is
 required and journals who changed what for whom. Through the admin pages (Django's test
 client) and the service with the shell's proof."""
 
@@ -22,8 +22,8 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from audit.models import JournalEntry
 from tests.tools.conftest import logged_in
 from tools.errors import ToolError
-from tools.factors import stepup
-from tools.services import people
+from tools.people import services as people
+from tools.people.factors import stepup
 
 pytestmark = pytest.mark.django_db
 

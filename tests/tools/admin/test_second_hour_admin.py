@@ -16,8 +16,8 @@ from django.test import Client
 
 from tests.tools.admin.test_owner_admin import change_url, contour_form, thresholds_form
 from tests.tools.conftest import logged_in
+from tools.contours.services import create_contour, new_contour_defaults
 from tools.models import Contour, ContourRole
-from tools.services.contours import create_contour, new_contour_defaults
 
 pytestmark = pytest.mark.django_db
 

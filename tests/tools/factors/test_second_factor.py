@@ -22,8 +22,8 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import logged_in, prepare_order
-from tools.factors import devices
 from tools.models import ConfirmationStatus, PendingConfirmation
+from tools.people.factors import devices
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from audit.models import JournalEntry
 from tests.tools.conftest import logged_in
-from tools.factors import devices
+from tools.people.factors import devices
 
 pytestmark = pytest.mark.django_db
 

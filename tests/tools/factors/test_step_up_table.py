@@ -27,10 +27,10 @@ from tests.conftest import Assistant
 from tests.tools.admin.test_owner_admin import change_url, contour_form, thresholds_form
 from tests.tools.conftest import logged_in, prepare_order
 from tools.errors import ToolError
-from tools.factors import devices, stepup
+from tools.keys.services import issue_key
 from tools.models import ApiKey, Ceiling, Contour, ContourRole, PendingConfirmation
-from tools.services import roles as role_service
-from tools.services.keys import issue_key
+from tools.people import grants as role_service
+from tools.people.factors import devices, stepup
 
 pytestmark = pytest.mark.django_db
 VERIFY = "/account/second-factor/verify/?next="

@@ -14,9 +14,9 @@ import pytest
 from django.test import Client
 
 from tools import catalog
+from tools.contours.services import create_contour
 from tools.formats.registry import formats
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
+from tools.keys.services import issue_key
 
 pytestmark = pytest.mark.django_db
 

@@ -17,12 +17,12 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from adapters.invoicebox.limits import account_key
-from adapters.invoicebox.models import CircuitState
+from invoicebox.limits import account_key
+from invoicebox.models import CircuitState
 from tests.tools.ops.conftest import closed_port
 from tools import catalog
+from tools.contours.services import DEMO_MERCHANT_ID, DEMO_TOKEN, create_contour
 from tools.ops import health
-from tools.services.contours import DEMO_MERCHANT_ID, DEMO_TOKEN, create_contour
 
 
 def get_health() -> tuple[int, dict, str]:

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client
 
-from adapters.invoicebox.sandbox import set_faults
 from audit.models import JournalEntry
+from sandbox.api import set_faults
 from tests.conftest import Assistant
 from tests.tools.ops.conftest import distinctive_order, valid_inn
+from tools.contours.services import create_contour
+from tools.keys.services import issue_key
 from tools.ops.logs import JsonFormatter
-from tools.services.contours import create_contour
-from tools.services.keys import issue_key
 
 
 def configured_formatter() -> logging.Formatter:
@@ -127,13 +127,13 @@ def test_an_exception_is_one_line_with_its_traceback(log_output):
 
 @pytest.mark.django_db
 def test_a_celery_task_keeps_its_name_and_the_broker_needs_no_hostname_warning(log_output):
-    from tools.tasks import expire_confirmations
+    from tools.background.tasks import expire_confirmations
 
     expire_confirmations.delay()  # eager, on the default broker URL
 
     records = lines(log_output)
     (done,) = [r for r in records if r["logger"] == "celery.app.trace"]
-    assert done["data"]["name"] == "tools.tasks.expire_confirmations"
+    assert done["data"]["name"] == "tools.background.tasks.expire_confirmations"
     assert not [r for r in records if "No hostname was supplied" in r["message"]]
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from adapters.invoicebox.limits import account_key
-from adapters.invoicebox.models import CircuitState
-from adapters.invoicebox.sandbox import set_faults
+from invoicebox.limits import account_key
+from invoicebox.models import CircuitState
+from sandbox.api import set_faults
 from tests.conftest import Assistant
 from tests.tools.ops.conftest import distinctive_order, scrape, valid_inn, value
+from tools.contours.services import DEMO_TOKEN
 from tools.models import Ceiling, CeilingKind, PendingConfirmation
-from tools.services.contours import DEMO_TOKEN
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -186,8 +186,8 @@ def test_worker_processes_are_summed_in_multiprocess_mode(settings, tmp_path: Pa
 def test_open_mcp_sessions_are_counted_per_contour():
     from adapters.mcp import sessions
     from adapters.mcp.models import McpSession
+    from tools.contours.services import create_contour
     from tools.models import ApiKey
-    from tools.services.contours import create_contour
 
     shop = ApiKey.issue(create_contour("shop-a", mode="sandbox"))[0]
     other = ApiKey.issue(create_contour("shop-b", mode="sandbox"))[0]

@@ -12,11 +12,11 @@ import sentry_sdk
 from sentry_sdk.envelope import Envelope
 from sentry_sdk.transport import Transport
 
-from adapters.invoicebox.sandbox import set_faults
+from sandbox.api import set_faults
 from tests.conftest import Assistant
 from tests.tools.ops.conftest import distinctive_order, valid_inn
+from tools.contours.services import DEMO_TOKEN
 from tools.ops import sentry
-from tools.services.contours import DEMO_TOKEN
 
 
 class KeepingTransport(Transport):

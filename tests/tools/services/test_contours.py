@@ -1,4 +1,4 @@
-"""tools.services.contours: the admin and `manage.py create_contour` make a new contour alike
+"""tools.contours.services: the admin and `manage.py create_contour` make a new contour alike
 (one home of its defaults and of its sandbox merchant), and journal it with one payload."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from adapters.invoicebox.sandbox import notification_url_of
 from audit.models import JournalEntry
+from sandbox.api import notification_url_of
 from tests.tools.admin.test_admin_sandbox import new_sandbox_form
 from tests.tools.conftest import logged_in
-from tools.contours import notification_url
+from tools.contours import services as contour_service
+from tools.contours.services import DEMO_TOKEN, ContourSetupError, create_contour
+from tools.contours.sites import notification_url
 from tools.models import Contour
-from tools.services import contours as contour_service
-from tools.services.contours import DEMO_TOKEN, ContourSetupError, create_contour
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
 """Every journal event has one writer: audit.journal.record() is called only from audit/,
-tools/events.py and tools/gateway.py (tool calls); a person's actor string is built only in
+tools/events.py and tools/pipeline/gateway.py (tool calls); a person's actor string is built only in
 audit/actors.py. Read from the source (ast), so a call hidden in a function counts too."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("tools", "adapters", "audit", "config", "conformance")
 # The gateway journals every tool call; call_trace.py is the part of it that writes the entry.
-ALLOWED = ("audit/", "tools/events.py", "tools/gateway.py", "tools/call_trace.py")
+ALLOWED = ("audit/", "tools/events.py", "tools/pipeline/gateway.py", "tools/pipeline/call_trace.py")
 
 
 def sources() -> list[Path]:

@@ -1,4 +1,4 @@
-"""tools.services.keys: issue, rotate, change and revoke, each journaled once with the one
+"""tools.keys.services: issue, rotate, change and revoke, each journaled once with the one
 payload of tools/events.py, whoever calls (the admin or a command)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from audit.models import JournalEntry
-from tools.keys import KeySetupError
+from tools.contours.services import create_contour
+from tools.keys import services as key_service
+from tools.keys.scope import KeySetupError
 from tools.models import ApiKey
-from tools.services import keys as key_service
-from tools.services.contours import create_contour
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""tools.services.roles: a grant or a revoke is journaled once, a repeated one not at all."""
+"""tools.people.grants: a grant or a revoke is journaled once, a repeated one not at all."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from django.contrib.auth.models import User
 
 from audit.models import JournalEntry
+from tools.contours.services import create_contour
 from tools.models import ContourRole
-from tools.services import roles as role_service
-from tools.services.contours import create_contour
+from tools.people import grants as role_service
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
-from tools.factors import devices
+from tools.people.factors import devices
 
 
 class Command(BaseCommand):

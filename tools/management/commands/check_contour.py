@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tools.contours.connection import ConnectionReport, check_connection
 from tools.models import Contour
-from tools.services.connection import ConnectionReport, check_connection
 
 
 def print_report(command: BaseCommand, report: ConnectionReport) -> None:

@@ -11,10 +11,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from audit.actors import cli_actor
-from tools import keys
-from tools.factors import stepup
+from tools.keys import scope as keys
+from tools.keys import services as key_service
 from tools.models import Contour
-from tools.services import keys as key_service
+from tools.people.factors import stepup
 
 
 def parse_moment(value: str) -> datetime:

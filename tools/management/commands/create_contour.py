@@ -10,11 +10,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
-from tools import api_tokens
-from tools.contours import parse_toolsets, running_site_url
-from tools.factors import stepup
+from tools.contours import api_tokens
+from tools.contours.services import ContourSetupError, create_contour
+from tools.contours.sites import parse_toolsets, running_site_url
 from tools.models import ApiPrefix, InvoiceboxMode
-from tools.services.contours import ContourSetupError, create_contour
+from tools.people.factors import stepup
 
 
 class Command(BaseCommand):
@@ -72,7 +72,7 @@ class Command(BaseCommand):
 
 
 def read_token_option(source: str) -> str:
-    """--token-file's token, cleaned (tools.api_tokens); a CommandError in Russian naming the
+    """--token-file's token, cleaned (tools.contours.api_tokens); a CommandError in Russian naming the
     file when it can't be used."""
     try:
         return api_tokens.read_file(source, sys.stdin.read() if source == "-" else None)

@@ -8,9 +8,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tools.factors import stepup
 from tools.models import Contour, Role
-from tools.services import roles as role_service
+from tools.people import grants as role_service
+from tools.people.factors import stepup
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools.models import Contour, Role
-from tools.services import roles as role_service
+from tools.people import grants as role_service
 
 
 class Command(BaseCommand):

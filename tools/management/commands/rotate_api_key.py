@@ -7,10 +7,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from tools import keys
-from tools.factors import stepup
+from tools.keys import scope as keys
+from tools.keys import services as key_service
 from tools.models import ApiKey
-from tools.services import keys as key_service
+from tools.people.factors import stepup
 
 
 class Command(BaseCommand):

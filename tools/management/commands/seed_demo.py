@@ -1,6 +1,6 @@
 """manage.py seed_demo: the demo contour on the sandbox, one API key, an admin and an operator
 (idempotent). The key is issued by this command, so no superuser approves what it prepares
-(tools.approvals.prepared_by): the demo's operator, who is none, does."""
+(tools.pipeline.approvals.prepared_by): the demo's operator, who is none, does."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
 from audit.actors import cli_actor
-from tools.contours import remember_site_url
-from tools.factors import stepup
+from tools.contours.services import connect_sandbox_notifications, create_contour
+from tools.contours.sites import remember_site_url
+from tools.keys import services as key_service
 from tools.models import ApiKey, Contour, InvoiceboxMode, Role, Toolset
-from tools.services import keys as key_service
-from tools.services import roles as role_service
-from tools.services.contours import connect_sandbox_notifications, create_contour
+from tools.people import grants as role_service
+from tools.people.factors import stepup
 
 SLUG = "demo"
 

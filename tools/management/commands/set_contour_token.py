@@ -7,12 +7,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
-from tools.factors import stepup
+from tools.contours.connection import check_connection
+from tools.contours.services import ContourSetupError, set_token
 from tools.management.commands.check_contour import print_report
 from tools.management.commands.create_contour import read_token_option
 from tools.models import Contour
-from tools.services.connection import check_connection
-from tools.services.contours import ContourSetupError, set_token
+from tools.people.factors import stepup
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 """manage.py set_superuser <username> [--off]: the superuser flag through the one door
-(tools/services/people.py), journaled with channel cli."""
+(tools/people/services.py), journaled with channel cli."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools.errors import ToolError
-from tools.factors import devices, stepup
-from tools.services import people
+from tools.people import services as people
+from tools.people.factors import devices, stepup
 
 
 class Command(BaseCommand):

@@ -1,0 +1,146 @@
+"""Upstream protection shared through the database: a rate limiter and a circuit breaker.
+
+Invoicebox allows 100 requests per 30 s per account; several workers on several hosts share
+one budget, so the counters live in the database, never in process memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from invoicebox.models import CircuitState, UpstreamWindow
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request was not sent, and when trying again makes sense."""
+
+    reason: str  # "rate" | "circuit"
+    retry_after: float
+
+
+def account_key(token: str) -> str:
+    # The token itself never reaches a table or a log: only a digest names the account.
+    return hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
+def rate() -> tuple[int, int]:
+    limit, _, period = settings.INVOICEBOX_RATE_LIMIT.partition("/")
+    return int(limit), int(period)
+
+
+def admit(account: str) -> Refusal | None:
+    """Take one request from the account's budget and pass the circuit; or say why not.
+
+    No transaction and no row lock spans the check: the circuit is one read and the budget one
+    conditional upsert, so workers sharing an account wait on each other only for a statement.
+    """
+    refusal = _circuit(account)
+    if refusal is not None:
+        return refusal
+    return _take(account, time.time())
+
+
+# One round trip takes a request from the window, opening the window when it is the first:
+# the condition is the sliding-window estimate, `count + 1 <= limit - previous * weight` (for
+# an integer count that is `count < floor(limit - carried)`). PostgreSQL and SQLite (3.35+)
+# both speak INSERT ... ON CONFLICT ... DO UPDATE ... WHERE ... RETURNING.
+# Only table names are formatted into the SQL here and below; every value is a parameter.
+_WINDOWS = f'"{UpstreamWindow._meta.db_table}"'
+_TAKE_SQL = f"""
+INSERT INTO {_WINDOWS} (account, window_start, count)
+SELECT %s, %s, 1 WHERE 1 <= %s - COALESCE(
+    (SELECT count FROM {_WINDOWS} WHERE account = %s AND window_start = %s), 0) * %s
+ON CONFLICT (account, window_start) DO UPDATE SET count = {_WINDOWS}.count + 1
+WHERE {_WINDOWS}.count + 1 <= %s - COALESCE(
+    (SELECT p.count FROM {_WINDOWS} p WHERE p.account = %s AND p.window_start = %s), 0) * %s
+RETURNING count
+"""  # noqa: S608
+
+
+def _take(account: str, now: float) -> Refusal | None:
+    limit, period = rate()
+    start = int(now // period) * period
+    # Sliding-window estimate: the previous window's requests still "in view", weighted.
+    weight = 1 - (now - start) / period
+    previous = (account, start - period, weight)
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE_SQL, [account, start, limit, *previous, limit, *previous])
+        row = cursor.fetchone()
+    if row is None:
+        return Refusal("rate", max(0.1, math.ceil((start + period - now) * 10) / 10))
+    if row[0] == 1:  # this request opened the window: the ones before the previous are done
+        UpstreamWindow.objects.filter(account=account, window_start__lt=start - period).delete()
+    return None
+
+
+# Accounts whose circuit this thread just saw closed with no failures counted: a success then
+# has nothing to reset, and the read path saves a statement. (A failure another worker records
+# meanwhile is concurrent with this success; either order is a true history.)
+_seen = threading.local()
+
+
+# The circuit is read on every upstream request: one plain statement, no ORM query to build.
+_CIRCUIT_SQL = (f'SELECT failures, opened_until FROM "{CircuitState._meta.db_table}" '  # noqa: S608
+                "WHERE account = %s")
+
+
+def _read_circuit(account: str) -> tuple[int, datetime | None]:
+    with connection.cursor() as cursor:
+        cursor.execute(_CIRCUIT_SQL, [account])
+        row = cursor.fetchone()
+    if row is None:
+        return 0, None
+    failures, opened_until = row
+    if opened_until is not None and opened_until.tzinfo is None:
+        # SQLite hands back the naive UTC value the ORM stored (PostgreSQL an aware one).
+        opened_until = opened_until.replace(tzinfo=UTC)
+    return failures, opened_until
+
+
+def _circuit(account: str) -> Refusal | None:
+    failures, opened_until = _read_circuit(account)
+    _seen.clean = account if failures == 0 and opened_until is None else None
+    if opened_until is None:
+        return None
+    now = timezone.now()
+    if opened_until > now:
+        return Refusal("circuit", (opened_until - now).total_seconds())
+    # Half-open: exactly one request wins this conditional update and becomes the probe;
+    # the others keep failing fast until it answers.
+    probe_until = now + timedelta(seconds=settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
+    won = CircuitState.objects.filter(account=account, opened_until=opened_until).update(
+        opened_until=probe_until)
+    if won:
+        return None
+    return Refusal("circuit", settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
+
+
+def record(account: str, *, server_fault: bool) -> None:
+    """A 5xx, timeout or network error counts; any other answer closes the circuit."""
+    if not server_fault:
+        if getattr(_seen, "clean", None) == account:
+            return
+        CircuitState.objects.filter(account=account).filter(
+            Q(failures__gt=0) | Q(opened_until__isnull=False)
+        ).update(failures=0, opened_until=None)
+        return
+    _seen.clean = None
+    with transaction.atomic():
+        state, _ = CircuitState.objects.select_for_update().get_or_create(account=account)
+        state.failures += 1
+        if state.failures >= settings.INVOICEBOX_BREAKER_FAILURES:
+            state.opened_until = timezone.now() + timedelta(
+                seconds=settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
+        state.save(update_fields=["failures", "opened_until"])
+

@@ -1,0 +1,246 @@
+"""List endpoints (docs/api/filters.md): PHP-style query, filters, sorting, paging."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import operator
+import re
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F, OrderBy, Q, QuerySet
+
+from sandbox.calls import _Call, repeated_rows
+from sandbox.models import SandboxOrder
+from sandbox.responses import SandboxResponse, _ApiError, _filter_error
+from sandbox.values import _bad_text, _parse_datetime
+
+DEFAULT_PAGE_SIZE = 30
+MAX_PAGE_SIZE = 100  # [sandbox] the real maximum is unknown; larger requests are clamped.
+MAX_PAGE = 1_000_000
+# Paging: the docs say page/pageSize (api/filters.md), the MCP server and backend-test-app
+# send _page/_pageSize. Both are accepted; the two spellings disagreeing is refused.
+PAGE_NAMES = ("_page", "page")
+PAGE_SIZE_NAMES = ("_pageSize", "pageSize")
+_CONTROL_PARAMS = frozenset({*PAGE_NAMES, *PAGE_SIZE_NAMES, "_order"})
+
+_QueryValue = str | list[str] | dict[str, str]
+_QUERY_KEY = re.compile(r"([^\[\]]+)(?:\[([^\[\]]*)\])?")
+_COMPARISONS = {
+    "_eq": "exact",
+    "_ne": "exact",
+    "_gt": "gt",
+    "_ge": "gte",
+    "_lt": "lt",
+    "_le": "lte",
+}
+_FILTERS: dict[str, tuple[str, str, frozenset[str]]] = {
+    "id": ("order_id", "uuid", frozenset({"_eq", "_ne"})),
+    "status": ("status", "status", frozenset({"_eq", "_ne"})),
+    "merchantOrderId": ("merchant_order_id", "string", frozenset({"_eq", "_ne", "_start"})),
+    # The SDK's FindOrderTest filters by merchantId (one token may see several shops).
+    "merchantId": ("merchant_id", "uuid", frozenset({"_eq", "_ne"})),
+    "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
+    "expirationDate": ("expiration_date", "datetime", frozenset(_COMPARISONS)),
+    "paidAt": ("paid_at", "datetime", frozenset(_COMPARISONS)),
+}
+_SORTS = {
+    "createdAt": "created_at",
+    "expirationDate": "expiration_date",
+    "paidAt": "paid_at",
+    "id": "order_id",
+    "merchantOrderId": "merchant_order_id",
+}
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What one filter endpoint accepts: filters (column, kind, operators) and sorts."""
+
+    filters: Mapping[str, tuple[str, str, frozenset[str]]]
+    sorts: Mapping[str, str]
+    tie: str = "seq"  # the primary key: a stable tie-break for equal sort values
+    kind: str = "orders"  # its name for the INVOICEBOX_SANDBOX_REPEAT_ROWS fault
+
+
+_ORDER_LISTING = _Listing(_FILTERS, _SORTS)
+
+
+def _php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
+    """Read a query string the way PHP does: `a=1&a=2` keeps the last value, `a[]=` builds a
+    list, `a[op]=` a map. The real API is PHP, so a client that repeats `status=` without
+    brackets gets only the last status there, and here too."""
+    out: dict[str, _QueryValue] = {}
+    for key, value in pairs:
+        match = _QUERY_KEY.fullmatch(key)
+        if match is None:
+            continue
+        name, sub = match.group(1), match.group(2)
+        current = out.get(name)
+        if sub is None:
+            out[name] = value
+        elif sub == "" or sub.isdigit():
+            # `status[]=` and PHP's http_build_query `status[0]=` (the SDK's Filter) alike.
+            out[name] = [*current, value] if isinstance(current, list) else [value]
+        else:
+            mapping = current if isinstance(current, dict) else {}
+            mapping[sub] = value
+            out[name] = mapping
+    return out
+
+
+def _bad_query(name: str, message: str) -> _ApiError:
+    # The code is backend-test-app's WrongFilterFormat; the MCP server notes a malformed
+    # _order answered with 422 (src/tools/reads.ts). Field entries and messages are ours.
+    return _filter_error(name, message)
+
+
+def _status_q(value: str, now: dt.datetime) -> Q:
+    # Expiry is computed on read, so the stored `created` splits into created and expired.
+    if value == SandboxOrder.Status.EXPIRED:
+        return Q(status=value) | Q(status=SandboxOrder.Status.CREATED, expiration_date__lte=now)
+    if value == SandboxOrder.Status.CREATED:
+        return Q(status=value, expiration_date__gt=now)
+    return Q(status=value)
+
+
+def _filter_q(
+    filters: Mapping[str, tuple[str, str, frozenset[str]]],
+    name: str,
+    op: str,
+    raw: str,
+    now: dt.datetime,
+) -> Q:
+    column, kind, _ = filters[name]
+    label = name if op == "_eq" else f"{name}[{op}]"
+    if _bad_text(raw):
+        raise _bad_query(label, "This value contains characters that are not allowed.")
+    value: Any = raw
+    if kind == "status":
+        condition = _status_q(raw, now)
+    else:
+        if kind == "uuid":
+            try:
+                value = uuid.UUID(raw)
+            except ValueError:
+                raise _bad_query(label, "This is not a valid UUID.") from None
+        elif kind == "datetime":
+            value = _parse_datetime(raw)
+            if value is None:
+                raise _bad_query(label, "This is not a valid date (ISO 8601 expected).")
+        elif kind == "int":
+            if not re.fullmatch(r"[0-9]{1,18}", raw):
+                raise _bad_query(label, "A positive integer is expected.")
+            value = int(raw)
+        lookup = "startswith" if op == "_start" else _COMPARISONS[op]
+        condition = Q(**{f"{column}__{lookup}": value})
+    return ~condition if op == "_ne" else condition
+
+
+def _filters(
+    params: Mapping[str, _QueryValue], now: dt.datetime, listing: _Listing = _ORDER_LISTING
+) -> Q:
+    condition = Q()
+    table = listing.filters
+    for name in params:
+        # [sandbox] refused, not ignored: a misspelt filter or paging name (limit, per_page)
+        # would otherwise look applied. The docs: a request off the contract gets an error.
+        if name not in table and name not in _CONTROL_PARAMS:
+            raise _bad_query(name, "Unknown filter.")
+    for name, (_, _, ops) in table.items():
+        raw = params.get(name)
+        if raw is None:
+            continue
+        if isinstance(raw, str):
+            condition &= _filter_q(table, name, "_eq", raw, now)
+        elif isinstance(raw, list):
+            condition &= functools.reduce(
+                operator.or_, (_filter_q(table, name, "_eq", v, now) for v in raw)
+            )
+        else:
+            for op, value in raw.items():
+                if op not in ops:
+                    raise _bad_query(f"{name}[{op}]", "Unknown filter operator.")
+                condition &= _filter_q(table, name, op, value, now)
+    return condition
+
+
+def _ordering(
+    raw: _QueryValue | None, listing: _Listing = _ORDER_LISTING
+) -> list[OrderBy | str]:
+    # [sandbox] the default order (newest first) is our choice.
+    if raw is None:
+        return [F("created_at").desc(), f"-{listing.tie}"]
+    if not isinstance(raw, dict) or not raw:
+        raise _bad_query("_order", "Use _order[field]=asc|desc.")
+    ordering: list[OrderBy | str] = []
+    for name, direction in raw.items():
+        column, way = listing.sorts.get(name), direction.lower()
+        if column is None or way not in ("asc", "desc"):
+            raise _bad_query(f"_order[{name}]", "Use _order[field]=asc|desc.")
+        ordering.append(
+            F(column).desc(nulls_last=True) if way == "desc" else F(column).asc(nulls_last=True)
+        )
+    first_way = next(iter(raw.values())).lower()
+    ordering.append(f"-{listing.tie}" if first_way == "desc" else listing.tie)
+    return ordering
+
+
+# [sandbox] INVOICEBOX_SANDBOX_PAGING: which paging names the sandbox reads, so that the
+# client is tested against a server that reads either spelling or neither (then it answers
+# its first page at its default size, as a server that ignores them would).
+PAGING_MODES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "both": (PAGE_NAMES, PAGE_SIZE_NAMES),
+    "docs": (("page",), ("pageSize",)),
+    "vendor": (("_page",), ("_pageSize",)),
+    "none": ((), ()),
+}
+
+
+def _paging_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return PAGING_MODES[getattr(settings, "INVOICEBOX_SANDBOX_PAGING", "both")]
+
+
+def _int_param(
+    params: Mapping[str, _QueryValue], names: tuple[str, ...], default: int, high: int | None
+) -> int:
+    values: dict[str, int] = {}
+    for name in names:
+        raw = params.get(name)
+        if raw is None:
+            continue
+        if not isinstance(raw, str) or not re.fullmatch(r"[0-9]{1,9}", raw) or int(raw) < 1:
+            raise _bad_query(name, "A positive integer is expected.")
+        value = int(raw)
+        if high is not None and value > high:
+            raise _bad_query(name, f"At most {high}.")
+        values[name] = value
+    if len(set(values.values())) > 1:
+        raise _bad_query(names[-1], f"{' and '.join(names)} disagree.")
+    return next(iter(values.values()), default)
+
+
+def _paged(
+    call: _Call, rows: QuerySet[Any], listing: _Listing, payload: Callable[[Any], Any]
+) -> SandboxResponse:
+    """One page of the merchant's rows under the query's filters, with metaData."""
+    params = _php_query(call.query)
+    page_names, size_names = _paging_names()
+    page = _int_param(params, page_names, 1, MAX_PAGE)
+    page_size = min(_int_param(params, size_names, DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE)
+    rows = rows.filter(merchant_id=call.merchant_id).filter(_filters(params, call.now, listing))
+    ordering = _ordering(params.get("_order"), listing)
+    total = rows.count()
+    start = (page - 1) * page_size
+    found = list(rows.order_by(*ordering)[start : start + page_size])
+    return call.ok(
+        {
+            "data": repeated_rows([payload(row) for row in found], listing.kind),
+            "extendedData": [],
+            "metaData": {"totalCount": total, "pageSize": page_size, "page": page},
+        }
+    )

@@ -1,0 +1,289 @@
+"""Orders: create, read, cancel and list, and the order as the API shows it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import simplejson
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from sandbox.calls import _Call, _read_json_object
+from sandbox.listing import _ORDER_LISTING, _paged
+from sandbox.models import SandboxMerchantOrderId, SandboxOrder, SandboxShipment
+from sandbox.responses import SandboxResponse, _ApiError, _dumps, _field_error
+from sandbox.validation import _check_lines, _check_totals, _Spec, _validate
+from sandbox.values import _atom, _money_out, _parse_datetime, _uuid7
+
+CURRENCIES = frozenset({"RUB", "CNY", "UZS", "EUR", "GBP", "USD"})
+LANGUAGES = frozenset({"ru", "en"})
+
+_URL = _Spec("string", max_len=1000)
+_ORDER_SPEC: dict[str, _Spec] = {
+    "merchantId": _Spec("uuid", required=True),
+    "merchantOrderId": _Spec("string", required=True, max_len=256),
+    "merchantOrderIdVisible": _Spec("string", max_len=256),
+    "description": _Spec("string", required=True, max_len=1000),
+    "amount": _Spec("money", required=True),
+    "vatAmount": _Spec("money", required=True),
+    "currencyId": _Spec("string", required=True),  # the value: wrong_currency
+    "languageId": _Spec("string"),  # the value: language_not_found
+    "expirationDate": _Spec("any"),  # missing or bad: wrong_expiration_date
+    "basketItems": _Spec("items", required=True),
+    # Required in the docs' table although the SDK allows null: we side with the docs.
+    "customer": _Spec("customer", required=True),
+    "metaData": _Spec("object"),
+    "notificationUrl": _URL,
+    "successUrl": _URL,
+    "failUrl": _URL,
+    "returnUrl": _URL,
+    "invoiceSetting": _Spec("object"),
+    # [sandbox] roundPolicy / disableValidate are echoed but never relax the checks.
+    "orderSetting": _Spec("object"),
+    "parentId": _Spec("uuid"),
+    "orderContainerId": _Spec("uuid"),
+    "shopId": _Spec("string_or_int"),
+    "userAccountId": _Spec("string", max_len=36),
+    "processable": _Spec("bool"),
+}
+
+_ORDER_MONEY = ("amount", "vatAmount")
+_ITEM_MONEY = ("amount", "amountWoVat", "totalAmount", "totalVatAmount", "excise")
+
+
+def _validate_order(data: Mapping[str, Any]) -> dict[str, Any]:
+    return _validate(data, _ORDER_SPEC)
+
+
+def _check_order_rules(order: Mapping[str, Any], now: dt.datetime) -> dt.datetime:
+    """The documented 422 checks in a fixed order; returns the parsed expirationDate."""
+    if order["currencyId"] not in CURRENCIES:
+        raise _ApiError(422, "wrong_currency", "Currency not found", [_field_error("currencyId")])
+    language = order.get("languageId")
+    if language is not None and language not in LANGUAGES:
+        raise _ApiError(
+            422, "language_not_found", "Language not found", [_field_error("languageId")]
+        )
+    expiration = _expiration(order.get("expirationDate"), now)
+    _check_lines(order["basketItems"])
+    _check_totals(order)
+    return expiration
+
+
+def _expiration(value: Any, now: dt.datetime) -> dt.datetime:
+    expiration = _parse_datetime(value)
+    if expiration is None or expiration <= now:
+        raise _ApiError(
+            422,
+            "wrong_expiration_date",
+            "Wrong expiration date",
+            [_field_error("expirationDate")],
+        )
+    return expiration
+
+
+def _payment_url(container_id: uuid.UUID) -> str:
+    # The real one is https://pay.invoicebox.ru/order/<orderContainerId>; ours stays local.
+    return f"{settings.INVOICEBOX_SANDBOX_BASE_URL}/pay/{container_id}"
+
+
+def _items_out(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for item in items:
+        for key in (*_ITEM_MONEY, "availableAmount", "availableVatAmount"):
+            if key in item:
+                item[key] = _money_out(item[key])
+    return items
+
+
+def _order_payload(order: SandboxOrder, now: dt.datetime) -> dict[str, Any]:
+    """OrderResponse: the accepted request fields plus what the server adds."""
+    request = simplejson.loads(order.request_json, use_decimal=True)
+    payload: dict[str, Any] = {
+        "id": str(order.order_id),
+        "orderContainerId": str(order.order_container_id),
+    }
+    payload.update((k, v) for k, v in request.items() if k != "orderContainerId")
+    for key in _ORDER_MONEY:
+        payload[key] = _money_out(payload.get(key))
+    _items_out(payload.get("basketItems", []))
+    processable = request.get("processable")
+    payload.update(
+        {
+            "expirationDate": _atom(order.expiration_date),
+            "status": order.effective_status(now),
+            "subtype": "order",
+            "processingStatus": "",
+            "createdAt": _atom(order.created_at),
+            "fileIds": [],
+            "paymentUrl": _payment_url(order.order_container_id),
+            "processable": True if processable is None else processable,
+        }
+    )
+    if order.paid_at is not None:
+        payload["paidAt"] = _atom(order.paid_at)
+    return payload
+
+
+def _create_order(call: _Call) -> SandboxResponse:
+    order = _validate_order(_read_json_object(call))
+    if uuid.UUID(order["merchantId"]) != call.merchant_id:
+        raise _ApiError(403, "forbidden", "Forbidden")
+    expiration = _check_order_rules(order, call.now)
+    container = order.get("orderContainerId")
+    row = SandboxOrder(
+        order_id=_uuid7(),
+        order_container_id=uuid.UUID(container) if container else _uuid7(),
+        merchant_id=call.merchant_id,
+        merchant_order_id=order["merchantOrderId"],
+        status=SandboxOrder.Status.CREATED,
+        amount=order["amount"],
+        vat_amount=order["vatAmount"],
+        currency_id=order["currencyId"],
+        created_at=call.now.replace(microsecond=0),
+        expiration_date=expiration.replace(microsecond=0),
+        request_json=_dumps(order).decode("ascii"),
+    )
+    try:
+        with transaction.atomic():
+            _take_merchant_order_id(call.merchant_id, order["merchantOrderId"])
+            row.save(force_insert=True)
+    except IntegrityError:
+        # The unique (merchant, merchantOrderId) constraints: correct under concurrent creates.
+        SandboxMerchantOrderId.objects.filter(
+            merchant_id=call.merchant_id, merchant_order_id=order["merchantOrderId"],
+        ).update(repeated_creates=F("repeated_creates") + 1)
+        raise _duplicate_merchant_order_id() from None
+    payload = _order_payload(row, call.now)
+    lie = _lie_after_create(call, row, payload)
+    if lie is not None:
+        return lie
+    return call.created({"data": payload, "extendedData": []})
+
+
+def _lie_after_create(call: _Call, row: SandboxOrder, payload: dict[str, Any]
+                      ) -> SandboxResponse | None:
+    """The lying-upstream faults, once the order is stored (SandboxFaults)."""
+    faults = call.faults
+    if faults is None:
+        return None
+    if faults.notify_before_answer:
+        from sandbox.notifications import send_notification
+        from sandbox.payment import pay_order
+
+        pay_order(row.order_id, notify=False)
+        send_notification(row.order_id)
+    if faults.fail_after_create:
+        raise _ApiError(503, "service_unavailable", "Service Unavailable")
+    if faults.wrong_order_after_create:
+        other = {**payload, "id": str(_uuid7()), "merchantOrderId": f"other-{_uuid7().hex}"}
+        return call.ok({"data": other, "extendedData": []})
+    return None
+
+
+def _duplicate_merchant_order_id() -> _ApiError:
+    return _ApiError(
+        422,
+        "merchant_order_id_duplicate",
+        "Duplicate merchant order id",
+        [_field_error("merchantOrderId")],
+    )
+
+
+def _take_merchant_order_id(merchant_id: uuid.UUID, merchant_order_id: str) -> None:
+    """Claim the number for an order; IntegrityError if another order already has it."""
+    SandboxMerchantOrderId(merchant_id=merchant_id, merchant_order_id=merchant_order_id).save(
+        force_insert=True
+    )
+
+
+def _order_or_404(
+    call: _Call, *, for_update: bool = False, order_id: str | None = None
+) -> SandboxOrder:
+    """The token merchant's order named in the path (or by `order_id`); another's is a 404."""
+    # [sandbox] an unknown or foreign orderId/parentId in a body is a 404 too.
+    not_found = _ApiError(404, "not_found", "Not Found")
+    try:
+        oid = uuid.UUID(call.params["order_id"] if order_id is None else order_id)
+    except ValueError:
+        raise not_found from None
+    rows = SandboxOrder.objects.filter(order_id=oid, merchant_id=call.merchant_id)
+    if for_update:
+        rows = rows.select_for_update()
+    order = rows.first()
+    if order is None:
+        raise not_found
+    return order
+
+
+def _wrong_order_status() -> _ApiError:
+    return _ApiError(422, "wrong_order_status", "Wrong order status", [_field_error("status")])
+
+
+def _get_order(call: _Call) -> SandboxResponse:
+    order = _order_or_404(call)
+    return call.ok({"data": _order_payload(order, call.now), "extendedData": []})
+
+
+def _cancel_order(call: _Call) -> SandboxResponse:
+    with transaction.atomic():
+        order = _order_or_404(call, for_update=True)
+        # The docs: an order is canceled only before shipment info arrives; then it is refunded.
+        shipped = order.shipments.exclude(status=SandboxShipment.Status.CANCELED).exists()
+        if order.effective_status(call.now) not in SandboxOrder.CANCELABLE or shipped:
+            raise _wrong_order_status()
+        order.status = SandboxOrder.Status.CANCELED
+        order.canceled_at = call.now.replace(microsecond=0)
+        order.save(update_fields=["status", "canceled_at"])
+    return call.ok({"data": _order_payload(order, call.now), "extendedData": []})
+
+
+# UpdateOrderRequest (docs merchant/order/update.md): every field optional, nothing else.
+_UPDATE_SPEC: dict[str, _Spec] = {
+    "description": _Spec("string", max_len=1000),
+    "amount": _Spec("money"),
+    "vatAmount": _Spec("money"),
+    "expirationDate": _Spec("any"),
+    "basketItems": _Spec("items"),
+    "metaData": _Spec("object"),
+    "customer": _Spec("customer"),
+    "shopId": _Spec("string", max_len=36),
+}
+
+
+def _update_order(call: _Call) -> SandboxResponse:
+    """PUT: the docs allow it only before payment; the merged order passes create's checks."""
+    changes = {
+        key: value
+        for key, value in _validate(_read_json_object(call), _UPDATE_SPEC).items()
+        if value is not None
+    }
+    with transaction.atomic():
+        order = _order_or_404(call, for_update=True)
+        if order.effective_status(call.now) != SandboxOrder.Status.CREATED:
+            raise _wrong_order_status()
+        merged = {**simplejson.loads(order.request_json, use_decimal=True), **changes}
+        expiration = order.expiration_date
+        if "expirationDate" in changes:
+            expiration = _expiration(changes["expirationDate"], call.now).replace(microsecond=0)
+        if "basketItems" in changes:
+            _check_lines(merged["basketItems"])
+        # [sandbox] amounts are checked against the basket whichever of them changed.
+        _check_totals(merged)
+        order.amount, order.vat_amount = merged["amount"], merged["vatAmount"]
+        order.expiration_date = expiration
+        order.request_json = _dumps(merged).decode("ascii")
+        order.save(update_fields=["amount", "vat_amount", "expiration_date", "request_json"])
+    return call.ok({"data": _order_payload(order, call.now), "extendedData": []})
+
+
+def _list_orders(call: _Call) -> SandboxResponse:
+    return _paged(
+        call,
+        SandboxOrder.objects.all(),
+        _ORDER_LISTING,
+        lambda order: _order_payload(order, call.now),
+    )

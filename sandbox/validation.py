@@ -1,0 +1,267 @@
+"""Request validation: field specs, the 422 validation error, the basket line checks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
+from typing import Any
+
+from sandbox.okei import measure_mismatch
+from sandbox.responses import (
+    _ApiError,
+    _calculation_error,
+    _field_error,
+    _validation_error,
+)
+from sandbox.values import (
+    CENT,
+    MONEY_LIMIT,
+    QUANTITY_LIMIT,
+    _bad_text,
+    _is_number,
+    _round2,
+)
+
+PAYMENT_TYPES = frozenset({"full_prepayment", "prepayment", "advance", "full_payment"})
+ITEM_TYPES = frozenset({"service", "commodity"})
+CUSTOMER_TYPES = frozenset({"private", "legal"})
+# For the checks VAT is always the part included in totalAmount, also for *_ADDED codes.
+VAT_RATES: dict[str, Decimal] = {
+    "VATNONE": Decimal(0),
+    # The Bitrix module's «без НДС» (handler.php:64 VAT_NO), sent in production.
+    "NONE": Decimal(0),
+    "RUS_VAT0": Decimal(0),
+    **{f"RUS_VAT{rate}": Decimal(rate) for rate in (5, 7, 10, 20, 22)},
+    **{f"RUS_VAT{rate}_ADDED": Decimal(rate) for rate in (5, 7, 10, 20, 22)},
+}
+
+
+@dataclass(frozen=True)
+class _Spec:
+    kind: str
+    required: bool = False
+    max_len: int | None = None
+    choices: frozenset[str] | None = None
+
+
+_CUSTOMER_SPEC: dict[str, _Spec] = {
+    "type": _Spec("string", choices=CUSTOMER_TYPES),
+    "name": _Spec("string", max_len=500),
+    "phone": _Spec("string", max_len=100),
+    "email": _Spec("string", max_len=100),
+    "vatNumber": _Spec("string", max_len=20),
+    "taxRegistrationReasonCode": _Spec("string", max_len=9),
+    "registrationAddress": _Spec("string", max_len=1000),
+    "countryId": _Spec("string", max_len=3),
+}
+_ITEM_SPEC: dict[str, _Spec] = {
+    "sku": _Spec("string", required=True, max_len=500),
+    "name": _Spec("string", required=True, max_len=500),
+    "measure": _Spec("string", required=True, max_len=10),
+    "measureCode": _Spec("string", required=True, max_len=4),
+    "quantity": _Spec("quantity", required=True),
+    "amount": _Spec("money", required=True),
+    "amountWoVat": _Spec("money", required=True),
+    "totalAmount": _Spec("money", required=True),
+    "totalVatAmount": _Spec("money", required=True),
+    "vatCode": _Spec("string", required=True),  # the value: wrong_vat_code
+    "type": _Spec("item_type", required=True),
+    "paymentType": _Spec("string", required=True, choices=PAYMENT_TYPES),
+    "groupName": _Spec("string", max_len=500),
+    "originCountry": _Spec("string", max_len=100),
+    "originCountryCode": _Spec("string", max_len=3),
+    "grossWeight": _Spec("number"),
+    "netWeight": _Spec("number"),
+    "excise": _Spec("money"),
+    "serviceDate": _Spec("string", max_len=10),
+    "categoryType": _Spec("any"),
+    "category": _Spec("any"),
+    "metaData": _Spec("object"),
+}
+
+_UUID_TEXT = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+@dataclass
+class _Problems:
+    items: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, name: str, code: str, message: str) -> None:
+        self.items.append(_field_error(name, code, message))
+
+
+def _clean_fields(
+    data: Mapping[str, Any], specs: Mapping[str, _Spec], prefix: str, problems: _Problems
+) -> dict[str, Any]:
+    """Check the known fields, keep their cleaned values. An unknown field is ignored, as the
+    vendor's backend skeleton deserialises (JMS): the Bitrix module sends `vatRate` in every
+    line (handler.php:670,680) and the WooCommerce plugin the customer's KPP, both in
+    production, so the real API takes fields off the documented contract."""
+    out: dict[str, Any] = {}
+    for key, spec in specs.items():
+        name = f"{prefix}{key}"
+        if key not in data or data[key] is None:
+            if spec.required:
+                problems.add(name, "required", "This value should not be blank.")
+            elif key in data:
+                out[key] = None
+            continue
+        ok, value = _clean_value(data[key], spec, name, problems)
+        if ok:
+            out[key] = value
+    return out
+
+
+def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tuple[bool, Any]:
+    def wrong(code: str, message: str) -> tuple[bool, Any]:
+        problems.add(name, code, message)
+        return False, None
+
+    kind = spec.kind
+    if kind == "any":
+        return True, value
+    if kind in ("string", "uuid"):
+        if not isinstance(value, str):
+            return wrong("wrong_type", "This value should be of type string.")
+        if _bad_text(value):
+            return wrong("wrong_value", "This value contains characters that are not allowed.")
+        if spec.required and not value.strip():
+            return wrong("required", "This value should not be blank.")
+        if kind == "uuid" and not _UUID_TEXT.fullmatch(value):
+            return wrong("wrong_value", "This is not a valid UUID.")
+        if spec.max_len is not None and len(value) > spec.max_len:
+            return wrong("too_long", f"This value is too long (at most {spec.max_len}).")
+        if spec.choices is not None and value not in spec.choices:
+            return wrong("wrong_value", f"One of: {', '.join(sorted(spec.choices))}.")
+        return True, value
+    if kind in ("money", "quantity", "number"):
+        if not _is_number(value):
+            return wrong("wrong_type", "This value should be a number.")
+        number = Decimal(value)
+        limit = QUANTITY_LIMIT if kind == "quantity" else MONEY_LIMIT
+        # copy_abs() is exact: abs() would round and can overflow on 1e999999999.
+        if not number.is_finite() or number.copy_abs() >= limit:
+            return wrong("wrong_value", "This value is out of range.")
+        if kind == "quantity" and number <= 0:
+            return wrong("wrong_value", "This value should be positive.")
+        if kind == "money":
+            if number < 0:
+                return wrong("wrong_value", "This value should not be negative.")
+            # [sandbox] 12.340 is accepted (it is 12.34); 12.345 is not.
+            if number != number.quantize(CENT):
+                return wrong("wrong_value", "At most 2 decimal places.")
+            return True, number.quantize(CENT)
+        return True, value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            return wrong("wrong_type", "This value should be of type bool.")
+        return True, value
+    if kind == "object":
+        if not isinstance(value, dict):
+            return wrong("wrong_type", "This value should be of type object.")
+        return True, value
+    if kind == "string_or_int":
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            return wrong("wrong_type", "This value should be a string or an integer.")
+        if isinstance(value, str) and _bad_text(value):
+            return wrong("wrong_value", "This value contains characters that are not allowed.")
+        return True, value
+    if kind == "item_type":
+        # "service", "commodity" or a 54-FZ tag-1212 code 1..33 (number or digit string).
+        if isinstance(value, bool):
+            return wrong("wrong_type", "This value should be a string or an integer.")
+        if isinstance(value, int) and 1 <= value <= 33:
+            return True, value
+        if isinstance(value, str) and (
+            value in ITEM_TYPES or (value.isdecimal() and len(value) <= 2 and 1 <= int(value) <= 33)
+        ):
+            return True, value
+        return wrong("wrong_value", "service, commodity or a code from 1 to 33.")
+    if kind == "customer":
+        if not isinstance(value, dict):
+            return wrong("wrong_type", "This value should be of type object.")
+        return True, _clean_fields(value, _CUSTOMER_SPEC, f"{name}.", problems)
+    if kind == "items":
+        if not isinstance(value, list):
+            return wrong("wrong_type", "This value should be of type array.")
+        if not value:
+            return wrong("required", "At least one basket item is required.")
+        items = []
+        for index, item in enumerate(value):
+            item_name = f"{name}[{index}]"
+            if not isinstance(item, dict):
+                problems.add(item_name, "wrong_type", "This value should be of type object.")
+                continue
+            items.append(_clean_fields(item, _ITEM_SPEC, f"{item_name}.", problems))
+        return True, items
+    raise AssertionError(f"unknown spec kind {kind}")
+
+
+def _validate(data: Mapping[str, Any], specs: Mapping[str, _Spec]) -> dict[str, Any]:
+    problems = _Problems()
+    cleaned = _clean_fields(data, specs, "", problems)
+    if problems.items:
+        # The body shape is the real one (the SDK's tests/mock/wrong-amount-response.json).
+        raise _validation_error(problems.items)
+    return cleaned
+
+
+def _check_lines(items: list[dict[str, Any]]) -> None:
+    """The line checks shared by orders, shipments and refunds: unit, VAT code, arithmetic."""
+    units = _Problems()
+    for index, item in enumerate(items):
+        # [sandbox] refusing a sign that isn't its code's is our strictness; its code is ours.
+        mismatch = measure_mismatch(item["measure"], item["measureCode"])
+        if mismatch:
+            units.add(f"basketItems[{index}].measure", "wrong_value", mismatch)
+    if units.items:
+        raise _validation_error(units.items)
+    for index, item in enumerate(items):
+        if item["vatCode"] not in VAT_RATES:
+            # [sandbox] the real code for an unknown vatCode is undocumented.
+            raise _ApiError(
+                422,
+                "wrong_vat_code",
+                "Wrong VAT code",
+                [_field_error(f"basketItems[{index}].vatCode")],
+            )
+    with localcontext(prec=60):
+        for index, item in enumerate(items):
+            _check_item_arithmetic(item, f"basketItems[{index}]")
+
+
+def _line_sums(items: list[dict[str, Any]]) -> tuple[Decimal, Decimal]:
+    """(Σ totalAmount, Σ totalVatAmount); exact, the values have two decimals at most."""
+    with localcontext(prec=60):
+        total = sum((item["totalAmount"] for item in items), Decimal(0))
+        vat = sum((item["totalVatAmount"] for item in items), Decimal(0))
+    return total, vat
+
+
+def _check_totals(body: Mapping[str, Any]) -> None:
+    total, vat = _line_sums(body["basketItems"])
+    if body["amount"] != total:
+        raise _calculation_error("wrong_total_amount", "amount")
+    if body["vatAmount"] != vat:
+        raise _calculation_error("wrong_total_vat_amount", "vatAmount")
+
+
+def _check_item_arithmetic(item: Mapping[str, Any], name: str) -> None:
+    quantity = Decimal(item["quantity"])
+    rate = VAT_RATES[item["vatCode"]]
+    total = item["totalAmount"]
+    if total != _round2(item["amount"] * quantity):
+        raise _calculation_error("wrong_basket_item_total_amount", f"{name}.totalAmount")
+    expected_vat = _round2(total * rate / (100 + rate))
+    if abs(item["totalVatAmount"] - expected_vat) > CENT:
+        raise _calculation_error("wrong_basket_item_total_vat_amount", f"{name}.totalVatAmount")
+    # [sandbox] tolerance: amountWoVat is a rounded unit price, so each unit may carry up to
+    # half a kopeck of rounding, plus the line VAT's own rounding: allow 1 kopeck per unit,
+    # and at least 1 kopeck for fractional quantities.
+    drift = abs(item["amountWoVat"] * quantity + item["totalVatAmount"] - total)
+    if drift > CENT * max(Decimal(1), quantity):
+        raise _calculation_error("wrong_basket_item_amount_wo_vat", f"{name}.amountWoVat")
