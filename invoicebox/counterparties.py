@@ -56,5 +56,7 @@ class CounterpartiesApi(Transport):
         data, _ = self._request("GET", "/filter/api/counterparty-detail",
                                 params=[("vatNumber", inn)])
         rows = self._rows(data, "реквизиты пришли не массивом")
-        return [self._parse(Company.parse, row, "реквизиты компании") for row in rows]
+        companies = [self._parse(Company.parse, row, "реквизиты компании") for row in rows]
+        self._refuse_repeats(companies, "реквизиты {} пришли в списке дважды")
+        return companies
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -104,9 +104,13 @@ class BasketLine:
     vat_code: str
     type: str
     payment_type: str
+    # Docs BasketItem (merchant/order/create.md:164,179): groupName string(500) groups lines
+    # in the closing documents; serviceDate (a date) is when a service was rendered.
+    group_name: str | None = None
+    service_date: date | None = None
 
     def as_api(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "sku": self.sku, "name": self.name, "measure": self.measure,
             "measureCode": self.measure_code, "quantity": self.quantity,
             "amount": to_roubles(self.amount), "amountWoVat": to_roubles(self.amount_wo_vat),
@@ -114,6 +118,11 @@ class BasketLine:
             "totalVatAmount": to_roubles(self.total_vat_amount),
             "vatCode": self.vat_code, "type": self.type, "paymentType": self.payment_type,
         }
+        if self.group_name is not None:
+            body["groupName"] = self.group_name
+        if self.service_date is not None:
+            body["serviceDate"] = self.service_date.isoformat()
+        return body
 
 
 @dataclass(frozen=True)
@@ -250,6 +259,7 @@ class OrdersApi(Transport):
                 raise self._bad_response(
                     f"Инвойсбокс вернул счёт {order.id} с {outside}, вне запрошенного фильтра: "
                     "фильтр не применён, ответ не используется")
+        self._refuse_repeats(orders, "счёт {} пришёл в списке дважды")
         meta = self._meta(envelope, page, page_size, rows=len(orders))
         # A larger first page than asked (a server that read neither paging name) is cut to
         # the size asked for: every row of it was checked above, and nothing is summed here.

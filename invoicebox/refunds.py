@@ -154,6 +154,8 @@ class RefundsApi(Transport):
     def refundable_items(self, order_id: str) -> list[RefundableItem]:
         data, _ = self._request("GET", f"/billing/api/order/order/{order_id}/refund-basket-item")
         rows = self._rows(data, "позиции к возврату пришли не массивом")
+        # Lines carry no id, and an order made elsewhere may hold one sku on two lines: no
+        # repeat rule here (tools/catalog/refunds.py `refundable` takes each line in turn).
         return [self._parse(RefundableItem.parse, row, "позицию к возврату") for row in rows]
 
     def create_refund(self, refund: NewRefund) -> Refund:
@@ -181,6 +183,7 @@ class RefundsApi(Transport):
             self._check_filtered(found, "возврат", parent_id=parent_id,
                                  merchant_order_id=merchant_order_id)
             self._check_merchant(found, "возврат")
+            self._refuse_repeats(found, "возврат {} пришёл в списке дважды")
             return found, self._meta(envelope, page, size, rows=len(found))
 
         return self._read_all(fetch, "возврат {} пришёл на двух страницах", page_size=REFUND_PAGE_SIZE,

@@ -166,6 +166,7 @@ class ShipmentsApi(Transport):
         # Another order's shipments would be counted as shipped from this one.
         self._check_filtered(shipments, "отгрузку", order_id=order_id)
         self._check_merchant(shipments, "отгрузку")
+        self._refuse_repeats(shipments, "отгрузка {} пришла в списке дважды")
         meta = self._meta(envelope, page, page_size, rows=len(shipments))
         return ShipmentPage(shipments=shipments, page=page, page_size=meta.size,
                             total_count=len(shipments) if meta.total is None else meta.total,

@@ -51,6 +51,11 @@ def set_upstream_observer(observer: UpstreamObserver | None) -> None:
     _observer = observer or _send_unobserved
 
 
+def _row_id(row: Any) -> str | None:
+    ident = getattr(row, "id", None)
+    return None if ident is None else str(ident)
+
+
 class Transport:
     """One merchant's connection to the API: requests, errors, decoding. Resources build on it."""
 
@@ -166,6 +171,24 @@ class Transport:
         return PageMeta(total=total, page=page,
                         size=got_size if got_size is not None else max(page_size, rows))
 
+    def _refuse_repeats(self, rows: list[R], repeated: str, seen: dict[str, R] | None = None,
+                        *, key: Callable[[R], str | None] = _row_id) -> None:
+        """The one rule for repeated rows, in every list read from the upstream: a row whose id
+        was seen before on this page, or (with `seen`, filled here) on an earlier page, is a
+        bad answer; refused whole, never shown or summed twice, never silently dropped.
+        `repeated` says what repeated ("{}" is its id). A row without an id is not judged."""
+        page: set[str] = set()
+        for row in rows:
+            ident = key(row)
+            if not ident:
+                continue
+            if ident in page or (seen is not None and ident in seen):
+                raise self._bad_response(repeated.format(ident) + ": ответ не используется, "
+                                         "ничего не посчитано")
+            page.add(ident)
+            if seen is not None:
+                seen[ident] = row
+
     def _read_all(self, fetch: Callable[[int, int], tuple[list[R], PageMeta]], repeated: str,
                   *, page_size: int, max_pages: int) -> list[R]:
         """Every row of a list that is summed (shipped, refunded): all pages, at the server's
@@ -175,12 +198,7 @@ class Transport:
         size = page_size
         for page in range(1, max_pages + 1):
             batch, meta = fetch(page, size)
-            for row in batch:
-                key = str(getattr(row, "id", ""))
-                if key in found:
-                    raise self._bad_response(
-                        repeated.format(key) + ": список сместился, сумма не посчитана")
-                found[key] = row
+            self._refuse_repeats(batch, repeated, found)
             if meta.total is not None and len(found) >= meta.total:
                 return list(found.values())
             if meta.total is None and len(batch) < meta.size:

@@ -76,6 +76,13 @@ def _read_json_object(call: _Call) -> dict[str, Any]:
     return data
 
 
+def repeated_rows(rows: list[Any], kind: str) -> list[Any]:
+    """INVOICEBOX_SANDBOX_REPEAT_ROWS (a fault): each row of a list of this kind twice."""
+    if kind not in getattr(settings, "INVOICEBOX_SANDBOX_REPEAT_ROWS", ()):
+        return rows
+    return [row for row in rows for _ in (1, 2)]
+
+
 def documented_only() -> bool:
     """INVOICEBOX_SANDBOX_DOCUMENTED_ONLY: answer only the fields the docs promise, leaving out
     the sandbox's looser extras (shipment status, final, sums, createdAt; availableAmount), so

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.calls import _Call
+from sandbox.calls import _Call, repeated_rows
 from sandbox.listing import DEFAULT_PAGE_SIZE, _bad_query, _php_query
 from sandbox.responses import SandboxResponse
 from sandbox.values import _atom, _bad_text
@@ -118,7 +118,7 @@ def _counterparty_detail(call: _Call) -> SandboxResponse:
     rows = [_company_payload(company)] if company is not None else []
     return call.ok(
         {
-            "data": rows,
+            "data": repeated_rows(rows, "directory"),
             "extendedData": [],
             "metaData": {"totalCount": len(rows), "pageSize": DEFAULT_PAGE_SIZE, "page": 1},
         }

@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import F, OrderBy, Q, QuerySet
 
-from sandbox.calls import _Call
+from sandbox.calls import _Call, repeated_rows
 from sandbox.models import SandboxOrder
 from sandbox.responses import SandboxResponse, _ApiError, _filter_error
 from sandbox.values import _bad_text, _parse_datetime
@@ -64,6 +64,7 @@ class _Listing:
     filters: Mapping[str, tuple[str, str, frozenset[str]]]
     sorts: Mapping[str, str]
     tie: str = "seq"  # the primary key: a stable tie-break for equal sort values
+    kind: str = "orders"  # its name for the INVOICEBOX_SANDBOX_REPEAT_ROWS fault
 
 
 _ORDER_LISTING = _Listing(_FILTERS, _SORTS)
@@ -238,7 +239,7 @@ def _paged(
     found = list(rows.order_by(*ordering)[start : start + page_size])
     return call.ok(
         {
-            "data": [payload(row) for row in found],
+            "data": repeated_rows([payload(row) for row in found], listing.kind),
             "extendedData": [],
             "metaData": {"totalCount": total, "pageSize": page_size, "page": page},
         }

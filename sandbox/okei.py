@@ -1,29 +1,18 @@
 """OKEI signs the sandbox knows, to refuse a `measure` that doesn't match its `measureCode`.
 
-Codes and signs of the docs' table (docs/dictionary/okei.md), plus the codes the official MCP
-server and the gateway use that the table omits, with their signs from the Rosstat classifier
-the vendor's WooCommerce plugin bundles (vendor/onepix/invoicebox_sdk/resources/okei.json).
-A code with two signs there ("сут; дн") accepts either. Matching is exact: "шт." is not "шт".
+Every code of the one table (invoicebox/okei.py, each with its witness): the docs'
+table, the Rosstat signs for the codes it omits, and the pairs the vendor's own code sends
+(`год`/366, `компл`/704 from the MCP server, `шт.`/796 from the Bitrix module). Matching is
+exact otherwise.
 """
 
 from __future__ import annotations
 
+from invoicebox.okei import UNITS
+
+# The one table (invoicebox/okei.py): each code's sign and the vendor's own pairs.
 OKEI_SIGNS: dict[str, frozenset[str]] = {
-    code: frozenset(signs.split("|"))
-    for code, signs in {
-        # docs/dictionary/okei.md
-        "796": "шт", "003": "мм", "004": "см", "005": "дм", "006": "м", "008": "км",
-        "009": "Мм", "018": "пог. м", "020": "усл. м", "039": "дюйм", "041": "фут",
-        "043": "ярд", "047": "миля", "050": "мм2", "051": "см2", "053": "дм2", "055": "м2",
-        "059": "га", "061": "км2", "071": "дюйм2", "073": "фут2", "075": "ярд2", "109": "а",
-        "110": "мм3", "111": "см3", "112": "л", "113": "м3", "118": "дл", "122": "гл",
-        "126": "Мл", "131": "дюйм3", "132": "фут3", "133": "ярд3", "159": "м3", "160": "гг",
-        "161": "мг", "162": "кар", "163": "г", "166": "кг", "168": "т", "170": "кт",
-        "173": "сг", "181": "БРТ", "185": "т", "206": "ц",
-        # Rosstat OKEI (okei.json above)
-        "356": "ч", "359": "сут|дн", "362": "мес", "366": "г|лет", "625": "л.",
-        "704": "набор", "715": "пар", "736": "рул", "778": "упак", "839": "компл",
-    }.items()
+    unit.code: frozenset((unit.sign, *unit.also)) for unit in UNITS
 }
 
 

@@ -45,6 +45,7 @@ _REFUND_LISTING = _Listing(
         "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
     },
     {"createdAt": "created_at", "id": "refund_id", "merchantOrderId": "merchant_order_id"},
+    kind="refunds",
 )
 
 

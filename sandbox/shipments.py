@@ -45,6 +45,7 @@ _SHIPMENT_LISTING = _Listing(
     # Sorts by documented properties only: ShipmentResponse has no createdAt (shipment_create.md).
     {"id": "id"},
     tie="id",
+    kind="shipments",
 )
 
 

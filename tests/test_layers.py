@@ -23,9 +23,9 @@ MAY_IMPORT = {
     "audit": {"audit"},
     "tools": {"tools", "audit", "invoicebox"},
 }
-# The sandbox may use the API's vocabulary (statuses, signatures, hosts) and the client's two
+# The sandbox may use the API's vocabulary (statuses, signatures, hosts, units) and the client's two
 # hooks it plugs into (in-process transport, contour signal), never the client itself.
-SANDBOX_MAY_USE = {"invoicebox.statuses", "invoicebox.notify", "invoicebox.hosts",
+SANDBOX_MAY_USE = {"invoicebox.statuses", "invoicebox.notify", "invoicebox.hosts", "invoicebox.okei",
                    "invoicebox.signals", "invoicebox.client"}
 
 

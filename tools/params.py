@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from invoicebox import okei
+
 KOPECKS_MESSAGE = ("сумма в копейках целым числом строкой из цифр 0–9 без ведущих нулей: "
                    "12200 — это 122,00 ₽")
 
@@ -114,16 +116,15 @@ def vat_rate(code: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-# OKEI units: code -> the sign sent as `measure` (docs/invoicebox-api.md, "Units"): the docs'
-# OKEI table where it lists the code, the Rosstat classifier the vendor bundles otherwise.
-OKEI_UNITS: dict[str, str] = {
-    "796": "шт", "003": "мм", "004": "см", "006": "м", "008": "км", "055": "м2",
-    "112": "л", "113": "м3", "163": "г", "166": "кг", "168": "т", "356": "ч",
-    "359": "сут", "362": "мес", "366": "лет", "778": "упак", "839": "компл",
-    "715": "пар", "704": "набор", "625": "л.",
-}
+# OKEI units: code -> the sign sent as `measure`, from the one table with its witnesses
+# (invoicebox/okei.py; docs/invoicebox-api.md, "Units"): every row of the docs' table,
+# and the Rosstat sign for the codes it omits.
+OKEI_UNITS: dict[str, str] = {unit.code: unit.sign for unit in okei.UNITS}
 # Words an assistant may type that are names, not signs ("год": the sign "г" is also грамм).
-MEASURE_ALIASES: dict[str, str] = {"год": "366", "лист": "625", "штука": "796"}
+MEASURE_ALIASES: dict[str, str] = {
+    "год": "366", "лист": "625", "штука": "796", "пог.м": "018", "погонный метр": "018",
+    "рулон": "736",
+}
 # "л." is the sign of лист, but reads as литр with a habitual dot: never guess which.
 AMBIGUOUS_MEASURES: dict[str, str] = {"л.": "л. — это лист (625) или литр (112, знак «л»)?"}
 
@@ -132,21 +133,26 @@ def normalise_measure(name: str) -> str:
     return " ".join(name.strip().lower().split())
 
 
-MEASURE_CODES: dict[str, str] = {
-    **{normalise_measure(n): c for c, n in OKEI_UNITS.items()}, **MEASURE_ALIASES,
-}
+# A sign with a capital (Мм megametre, Мл megalitre, БРТ) is read only as written: lower-cased
+# it would be мм or мл. Where two codes share a sign (м3: 113 and 159; т: 168 and 185) the
+# first, common one is read; the other is reached by its code.
+_EXACT_SIGNS: dict[str, str] = {}
+for _code, _sign in OKEI_UNITS.items():
+    _EXACT_SIGNS.setdefault(_sign, _code)
+MEASURE_CODES: dict[str, str] = {}
+for _code, _sign in OKEI_UNITS.items():
+    if _sign == _sign.lower():
+        MEASURE_CODES.setdefault(normalise_measure(_sign), _code)
+MEASURE_CODES.update(MEASURE_ALIASES)
 
 
 def measure_code_of(name: str) -> str | None:
     """The OKEI code a typed unit names: its sign or an alias, a trailing dot forgiven."""
+    exact = " ".join(name.split())
+    if exact in _EXACT_SIGNS:
+        return _EXACT_SIGNS[exact]
     text = normalise_measure(name)
     return MEASURE_CODES.get(text) or MEASURE_CODES.get(text.rstrip("."))
-
-
-MeasureCode = Literal[
-    "796", "003", "004", "006", "008", "055", "112", "113", "163", "166", "168", "356",
-    "359", "362", "366", "778", "839", "715", "704", "625",
-]
 
 
 def round_kopecks(value: Decimal) -> int:

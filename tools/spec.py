@@ -67,6 +67,9 @@ class Summary:
     # The existing order the write changes (update_order): tools.pipeline.approvals.requirement weighs
     # its amount and how it was approved when it was created.
     changes: ChangedOrder | None = None
+    # The upstream facts the text shows (tools/pipeline/facts.py): kept on the confirmation, read again
+    # before the first execution; a difference means a new summary and token, not a send.
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,6 +91,11 @@ Handler = Callable[[CallContext, Any], dict[str, Any]]
 Checker = Callable[[Any, "Contour"], list[Problem]]
 Summarizer = Callable[[CallContext, Any], Summary]
 Recoverer = Callable[[CallContext, Any], "dict[str, Any] | None"]
+# A recoverer that read the upstream but cannot tell whether the effect is there raises
+# ToolError("outcome_unknown", data={"lookup": NOT_PROVEN}): never "absent" (None) by default.
+NOT_PROVEN = "not_proven"
+# Where a confirmation keeps its summary's upstream facts (PendingConfirmation.summary_data).
+FACTS_KEY = "upstream_facts"
 
 
 @dataclass(frozen=True)

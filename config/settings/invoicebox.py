@@ -34,6 +34,9 @@ INVOICEBOX_SANDBOX_DOCUMENTED_ONLY = env.bool("INVOICEBOX_SANDBOX_DOCUMENTED_ONL
 # Which paging names the sandbox reads: both (default), docs (page/pageSize), vendor
 # (_page/_pageSize) or none (its first page at 30 rows, whatever is asked).
 INVOICEBOX_SANDBOX_PAGING = env.str("INVOICEBOX_SANDBOX_PAGING", default="both")
+# A fault: the list answers named here (orders, refunds, shipments, directory) send each row
+# twice, metaData unchanged, as a shifting or buggy server could; the client must refuse them.
+INVOICEBOX_SANDBOX_REPEAT_ROWS = env.list("INVOICEBOX_SANDBOX_REPEAT_ROWS", default=[])
 INVOICEBOX_SANDBOX_BASE_URL = env.str(
     "INVOICEBOX_SANDBOX_BASE_URL", default=f"{GATEWAY_SITE_URL}/sandbox/invoicebox"
 ).rstrip("/")

@@ -60,7 +60,7 @@ def test_put_changes_an_unpaid_order(http: Http) -> None:
     [
         ({"amount": D("1.00")}, 422, "wrong_total_amount"),  # against the basket it keeps
         ({"basketItems": [_line(2)]}, 422, "wrong_total_amount"),  # amount left at 3 nights
-        ({"basketItems": [{**_line(2), "measure": "шт."}], "amount": D("247.92"),
+        ({"basketItems": [{**_line(2), "measure": "кг"}], "amount": D("247.92"),
           "vatAmount": D("41.32")}, 422, "validation"),
         ({"expirationDate": "2000-01-01T00:00:00+00:00"}, 422, "wrong_expiration_date"),
     ],
@@ -97,8 +97,10 @@ def test_put_on_another_merchants_order_is_not_found(http: Http, contour: Any) -
 
 @pytest.mark.parametrize(
     ("measure", "code", "accepted"),
-    [("шт", "796", True), ("шт.", "796", False), ("кг", "796", False), ("лет", "366", True),
-     ("г", "366", True), ("л.", "625", True), ("л", "625", False), ("дн", "359", True)],
+    # The vendor's own pairs are accepted (issue 40.4): шт./796 (BX), год/366 and компл/704 (MCP).
+    [("шт", "796", True), ("шт.", "796", True), ("кг", "796", False), ("лет", "366", True),
+     ("г", "366", True), ("год", "366", True), ("компл", "704", True), ("рул", "736", True),
+     ("пог. м", "018", True), ("л.", "625", True), ("л", "625", False), ("дн", "359", True)],
 )
 def test_a_measure_must_be_a_sign_of_its_okei_code(
     http: Http, measure: str, code: str, accepted: bool

@@ -274,7 +274,7 @@ def test_shipment_lines_are_reconciled_like_order_lines(
         {"orderId": str(uuid.uuid4()), "basketItems": [_line()], "documentDate": "25.08.2026"},
         # The docs' CreateShipmentRequest: documentNumber is string(36).
         {"orderId": str(uuid.uuid4()), "basketItems": [_line()], "documentNumber": "N" * 37},
-        {"orderId": str(uuid.uuid4()), "basketItems": [{**_line(), "measure": "шт."}]},
+        {"orderId": str(uuid.uuid4()), "basketItems": [{**_line(), "measure": "кг"}]},
     ],
 )
 def test_malformed_shipments_are_validation_errors(http: Http, body: dict[str, Any]) -> None:

@@ -302,7 +302,10 @@ def test_an_order_that_moved_to_hold_after_the_summary_is_not_cancelled(assistan
                                                  "confirmation_token": token})
     _, again = assistant.call("cancel_order", {"order_id": order_id})
 
-    assert refused["code"] == "precondition_failed", refused
+    # The status the person saw changed: asked again (issue 39.3), now of an operator.
+    assert refused["code"] == "confirmation_required", refused
+    assert refused["data"]["facts_changed"] == ["статус: было created, стало hold"]
+    assert refused["data"]["requires_approval"] is True
     assert [o["status"] for o in sandbox_orders(assistant.http)] == ["hold"]
     assert again["data"]["requires_approval"] is True
 

@@ -12,6 +12,7 @@ from invoicebox.client import Order
 from tools.catalog.order_parts import load_order, order_row
 from tools.errors import ToolError
 from tools.params import StrictModel, format_rub
+from tools.pipeline import facts
 from tools.spec import CallContext, Example, Summary, ToolSpec
 
 
@@ -56,7 +57,7 @@ def summarize_cancel_order(ctx: CallContext, params: CancelOrderParams) -> Summa
             + (f". Причина: {params.reason}" if params.reason else "") + ".")
     return Summary(text=text, data={"order": order_row(order, "concise"),
                                     "reason": params.reason, "returns_held_money": holds},
-                   operator_reason=HOLD_REASON if holds else "")
+                   operator_reason=HOLD_REASON if holds else "", facts=facts.of_order(order))
 
 
 def cancel_order(ctx: CallContext, params: CancelOrderParams) -> dict[str, Any]:

@@ -3,11 +3,12 @@ order as a result row, loading and tracking an order, a moment as a summary writ
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from uuid import UUID
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from invoicebox.client import BasketLine, Customer, Order
 from tools.errors import ToolError
@@ -64,7 +65,7 @@ class BasketItemParams(StrictModel):
     measure_code: str | None = Field(
         None, pattern=r"^[0-9]{3}$", description="Код ОКЕИ: 796 — шт, 166 — кг, 356 — ч."
     )
-    quantity: float = Field(gt=0, le=1_000_000)
+    quantity: float = Field(gt=0)
     amount: Kopecks = Field(description="Цена за единицу с НДС, копейки.")
     amount_wo_vat: Kopecks | None = Field(
         None, description="Цена за единицу без НДС; по умолчанию вычисляется."
@@ -76,6 +77,11 @@ class BasketItemParams(StrictModel):
         "full_prepayment", description="full_prepayment: при оплате чек 100 % предоплаты, при "
         "отгрузке — полного расчёта.",
     )
+    # The vendor's server's fields (docs BasketItem groupName, serviceDate), sent on the line
+    # when given; accepted for prompts written for it, not offered (like confirm_amount,
+    # tools/formats/schema.py HIDDEN): the catalog's size budget (tests/tools/formats).
+    group_name: SkipJsonSchema[str | None] = Field(None, min_length=1, max_length=500)
+    service_date: SkipJsonSchema[date | None] = None
 
 
 def basket_lines(items: list[BasketItemParams]) -> list[BasketLine]:
@@ -91,6 +97,7 @@ def basket_lines(items: list[BasketItemParams]) -> list[BasketLine]:
             else default_amount_wo_vat(item),
             total_amount=int(item.total_amount), total_vat_amount=int(item.total_vat_amount),
             vat_code=item.vat_code, type=item.type, payment_type=item.payment_type,
+            group_name=item.group_name, service_date=item.service_date,
         ))
     return lines
 

@@ -11,23 +11,21 @@ from pydantic import Field
 
 from invoicebox.client import BasketLine, NewRefund, Order, Refund, RefundableItem
 from tools.catalog.order_parts import load_order
+from tools.catalog.refund_lines import RefundLineParams, mismatches
 from tools.errors import Problem, ToolError
 from tools.money import kopecks
 from tools.order_rules import expected_vat, quantity_decimal
-from tools.params import Kopecks, StrictModel, format_rub, round_kopecks
+from tools.params import (
+    Kopecks,
+    StrictModel,
+    format_rub,
+    round_kopecks,
+)
+from tools.pipeline import facts
 from tools.spec import CallContext, Summary, ToolSpec
 
 TIMING_NOTE = ("деньги зачисляются покупателю до двух рабочих дней, в зависимости от банка; "
                "чек возврата Инвойсбокс выдаст сам")
-
-
-class RefundLineParams(StrictModel):
-    sku: str = Field(min_length=1, max_length=36, description="Артикул в оплаченном счёте.")
-    quantity: float = Field(gt=0, le=1_000_000, description="Сколько единиц вернуть.")
-    total_amount: Kopecks = Field(description="Возврат по позиции с НДС, копейки.")
-    total_vat_amount: Kopecks | None = Field(
-        None, description="НДС, копейки; иначе по ставке позиции."
-    )
 
 
 class CreateRefundParams(StrictModel):
@@ -39,7 +37,7 @@ class CreateRefundParams(StrictModel):
     vat_amount: Kopecks | None = Field(None, description="Копейки.")
     basket_items: list[RefundLineParams] | None = Field(
         None, min_length=1, max_length=100,
-        description="Частичный возврат: какие позиции и на сколько; без него — полный возврат.",
+        description="Частичный возврат: позиции и суммы; без него — полный.",
     )
     confirmation_token: str | None = Field(
         None, max_length=200,
@@ -207,7 +205,9 @@ def _composition(requested: list[RefundLineParams], items: dict[str, RefundableI
             problems.append(Problem(f"{where}.total_amount",
                                     f"сумма {format_rub(total, currency)} не делится на "
                                     f"{quantity} ед. без остатка в копейках"))
-        lines.append(_line(item, quantity, total, vat))
+        problems += mismatches(line, item, where, total, vat, currency)
+        lines.append(replace(_line(item, quantity, total, vat), group_name=line.group_name,
+                             service_date=line.service_date))
     if problems:
         raise ToolError("invalid_arguments", "состав возврата не принят: " + "; ".join(
             p.message for p in problems[:3]), problems=problems)
@@ -227,7 +227,8 @@ def summarize_create_refund(ctx: CallContext, params: CreateRefundParams) -> Sum
         "by_composition": p.by_composition,
         "positions": len(p.lines), "timing_note": TIMING_NOTE,
     }
-    return Summary(text=text, data=data, amount=p.amount, currency=c)
+    return Summary(text=text, data=data, amount=p.amount, currency=c,
+                   facts=facts.of_order(p.order, available=p.available))
 
 
 def refund_result(refund: Refund, currency: str) -> dict[str, Any]:
@@ -276,7 +277,7 @@ CREATE_REFUND = ToolSpec(
     ),
     success_ru="Возврат оформлен.",
     summary_ru=(
-        "Вернуть деньги по оплаченному счёту: два шага, первый даёт сводку и confirmation_token, "
+        "Вернуть деньги по оплаченному счёту: первый вызов даёт сводку и confirmation_token, "
         "второй — только после одобрения оператора. Суммы — копейки строкой."
     ),
 )

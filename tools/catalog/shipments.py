@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -14,7 +14,8 @@ from tools.errors import ToolError
 from tools.money import kopecks
 from tools.order_rules import check_basket
 from tools.params import ResponseFormat, StrictModel, format_rub
-from tools.spec import CallContext, Counted, Summary, ToolSpec
+from tools.pipeline import facts
+from tools.spec import NOT_PROVEN, CallContext, Counted, Summary, ToolSpec
 
 SHIPPABLE = ("completed", "hold")
 DOCUMENTS_NOTE = (
@@ -60,21 +61,40 @@ def order_shipments(ctx: CallContext, order_id: str) -> tuple[list[Shipment], in
 # -- find_shipments ---------------------------------------------------------------------------
 
 class FindShipmentsParams(StrictModel):
-    order_id: UUID
+    order_id: UUID | None = None
+    page: int = Field(1, ge=1, le=1000)
+    page_size: int = Field(20, ge=1, le=50)
     response_format: ResponseFormat = Field(
-        "concise", description="detailed — ещё НДС, номер документа и первые 5 позиций."
+        "concise", description="detailed — ещё НДС, документ и 5 позиций."
     )
 
 
 def find_shipments(ctx: CallContext, params: FindShipmentsParams) -> dict[str, Any]:
-    order = load_order(ctx, params.order_id)
-    shipments, foreign = order_shipments(ctx, order.id)
-    return {
-        "order_id": order.id,
-        "shipments": [shipment_row(s, order.currency, params.response_format) for s in shipments],
-        "total_count": len(shipments),
+    start = (params.page - 1) * params.page_size
+    if params.order_id is not None:
+        # One order's shipments are read whole (checked like the shipped sum), then paged here.
+        order = load_order(ctx, params.order_id)
+        every, foreign = order_shipments(ctx, order.id)
+        shown, total = every[start:start + params.page_size], len(every)
+        currency = {order.id.lower(): order.currency}
+    else:
+        page = ctx.client.find_shipments(page=params.page, page_size=params.page_size)
+        shown, total, foreign = page.shipments[:params.page_size], page.total_count, 0
+        # A shipment's sums are in its order's currency: each order on the page is read once.
+        currency = {}
+        for shipment in shown:
+            if shipment.order_id.lower() not in currency:
+                currency[shipment.order_id.lower()] = load_order(ctx, shipment.order_id).currency
+    result: dict[str, Any] = {
+        "shipments": [shipment_row(s, currency[s.order_id.lower()], params.response_format)
+                      for s in shown],
+        "page": params.page, "page_size": params.page_size,
+        "total_count": total, "truncated": start + len(shown) < total,
         "dropped_foreign": foreign,
     }
+    if params.order_id is not None:
+        result = {"order_id": str(params.order_id), **result}
+    return result
 
 
 FIND_SHIPMENTS = ToolSpec(
@@ -85,15 +105,16 @@ FIND_SHIPMENTS = ToolSpec(
     params=FindShipmentsParams,
     handler=find_shipments,
     description_ru=(
-        "Показывает отгрузки по одному счёту Инвойсбокс (order_id). Для каждой: shipment_id, "
-        "order_id, status, final, amount, amount_human, created_at; detailed добавляет "
-        "vat_amount, document_number, document_date и первые 5 позиций. Возвращает "
-        "shipments, total_count и dropped_foreign — сколько чужих строк отброшено. Ничего не "
-        "меняет."
+        "Показывает отгрузки по счёту Инвойсбокс (order_id) или, без него, все отгрузки "
+        "магазина; page с 1, page_size до 50. Для каждой: shipment_id, order_id, status, final, "
+        "amount, amount_human, created_at; detailed добавляет vat_amount, document_number, "
+        "document_date и первые 5 позиций. Возвращает shipments, page, page_size, total_count, "
+        "truncated и dropped_foreign. Ничего не меняет."
     ),
     success_ru=Counted("shipments", "отгрузка", "отгрузки", "отгрузок",
                        "Отгрузок по этому заказу нет."),
-    summary_ru="Отгрузки по счёту: суммы, статусы, финальная ли. Только чтение.",
+    summary_ru="Отгрузки по счёту (order_id) или все отгрузки магазина: суммы, статусы. Только "
+               "чтение.",
     # No few-shot example: copying an id into order_id is what the schema says already.
 )
 
@@ -106,7 +127,7 @@ class CreateShipmentParams(StrictModel):
         min_length=1, max_length=100, description="Что отгружено, как в счёте."
     )
     final: bool = Field(
-        False, description="true — отметить отгрузку последней; её действие в API не описано."
+        False, description="true — последняя отгрузка; действие в API не описано."
     )
     document_number: str | None = Field(
         None, min_length=1, max_length=36
@@ -140,6 +161,13 @@ def _checked(ctx: CallContext, params: CreateShipmentParams) -> tuple[Order, int
             p.message for p in problems[:3]), problems=problems)
     shipments, _ = order_shipments(ctx, order.id)
     active = [s for s in shipments if s.status != "canceled"]
+    if params.document_number and any(
+            s.document_number == params.document_number for s in shipments):
+        # Recovery finds a shipment by its number: two with one number would be confused.
+        raise ToolError("precondition_failed",
+                        f"по счёту {order.merchant_order_id} уже есть отгрузка с номером "
+                        f"документа {params.document_number}",
+                        hint="укажите другой document_number или не указывайте его вовсе")
     if any(s.final for s in active):
         raise ToolError("precondition_failed",
                         f"по счёту {order.merchant_order_id} уже была финальная отгрузка")
@@ -170,46 +198,82 @@ def summarize_create_shipment(ctx: CallContext, params: CreateShipmentParams) ->
     if params.final:
         data["final_note"] = FINAL_NOTE
     # No money moves: a shipment weighs on the hourly count, not on amount ceilings.
-    return Summary(text=text, data=data)
+    return Summary(text=text, data=data, facts=facts.of_order(order, already_shipped=shipped))
 
 
 def shipment_result(shipment: Shipment, currency: str) -> dict[str, Any]:
     return {"shipment_id": shipment.id, "order_id": shipment.order_id, "status": shipment.status,
             **kopecks(currency, amount=shipment.amount),
-            "final": shipment.final, "documents_note": DOCUMENTS_NOTE}
+            "final": shipment.final, "document_number": shipment.document_number,
+            "documents_note": DOCUMENTS_NOTE}
+
+
+def document_number(ctx: CallContext, params: CreateShipmentParams) -> str | None:
+    """The shipment's own key upstream: the assistant's number, else the operation's minted
+    id (Operation.merchant_order_id, minted before the call and unique), which the docs'
+    documentNumber (string(36)) carries. Recovery finds the shipment by it."""
+    return params.document_number or ctx.merchant_order_id or None
 
 
 def create_shipment(ctx: CallContext, params: CreateShipmentParams) -> dict[str, Any]:
     order, _, _, _ = _checked(ctx, params)
     shipment = ctx.client.create_shipment(NewShipment(
         order_id=order.id, basket=basket_lines(params.basket_items), final=params.final,
-        document_number=params.document_number, document_date=params.document_date,
+        document_number=document_number(ctx, params), document_date=params.document_date,
     ))
     return shipment_result(shipment, order.currency)
 
 
 def recover_create_shipment(ctx: CallContext, params: CreateShipmentParams
                             ) -> dict[str, Any] | None:
-    """Shipments carry no id of ours: match the document number, else the same total
-    created since this operation began."""
+    """Find the shipment by the documentNumber it was sent with; None only when the list
+    proves it absent.
+
+    A row without a documentNumber could be ours if the API dropped the number: unless the
+    list shows it keeps numbers (some row carries one) or the row can't be ours (another
+    total, or created before this operation began), the outcome stays unknown: sending again
+    could ship twice."""
     order = load_order(ctx, params.order_id)
+    key = document_number(ctx, params)
     this, _ = _totals(params)
     since = (ctx.operation_started - timedelta(seconds=60)) if ctx.operation_started else None
     shipments, _ = order_shipments(ctx, order.id)
-    for shipment in shipments:
-        if params.document_number:
-            if shipment.document_number == params.document_number:
+    if key:
+        for shipment in shipments:
+            if shipment.document_number == key:
                 return shipment_result(shipment, order.currency)
-        elif shipment.amount == this and since and _created_after(shipment, since):
-            return shipment_result(shipment, order.currency)
+    numbers_kept = key is not None and any(s.document_number for s in shipments)
+    for shipment in shipments:
+        if shipment.document_number and numbers_kept:
+            continue  # numbered, and not ours
+        if shipment.amount != this or (since and _created_before(shipment, since)):
+            continue
+        if not key and since and _created_after(shipment, since):
+            return shipment_result(shipment, order.currency)  # an operation sent with no key
+        raise ToolError(
+            "outcome_unknown",
+            f"в Инвойсбокс есть отгрузка {shipment.id} на ту же сумму без номера документа: "
+            f"наша ли она (номер {key or '—'}), по ответу не понять",
+            data={"lookup": NOT_PROVEN}, upstream_request_id=ctx.client.last_request_id)
     return None
 
 
-def _created_after(shipment: Shipment, since: datetime) -> bool:
+def _created_at(shipment: Shipment) -> datetime | None:
     try:
-        return datetime.fromisoformat(shipment.created_at or "") >= since
+        created = datetime.fromisoformat(shipment.created_at or "")
     except ValueError:
-        return False
+        return None
+    return created if created.tzinfo else created.replace(tzinfo=UTC)
+
+
+def _created_after(shipment: Shipment, since: datetime) -> bool:
+    created = _created_at(shipment)
+    return created is not None and created >= since
+
+
+def _created_before(shipment: Shipment, since: datetime) -> bool:
+    created = _created_at(shipment)
+    return created is not None and created < since
 
 
 CREATE_SHIPMENT = ToolSpec(
@@ -230,11 +294,11 @@ CREATE_SHIPMENT = ToolSpec(
         "вызовом с теми же параметрами и этим токеном, после согласия человека. Позиции как в "
         "счёте (суммы — копейки строкой); отгрузить больше суммы счёта нельзя; final — отметка "
         "последней отгрузки, её действие в API не описано. Возвращает shipment_id, order_id, "
-        "status, amount и final."
+        "status, amount, final и document_number."
     ),
     success_ru="Отгрузка подтверждена.",
     summary_ru=(
-        "Подтвердить отгрузку по оплаченному счёту (запускает акт/ТОРГ-12, счёт-фактуру, УПД): "
-        "два шага, первый вызов даёт сводку и confirmation_token, второй с токеном создаёт."
+        "Подтвердить отгрузку по оплаченному счёту (акт/ТОРГ-12, счёт-фактура, УПД): первый "
+        "вызов даёт сводку и confirmation_token, второй с токеном создаёт."
     ),
 )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.json_schema import SkipJsonSchema
 
 from tools.spec import ToolSpec
 
@@ -138,10 +139,17 @@ def _parameters(model: type[BaseModel], profile: Profile) -> dict[str, Any]:
 # paragraph per tool (the two steps are stated in the tool's description already).
 CONTROL_TEXTS = {
     "confirmation_token": "Из первого вызова.",
-    "allow_duplicate": "true — намеренный повтор, не прежний результат.",
+    "allow_duplicate": "true — намеренный повтор.",
 }
 # Accepted for prompts written for the reference server, never needed by a model: not offered.
 HIDDEN = frozenset({"confirm_amount"})
+
+
+def not_offered(model: type[BaseModel]) -> set[str]:
+    """A model's fields left out of every schema: HIDDEN, and those marked SkipJsonSchema (the
+    vendor server's basket fields, accepted for prompts written for it: tools/catalog)."""
+    return {name for name, f in model.model_fields.items()
+            if name in HIDDEN or any(isinstance(m, SkipJsonSchema) for m in f.metadata)}
 
 
 def _control(name: str, node: dict[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from tools.models import (
     PendingConfirmation,
     sha256_hex,
 )
-from tools.spec import Summary, ToolSpec
+from tools.spec import FACTS_KEY, Summary, ToolSpec
 
 OPEN_STATUSES = (ConfirmationStatus.PENDING, ConfirmationStatus.APPROVED)
 # Operations that may have happened upstream: their confirmation never expires, and the same
@@ -139,7 +139,8 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
         return existing, token_for(existing)
     confirmation = PendingConfirmation(
         contour=contour, tool=spec.name, arguments=canonical, args_hash=digest,
-        summary=summary.text, summary_data={**summary.data, "warnings": summary.warnings},
+        summary=summary.text, summary_data={**summary.data, "warnings": summary.warnings,
+                                            **({FACTS_KEY: summary.facts} if summary.facts else {})},
         created_by=actor, created_at=now,
         # An operator decides in hours; a chat confirmation is a matter of minutes.
         expires_at=now + (contour.approval_window if approval_reason else contour.confirmation_ttl),

@@ -24,7 +24,7 @@ from tools.models import (
     OperationState,
     PendingConfirmation,
 )
-from tools.pipeline import anonymous, approvals, ceilings, confirmations, recovery
+from tools.pipeline import anonymous, approvals, ceilings, confirmations, facts, recovery
 from tools.pipeline.call_trace import Trace as _Trace
 from tools.pipeline.call_trace import journal_outcome as _journal
 from tools.pipeline.call_trace import journal_started as _journal_started
@@ -279,6 +279,15 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
                           "expires_at": confirmation.expires_at.isoformat(),
                           "summary": confirmation.summary},
         )
+    changed = facts.changed_since_summary(trace, spec, params, confirmation)
+    if changed:
+        # What the person confirmed no longer holds: ask again, with the facts as they are.
+        facts.close(confirmation, changed)
+        outcome = _prepare(trace, spec, params, canonical)
+        outcome.message = ("данные в Инвойсбокс изменились после сводки (" + "; ".join(changed)
+                           + "), операция не выполнена; " + outcome.message)
+        outcome.data = {**outcome.data, "facts_changed": changed}
+        return outcome
     operation, replay, previous, previous_started = _claim(trace, spec, confirmation)
     trace.operation_key = operation.key
     if replay is not None:

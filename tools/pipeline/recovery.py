@@ -39,7 +39,7 @@ from tools.pipeline import ceilings
 from tools.pipeline.call_trace import Trace
 from tools.pipeline.confirmations import UNRESOLVED_STATES
 from tools.pipeline.upstream_calls import contour_client, upstream
-from tools.spec import CallContext, ToolSpec
+from tools.spec import NOT_PROVEN, CallContext, ToolSpec
 from tools.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -90,6 +90,9 @@ def recover_by_lookup(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ct
     try:
         found = upstream(trace, client, lambda: spec.recover(ctx, params))
     except ToolError as error:
+        if previous == OperationState.FAILED and error.data.get("lookup") == NOT_PROVEN:
+            # The last attempt was refused outright: a row that only might be ours is not.
+            return None
         may_have_happened = previous != OperationState.FAILED
         state = OperationState.UNKNOWN if may_have_happened else OperationState.FAILED
         finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
@@ -206,8 +209,10 @@ def resolve(operation_id: int) -> str:
     try:
         with client:
             found = spec.recover(ctx, params)
-    except InvoiceboxError as error:
-        finish(operation, confirmation, OperationState.UNKNOWN, None, error.kind,
+    except (InvoiceboxError, ToolError) as error:
+        # A lookup that failed, or read rows that only might be ours (NOT_PROVEN): unknown.
+        code = error.kind if isinstance(error, InvoiceboxError) else error.code
+        finish(operation, confirmation, OperationState.UNKNOWN, None, code,
                client.last_request_id, claimed_at=claimed_at)
         events.operation_resolved(
             operation, status="error", code="recovery_lookup_failed",

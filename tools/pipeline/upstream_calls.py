@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -67,9 +68,12 @@ def upstream(trace: Trace, client: InvoiceboxClient, action: Any) -> Any:
         data: dict[str, Any] = {"upstream_code": error.code} if error.code else {}
         if error.retry_after is not None:
             data["retry_after_seconds"] = error.retry_after
+        fields = upstream_fields(error.fields, client)
+        if fields:
+            data["upstream_fields"] = fields
         raise ToolError(
             UPSTREAM_CODES[error.kind], error.message,
-            hint=upstream_hint(error),
+            hint=upstream_hint(error, fields),
             data=data,
             upstream_request_id=error.request_id,
             upstream_status=error.http_status,
@@ -81,7 +85,37 @@ def upstream(trace: Trace, client: InvoiceboxClient, action: Any) -> Any:
         client.replies.clear()
 
 
-def upstream_hint(error: InvoiceboxError) -> str:
+# What of a 422's fields[] reaches the assistant: the field's path as the API names it, and
+# its message with anything value-like taken out (quoted text, e-mails, long digit runs),
+# so no secret or personal value the upstream echoed is relayed or journaled.
+MAX_FIELDS = 10
+_PATH = re.compile(r"[^A-Za-z0-9_.\[\]-]")
+_VALUE_LIKE = re.compile(r"\"[^\"]*\"|'[^']*'|«[^»]*»|\S+@\S+|\d{6,}|Bearer\s+\S+", re.I)
+
+
+def upstream_fields(raw: list[dict[str, Any]], client: InvoiceboxClient) -> list[dict[str, str]]:
+    token = getattr(client, "_token", "")
+    out = []
+    for item in raw[:MAX_FIELDS]:
+        name = item.get("name") or item.get("field") or item.get("path") or ""
+        path = _PATH.sub("", str(name))[:100]
+        message = _VALUE_LIKE.sub("…", str(item.get("message") or ""))
+        if token:
+            message = message.replace(token, "…")
+        message = " ".join(message.split())[:200]
+        code = _PATH.sub("", str(item.get("code") or ""))[:40]
+        if path or message:
+            out.append({"field": path, "message": message or code})
+    return out
+
+
+def upstream_hint(error: InvoiceboxError, fields: list[dict[str, str]] | None = None) -> str:
+    if fields and error.kind == "rejected":
+        named = ", ".join(f["field"] for f in fields if f["field"])
+        return ("Инвойсбокс не принял поля " + (named or "запроса") + " (имена полей API: "
+                "basketItems[0].totalAmount — это basket_items[0].total_amount и т. д.); "
+                "исправьте эти аргументы и начните заново, первым вызовом без "
+                "confirmation_token")
     if error.kind == "unknown_outcome":
         return ("не создавайте операцию заново: повторите тот же вызов с тем же токеном — шлюз "
                 "сначала проверит, не выполнена ли она")

@@ -169,7 +169,7 @@ def test_shorten_keeps_the_marked_sentence_before_others():
 @pytest.mark.parametrize("spec", ALL, ids=lambda s: s.name)
 def test_schema_has_every_field_and_optional_means_not_required(spec: ToolSpec):
     def check(model: type[BaseModel], node: dict[str, Any]) -> None:
-        assert set(node["properties"]) == set(model.model_fields) - schema.HIDDEN
+        assert set(node["properties"]) == set(model.model_fields) - schema.not_offered(model)
         required = {name for name, f in model.model_fields.items() if f.is_required()}
         assert set(node.get("required", [])) == required
         for name, f in model.model_fields.items():
