@@ -284,10 +284,16 @@ def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str], *,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         # Gateways reach the sandbox process over real HTTP, like a real upstream.
         "INVOICEBOX_SANDBOX_IN_PROCESS": "false",
+        # A suite that turns in-process back on (extra_env) has each gateway answer the
+        # sandbox process's address itself: it must be named exactly to be answered in-process.
+        "INVOICEBOX_SANDBOX_IN_PROCESS_URLS": f"http://127.0.0.1:{ports[0]}/sandbox/invoicebox",
         "INVOICEBOX_TIMEOUT_SECONDS": str(CLIENT_TIMEOUT_SECONDS),
         "INVOICEBOX_READ_ATTEMPTS": "2",
         "INVOICEBOX_BACKOFF_SECONDS": "0",
         "INVOICEBOX_RATE_LIMIT": "100000/30",
+        # every OAuth client of the suites registers from 127.0.0.1 (the bound itself is tested
+        # in tests/adapters/oauth/test_served_registration.py)
+        "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR": "1000",
         # Notifications and approval links point at gateway A.
         "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[1]}",
         "LOG_LEVEL": "WARNING",

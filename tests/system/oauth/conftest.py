@@ -83,7 +83,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     db = state / "db.sqlite3"
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "PORT": str(port),
            "GATEWAY_SITE_URL": f"http://127.0.0.1:{port}", "LOG_LEVEL": "WARNING",
-           "GATEWAY_OAUTH_ENABLED": "true"}
+           "GATEWAY_OAUTH_ENABLED": "true",
+           # every client of this suite registers from 127.0.0.1: the per-address bound (10 an
+           # hour by default) is tested in tests/adapters/oauth/test_served_registration.py
+           "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR": "1000"}
     _manage(env, "migrate", "--noinput")
     viewer_key = _manage(env, "shell", "-c", SETUP).strip().splitlines()[-1]  # one process
     base = f"http://127.0.0.1:{port}"
