@@ -8,7 +8,6 @@ import pytest
 
 from tests.conformance.conftest import Kit, steps
 
-
 CUSTOM_URL = "http://127.0.0.1/sandbox/invoicebox"
 
 
