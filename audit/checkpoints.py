@@ -1,7 +1,7 @@
 """Journal checkpoints: each chain's head exported to be kept off the database host.
 
 A checkpoint proves nothing by itself; `verify_journal --checkpoint FILE` later proves the
-journal still extends it (audit.journal.check_chain). One JSON object per chain, one per line:
+journal still extends it (audit.walk.check_chain). One JSON object per chain, one per line:
 {"chain": "shop", "seq": 12, "last_id": 50, "last_hash": "<64 hex>", "key_id": "k1",
 "at": "<ISO 8601 UTC>"}. Files from before per-contour chains have no chain and seq: they pin
 the entry by id, which verifies the same way.

@@ -28,8 +28,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
 from audit import lanes
-from audit.models import ChainHead, Channel, JournalEntry, Phase, Status
-from audit.places import beyond_head_problem, beyond_heads
+from audit.models import Channel, JournalEntry, Phase, Status
 from audit.redaction import personal_values, redact, scrub_text
 
 LEGACY_CHAIN = ""  # the global chain of form-1 entries, continued by entries of no contour
@@ -286,54 +285,3 @@ def _place(entry: JournalEntry, chain: str, last_seq: int, last_hash: str, key_i
     entry.chain, entry.seq, entry.at = chain, last_seq + 1, _now()
     entry.prev_hash, entry.key_id = last_hash, key_id
     entry.hash = entry_hash(entry.prev_hash, entry, secret)
-
-
-def check_chain(anchors: Iterable[Anchor] = (), *, full: bool = True) -> ChainReport:
-    """Walk every chain in order and report the first entry whose link does not hold.
-
-    An entry is broken when its hash is not the HMAC of its content under the key it names (or
-    names no configured key), its prev_hash is not the previous entry's hash, or its place does
-    not follow the previous one (places are handed out without gaps, so a gap means a deleted
-    row). Entries appended after a head is read are left for the next run; a head pointing past
-    its chain's last entry means the tail was cut.
-
-    Each anchor must still be in the journal: its entry present, with that very hash, at or
-    below its chain's head. A cut tail with a rewritten head (and entries appended again after
-    it) verifies on its own, but not against a checkpoint taken before the cut.
-
-    An entry whose contour is not its chain's, or that stands past its chain's head (where
-    the walk never goes), breaks the journal too (audit.places).
-
-    full=False costs what is new: a chain with an anchor at a place is walked only after its
-    latest such anchor (whose entry must still be there with its hash), and only chains with a
-    head or an anchor are walked (a chain whose head row was removed is found by a full walk).
-    """
-    from audit.walk import Walk
-
-    keys = journal_keys()
-    legacy_last_id: int = settings.GATEWAY_JOURNAL_LEGACY_LAST_ID
-    anchors = list(anchors)
-    heads = {head.chain: head for head in ChainHead.objects.all()}
-    placed = {a.chain for a in anchors if a.seq is not None}
-    chains = sorted(set(heads) | (placed if not full else set(
-        JournalEntry.objects.order_by().values_list("chain", flat=True).distinct())))
-    walk = Walk(keys, legacy_last_id, anchors)
-    for chain in chains:
-        start = None if full else walk.latest_anchor(chain)
-        report = walk.chain(chain, heads.get(chain), start)
-        if report is not None:
-            return report
-    missing = walk.missing_anchor(point_check=not full)
-    if missing is not None:
-        return missing
-    stray = beyond_heads()
-    if stray:
-        entry, head_seq = stray[0]
-        return ChainReport(checked=walk.checked, broken_id=entry.id,
-                           reason=beyond_head_problem(entry, head_seq))
-    return ChainReport(checked=walk.checked, broken_id=None)
-
-
-def verify_chain(anchors: Iterable[Anchor] = ()) -> int | None:
-    """Return the id of the first broken entry, or None when the whole chain holds."""
-    return check_chain(anchors).broken_id

@@ -1,12 +1,14 @@
-"""The chain walk of audit.journal.check_chain: whole, or only what follows a checkpoint."""
+"""Verifying the journal: check_chain walks every chain, whole or only what follows a checkpoint."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from audit.journal import VERIFY_CHUNK, Anchor, ChainReport, _link_problem
+from django.conf import settings
+
+from audit.journal import VERIFY_CHUNK, Anchor, ChainReport, _link_problem, journal_keys
 from audit.models import ZERO_HASH, ChainHead, JournalEntry
-from audit.places import contour_problem
+from audit.places import beyond_head_problem, beyond_heads, contour_problem
 
 
 class Walk:
@@ -117,3 +119,52 @@ class Walk:
         return ChainReport(checked=self.checked, broken_id=anchor.last_id,
                            reason=f"missing, though a checkpoint names it: the journal ends "
                                   f"at entry {end or 0} (its tail was cut)")
+
+
+def check_chain(anchors: Iterable[Anchor] = (), *, full: bool = True) -> ChainReport:
+    """Walk every chain in order and report the first entry whose link does not hold.
+
+    An entry is broken when its hash is not the HMAC of its content under the key it names (or
+    names no configured key), its prev_hash is not the previous entry's hash, or its place does
+    not follow the previous one (places are handed out without gaps, so a gap means a deleted
+    row). Entries appended after a head is read are left for the next run; a head pointing past
+    its chain's last entry means the tail was cut.
+
+    Each anchor must still be in the journal: its entry present, with that very hash, at or
+    below its chain's head. A cut tail with a rewritten head (and entries appended again after
+    it) verifies on its own, but not against a checkpoint taken before the cut.
+
+    An entry whose contour is not its chain's, or that stands past its chain's head (where
+    the walk never goes), breaks the journal too (audit.places).
+
+    full=False costs what is new: a chain with an anchor at a place is walked only after its
+    latest such anchor (whose entry must still be there with its hash), and only chains with a
+    head or an anchor are walked (a chain whose head row was removed is found by a full walk).
+    """
+    keys = journal_keys()
+    legacy_last_id: int = settings.GATEWAY_JOURNAL_LEGACY_LAST_ID
+    anchors = list(anchors)
+    heads = {head.chain: head for head in ChainHead.objects.all()}
+    placed = {a.chain for a in anchors if a.seq is not None}
+    chains = sorted(set(heads) | (placed if not full else set(
+        JournalEntry.objects.order_by().values_list("chain", flat=True).distinct())))
+    walk = Walk(keys, legacy_last_id, anchors)
+    for chain in chains:
+        start = None if full else walk.latest_anchor(chain)
+        report = walk.chain(chain, heads.get(chain), start)
+        if report is not None:
+            return report
+    missing = walk.missing_anchor(point_check=not full)
+    if missing is not None:
+        return missing
+    stray = beyond_heads()
+    if stray:
+        entry, head_seq = stray[0]
+        return ChainReport(checked=walk.checked, broken_id=entry.id,
+                           reason=beyond_head_problem(entry, head_seq))
+    return ChainReport(checked=walk.checked, broken_id=None)
+
+
+def verify_chain(anchors: Iterable[Anchor] = ()) -> int | None:
+    """Return the id of the first broken entry, or None when the whole chain holds."""
+    return check_chain(anchors).broken_id

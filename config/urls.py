@@ -13,11 +13,12 @@ from tools.ops.health import health_view
 from tools.ops.home import home_view
 from tools.ops.metrics import metrics_view
 from tools.people import admin_site
+from tools.people.factors.admin import PeopleAdmin
 from tools.people.logins import OperatorLoginForm
 
 # The login form that names the right door, the user page without groups (tools/people/admin_site.py);
 # both logins throttled by django-axes and journaling their failures (tools/people/logins.py).
-admin_site.configure(admin.site)
+admin_site.configure(admin.site, PeopleAdmin)
 
 urlpatterns = [
     path("", home_view, name="home"),  # public: what this is, where to go

@@ -17,7 +17,7 @@ from django.utils import timezone
 from invoicebox.hosts import TEST_CLIENT_HOST, is_loopback
 from invoicebox.notify import SIGNATURE_HEADER, sign
 from sandbox.models import SandboxAccount, SandboxOrder
-from sandbox.orders import _order_payload
+from sandbox.order_rows import _order_payload
 from sandbox.responses import _JSON
 
 # One logger for the whole sandbox, named as before it became a package.

@@ -8,16 +8,23 @@ from collections.abc import Mapping
 from typing import Any
 
 import simplejson
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from sandbox.calls import _Call, _read_json_object
 from sandbox.listing import _ORDER_LISTING, _paged
 from sandbox.models import SandboxMerchantOrderId, SandboxOrder, SandboxShipment
+from sandbox.notifications import send_notification
+from sandbox.order_rows import (
+    _duplicate_merchant_order_id,
+    _order_or_404,
+    _order_payload,
+    _wrong_order_status,
+)
+from sandbox.payment import pay_order
 from sandbox.responses import SandboxResponse, _ApiError, _dumps, _field_error
 from sandbox.validation import _check_lines, _check_totals, _Spec, _validate
-from sandbox.values import _atom, _money_out, _parse_datetime, _uuid7
+from sandbox.values import _parse_datetime, _uuid7
 
 CURRENCIES = frozenset({"RUB", "CNY", "UZS", "EUR", "GBP", "USD"})
 LANGUAGES = frozenset({"ru", "en"})
@@ -51,10 +58,6 @@ _ORDER_SPEC: dict[str, _Spec] = {
     "processable": _Spec("bool"),
 }
 
-_ORDER_MONEY = ("amount", "vatAmount")
-_ITEM_MONEY = ("amount", "amountWoVat", "totalAmount", "totalVatAmount", "excise")
-
-
 def _validate_order(data: Mapping[str, Any]) -> dict[str, Any]:
     return _validate(data, _ORDER_SPEC)
 
@@ -84,48 +87,6 @@ def _expiration(value: Any, now: dt.datetime) -> dt.datetime:
             [_field_error("expirationDate")],
         )
     return expiration
-
-
-def _payment_url(container_id: uuid.UUID) -> str:
-    # The real one is https://pay.invoicebox.ru/order/<orderContainerId>; ours stays local.
-    return f"{settings.INVOICEBOX_SANDBOX_BASE_URL}/pay/{container_id}"
-
-
-def _items_out(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    for item in items:
-        for key in (*_ITEM_MONEY, "availableAmount", "availableVatAmount"):
-            if key in item:
-                item[key] = _money_out(item[key])
-    return items
-
-
-def _order_payload(order: SandboxOrder, now: dt.datetime) -> dict[str, Any]:
-    """OrderResponse: the accepted request fields plus what the server adds."""
-    request = simplejson.loads(order.request_json, use_decimal=True)
-    payload: dict[str, Any] = {
-        "id": str(order.order_id),
-        "orderContainerId": str(order.order_container_id),
-    }
-    payload.update((k, v) for k, v in request.items() if k != "orderContainerId")
-    for key in _ORDER_MONEY:
-        payload[key] = _money_out(payload.get(key))
-    _items_out(payload.get("basketItems", []))
-    processable = request.get("processable")
-    payload.update(
-        {
-            "expirationDate": _atom(order.expiration_date),
-            "status": order.effective_status(now),
-            "subtype": "order",
-            "processingStatus": "",
-            "createdAt": _atom(order.created_at),
-            "fileIds": [],
-            "paymentUrl": _payment_url(order.order_container_id),
-            "processable": True if processable is None else processable,
-        }
-    )
-    if order.paid_at is not None:
-        payload["paidAt"] = _atom(order.paid_at)
-    return payload
 
 
 def _create_order(call: _Call) -> SandboxResponse:
@@ -171,9 +132,6 @@ def _lie_after_create(call: _Call, row: SandboxOrder, payload: dict[str, Any]
     if faults is None:
         return None
     if faults.notify_before_answer:
-        from sandbox.notifications import send_notification
-        from sandbox.payment import pay_order
-
         pay_order(row.order_id, notify=False)
         send_notification(row.order_id)
     if faults.fail_after_create:
@@ -184,43 +142,11 @@ def _lie_after_create(call: _Call, row: SandboxOrder, payload: dict[str, Any]
     return None
 
 
-def _duplicate_merchant_order_id() -> _ApiError:
-    return _ApiError(
-        422,
-        "merchant_order_id_duplicate",
-        "Duplicate merchant order id",
-        [_field_error("merchantOrderId")],
-    )
-
-
 def _take_merchant_order_id(merchant_id: uuid.UUID, merchant_order_id: str) -> None:
     """Claim the number for an order; IntegrityError if another order already has it."""
     SandboxMerchantOrderId(merchant_id=merchant_id, merchant_order_id=merchant_order_id).save(
         force_insert=True
     )
-
-
-def _order_or_404(
-    call: _Call, *, for_update: bool = False, order_id: str | None = None
-) -> SandboxOrder:
-    """The token merchant's order named in the path (or by `order_id`); another's is a 404."""
-    # [sandbox] an unknown or foreign orderId/parentId in a body is a 404 too.
-    not_found = _ApiError(404, "not_found", "Not Found")
-    try:
-        oid = uuid.UUID(call.params["order_id"] if order_id is None else order_id)
-    except ValueError:
-        raise not_found from None
-    rows = SandboxOrder.objects.filter(order_id=oid, merchant_id=call.merchant_id)
-    if for_update:
-        rows = rows.select_for_update()
-    order = rows.first()
-    if order is None:
-        raise not_found
-    return order
-
-
-def _wrong_order_status() -> _ApiError:
-    return _ApiError(422, "wrong_order_status", "Wrong order status", [_field_error("status")])
 
 
 def _get_order(call: _Call) -> SandboxResponse:

@@ -15,7 +15,7 @@ from django.utils.html import format_html, format_html_join
 from sandbox.calls import _Call
 from sandbox.models import SandboxOrder
 from sandbox.notifications import send_notification
-from sandbox.orders import _order_or_404, _order_payload, _wrong_order_status
+from sandbox.order_rows import _order_or_404, _order_payload, _wrong_order_status
 from sandbox.responses import SandboxResponse, _ApiError
 
 

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from sandbox.calls import _Call, _read_json_object, documented_only
 from sandbox.listing import _COMPARISONS, _Listing, _paged
 from sandbox.models import SandboxOrder, SandboxRefund
-from sandbox.orders import (
+from sandbox.order_rows import (
     _duplicate_merchant_order_id,
     _items_out,
     _order_or_404,

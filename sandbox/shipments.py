@@ -11,7 +11,7 @@ from django.db import transaction
 from sandbox.calls import _Call, _read_json_object, documented_only
 from sandbox.listing import _COMPARISONS, _Listing, _paged
 from sandbox.models import SandboxOrder, SandboxShipment
-from sandbox.orders import _items_out, _order_or_404, _wrong_order_status
+from sandbox.order_rows import _items_out, _order_or_404, _wrong_order_status
 from sandbox.responses import (
     SandboxResponse,
     _ApiError,

@@ -41,4 +41,10 @@ class ToolsConfig(AppConfig):
         set_filter_sources(
             contours=lambda: list(Contour.objects.order_by("slug").values_list("slug", flat=True)),
             tools=catalog.names)
+
+        from tools.ops import metrics
+
+        metrics.set_tool_names(frozenset(catalog.names()))
         checks.register(deprecated_settings, checks.Tags.compatibility)
+
+        from tools import tasks  # noqa: F401 - every Celery task registered in this process

@@ -172,3 +172,8 @@ def invalid_arguments(problems: list[Problem]) -> ToolError:
         hint="исправьте перечисленные поля и повторите вызов; значения не угадываются",
         problems=problems,
     )
+
+
+class ContourSetupError(ValueError):
+    """A contour can't be created or changed as asked (tools/contours/services.py); the message
+    says why."""

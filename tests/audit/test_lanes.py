@@ -8,8 +8,9 @@ from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 
 from audit import lanes
-from audit.journal import check_chain, entry_hash, journal_keys, record
+from audit.journal import entry_hash, journal_keys, record
 from audit.models import ChainHead, JournalEntry
+from audit.walk import check_chain
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -10,8 +10,8 @@ import pytest
 from django.db import OperationalError, connection
 
 from audit import spool
-from audit.journal import verify_chain
 from audit.models import JournalEntry
+from audit.walk import verify_chain
 
 FIELDS: dict[str, Any] = {"contour": "spool-test", "channel": "rest", "actor": "key:ibg_spool",
                           "tool": "get_order", "phase": "read", "arguments": {"order_id": "1"},

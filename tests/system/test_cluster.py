@@ -271,7 +271,7 @@ def test_the_worker_refreshes_open_orders_queued_by_beat(cluster: Cluster):
     order = issue(cluster, "refresh")
     cluster.manage("sandbox_pay", order["order_id"], "--no-notify")
 
-    cluster.send_task("tools.background.tasks.refresh_open_orders")
+    cluster.send_task("tools.tasks.refresh_open_orders")
 
     wait_for(lambda: tracked_status(cluster, order["order_id"]) == "completed",
              what="the refreshed status")
@@ -286,7 +286,7 @@ def test_the_worker_expires_stale_confirmations(cluster: Cluster):
     cluster.sql("update tools_pendingconfirmation set expires_at = now() - interval '1 second' "
                 "where contour_id = (select id from tools_contour where slug = 'expire')")
 
-    cluster.send_task("tools.background.tasks.expire_confirmations")
+    cluster.send_task("tools.tasks.expire_confirmations")
 
     wait_for(lambda: cluster.sql(
         "select 1 from tools_pendingconfirmation p join tools_contour c on c.id = p.contour_id "

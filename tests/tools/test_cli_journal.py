@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from audit.journal import verify_chain
 from audit.models import JournalEntry
+from audit.walk import verify_chain
 from tools.contours.services import create_contour
 from tools.models import ContourRole
 

@@ -14,8 +14,8 @@ from django.db import OperationalError, connection
 from django.test import Client
 
 from audit import spool
-from audit.journal import verify_chain
 from audit.models import JournalEntry
+from audit.walk import verify_chain
 from tests.conftest import Assistant, sandbox_orders
 from tests.tools.test_unknown_outcomes import age_operations, confirmed_order
 from tools.models import Operation, TrackedOrder

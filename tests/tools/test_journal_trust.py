@@ -20,8 +20,8 @@ from django.test import Client
 
 from adapters.mcp.http import build_mcp_app
 from audit import spool
-from audit.journal import verify_chain
 from audit.models import JournalEntry
+from audit.walk import verify_chain
 from tests.conftest import Assistant, sandbox_orders
 from tests.tools.test_database_faults import database_down
 from tests.tools.test_unknown_outcomes import confirmed_order

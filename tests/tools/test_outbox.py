@@ -17,7 +17,7 @@ def test_an_outbox_task_lost_by_the_broker_is_sent_again_until_done(
     app.conf.task_always_eager = False
     settings.GATEWAY_OUTBOX_LEASE_SECONDS = 0.0
     try:
-        item = outbox.enqueue("tools.background.tasks.process_notification", 10**9)
+        item = outbox.enqueue("tools.tasks.process_notification", 10**9)
         assert outbox.sweep_outbox() == 1
         assert OutboxTask.objects.get().attempts == 2
         from tools.background.tasks import process_notification

@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from audit.journal import verify_chain
 from audit.models import JournalEntry
+from audit.walk import verify_chain
 from invoicebox.client import InvoiceboxClient
 from sandbox.api import DEMO_TOKEN, clear_faults, set_faults
 from tests.conftest import Assistant, order_args, sandbox_orders

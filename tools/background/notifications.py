@@ -185,7 +185,7 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         # Confirmed by a read of the order upstream (a notification is a claim, the API is the
         # record). Through the outbox, in this transaction: a broker that is down when it
         # commits delays the read, never loses it (tools/background/outbox.py).
-        outbox.enqueue("tools.background.tasks.process_notification", processed.pk)
+        outbox.enqueue("tools.tasks.process_notification", processed.pk)
         return _journal(record, answer, code=code, message=message)
 
 

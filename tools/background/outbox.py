@@ -79,8 +79,6 @@ def sweep_outbox() -> int:
 
 
 def _send(item: OutboxTask) -> None:
-    import tools.background.tasks  # noqa: F401  (registers the tasks; it imports this module)
-
     task = current_app.tasks[item.task]
     try:
         task.apply_async(args=item.args, kwargs={"outbox_id": item.pk})

@@ -174,9 +174,3 @@ def _note(contour: Contour, phase: str, status: str, code: str, message: str,
           facts: dict[str, Any]) -> None:
     events.order_sync(contour, phase=phase, status=status, code=code, message=message,
                       facts=facts)
-
-
-# Operators' alerts live in tools/background/alerts.py; imported here so the worker registers them.
-from tools.background.alerts import deliver_alert, queue_alerts, sweep_alerts  # noqa: E402, F401
-from tools.background.outbox import sweep_outbox  # noqa: E402, F401
-from tools.pipeline.recovery import resolve_operations  # noqa: E402, F401

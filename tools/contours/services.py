@@ -15,6 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from tools import catalog, events
+from tools.contours.sites import notification_url
+from tools.errors import ContourSetupError
 from tools.models import (
     OFFICIAL_API_ORIGIN,
     ApiPrefix,
@@ -50,10 +52,6 @@ JOURNAL_KEYS = {"name": "contour_name"}
 
 
 WRITE_TOOLSETS = (Toolset.WRITE, Toolset.REFUND)
-
-
-class ContourSetupError(ValueError):
-    """A contour can't be created as asked; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -289,7 +287,6 @@ def connect_sandbox_notifications(contour: Contour, *, own_account: bool,
     (seed_demo does, so the demo contour follows a changed GATEWAY_SITE_URL).
     """
     from invoicebox.signals import sandbox_contour_connected
-    from tools.contours.sites import notification_url
 
     if not contour.notification_key:
         contour.notification_key = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from tools.contours.services import ContourSetupError
+from tools.errors import ContourSetupError
 from tools.models import Contour, Toolset
 
 

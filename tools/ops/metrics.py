@@ -95,12 +95,20 @@ _ID_SEGMENT = re.compile(r"\d|^[0-9a-f-]{32,}$", re.IGNORECASE)
 _UPSTREAM_CODE = re.compile(r"^[a-z][a-z_]{0,62}$")
 
 
-def tool_label(tool: str) -> str:
-    from tools import catalog  # late: catalog -> invoicebox -> this module
+# The catalog's tool names, handed in by tools/apps.py (the catalog's modules reach this one
+# through the pipeline's journal hook, so this module does not import the catalog).
+_tool_names: frozenset[str] = frozenset()
 
+
+def set_tool_names(names: frozenset[str]) -> None:
+    global _tool_names
+    _tool_names = names
+
+
+def tool_label(tool: str) -> str:
     if not tool:
         return "none"
-    return tool if catalog.get(tool) is not None else "unknown"
+    return tool if tool in _tool_names else "unknown"
 
 
 def endpoint_label(path: str) -> str:

@@ -1,7 +1,7 @@
 """The admin site's people-facing setup: a login form that names the right door, and a user page
 that shows what this project uses (roles per contour), not Django's groups and permissions.
 
-`configure(admin.site)` is called once from config/urls.py.
+`configure(admin.site, PeopleAdmin)` is called once from config/urls.py.
 """
 
 from __future__ import annotations
@@ -150,14 +150,13 @@ class PeopleUserAdmin(UserAdmin):
                                    {**(extra_context or {}), "title": "Изменить пользователя"})
 
 
-def configure(site: admin.AdminSite) -> None:
+def configure(site: admin.AdminSite, people_admin: type[admin.ModelAdmin[Any]]) -> None:
+    """The login form and the people admin (tools/people/factors/admin.py: PeopleUserAdmin with
+    the superuser's reset of a second factor) on the site."""
     site.login_form = AdminLoginForm
     user_model = get_user_model()
     if site.is_registered(Group):
         site.unregister(Group)
     if site.is_registered(user_model):
         site.unregister(user_model)
-    # With the superuser's reset of a person's second factor (tools/people/factors/admin.py).
-    from tools.people.factors.admin import PeopleAdmin
-
-    site.register(user_model, PeopleAdmin)
+    site.register(user_model, people_admin)

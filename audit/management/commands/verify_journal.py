@@ -9,7 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.checkpoints import CheckpointError, load, parse
-from audit.journal import Anchor, check_chain
+from audit.journal import Anchor
+from audit.walk import check_chain
 
 
 class Command(BaseCommand):

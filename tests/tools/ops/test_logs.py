@@ -133,7 +133,7 @@ def test_a_celery_task_keeps_its_name_and_the_broker_needs_no_hostname_warning(l
 
     records = lines(log_output)
     (done,) = [r for r in records if r["logger"] == "celery.app.trace"]
-    assert done["data"]["name"] == "tools.background.tasks.expire_confirmations"
+    assert done["data"]["name"] == "tools.tasks.expire_confirmations"
     assert not [r for r in records if "No hostname was supplied" in r["message"]]
 
 
