@@ -25,3 +25,25 @@ def table_rows(text: str) -> list[list[str]]:
 def links(text: str) -> list[str]:
     """Every Markdown link target, without its #anchor."""
     return [target.split("#")[0] for target in re.findall(r"\]\(([^)\s]+)\)", text)]
+
+
+FILE_SUFFIXES = (".py", ".md", ".yaml", ".yml", ".json", ".toml", ".html", ".po", ".mo", ".mjs")
+
+
+def named_paths(text: str) -> list[str]:
+    """Repository paths a doc names in backticks: `tools/pipeline/gateway.py`, `audit/`.
+    URLs (starting with /), placeholders (<slug>), globs and dotted names are not paths."""
+    found = []
+    for token in re.findall(r"`([^`\s]+)`", text):
+        token = token.split("::")[0].rstrip(",.;:")
+        if token.startswith(("/", "http", "-", "$", ".")) or re.search(r"[<>*…{}=]", token):
+            continue
+        if "/" in token or token.endswith(FILE_SUFFIXES):
+            found.append(token)
+    return found
+
+
+def missing_paths(text: str, *, base: Path = ROOT) -> list[str]:
+    """The named paths that exist neither from the repository's root nor from `base`."""
+    return sorted({p for p in named_paths(text)
+                   if not (ROOT / p).exists() and not (base / p).exists()})
