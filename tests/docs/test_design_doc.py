@@ -12,8 +12,9 @@ LAYOUT = DESIGN.split("## Layout", 1)[1].split("```", 2)[1]
 
 
 def packages(folder: str) -> list[str]:
+    plumbing = {"migrations", "management", "templatetags"}
     return sorted(p.name for p in (ROOT / folder).iterdir()
-                  if p.is_dir() and (p / "__init__.py").exists() and p.name not in {"migrations", "management", "templatetags"})
+                  if p.is_dir() and (p / "__init__.py").exists() and p.name not in plumbing)
 
 
 def listed_under(parent: str) -> set[str]:
