@@ -41,7 +41,7 @@ for _name in ("MCP_SESSION_IDLE_SECONDS", "MCP_SESSION_UNUSED_SECONDS",
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive")
 # A tools/call of a session without a dialog answered in one thread hop without the SDK's
-# request kernel (adapters/mcp/lean.py); off: the SDK's single-exchange driver answers it.
+# request kernel (adapters/mcp/lean.py, the only shortcut); off: the SDK's own transport.
 MCP_LEAN = env.bool("MCP_LEAN", default=True)
 # The gateway as an OAuth 2.1 authorization server for /mcp (adapters/oauth): hosted assistants
 # register themselves and an owner consents. Its issuer is GATEWAY_SITE_URL (https, or loopback
