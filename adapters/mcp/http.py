@@ -24,8 +24,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters import strict_json
 from adapters.mcp import answers, lean, sessions
+from adapters.mcp import relay as relays
 from adapters.mcp.manager import CALLER, KEY_ID, RESUMED, SharedSessionManager
-from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
 from tools.keys import scope as keys
@@ -237,9 +237,12 @@ def build_mcp_app() -> tuple[ASGIApp, SharedSessionManager]:
     2025-11-25 clients get sessions (Mcp-Session-Id) that any worker answers; 2026-07-28
     requests are routed by their MCP-Protocol-Version header to the SDK's per-request path.
     """
-    server = build_server(caller_of_request)
+    relay = relays.configured()
+    # Without a relay an answer posted to another worker is never heard (the call would wait
+    # MCP_ELICITATION_TIMEOUT_SECONDS): where several workers may serve, no dialog is offered.
+    server = build_server(caller_of_request,
+                          dialogs=relay is not None or settings.MCP_WORKERS <= 1)
     security = transport_security()
-    relay = AnswerRelay(settings.MCP_REDIS_URL) if settings.MCP_REDIS_URL else None
     manager = SharedSessionManager(server, security_settings=security,
                                    idle_seconds=settings.MCP_SESSION_IDLE_SECONDS, relay=relay)
     return ContourKeyAuth(StreamableHTTPASGIApp(manager), security, manager), manager

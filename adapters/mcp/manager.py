@@ -58,7 +58,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from adapters import strict_json
 from adapters.mcp import answers, sessions
-from adapters.mcp.relay import ID_BITS, AnswerRelay, owner_of
+from adapters.mcp.relay import ID_BITS, Relay, owner_of
 from adapters.mcp.server import Caller, run_sync
 
 logger = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
 
 class SharedSessionManager(StreamableHTTPSessionManager):
     def __init__(self, app: Server[Any], *, security_settings: TransportSecuritySettings,
-                 idle_seconds: float, relay: AnswerRelay | None) -> None:
+                 idle_seconds: float, relay: Relay | None) -> None:
         # No per-process cap: the shared one (sessions.record) bounds the copies as well.
         # json_response here is what 2026-07-28 requests get (they carry no dialog); a
         # 2025-11-25 session picks its own in _transport().
