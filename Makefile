@@ -26,7 +26,9 @@ setup: $(BIN)/.installed
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(BIN)/python manage.py seed_demo
 
-# WORKERS=2 DATABASE_URL=postgres://... serves the same app from two processes on PostgreSQL.
+# WORKERS=2 DATABASE_URL=postgres://... serves the same app from two processes on PostgreSQL
+# (a dialog answer that reaches the other process is relayed by LISTEN/NOTIFY without Redis).
+# WEB_CONCURRENCY tells each process how many there are (config/settings/protocols.py).
 # With several workers /metrics must add up every process's counters: prometheus_client needs
 # a directory they share, emptied of old samples before the start (docs/production.md).
 ifeq ($(shell [ "$(WORKERS)" -gt 1 ] 2>/dev/null && echo many),many)
@@ -40,7 +42,8 @@ demo: setup
 	  find "$(PROMETHEUS_MULTIPROC_DIR)" -maxdepth 1 -name '*.db' -delete && \
 	  echo "metrics of $(WORKERS) workers: PROMETHEUS_MULTIPROC_DIR=$(PROMETHEUS_MULTIPROC_DIR)"; \
 	fi
-	$(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port $(PORT) --workers $(WORKERS)
+	WEB_CONCURRENCY=$(WORKERS) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 \
+	  --port $(PORT) --workers $(WORKERS)
 
 # Background work beside `make demo` when CELERY_TASK_ALWAYS_EAGER=false (docs/production.md).
 worker: $(BIN)/.installed

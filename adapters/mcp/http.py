@@ -1,9 +1,11 @@
-"""Streamable HTTP at /mcp: Host/Origin checks, the contour key (or OAuth grant) per request,
-a dialog-less session's tools/call in the same thread hop (lean.py), the SDK transport with
-sessions shared by every worker (manager.py)."""
+"""Streamable HTTP at /mcp: Host/Origin checks, then one thread hop per request (`admit`: the
+contour key or OAuth grant, the session, the grant's scope, and a dialog-less session's
+tools/call on the fast path, lean.py), then the SDK's transport with sessions shared by every
+worker (manager.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -17,26 +19,21 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from mcp.shared.exceptions import MCPError
 from starlette.authentication import AuthCredentials
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters import strict_json
-from adapters.mcp import lean, sessions
-from adapters.mcp.answers import is_call
+from adapters.mcp import answers, lean, sessions
+from adapters.mcp import relay as relays
 from adapters.mcp.manager import CALLER, KEY_ID, RESUMED, SharedSessionManager
-from adapters.mcp.relay import AnswerRelay
 from adapters.mcp.server import Caller, build_server, run_sync
 from adapters.oauth import challenge, grants
-from tools.errors import Outcome
 from tools.keys import scope as keys
 from tools.models import ApiKey
 from tools.pipeline import anonymous, gateway
 
 PATH = "/mcp"
 CHANNEL = "mcp-http"
-# A session's POST up to this size is looked at before its key is checked, to see whether the
-# lean path (lean.py) may answer it; a larger one goes on to the SDK path as it came.
-LEAN_PEEK_LIMIT = 256 * 1024
 
 
 def transport_security() -> TransportSecuritySettings:
@@ -45,21 +42,6 @@ def transport_security() -> TransportSecuritySettings:
         allowed_hosts=list(settings.MCP_ALLOWED_HOSTS),
         allowed_origins=list(settings.MCP_ALLOWED_ORIGINS),
     )
-
-
-def _authenticate(header: str, address: str | None = None, session_id: str | None = None,
-                  use: bool = False) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
-    """The key behind a contour key or an OAuth access token, whether it was the latter, and
-    the key's live session named by the request (resumed here: one thread hop and one
-    connection for both, not two; `use`: the request is a call, see sessions.resume)."""
-    scheme, _, raw = header.partition(" ")
-    if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
-        return None, False, None
-    key, by_oauth = grants.authenticate(raw.strip())
-    if key is None:
-        return None, by_oauth, None
-    keys.note_address(key, address)
-    return key, by_oauth, sessions.resume(session_id, key.pk, use) if session_id else None
 
 
 async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
@@ -85,6 +67,45 @@ def _replaying(messages: list[Message], receive: Receive) -> Receive:
     return replay
 
 
+@dataclass(frozen=True)
+class Admission:
+    """What the request's one thread hop found: the key, whether it was an OAuth grant, the
+    session the request names (resumed), and the gateway's own answer when it has one (a
+    401, a 400 for a body that is no JSON, a grant's 403, the fast path's answer)."""
+
+    key: ApiKey | None
+    by_oauth: bool = False
+    facts: sessions.SessionFacts | None = None
+    response: Response | None = None
+    forget: bool = False  # the 401 ended the named session: drop this worker's copy
+
+
+def _authenticate(header: str, address: str | None, session_id: str | None, use: bool
+                  ) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
+    """The key behind a contour key or an OAuth access token, whether it was the latter, and
+    the key's live session named by the request (`use`: the request is a call, see
+    sessions.resume)."""
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
+        return None, False, None
+    key, by_oauth = grants.authenticate(raw.strip())
+    if key is None:
+        return None, by_oauth, None
+    keys.note_address(key, address)
+    return key, by_oauth, sessions.resume(session_id, key.pk, use) if session_id else None
+
+
+def _unauthenticated(header: str, session_id: str | None) -> Admission:
+    message = ("ключ API не найден, отозван или истёк (или токен выдан для другого сервера)"
+               if header else "нужен ключ API контура: Authorization: Bearer <ключ>")
+    outcome = gateway.reject(None, "unauthenticated", message, channel=CHANNEL,
+                             actor=anonymous.actor_of_unverified(header), tool=PATH)
+    forget = bool(session_id) and sessions.end_if_key_inactive(session_id or "")
+    return Admission(None, forget=forget, response=JSONResponse(
+        outcome.as_dict(), status_code=401,
+        headers={"WWW-Authenticate": challenge.unauthorized(bool(header))}))
+
+
 def _called_tools(body: bytes) -> list[str]:
     """Names of the tools/call requests in a JSON-RPC message or batch ([] if unreadable)."""
     try:
@@ -97,8 +118,10 @@ def _called_tools(body: bytes) -> list[str]:
             and isinstance(item.get("params"), dict)]
 
 
-def _scope_refusal(key: ApiKey, tools: list[str]) -> tuple[dict[str, Any], str] | None:
-    """A grant's call beyond its toolsets: the journaled refusal and its challenge header."""
+def _scope_refusal(key: ApiKey, tools: list[str]) -> Response | None:
+    """The one OAuth scope check of /mcp, as the reference server: a grant's tools/call beyond
+    its toolsets is a journaled HTTP 403 insufficient_scope the client can act on (ask the
+    owner for more)."""
     missing = {tool: challenge.missing_toolset(key, tool) for tool in tools}
     lacking = {tool: toolset for tool, toolset in missing.items() if toolset}
     if not lacking:
@@ -108,25 +131,45 @@ def _scope_refusal(key: ApiKey, tools: list[str]) -> tuple[dict[str, Any], str] 
                              challenge.refusal_message(key, tool, toolset),
                              channel=CHANNEL, actor=keys.actor_of(key), tool=tool,
                              hint=challenge.REFUSAL_HINT)
-    return outcome.as_dict(), challenge.insufficient_scope(key, sorted(set(lacking.values())))
+    return JSONResponse(outcome.as_dict(), status_code=403, headers={
+        "WWW-Authenticate": challenge.insufficient_scope(key, sorted(set(lacking.values())))})
 
 
-def _invalid_json(key: ApiKey, problem: str, length: int) -> Outcome:
+def _parse_error(key: ApiKey, problem: str, length: int) -> Response:
     """A body the SDK could not parse (bad syntax, nesting past its limit), journaled in the
-    key's name as REST journals it."""
-    return gateway.reject(key.contour, "invalid_json",
-                          "тело запроса не разобрано как JSON: " + problem,
-                          channel=CHANNEL, actor=keys.actor_of(key), tool=PATH,
-                          arguments={"_body_length": length})
-
-
-def _parse_error(outcome: Outcome) -> JSONResponse:
-    """JSON-RPC's parse error, as the SDK answers it (HTTP 400, id null), with the gateway's
-    envelope (code invalid_json, journal_id) in its data."""
+    key's name as REST journals it, and answered as the SDK answers it (JSON-RPC's parse
+    error, HTTP 400, id null) with the gateway's envelope (invalid_json) in its data."""
+    outcome = gateway.reject(key.contour, "invalid_json",
+                             "тело запроса не разобрано как JSON: " + problem,
+                             channel=CHANNEL, actor=keys.actor_of(key), tool=PATH,
+                             arguments={"_body_length": length})
     return JSONResponse({"jsonrpc": "2.0", "id": None,
                          "error": {"code": types.PARSE_ERROR, "message": outcome.message,
                                    "data": outcome.as_dict()}},
                         status_code=outcome.http_status)
+
+
+def admit(header: str, address: str | None, session_id: str | None, use: bool,
+          body: bytes | None, call: lean.LeanCall | None) -> Admission:
+    """The request's one thread hop (sync): the key, the session, a body that is no JSON, a
+    grant's scope, and when `call` (the fast path's) may be answered without the SDK, the
+    call itself."""
+    key, by_oauth, facts = _authenticate(header, address, session_id, use)
+    if key is None:
+        return _unauthenticated(header, session_id)
+    if body is not None and call is None:  # the fast path's call was parsed already
+        try:
+            strict_json.parse_body(body)
+        except strict_json.JsonRefused as refused:
+            return Admission(key, by_oauth, facts, _parse_error(key, refused.message, len(body)))
+    if by_oauth and body:
+        refusal = _scope_refusal(key, [call.params.name] if call else _called_tools(body))
+        if refusal is not None:
+            return Admission(key, by_oauth, facts, refusal)
+    if call is not None and session_id and lean.may_answer(call, facts):
+        return Admission(key, by_oauth, facts,
+                         lean.answer(call, Caller.of_key(key, CHANNEL), session_id))
+    return Admission(key, by_oauth, facts)
 
 
 class ContourKeyAuth:
@@ -153,64 +196,30 @@ class ContourKeyAuth:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        header = request.headers.get("authorization", "")
         session_id = request.headers.get(MCP_SESSION_ID_HEADER)
-        address = request.client.host if request.client else None
         body: bytes | None = None
         if scope["method"] == "POST":
             messages, body = await _read_body(receive)
             receive = _replaying(messages, receive)
         # a GET stream or a DELETE makes no session a used one
-        use = bool(session_id) and scope["method"] == "POST" and is_call(body)
-        call = None
-        if settings.MCP_LEAN and session_id and body and len(body) <= LEAN_PEEK_LIMIT:
-            call = lean.lean_call_of(request, body)
-        if call is not None:
-            served = await run_sync(lean.serve, _authenticate, CHANNEL, header, address,
-                                    session_id, call)
-            if served.answer is not None:
-                await lean.send_answer(served.answer, session_id, scope, receive, send)
-                return
-            key, by_oauth, resumed = served.key, served.by_oauth, served.facts
-        else:
-            key, by_oauth, resumed = await run_sync(_authenticate, header, address, session_id,
-                                                    use)
-        if key is None:
-            message = ("ключ API не найден, отозван или истёк (или токен выдан для другого "
-                       "сервера)" if header
-                       else "нужен ключ API контура: Authorization: Bearer <ключ>")
-            outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
-                                     channel=CHANNEL,
-                                     actor=anonymous.actor_of_unverified(header), tool=PATH)
-            if session_id and await run_sync(sessions.end_if_key_inactive, session_id):
-                await self.sessions.forget(session_id)  # a revoked key ends its sessions
-            response = JSONResponse(outcome.as_dict(), status_code=401,
-                                    headers={"WWW-Authenticate":
-                                             challenge.unauthorized(bool(header))})
-            await response(scope, receive, send)
+        use = bool(session_id) and scope["method"] == "POST" and answers.is_call(body)
+        call = (lean.call_of(request, body)
+                if settings.MCP_LEAN and session_id and body else None)
+        admitted = await run_sync(admit, request.headers.get("authorization", ""),
+                                  request.client.host if request.client else None,
+                                  session_id, use, body, call)
+        if admitted.forget and session_id:
+            await self.sessions.forget(session_id)  # a revoked key ends its sessions
+        if admitted.response is not None:
+            await admitted.response(scope, receive, send)
             return
-        if body is not None and call is None:  # the lean path's call was parsed already
-            try:
-                strict_json.parse_body(body)
-            except strict_json.JsonRefused as refused:
-                outcome = await run_sync(_invalid_json, key, refused.message, len(body))
-                await _parse_error(outcome)(scope, receive, send)
-                return
-        if by_oauth and body:
-            # As the reference server: a grant's tools/call beyond its toolsets is an HTTP 403
-            # insufficient_scope the client can act on (ask the owner for more).
-            refusal = await run_sync(_scope_refusal, key, _called_tools(body))
-            if refusal is not None:
-                envelope, www_authenticate = refusal
-                response = JSONResponse(envelope, status_code=403,
-                                        headers={"WWW-Authenticate": www_authenticate})
-                await response(scope, receive, send)
-                return
+        key = admitted.key
+        assert key is not None
         caller = Caller.of_key(key, CHANNEL)
         user = AuthenticatedUser(AccessToken(token=key.prefix, client_id=f"api-key:{key.pk}",
                                              scopes=[], subject=key.contour.slug))
         await self.app({**scope, "user": user, "auth": AuthCredentials([]), CALLER: caller,
-                        KEY_ID: key.pk, RESUMED: resumed},
+                        KEY_ID: key.pk, RESUMED: admitted.facts},
                        receive, send)
 
 
@@ -228,9 +237,12 @@ def build_mcp_app() -> tuple[ASGIApp, SharedSessionManager]:
     2025-11-25 clients get sessions (Mcp-Session-Id) that any worker answers; 2026-07-28
     requests are routed by their MCP-Protocol-Version header to the SDK's per-request path.
     """
-    server = build_server(caller_of_request)
+    relay = relays.configured()
+    # Without a relay an answer posted to another worker is never heard (the call would wait
+    # MCP_ELICITATION_TIMEOUT_SECONDS): where several workers may serve, no dialog is offered.
+    server = build_server(caller_of_request,
+                          dialogs=relay is not None or settings.MCP_WORKERS <= 1)
     security = transport_security()
-    relay = AnswerRelay(settings.MCP_REDIS_URL) if settings.MCP_REDIS_URL else None
     manager = SharedSessionManager(server, security_settings=security,
                                    idle_seconds=settings.MCP_SESSION_IDLE_SECONDS, relay=relay)
     return ContourKeyAuth(StreamableHTTPASGIApp(manager), security, manager), manager

@@ -5,23 +5,34 @@ behind a load balancer, answers its id with 404. Here the session's initialize f
 database (sessions.py); a worker that gets an id it has no copy of checks them and builds its
 copy as already initialized, then serves the request with the SDK's own transport and server
 loop. A copy is a cache: dropping it (idle, restart) loses nothing but an answer it was waiting
-for. Form-dialog answers that reach another worker travel to the asking one through Redis
-(relay.py). 2026-07-28 requests need none of this: the SDK serves them per request.
+for. Form-dialog answers that reach another worker travel to the asking one through Redis, or
+PostgreSQL without it (relay.py). 2026-07-28 requests need none of this: the SDK serves them per request.
 
-What is overridden, and why: `_handle_stateful_request` (the shared check instead of the
-in-memory dict), and the session's server task (a connection that may start initialized, a
-dispatcher whose request ids name this worker). Both follow the SDK 2.3 code they replace.
-A session whose client declared no elicitation is answered with JSON bodies, and its
-tools/call by the SDK's single-exchange driver (serve_one) without the session's streams and
-task (issue 31: a third of the CPU of a call), when lean.py (MCP_LEAN) has not answered it in
-the authentication's own thread hop already; a client that can hold a dialog gets SSE.
+Every request reaches the SDK's own transport and server loop here; the one shortcut around
+them is the fast path (lean.py), entered from http.py before this manager.
+
+The SDK internals this module uses, all of them (the `mcp` pin in pyproject.toml points here;
+tests/system and tests/adapters/mcp fail if a release changes them; move the pin with them):
+- `StreamableHTTPSessionManager._handle_stateful_request` (overridden): a session is checked
+  in the database (sessions.py), not in the process's dict, and rebuilt when absent.
+- `StreamableHTTPSessionManager._handle_request` (overridden, then called): a session request
+  naming a version no era speaks is refused as such, not as a modern request missing _meta.
+- `_server_instances`, `_session_creation_lock`, `_discard_session`: the process's copies of
+  sessions, kept, rebuilt and dropped exactly as the SDK keeps and drops its own.
+- `_task_group`, `_lifespan_state`: a session's task (and the relay's listener) run in the
+  manager's task group, served with the server's lifespan state, as the SDK starts its own.
+- `ServerRunner._negotiate_initialize`: the version an initialize is answered with, so that the
+  version stored for other workers is the one the SDK negotiates.
+- `JSONRPCDispatcher._next_id`: the ids of requests this worker sends (a form dialog) carry
+  its tag, so an answer posted to another worker finds its way back (relay.py).
+`_handle_stateful_request` and our `_serve_session` (the SDK's `run_server` in
+`_serve_opening_request`, with a connection that may be born initialized) follow the SDK 2.3
+code they replace.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -29,35 +40,17 @@ from typing import Any
 from uuid import uuid4
 
 import anyio
-import pydantic_core
 from anyio.abc import TaskStatus
-from mcp.server._streamable_http_modern import (
-    _SingleExchangeDispatchContext,
-    _to_jsonrpc_response,
-)
-from mcp.server.connection import _NO_CHANNEL, Connection
+from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
-from mcp.server.runner import ServerRunner, serve_connection, serve_one
-from mcp.server.streamable_http import (
-    CONTENT_TYPE_JSON,
-    MCP_SESSION_ID_HEADER,
-    StreamableHTTPServerTransport,
-    check_accept_headers,
-)
+from mcp.server.runner import ServerRunner, serve_connection
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher, progress_token_from_params
-from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
-from mcp_types import (
-    INVALID_REQUEST,
-    ErrorData,
-    InitializeRequestParams,
-    JSONRPCError,
-    JSONRPCRequest,
-    jsonrpc_message_adapter,
-)
+from mcp_types import INVALID_REQUEST, ErrorData, InitializeRequestParams, JSONRPCError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import Response
@@ -65,7 +58,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from adapters import strict_json
 from adapters.mcp import answers, sessions
-from adapters.mcp.relay import ID_BITS, AnswerRelay, owner_of
+from adapters.mcp.relay import ID_BITS, Relay, owner_of
 from adapters.mcp.server import Caller, run_sync
 
 logger = logging.getLogger(__name__)
@@ -99,52 +92,6 @@ def _replayed(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def declares_elicitation(client_params: dict[str, Any] | None) -> bool:
-    capabilities = (client_params or {}).get("capabilities")
-    return isinstance(capabilities, dict) and capabilities.get("elicitation") is not None
-
-
-def lean_session(facts: sessions.SessionFacts | None, protocol_header: str | None) -> bool:
-    """A live session whose client declared no elicitation, named with its own version."""
-    return (facts is not None and not declares_elicitation(facts.client_params)
-            and protocol_header == facts.protocol_version)
-
-
-def tools_call_of(request: Request, body: bytes) -> JSONRPCRequest | None:
-    """The tools/call this POST is, when it is one well-formed request with the headers the
-    SDK's transport would accept (anything else goes to the transport and its own answers)."""
-    if (request.method != "POST" or b"tools/call" not in body
-            or not request.headers.get("content-type", "").startswith(CONTENT_TYPE_JSON)
-            or not check_accept_headers(request)[0]):
-        return None
-    try:
-        message = jsonrpc_message_adapter.validate_python(pydantic_core.from_json(body),
-                                                          by_name=False)
-    except ValueError:  # pydantic's ValidationError is one too
-        return None
-    if not isinstance(message, JSONRPCRequest) or message.method != "tools/call":
-        return None
-    return message
-
-
-def _lean_call(request: Request, body: bytes, facts: sessions.SessionFacts | None
-               ) -> JSONRPCRequest | None:
-    """The tools/call this request is, when the single-exchange driver may answer it: one
-    well-formed tools/call in a session without elicitation."""
-    if not lean_session(facts, request.headers.get(MCP_PROTOCOL_VERSION_HEADER)):
-        return None
-    return tools_call_of(request, body)
-
-
-@functools.lru_cache(maxsize=1024)
-def _parsed_client_params(raw: str) -> InitializeRequestParams:
-    return InitializeRequestParams.model_validate_json(raw, by_name=False)
-
-
-def _client_params(client_params: dict[str, Any]) -> InitializeRequestParams:
-    return _parsed_client_params(json.dumps(client_params, sort_keys=True))
-
-
 def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
     """(negotiated version, client params) of an initialize request; None for anything else.
 
@@ -161,7 +108,7 @@ def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
 
 class SharedSessionManager(StreamableHTTPSessionManager):
     def __init__(self, app: Server[Any], *, security_settings: TransportSecuritySettings,
-                 idle_seconds: float, relay: AnswerRelay | None) -> None:
+                 idle_seconds: float, relay: Relay | None) -> None:
         # No per-process cap: the shared one (sessions.record) bounds the copies as well.
         # json_response here is what 2026-07-28 requests get (they carry no dialog); a
         # 2025-11-25 session picks its own in _transport().
@@ -229,10 +176,6 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             if session_id not in self._server_instances:
                 await Response(status_code=200)(scope, receive, send)
                 return
-        call = _lean_call(request, body, facts)
-        if call is not None:
-            await self._answer_lean(call, facts, request, scope, receive, send)
-            return
         owner = owner_of(body) if body else None
         if owner is not None and owner != self.tag and self.relay is not None:
             await self.relay.publish(owner, session_id, scope["headers"], body)
@@ -242,30 +185,6 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         await transport.handle_request(scope, receive, send)
         if transport.is_terminated:
             await self._discard_session(session_id, transport)
-
-    async def _answer_lean(self, call: JSONRPCRequest, facts: sessions.SessionFacts,
-                           request: Request, scope: Scope, receive: Receive, send: Send
-                           ) -> None:
-        """A tools/call of a JSON-mode session, served by the SDK's single-exchange driver
-        (serve_one: the same runner, middleware and handlers) instead of the session's
-        streams, router and task: what the transport would answer, without its per-request
-        memory streams and task hops. Nothing can be lost: a JSON-mode session has no
-        back-channel for the call anyway (no dialog, its notifications dropped)."""
-        connection = Connection(_NO_CHANNEL, protocol_version=facts.protocol_version,
-                                session_id=facts.session_id,
-                                client_params=_client_params(facts.client_params))
-        connection.initialized.set()
-        dctx = _SingleExchangeDispatchContext(
-            transport=TransportContext(kind="streamable-http", can_send_request=False,
-                                       headers=request.headers),
-            request_id=call.id, message_metadata=ServerMessageMetadata(request_context=request),
-            progress_token=progress_token_from_params(call.params))
-        answer = await _to_jsonrpc_response(call.id, serve_one(
-            self.app, dctx, call.method, call.params, connection=connection,
-            lifespan_state=self._lifespan_state))
-        await Response(answer.model_dump_json(by_alias=True, exclude_unset=True),
-                       headers={MCP_SESSION_ID_HEADER: facts.session_id},
-                       media_type=CONTENT_TYPE_JSON)(scope, receive, send)
 
     async def _open(self, key_id: int, body: bytes, scope: Scope, receive: Receive,
                     send: Send) -> None:
@@ -321,7 +240,7 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         tools/call, which only a stream can carry). JSON costs a third less CPU per call."""
         return StreamableHTTPServerTransport(
             mcp_session_id=session_id,
-            is_json_response_enabled=not declares_elicitation(client_params),
+            is_json_response_enabled=not sessions.declares_elicitation(client_params),
             event_store=self.event_store, security_settings=self.security_settings,
             retry_interval=self.retry_interval, idle_timeout=self.session_idle_timeout)
 

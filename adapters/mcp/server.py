@@ -180,8 +180,9 @@ def call_result(outcome: Outcome, name: str) -> types.CallToolResult:
     return tool_result(outcome)
 
 
-def build_server(resolve: CallerResolver) -> Server[Any]:
-    """One low-level Server; `resolve` says, per request, whose contour it serves."""
+def build_server(resolve: CallerResolver, *, dialogs: bool = True) -> Server[Any]:
+    """One low-level Server; `resolve` says, per request, whose contour it serves; `dialogs`:
+    a write may be confirmed in the client's form dialog (its answer can reach this process)."""
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -196,7 +197,7 @@ def build_server(resolve: CallerResolver) -> Server[Any]:
         arguments = params.arguments if params.arguments is not None else {}
         outcome = await run_sync(call_core, caller, params)
         refuse_unknown(outcome, params.name)
-        if outcome.code == "confirmation_required":
+        if outcome.code == "confirmation_required" and dialogs:
             outcome = await _confirm_in_dialog(ctx, caller, params, arguments, outcome)
         if outcome.code == "awaiting_approval":
             outcome = await _point_to_approval_page(ctx, outcome)

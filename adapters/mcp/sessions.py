@@ -42,6 +42,12 @@ class SessionFacts:
     used: bool = True
 
 
+def declares_elicitation(client_params: dict[str, Any] | None) -> bool:
+    """Whether the client said it can hold a dialog: its session then gets SSE, not JSON."""
+    capabilities = (client_params or {}).get("capabilities")
+    return isinstance(capabilities, dict) and capabilities.get("elicitation") is not None
+
+
 class SessionRefused(Exception):
     """A new session over a cap that no session of the same key could make room under."""
 

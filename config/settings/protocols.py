@@ -27,10 +27,15 @@ MCP_MAX_SESSIONS_PER_KEY = env.int("MCP_MAX_SESSIONS_PER_KEY", default=20)
 MCP_MAX_SESSIONS_PER_CONTOUR = env.int("MCP_MAX_SESSIONS_PER_CONTOUR", default=100)
 MCP_SESSION_EXPIRE_BATCH = env.int("MCP_SESSION_EXPIRE_BATCH", default=1000)
 # Where a form-dialog answer that reached another worker is passed to the one waiting for it
-# (Redis pub/sub). Empty: the Celery broker when it is Redis, else none (one worker only: an
-# answer on another worker is not heard, and the write falls back to the chat confirmation).
+# (adapters/mcp/relay.py): Redis pub/sub here; empty: the Celery broker when it is Redis, else
+# PostgreSQL's LISTEN/NOTIFY when the database is PostgreSQL, else none.
 MCP_REDIS_URL = env.str("MCP_REDIS_URL", default="") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+# How many worker processes this one's sessions may be served by, from the server's own
+# WEB_CONCURRENCY (uvicorn's and gunicorn's; `make demo` sets it from WORKERS). With more than
+# one and no relay (SQLite, no Redis) the form dialog is not offered: the write answers with
+# the chat confirmation at once instead of waiting for an answer another worker got.
+MCP_WORKERS = env.int("WEB_CONCURRENCY", default=1)
 # How long a tools/call waits for the person's answer in the dialog before it returns the
 # chat confirmation (the two calls with the token) instead.
 MCP_ELICITATION_TIMEOUT_SECONDS = env.float("MCP_ELICITATION_TIMEOUT_SECONDS", default=300.0)
@@ -41,7 +46,7 @@ for _name in ("MCP_SESSION_IDLE_SECONDS", "MCP_SESSION_UNUSED_SECONDS",
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive")
 # A tools/call of a session without a dialog answered in one thread hop without the SDK's
-# request kernel (adapters/mcp/lean.py); off: the SDK's single-exchange driver answers it.
+# request kernel (adapters/mcp/lean.py, the only shortcut); off: the SDK's own transport.
 MCP_LEAN = env.bool("MCP_LEAN", default=True)
 # The gateway as an OAuth 2.1 authorization server for /mcp (adapters/oauth): hosted assistants
 # register themselves and an owner consents. Its issuer is GATEWAY_SITE_URL (https, or loopback

@@ -1,18 +1,22 @@
 """A session opened on one worker is answered by the other, request by request, over raw HTTP:
 the facts are in PostgreSQL, a form-dialog answer posted to the wrong worker reaches the asking
-one through Redis, and the hygiene (another key, a revoked key, DELETE) holds across workers."""
+one through Redis (or, without Redis, PostgreSQL's LISTEN/NOTIFY), and the hygiene (another
+key, a revoked key, DELETE) holds across workers."""
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.conftest import order_args
+from tests.system.cluster import Cluster, build, postgres_params, scratch_database
 from tests.system.conftest import Balanced
 
 pytestmark = [pytest.mark.postgres, pytest.mark.system]
@@ -117,12 +121,14 @@ def test_a_revoked_key_ends_its_session_on_the_next_request(balanced: Balanced):
     assert stored(balanced, session) == 0
 
 
-def call_with_dialog(balanced: Balanced, key: str, answer_to: str | None) -> dict[str, Any]:
+def call_with_dialog(balanced: Balanced | Cluster, key: str, answer_to: str | None
+                     ) -> dict[str, Any]:
     """create_order once on worker A; the dialog's answer posted to `answer_to` (or never).
 
     Each call describes a new invoice: two tests in the same second would otherwise send the
     same arguments, and the second would be answered by the first's dedup, not by a dialog."""
-    a = balanced.worker_url("a")
+    cluster = balanced.cluster if isinstance(balanced, Balanced) else balanced
+    a = f"{cluster.a.base}/mcp"
     session = open_session(a, key, ELICITATION)
     arguments = order_args(description=f"Бронирование номера {uuid.uuid4().hex[:8]}")
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -161,3 +167,39 @@ def test_an_unanswered_dialog_falls_back_to_the_chat_confirmation(balanced: Bala
     assert result["status"] == "confirmation_required", result
     assert result["confirmation"]["token"]
     assert balanced.cluster.upstream_orders("relay") == before
+
+
+# `make demo WORKERS=2 DATABASE_URL=postgres://...`: two workers, PostgreSQL, no Redis at all.
+DIALOG_TIMEOUT_SECONDS = 30
+
+
+@pytest.fixture(scope="module")
+def without_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    params = postgres_params()
+    tmp: Path = tmp_path_factory.mktemp("no-redis")
+    with scratch_database(params, "gateway_noredis") as dbname:
+        cluster = build(tmp, params, dbname, ["relay"], extra_env={
+            "CELERY_BROKER_URL": "memory://", "MCP_REDIS_URL": "",
+            "CELERY_TASK_ALWAYS_EAGER": "true", "WEB_CONCURRENCY": "2",
+            "MCP_ELICITATION_TIMEOUT_SECONDS": str(DIALOG_TIMEOUT_SECONDS)})
+        try:
+            for server in (cluster.sandbox, cluster.a, cluster.b):
+                server.start()
+            yield cluster
+        finally:
+            cluster.stop()
+
+
+def test_without_redis_a_dialog_answer_posted_to_the_other_worker_completes_at_once(
+        without_redis: Cluster):
+    before = without_redis.upstream_orders("relay")
+    key = without_redis.contours["relay"]["key"]
+
+    for _ in range(3):  # issue 41 saw every other write hang
+        started = time.monotonic()
+        result = call_with_dialog(without_redis, key, f"{without_redis.b.base}/mcp")
+        elapsed = time.monotonic() - started
+
+        assert result["status"] == "ok", result
+        assert elapsed < DIALOG_TIMEOUT_SECONDS / 3, elapsed
+    assert without_redis.upstream_orders("relay") == before + 3

@@ -1,7 +1,8 @@
-"""The lean tools/call (adapters/mcp/lean.py, MCP_LEAN) answers what the SDK path answers.
+"""The fast path (adapters/mcp/lean.py, MCP_LEAN) answers what the SDK's own transport answers.
 
-Two uvicorn servers on one database, MCP_LEAN on and off, get the same calls; their answers
-must be the same bytes but for the journal id and the sandbox's request id. The guarantees
+Two uvicorn servers on one database get the same calls: MCP_LEAN on (the fast path) and off
+(no shortcut at all: the session's SDK transport, streams, task and request kernel). Their
+answers must be the same bytes but for the journal id and the sandbox's request id. The guarantees
 around the call (a revoked key, another key's session, a session with a dialog, an OAuth
 grant's scope) are checked on the lean server. The last tests run the app in process to see
 which path answered: the SDK's kernel runs every middleware in `Server.middleware`.
@@ -65,7 +66,7 @@ def call(url: str, key: str, session: str, name: str, arguments: dict[str, Any],
 
 @pytest.fixture(scope="module")
 def paths(gateway: Gateway) -> Iterator[dict[str, str]]:
-    """The lean server and the SDK-path server, both on the session's database."""
+    """The fast-path server and the SDK-transport server, both on the session's database."""
     with (serving(gateway, str(free_port())) as lean,
           serving(gateway, str(free_port()), MCP_LEAN="false") as sdk):
         yield {"lean": lean, "sdk": sdk}
