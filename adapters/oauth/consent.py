@@ -148,8 +148,11 @@ def consent_view(request: HttpRequest) -> HttpResponse:
             code_challenge=asked["challenge"], resource=asked.get("resource", ""),
             redirect_host=context["redirect_host"], step_up=stepup.of_request(request))
         return _back_to_client(asked, code=code)
+    scopes = _asked_scopes(asked)
     return render(request, "oauth/consent.html", {
         **context, "form": form, "toolset_rows": _toolset_rows(form, owned),
+        "not_offered": [t.label for t in Toolset
+                        if t.value in scopes and t not in offered(owned)],
         "shops": [{"name": c.name or c.slug,
                    "labels": [t.label for t in Toolset if c.has_toolset(t)]} for c in owned],
         "step_up_needed": any(stepup.required(c) for c in owned)})

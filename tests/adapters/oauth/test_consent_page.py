@@ -78,6 +78,7 @@ def test_the_page_names_the_assistant_as_it_calls_itself_and_ticks_what_it_asked
     assert "Ассистент просит: <strong>чтение, запись, возвраты</strong>" in text
     # refunds are off in this shop: not offered, the rest of the ask is ticked
     assert offered(text) == ["read", "write"]
+    assert "ассистентам не разрешено: возвраты — этого он не получит" in text
     assert ticked(text) == ["read", "write"]
     assert "Цветы у дома" in text
     visible = re.sub(r"<[^>]+>", " ", text).lower()
