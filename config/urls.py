@@ -2,10 +2,10 @@
 
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 
+from adapters.oauth.consent import ConsentLoginView
 from adapters.rest.openapi import SchemaView
 from tools.background import notifications
 from tools.ops.dashboard import dashboard_view
@@ -29,8 +29,9 @@ urlpatterns = [
     path("dashboard/", dashboard_view, name="ops-dashboard"),  # owners
     path("health", health_view, name="ops-health"),  # public, names nothing
     path("metrics", metrics_view, name="ops-metrics"),  # METRICS_TOKEN / METRICS_ALLOWED_IPS
-    path("accounts/login/", auth_views.LoginView.as_view(
-        template_name="admin/login.html", authentication_form=OperatorLoginForm), name="login"),
+    # The people's login; in front of an OAuth consent it names the assistant that asks.
+    path("accounts/login/", ConsentLoginView.as_view(
+        template_name="oauth/login.html", authentication_form=OperatorLoginForm), name="login"),
     path("oauth/", include("adapters.oauth.urls")),  # the owner's consent (OAuth for /mcp)
     path("api/v1/", include("audit.urls")),  # the journal for auditors
     path("api/v1/", include("adapters.rest.urls")),

@@ -27,7 +27,7 @@ from tools.contours import services as contour_service
 from tools.contours.connection import ConnectionReport, check_connection
 from tools.models import ApiKey, Ceiling, CeilingKind, Contour, ContourRole, InvoiceboxMode, Toolset
 from tools.params import format_rub
-from tools.people.factors import stepup
+from tools.people.factors import held, stepup
 from tools.pipeline import ceilings
 from tools.spec import ToolSpec
 
@@ -257,7 +257,10 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
                         ) -> HttpResponse:
         if request.method == "POST":
             if CONFIRM_FIELD in request.POST:
-                if not pending_post.restore(request, object_id):
+                # Kept across the second-factor check (tools/people/factors/held.py), a POST
+                # is the one already confirmed on this page before the save was refused.
+                resumed = getattr(request, held.RESUMED_ATTR, False)
+                if not resumed and not pending_post.restore(request, object_id):
                     messages.error(request, "Страница подтверждения устарела: сохраните "
                                             "контур ещё раз.")
                     return HttpResponseRedirect(request.path)

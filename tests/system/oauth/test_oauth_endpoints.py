@@ -123,7 +123,7 @@ def test_a_grant_is_never_wider_than_its_contour(oauth_client: OAuthClient):
 
     # then
     assert answer.status_code == 200
-    assert "доступ не может быть шире контура" in answer.text
+    assert "ассистентам не разрешено: запись" in answer.text
 
 
 def test_deny_returns_access_denied_with_the_state(oauth_client: OAuthClient):
@@ -154,7 +154,7 @@ def test_an_operator_or_auditor_who_owns_nothing_cannot_grant(served: Served,
     forged = oauth_client.decide(person, contour="shop")
 
     # then
-    assert page.status_code == 403 and "только владелец контура" in page.text
+    assert page.status_code == 403 and "только владелец магазина" in page.text
     assert forged.status_code == 403
     assert served.query("SELECT count(*) FROM oauth_oauthgrant")[0][0] == grants_before
 

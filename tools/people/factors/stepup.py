@@ -117,17 +117,18 @@ def _stale(user: Any, proof: FactorProof | None, action: str) -> ToolError | Non
         return ToolError("second_factor_required",
                          f"{action}: нужен второй фактор, а у вас не подключено ни одного "
                          "устройства", hint="подключите приложение или ключ доступа на "
-                         "странице «Второй фактор»")
+                         "странице «Второй фактор»", data={"action": action})
     if proof is None or proof.user_id != user.pk or _device(proof) is None:
         return ToolError("second_factor_required",
                          f"{action}: подтвердите вход вторым фактором (код из приложения, "
-                         "резервный код или ключ доступа)")
+                         "резервный код или ключ доступа)", data={"action": action})
     age = timezone.now() - proof.checked_at
     if age > timedelta(seconds=window_seconds()):
         return ToolError("second_factor_required",
                          f"{action}: проверка вторым фактором устарела (была "
                          f"{int(age.total_seconds())} с назад, действует "
-                         f"{window_seconds()} с); подтвердите снова")
+                         f"{window_seconds()} с); подтвердите снова",
+                         data={"action": action})
     return None
 
 
@@ -164,7 +165,8 @@ def require(step_up: StepUp | None, *, contour: Any | None, action: str, strict:
         return proof
     if step_up is None or step_up.person is None:
         raise ToolError("second_factor_required",
-                        f"{action}: нужна проверка вторым фактором того, кто это делает")
+                        f"{action}: нужна проверка вторым фактором того, кто это делает",
+                        data={"action": action})
     error = _stale(step_up.person, proof, action)
     if error is not None:
         raise error

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods
 
 from tools.errors import ToolError
 from tools.people.factors import devices, stepup
+from tools.people.factors import held as held_forms
 
 
 def _next(request: HttpRequest) -> str:
@@ -30,20 +31,26 @@ def _next(request: HttpRequest) -> str:
     return ""
 
 
-def _with_next(name: str, target: str) -> str:
-    return reverse(name) + (f"?{urlencode({'next': target})}" if target else "")
+def _with_next(name: str, target: str, **more: str) -> str:
+    query = {"next": target} if target else {}
+    query.update({k: v for k, v in more.items() if v})
+    return reverse(name) + (f"?{urlencode(query)}" if query else "")
 
 
-def send_to_enrollment(request: HttpRequest, reason: str) -> HttpResponse:
-    """A person with no device reached a step-up page: to enrollment, with why, and back."""
+def send_to_enrollment(request: HttpRequest, reason: str, *, held: str = "") -> HttpResponse:
+    """A person with no device reached a step-up page: to enrollment, with why, and back (to
+    the check page of a kept form, which then saves it)."""
+    back = step_up_link(request.get_full_path(), held=held) if held else request.get_full_path()
     messages.warning(request, f"Нужен второй фактор: {reason}. Подключите устройство — после "
-                     "этого вы вернётесь на страницу, где были.")
-    return redirect(_with_next("factors-enroll", request.get_full_path()))
+                     "этого вы вернётесь на страницу, где были" + (
+                         ", и ваши изменения сохранятся." if held else "."))
+    return redirect(_with_next("factors-enroll", back))
 
 
-def step_up_link(target: str) -> str:
-    """The check page that returns to target (for refusals shown by the admin and others)."""
-    return _with_next("factors-verify", target)
+def step_up_link(target: str, *, held: str = "") -> str:
+    """The check page that returns to target (for refusals shown by the admin and others);
+    with `held`, the nonce of a form kept across the check (tools/people/factors/held.py)."""
+    return _with_next("factors-verify", target, held=held)
 
 
 def _device_rows(user: Any) -> list[dict[str, Any]]:
@@ -161,8 +168,17 @@ def verify(request: HttpRequest) -> HttpResponse:
         return redirect(target or reverse("factors-enroll"))
     has_passkey = any(devices.kind_of(d) == devices.PASSKEY
                       for d in devices.confirmed(request.user))
-    return render(request, "factors/verify.html", {"next": target, "has_passkey": has_passkey,
-                                                   "fresh": stepup.is_fresh(request)})
+    kept = held_forms.peek(request, str(request.GET.get("held", "")))
+    if kept is not None and target.split("?", 1)[0] != kept.path:
+        kept = None
+    context: dict[str, Any] = {"next": target, "has_passkey": has_passkey,
+                               "fresh": stepup.is_fresh(request), "held": kept,
+                               "held_field": held_forms.HELD_FIELD,
+                               "code_field": held_forms.CODE_FIELD}
+    if kept is not None:
+        # A passkey check returns here, where the kept form is then saved with one press.
+        context["passkey_next"] = request.get_full_path()
+    return render(request, "factors/verify.html", context)
 
 
 urlpatterns = [
