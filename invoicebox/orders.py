@@ -157,6 +157,12 @@ class NewOrder:
     basket: list[BasketLine]
     customer: Customer
     urls: dict[str, str] = field(default_factory=dict)
+    # OrderSetting.roundPolicy (docs create.md:202), stated only when a line needs rounding.
+    round_policy: str | None = None
+    # Docs create.md:103 merchantOrderIdVisible string(256): the number the payer sees.
+    merchant_order_id_visible: str | None = None
+    # Docs create.md:187-195 InvoiceSetting: customerLocked, customerLockedFields.
+    invoice_setting: dict[str, Any] | None = None
 
     def as_api(self, merchant_id: str) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -170,10 +176,16 @@ class NewOrder:
             "expirationDate": atom(self.expiration_date),
             "basketItems": [line.as_api() for line in self.basket],
             "customer": self.customer.as_api(),
-            # No orderSetting: the vendor's server sends no roundPolicy (MCP
-            # src/tools/writes.ts:541-560), so the API's own default applies to us as to it
-            # (docs/invoicebox-api.md, "roundPolicy").
         }
+        # No orderSetting when every line is exact: the vendor's server sends none (MCP
+        # src/tools/writes.ts:541-560); otherwise the rounding is stated, not hoped for
+        # (docs/invoicebox-api.md, "roundPolicy").
+        if self.round_policy:
+            body["orderSetting"] = {"roundPolicy": self.round_policy}
+        if self.merchant_order_id_visible:
+            body["merchantOrderIdVisible"] = self.merchant_order_id_visible
+        if self.invoice_setting:
+            body["invoiceSetting"] = self.invoice_setting
         api_names = {"success_url": "successUrl", "fail_url": "failUrl",
                       "return_url": "returnUrl", "notification_url": "notificationUrl"}
         body.update({api_names[k]: v for k, v in self.urls.items()})

@@ -16,7 +16,7 @@ from sandbox.calls import _Call, _read_json_object
 from sandbox.listing import _ORDER_LISTING, _paged
 from sandbox.models import SandboxMerchantOrderId, SandboxOrder, SandboxShipment
 from sandbox.responses import SandboxResponse, _ApiError, _dumps, _field_error
-from sandbox.validation import _check_lines, _check_totals, _Spec, _validate
+from sandbox.validation import _check_lines, _check_totals, _Spec, _validate, round_policy_of
 from sandbox.values import _atom, _money_out, _parse_datetime, _uuid7
 
 CURRENCIES = frozenset({"RUB", "CNY", "UZS", "EUR", "GBP", "USD"})
@@ -42,7 +42,8 @@ _ORDER_SPEC: dict[str, _Spec] = {
     "failUrl": _URL,
     "returnUrl": _URL,
     "invoiceSetting": _Spec("object"),
-    # [sandbox] roundPolicy / disableValidate are echoed but never relax the checks.
+    # roundPolicy is honoured (validation.round_policy_of); [sandbox] disableValidate is
+    # echoed but never relaxes the checks.
     "orderSetting": _Spec("object"),
     "parentId": _Spec("uuid"),
     "orderContainerId": _Spec("uuid"),
@@ -69,7 +70,7 @@ def _check_order_rules(order: Mapping[str, Any], now: dt.datetime) -> dt.datetim
             422, "language_not_found", "Language not found", [_field_error("languageId")]
         )
     expiration = _expiration(order.get("expirationDate"), now)
-    _check_lines(order["basketItems"])
+    _check_lines(order["basketItems"], round_policy_of(order))
     _check_totals(order)
     return expiration
 
@@ -219,6 +220,16 @@ def _order_or_404(
     return order
 
 
+def order_round_policy(call: _Call, order_id: str) -> str | None:
+    """The roundPolicy the order was created with (its shipments and refunds follow it); None
+    (the default) for an order not found: its 404 comes after the body's own checks."""
+    try:
+        order = _order_or_404(call, order_id=order_id)
+    except _ApiError:
+        return None
+    return round_policy_of(simplejson.loads(order.request_json, use_decimal=True))
+
+
 def _wrong_order_status() -> _ApiError:
     return _ApiError(422, "wrong_order_status", "Wrong order status", [_field_error("status")])
 
@@ -270,7 +281,7 @@ def _update_order(call: _Call) -> SandboxResponse:
         if "expirationDate" in changes:
             expiration = _expiration(changes["expirationDate"], call.now).replace(microsecond=0)
         if "basketItems" in changes:
-            _check_lines(merged["basketItems"])
+            _check_lines(merged["basketItems"], round_policy_of(merged))
         # [sandbox] amounts are checked against the basket whichever of them changed.
         _check_totals(merged)
         order.amount, order.vat_amount = merged["amount"], merged["vatAmount"]

@@ -5,8 +5,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, localcontext
+from decimal import (
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    ROUND_HALF_DOWN,
+    ROUND_HALF_UP,
+    Decimal,
+    localcontext,
+)
 from typing import Any
+
+from django.conf import settings
 
 from sandbox.okei import measure_mismatch
 from sandbox.responses import (
@@ -210,8 +219,42 @@ def _validate(data: Mapping[str, Any], specs: Mapping[str, _Spec]) -> dict[str, 
     return cleaned
 
 
-def _check_lines(items: list[dict[str, Any]]) -> None:
-    """The line checks shared by orders, shipments and refunds: unit, VAT code, arithmetic."""
+# Docs create.md:202 OrderSetting.roundPolicy: how quantity × amount must meet totalAmount.
+# [sandbox] the rounding is read as to the kopeck (the cell says "к целому").
+ROUND_POLICIES: dict[str, str | None] = {
+    "strict": None, "none": None, "floor": ROUND_FLOOR, "ceil": ROUND_CEILING,
+    "halfUp": ROUND_HALF_UP, "halfDown": ROUND_HALF_DOWN,
+}
+
+
+def round_policy_of(request: Mapping[str, Any]) -> str:
+    """The roundPolicy an order states, else the sandbox's default for orders that state none
+    (INVOICEBOX_SANDBOX_ROUND_POLICY)."""
+    setting = request.get("orderSetting")
+    stated = setting.get("roundPolicy") if isinstance(setting, Mapping) else None
+    if stated is None:
+        return str(getattr(settings, "INVOICEBOX_SANDBOX_ROUND_POLICY", "halfUp"))
+    if stated not in ROUND_POLICIES:
+        raise _validation_error([_field_error(
+            "orderSetting.roundPolicy", "wrong_value",
+            f"One of: {', '.join(ROUND_POLICIES)}.")])
+    return str(stated)
+
+
+def _line_total_fits(amount: Decimal, quantity: Decimal, total: Decimal, policy: str) -> bool:
+    exact = amount * quantity
+    if policy == "strict":
+        return exact == total
+    if policy == "none":
+        # "допустимо когда quantity * amount <= totalAmount": the line rounded up, at most a kopeck.
+        return exact <= total < exact + CENT
+    return exact.quantize(CENT, rounding=ROUND_POLICIES[policy]) == total
+
+
+def _check_lines(items: list[dict[str, Any]], round_policy: str | None = None) -> None:
+    """The line checks shared by orders, shipments and refunds: unit, VAT code, arithmetic.
+    `round_policy`: the order's (shipments and refunds inherit their order's)."""
+    policy = round_policy or round_policy_of({})
     units = _Problems()
     for index, item in enumerate(items):
         # [sandbox] refusing a sign that isn't its code's is our strictness; its code is ours.
@@ -231,7 +274,7 @@ def _check_lines(items: list[dict[str, Any]]) -> None:
             )
     with localcontext(prec=60):
         for index, item in enumerate(items):
-            _check_item_arithmetic(item, f"basketItems[{index}]")
+            _check_item_arithmetic(item, f"basketItems[{index}]", policy)
 
 
 def _line_sums(items: list[dict[str, Any]]) -> tuple[Decimal, Decimal]:
@@ -250,18 +293,29 @@ def _check_totals(body: Mapping[str, Any]) -> None:
         raise _calculation_error("wrong_total_vat_amount", "vatAmount")
 
 
-def _check_item_arithmetic(item: Mapping[str, Any], name: str) -> None:
+def _check_item_arithmetic(item: Mapping[str, Any], name: str, policy: str) -> None:
     quantity = Decimal(item["quantity"])
     rate = VAT_RATES[item["vatCode"]]
     total = item["totalAmount"]
-    if total != _round2(item["amount"] * quantity):
+    if not _line_total_fits(item["amount"], quantity, total, policy):
         raise _calculation_error("wrong_basket_item_total_amount", f"{name}.totalAmount")
+    vat = item["totalVatAmount"]
     expected_vat = _round2(total * rate / (100 + rate))
-    if abs(item["totalVatAmount"] - expected_vat) > CENT:
+    # Per unit × quantity (Bitrix handler.php:670-685, in production), unless switched off.
+    per_unit_vat = _round2(_round2(item["amount"] * rate / (100 + rate)) * quantity)
+    per_unit_ok = getattr(settings, "INVOICEBOX_SANDBOX_PER_UNIT_VAT", True) and vat == per_unit_vat
+    if abs(vat - expected_vat) > CENT and not per_unit_ok:
         raise _calculation_error("wrong_basket_item_total_vat_amount", f"{name}.totalVatAmount")
-    # [sandbox] tolerance: amountWoVat is a rounded unit price, so each unit may carry up to
-    # half a kopeck of rounding, plus the line VAT's own rounding: allow 1 kopeck per unit,
-    # and at least 1 kopeck for fractional quantities.
-    drift = abs(item["amountWoVat"] * quantity + item["totalVatAmount"] - total)
-    if drift > CENT * max(Decimal(1), quantity):
+    line = getattr(settings, "INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE", "unit") == "line"
+    if line:
+        # The vendor MCP server's reconcileBasket (src/core/money.ts:96-99): one kopeck per line.
+        drift = abs(_round2(item["amountWoVat"] * quantity) + vat - total)
+        allowed = CENT
+    else:
+        # [sandbox] tolerance: amountWoVat is a rounded unit price, so each unit may carry up
+        # to half a kopeck of rounding, plus the line VAT's own rounding: allow 1 kopeck per
+        # unit, and at least 1 kopeck for fractional quantities.
+        drift = abs(item["amountWoVat"] * quantity + vat - total)
+        allowed = CENT * max(Decimal(1), quantity)
+    if drift > allowed:
         raise _calculation_error("wrong_basket_item_amount_wo_vat", f"{name}.amountWoVat")

@@ -25,6 +25,7 @@ from tools.order_rules import (
     check_url,
     quantity_text,
     resolve_unit,
+    round_policy_for,
 )
 from tools.params import Currency, Kopecks, Language, StrictModel, Timestamp, format_rub
 from tools.spec import CallContext, Example, Summary, ToolSpec
@@ -129,6 +130,7 @@ def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrd
         basket=basket_lines(params.basket_items),
         customer=customer_of(params.customer),
         urls={name: getattr(params, name) for name in URL_FIELDS if getattr(params, name)},
+        round_policy=round_policy_for(params.basket_items),
     )
 
 
