@@ -41,7 +41,7 @@ _ORDER_SPEC: dict[str, _Spec] = {
     "successUrl": _URL,
     "failUrl": _URL,
     "returnUrl": _URL,
-    "invoiceSetting": _Spec("object"),
+    "invoiceSetting": _Spec("invoice_setting"),
     # roundPolicy is honoured (validation.round_policy_of); [sandbox] disableValidate is
     # echoed but never relaxes the checks.
     "orderSetting": _Spec("object"),
@@ -244,7 +244,10 @@ def _cancel_order(call: _Call) -> SandboxResponse:
         order = _order_or_404(call, for_update=True)
         # The docs: an order is canceled only before shipment info arrives; then it is refunded.
         shipped = order.shipments.exclude(status=SandboxShipment.Status.CANCELED).exists()
-        if order.effective_status(call.now) not in SandboxOrder.CANCELABLE or shipped:
+        status = order.effective_status(call.now)
+        # docs order/delete.md:52-54: a guarantee payment without a shipment is reversed.
+        reversal = status == SandboxOrder.Status.COMPLETED and order.paid_by_guarantee
+        if (status not in SandboxOrder.CANCELABLE and not reversal) or shipped:
             raise _wrong_order_status()
         order.status = SandboxOrder.Status.CANCELED
         order.canceled_at = call.now.replace(microsecond=0)

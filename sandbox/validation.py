@@ -90,6 +90,15 @@ _ITEM_SPEC: dict[str, _Spec] = {
     "metaData": _Spec("object"),
 }
 
+# Docs create.md:187-195 InvoiceSetting.
+_INVOICE_SETTING_SPEC: dict[str, _Spec] = {
+    "customerLocked": _Spec("bool"),
+    "customerLockedFields": _Spec("customer_fields"),
+    "paymentMethodIdLocked": _Spec("bool"),
+    "paymentMethodId": _Spec("number"),
+    "deliveryAddress": _Spec("string", max_len=1000),
+}
+
 _UUID_TEXT = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
@@ -190,6 +199,15 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
         ):
             return True, value
         return wrong("wrong_value", "service, commodity or a code from 1 to 33.")
+    if kind == "invoice_setting":
+        if not isinstance(value, dict):
+            return wrong("wrong_type", "This value should be of type object.")
+        return True, _clean_fields(value, _INVOICE_SETTING_SPEC, f"{name}.", problems)
+    if kind == "customer_fields":
+        if not isinstance(value, list) or not all(
+                isinstance(v, str) and v in _CUSTOMER_SPEC for v in value):
+            return wrong("wrong_value", f"A list of: {', '.join(_CUSTOMER_SPEC)}.")
+        return True, value
     if kind == "customer":
         if not isinstance(value, dict):
             return wrong("wrong_type", "This value should be of type object.")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from invoicebox.client import NewOrder, Order
 from tools.catalog.order_parts import (
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
     from tools.models import Contour
 
 
+LockableField = Literal["type", "name", "phone", "email", "vat_number", "registration_address",
+                        "tax_registration_reason_code"]
+
+
 class CreateOrderParams(StrictModel):
     description: str = Field(min_length=1, max_length=1000, description="Назначение счёта.")
     customer: CustomerParams
@@ -54,6 +59,12 @@ class CreateOrderParams(StrictModel):
     confirm_amount: Kopecks | None = Field(
         None, description="Для совместимости: сумма счёта, повторённая для подтверждения."
     )
+    merchant_order_id_visible: str | None = Field(
+        None, min_length=1, max_length=256, description="Номер счёта для плательщика.")
+    lock_customer: bool = Field(False, description="Запретить плательщику менять реквизиты.")
+    # Docs InvoiceSetting.customerLockedFields (create.md:192): only these fields locked.
+    locked_customer_fields: SkipJsonSchema[list[LockableField] | None] = Field(
+        None, min_length=1, max_length=7)
     allow_duplicate: bool = Field(
         False, description="true — осознанно выставить второй такой же счёт (по умолчанию "
         "повтор в окне защиты от дублей возвращает уже выставленный)."
@@ -61,6 +72,20 @@ class CreateOrderParams(StrictModel):
 
 
 URL_FIELDS = ("success_url", "fail_url", "return_url", "notification_url")
+CUSTOMER_API_NAMES = {"type": "type", "name": "name", "phone": "phone", "email": "email",
+                      "vat_number": "vatNumber", "registration_address": "registrationAddress",
+                      "tax_registration_reason_code": "taxRegistrationReasonCode"}
+
+
+def invoice_setting_of(params: CreateOrderParams) -> dict[str, Any] | None:
+    """InvoiceSetting (docs create.md:187-195): the payer's requisites locked on the page."""
+    setting: dict[str, Any] = {}
+    if params.lock_customer:
+        setting["customerLocked"] = True
+    if params.locked_customer_fields:
+        setting["customerLockedFields"] = [CUSTOMER_API_NAMES[name]
+                                           for name in params.locked_customer_fields]
+    return setting or None
 
 
 def check_create_order(params: CreateOrderParams, contour: Contour) -> list[Problem]:
@@ -104,6 +129,12 @@ def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summa
         + (f" ({ids})" if ids else "") + f": «{params.description}». "
         f"Позиции: {'; '.join(lines)}. "
         f"Оплатить до {moment(params.expiration_date)}."
+        + (f" Номер для плательщика: {params.merchant_order_id_visible}."
+           if params.merchant_order_id_visible else "")
+        + (" Реквизиты плательщика на странице оплаты менять нельзя."
+           if params.lock_customer else "")
+        + (f" Плательщик не сможет изменить: {', '.join(params.locked_customer_fields)}."
+           if params.locked_customer_fields and not params.lock_customer else "")
     )
     data = {
         "customer": {"type": customer.type, "name": customer.name, "inn": customer.vat_number,
@@ -113,6 +144,8 @@ def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summa
         "description": params.description,
         "expiration_date": params.expiration_date.isoformat(),
         "positions": len(params.basket_items),
+        "merchant_order_id_visible": params.merchant_order_id_visible,
+        "invoice_setting": invoice_setting_of(params),
     }
     return Summary(text=text, data=data, warnings=warnings, amount=int(params.amount),
                    currency=currency)
@@ -131,6 +164,8 @@ def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrd
         customer=customer_of(params.customer),
         urls={name: getattr(params, name) for name in URL_FIELDS if getattr(params, name)},
         round_policy=round_policy_for(params.basket_items),
+        merchant_order_id_visible=params.merchant_order_id_visible,
+        invoice_setting=invoice_setting_of(params),
     )
 
 

@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from invoicebox.statuses import OrderStatus
 from tools.catalog.order_parts import load_order, order_row
 from tools.errors import Problem, ToolError
-from tools.params import ResponseFormat, StrictModel, Timestamp
+from tools.params import Kopecks, ResponseFormat, StrictModel, Timestamp
 from tools.spec import CallContext, Counted, Example, ToolSpec
 
 if TYPE_CHECKING:
@@ -67,6 +68,10 @@ class FindOrdersParams(StrictModel):
     expiration_to: Timestamp | None = None
     paid_from: Timestamp | None = None
     paid_to: Timestamp | None = None
+    amount_from: Kopecks | None = None
+    amount_to: Kopecks | None = None
+    # The docs' `_ne` (api/filters.md:17): every status but one; hinted, not offered (budget).
+    status_not: SkipJsonSchema[OrderStatus | None] = None
     page: int = Field(1, ge=1, le=1000)
     page_size: int = Field(20, ge=1, le=50)
     response_format: ResponseFormat = Field("concise")
@@ -74,8 +79,10 @@ class FindOrdersParams(StrictModel):
 
 def check_find_orders(params: FindOrdersParams, contour: Contour) -> list[Problem]:
     problems = []
-    for name in ("created", "expiration", "paid"):
+    for name in ("created", "expiration", "paid", "amount"):
         low, high = getattr(params, f"{name}_from"), getattr(params, f"{name}_to")
+        if name == "amount" and low is not None and high is not None:
+            low, high = int(low), int(high)
         if low and high and low > high:
             problems.append(Problem(f"{name}_from",
                                     f"{name}_from позже {name}_to: пустой интервал"))
@@ -92,6 +99,9 @@ def find_orders(ctx: CallContext, params: FindOrdersParams) -> dict[str, Any]:
         expiration_to=params.expiration_to,
         paid_from=params.paid_from,
         paid_to=params.paid_to,
+        amount_from=None if params.amount_from is None else int(params.amount_from),
+        amount_to=None if params.amount_to is None else int(params.amount_to),
+        status_not=params.status_not,
         page=params.page,
         page_size=params.page_size,
     )
