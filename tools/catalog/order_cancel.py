@@ -21,7 +21,7 @@ class CancelOrderParams(StrictModel):
     order_id: UUID = Field(description="Неоплаченный счёт.")
     reason: str | None = Field(
         None, min_length=1, max_length=500,
-        description="Причина для человека; в Инвойсбокс не передаётся.",
+        description="Для человека; в Инвойсбокс не уходит.",
     )
     confirmation_token: str | None = Field(
         None, max_length=200,
@@ -148,7 +148,9 @@ CANCEL_ORDER = ToolSpec(
         "больше нельзя было заплатить. Работает в два шага: первый вызов проверяет счёт и "
         "возвращает сводку и одноразовый confirmation_token; отмена происходит только вторым "
         "вызовом с тем же order_id и этим токеном, после согласия человека. Оплаченный счёт "
-        "не отменяется — для него есть create_refund. reason попадает только в сводку. "
+        "не отменяется — для него есть create_refund; гарантийную оплату без отгрузки "
+        "отменяет reverse_guarantee=true, с одобрения оператора. reason попадает только в "
+        "сводку. "
         "Возвращает order_id, merchant_order_id и status."
     ),
     success_ru="Счёт отменён.",

@@ -59,10 +59,12 @@ class CreateOrderParams(StrictModel):
     confirm_amount: Kopecks | None = Field(
         None, description="Для совместимости: сумма счёта, повторённая для подтверждения."
     )
-    merchant_order_id_visible: str | None = Field(
-        None, min_length=1, max_length=256, description="Номер счёта для плательщика.")
-    lock_customer: bool = Field(False, description="Запретить плательщику менять реквизиты.")
-    # Docs InvoiceSetting.customerLockedFields (create.md:192): only these fields locked.
+    # Docs create.md:103 merchantOrderIdVisible, :190-192 InvoiceSetting customerLocked and
+    # customerLockedFields. Accepted and named in description_ru, not offered in the schemas:
+    # the reference tools' size budget (tests/tools/formats/test_sizes.py) has no room.
+    merchant_order_id_visible: SkipJsonSchema[str | None] = Field(
+        None, min_length=1, max_length=256)
+    lock_customer: SkipJsonSchema[bool] = False
     locked_customer_fields: SkipJsonSchema[list[LockableField] | None] = Field(
         None, min_length=1, max_length=7)
     allow_duplicate: bool = Field(
@@ -215,13 +217,15 @@ CREATE_ORDER = ToolSpec(
         "amount каждой позиции — цена за единицу с НДС, total_amount — цена × количество, "
         "total_vat_amount — НДС позиции по ставке vat_code; amount счёта — сумма позиций, "
         "vat_amount — сумма их НДС. Единица: measure или measure_code (ОКЕИ). Валюта и срок "
-        "оплаты (expiration_date в будущем, с часовым поясом) обязательны. Возвращает order_id, "
+        "оплаты (expiration_date в будущем, с часовым поясом) обязательны. Необязательно: "
+        "merchant_order_id_visible — номер для плательщика, lock_customer=true или "
+        "locked_customer_fields — запрет менять реквизиты на странице оплаты. Возвращает order_id, "
         "merchant_order_id, status, payment_url — ссылку на оплату, amount и warnings."
     ),
     success_ru="Счёт выставлен.",
     summary_ru=(
         "Выставить счёт: два шага, первый вызов даёт сводку и confirmation_token, второй с "
-        "токеном выставляет. Суммы — копейки строкой; позиции должны сходиться с суммой."
+        "токеном выставляет. Суммы — копейки строкой; позиции сходятся с суммой."
     ),
     examples_ru=(Example(
         "Выставь ООО «Ромашка», ИНН 7710044140, счёт за 3 ночи в номере по 122 рубля с НДС 22%, "

@@ -25,8 +25,7 @@ class GetOrderParams(StrictModel):
         None, min_length=1, max_length=256, description="Номер счёта в магазине."
     )
     response_format: ResponseFormat = Field(
-        "concise", description="detailed — ещё НДС, описание, срок, ссылка на оплату и "
-        "покупатель."
+        "concise", description="detailed — ещё НДС, описание, срок, ссылка и покупатель."
     )
 
 
@@ -136,7 +135,7 @@ GET_ORDER = ToolSpec(
         "customer (name, vat_number). Суммы — копейки строкой. Ничего не меняет."
     ),
     success_ru="Вот данные счёта.",
-    summary_ru=("Счёт по order_id или merchant_order_id (order_id главнее): статус, сумма в "
+    summary_ru=("Счёт по order_id или merchant_order_id статус, сумма в "
                 "копейках, дата. Только чтение."),
     # The shop's number, not a UUID, goes to merchant_order_id: the mapping worth showing.
     examples_ru=(Example("Покажи подробно счёт № 1042",
@@ -155,11 +154,11 @@ FIND_ORDERS = ToolSpec(
         "Ищет счета магазина по номеру merchant_order_id, статусам (created — не оплачен, "
         "completed — оплачен, hold, canceled, expired, draft), датам создания created_from/"
         "created_to, срока оплаты expiration_from/expiration_to и оплаты paid_from/paid_to, "
-        "новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
+        "сумме amount_from/amount_to (копейки), кроме статуса status_not, новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
         "page, page_size, total_count и truncated — признак, что показаны не все. В кратком "
         "виде данных покупателя нет. Ничего не меняет."
     ),
-    summary_ru="Список счетов по номеру, статусам и датам, постранично. Только чтение.",
+    summary_ru="Счета по номеру, статусам, датам и сумме, постранично. Только чтение.",
     success_ru=Counted("orders", "счёт", "счёта", "счетов", "Счетов по такому запросу нет."),
     examples_ru=(Example("Какие счета ещё не оплачены?", {"status": ["created"]}),),
 )
