@@ -218,7 +218,7 @@ CREATE_ORDER = ToolSpec(
         "total_vat_amount — НДС позиции по ставке vat_code; amount счёта — сумма позиций, "
         "vat_amount — сумма их НДС. Единица: measure или measure_code (ОКЕИ). Валюта и срок "
         "оплаты (expiration_date в будущем, с часовым поясом) обязательны. Необязательно: "
-        "merchant_order_id_visible — номер для плательщика, lock_customer=true или "
+        "merchant_order_id_visible — номер для плательщика, lock_customer (да/нет) или "
         "locked_customer_fields — запрет менять реквизиты на странице оплаты. Возвращает order_id, "
         "merchant_order_id, status, payment_url — ссылку на оплату, amount и warnings."
     ),
