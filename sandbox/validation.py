@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -79,14 +80,15 @@ _ITEM_SPEC: dict[str, _Spec] = {
     "type": _Spec("item_type", required=True),
     "paymentType": _Spec("string", required=True, choices=PAYMENT_TYPES),
     "groupName": _Spec("string", max_len=500),
-    "originCountry": _Spec("string", max_len=100),
-    "originCountryCode": _Spec("string", max_len=3),
+    # Docs create.md:166-167: string(20), string(4) (issue 40.5: it was 100 and 3).
+    "originCountry": _Spec("string", max_len=20),
+    "originCountryCode": _Spec("string", max_len=4),
     "grossWeight": _Spec("number"),
     "netWeight": _Spec("number"),
     "excise": _Spec("money"),
-    "serviceDate": _Spec("string", max_len=10),
-    "categoryType": _Spec("any"),
-    "category": _Spec("any"),
+    "serviceDate": _Spec("date"),  # docs create.md:179: a date, e.g. 2023-11-16
+    "categoryType": _Spec("string", max_len=20),  # docs create.md:181-182: string(20) enum
+    "category": _Spec("string", max_len=20),
     "metaData": _Spec("object"),
 }
 
@@ -173,6 +175,14 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
             if number != number.quantize(CENT):
                 return wrong("wrong_value", "At most 2 decimal places.")
             return True, number.quantize(CENT)
+        return True, value
+    if kind == "date":
+        if not isinstance(value, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+            return wrong("wrong_value", "A date (Y-m-d) is expected.")
+        try:
+            dt.date.fromisoformat(value)
+        except ValueError:
+            return wrong("wrong_value", "A date (Y-m-d) is expected.")
         return True, value
     if kind == "bool":
         if not isinstance(value, bool):
