@@ -189,3 +189,37 @@ def test_an_ordinary_payment_or_a_shipped_one_is_not_reversed(
     assert refused["code"] == "upstream_rejected", refused
     assert after_shipment["code"] == "precondition_failed", after_shipment
     assert "отгрузка" in after_shipment["message"]
+
+
+SANDBOX = "/sandbox/invoicebox/v3"
+DEMO = {"HTTP_AUTHORIZATION": "Bearer b37c4c689295904ed21eee5d9a48d42e"}
+
+
+def post_order(template: dict[str, Any], **changes: Any) -> Any:
+    body = {**template, "merchantOrderId": f"raw-{uuid.uuid4().hex[:8]}",
+            "expirationDate": (timezone.now() + timezone.timedelta(days=1)).isoformat(),
+            **changes}
+    body = {k: v for k, v in body.items() if v is not None}
+    return Client().post(f"{SANDBOX}/billing/api/order/order",
+                         simplejson.dumps(body, use_decimal=True),
+                         content_type="application/json", **DEMO)
+
+
+def test_the_sandbox_is_no_stricter_than_the_docs_and_the_sdk(assistant: Assistant) -> None:
+    # issue 40.5: the docs' own filter example, originCountryCode string(4), customer null
+    new_order(assistant)
+    template = sent_order(SandboxOrder.objects.get().merchant_order_id)
+    item = {**template["basketItems"][0], "originCountryCode": "0643", "serviceDate": "2026-11-16"}
+
+    by_amount = Client().get(f"{SANDBOX}/filter/api/order/order", {"amount[_gt]": "1000"}, **DEMO)
+    four = post_order(template, basketItems=[item])
+    no_customer = post_order(template, customer=None)
+    bad_date = post_order(template, basketItems=[{**item, "serviceDate": "16.11.2026"}])
+    by_shipment_date = Client().get(f"{SANDBOX}/filter/api/order/shipment",
+                                    {"_order[createdAt]": "desc"}, **DEMO)
+
+    assert by_amount.status_code == 200 and by_amount.json()["data"] == []
+    assert (four.status_code, no_customer.status_code) == (200, 200), (four.content,
+                                                                       no_customer.content)
+    assert bad_date.status_code == 422
+    assert by_shipment_date.status_code == 200

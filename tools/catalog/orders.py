@@ -154,7 +154,8 @@ FIND_ORDERS = ToolSpec(
         "Ищет счета магазина по номеру merchant_order_id, статусам (created — не оплачен, "
         "completed — оплачен, hold, canceled, expired, draft), датам создания created_from/"
         "created_to, срока оплаты expiration_from/expiration_to и оплаты paid_from/paid_to, "
-        "сумме amount_from/amount_to (копейки), кроме статуса status_not, новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
+        "сумме amount_from/amount_to (копейки), кроме статуса status_not, новые первыми. "
+        "Страницы: page с 1, page_size до 50. Возвращает orders, "
         "page, page_size, total_count и truncated — признак, что показаны не все. В кратком "
         "виде данных покупателя нет. Ничего не меняет."
     ),
