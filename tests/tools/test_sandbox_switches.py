@@ -15,7 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from sandbox.api import pay_order
-from sandbox.models import SandboxOrder
+from sandbox.models import SandboxOrder, SandboxShipment
 from tests.conftest import Assistant, order_args
 from tests.tools.test_more_tools import SHIP_LINE, new_order, operator, two_phase  # noqa: F401
 
@@ -85,10 +85,14 @@ def test_several_merchants_per_token_show_only_the_contours_rows(
         assistant: Assistant, settings) -> None:
     settings.INVOICEBOX_SANDBOX_SHARED_TOKEN = True
     order_id = new_order(assistant)
-    SandboxOrder.objects.create(
+    foreign = SandboxOrder.objects.create(
         order_id=uuid.uuid4(), order_container_id=uuid.uuid4(), merchant_id=uuid.uuid4(),
         merchant_order_id="foreign-1", amount=1, vat_amount=0, currency_id="RUB",
         created_at=timezone.now(), expiration_date=timezone.now(), request_json="{}")
+    SandboxShipment.objects.create(
+        order=foreign, merchant_id=foreign.merchant_id, status="completed", amount=1,
+        vat_amount=0, created_at=timezone.now(),
+        request_json=json.dumps({"orderId": str(foreign.order_id), "basketItems": []}))
 
     _, found = assistant.call("find_orders", {})
     _, shipments = assistant.call("find_shipments", {})
