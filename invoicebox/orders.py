@@ -157,6 +157,12 @@ class NewOrder:
     basket: list[BasketLine]
     customer: Customer
     urls: dict[str, str] = field(default_factory=dict)
+    # OrderSetting.roundPolicy (docs create.md:202), stated only when a line needs rounding.
+    round_policy: str | None = None
+    # Docs create.md:103 merchantOrderIdVisible string(256): the number the payer sees.
+    merchant_order_id_visible: str | None = None
+    # Docs create.md:187-195 InvoiceSetting: customerLocked, customerLockedFields.
+    invoice_setting: dict[str, Any] | None = None
 
     def as_api(self, merchant_id: str) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -170,10 +176,16 @@ class NewOrder:
             "expirationDate": atom(self.expiration_date),
             "basketItems": [line.as_api() for line in self.basket],
             "customer": self.customer.as_api(),
-            # No orderSetting: the vendor's server sends no roundPolicy (MCP
-            # src/tools/writes.ts:541-560), so the API's own default applies to us as to it
-            # (docs/invoicebox-api.md, "roundPolicy").
         }
+        # No orderSetting when every line is exact: the vendor's server sends none (MCP
+        # src/tools/writes.ts:541-560); otherwise the rounding is stated, not hoped for
+        # (docs/invoicebox-api.md, "roundPolicy").
+        if self.round_policy:
+            body["orderSetting"] = {"roundPolicy": self.round_policy}
+        if self.merchant_order_id_visible:
+            body["merchantOrderIdVisible"] = self.merchant_order_id_visible
+        if self.invoice_setting:
+            body["invoiceSetting"] = self.invoice_setting
         api_names = {"success_url": "successUrl", "fail_url": "failUrl",
                       "return_url": "returnUrl", "notification_url": "notificationUrl"}
         body.update({api_names[k]: v for k, v in self.urls.items()})
@@ -226,6 +238,9 @@ class OrdersApi(Transport):
         expiration_to: datetime | None = None,
         paid_from: datetime | None = None,
         paid_to: datetime | None = None,
+        amount_from: int | None = None,
+        amount_to: int | None = None,
+        status_not: str | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> OrderPage:
@@ -247,6 +262,13 @@ class OrdersApi(Transport):
         for (api_name, _), (low, high) in bounds.items():
             params.extend((f"{api_name}[{op}]", atom(moment))
                           for op, moment in (("_ge", low), ("_le", high)) if moment)
+        # The docs' comparison operators (api/filters.md:14-22: amount[_gt]=1000, _ne).
+        amounts = (amount_from, amount_to)
+        params.extend((f"amount[{op}]", str(to_roubles(value)))
+                      for op, value in zip(("_ge", "_le"), amounts, strict=True)
+                      if value is not None)
+        if status_not:
+            params.append(("status[_ne]", status_not))
         data, envelope = self._request("GET", "/filter/api/order/order", params=params)
         if not isinstance(data, list):
             raise self._bad_response("список счетов пришёл не массивом")
@@ -254,7 +276,8 @@ class OrdersApi(Transport):
         self._check_filtered(orders, "счёт", id=order_id, merchant_order_id=merchant_order_id)
         self._check_merchant(orders, "счёт")
         for order in orders:
-            outside = _outside(order, statuses, bounds)
+            outside = _outside(order, statuses, bounds) or _outside_amount(
+                order, amounts, status_not)
             if outside:
                 raise self._bad_response(
                     f"Инвойсбокс вернул счёт {order.id} с {outside}, вне запрошенного фильтра: "
@@ -292,6 +315,16 @@ class OrdersApi(Transport):
     def _parse_order(self, raw: Any, *, write: bool = False) -> Order:
         return self._parse(Order.parse, raw, "счёт", write=write)
 
+
+
+def _outside_amount(order: Order, amounts: tuple[int | None, int | None],
+                    status_not: str | None) -> str:
+    low, high = amounts
+    if (low is not None and order.amount < low) or (high is not None and order.amount > high):
+        return f"суммой {order.amount} коп."
+    if status_not and order.status == status_not:
+        return f"статусом {order.status!s:.20}"
+    return ""
 
 
 def _outside(order: Order, statuses: list[str] | tuple[str, ...],

@@ -158,6 +158,9 @@ class ShipmentsApi(Transport):
     ) -> ShipmentPage:
         # Oldest first: shipments made while paging land on a later page, none is skipped.
         params: list[tuple[str, str]] = [*paging(page, page_size), ("_order[id]", "asc")]
+        if self.merchant_id:
+            # One token may see several shops (docs shipment_get.md:31 lists the filter).
+            params.append(("merchantId", self.merchant_id))
         if order_id:
             params.append(("orderId", order_id))
         data, envelope = self._list_shipments(params)

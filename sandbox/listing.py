@@ -9,6 +9,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -47,6 +48,9 @@ _FILTERS: dict[str, tuple[str, str, frozenset[str]]] = {
     "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
     "expirationDate": ("expiration_date", "datetime", frozenset(_COMPARISONS)),
     "paidAt": ("paid_at", "datetime", frozenset(_COMPARISONS)),
+    # The docs' own example (api/filters.md:18-21): amount[_gt]=1000, with every comparison.
+    "amount": ("amount", "money", frozenset(_COMPARISONS)),
+    "vatAmount": ("vat_amount", "money", frozenset(_COMPARISONS)),
 }
 _SORTS = {
     "createdAt": "created_at",
@@ -132,6 +136,10 @@ def _filter_q(
             value = _parse_datetime(raw)
             if value is None:
                 raise _bad_query(label, "This is not a valid date (ISO 8601 expected).")
+        elif kind == "money":
+            if not re.fullmatch(r"[0-9]{1,12}(\.[0-9]{1,2})?", raw):
+                raise _bad_query(label, "A number with two decimals at most is expected.")
+            value = Decimal(raw)
         elif kind == "int":
             if not re.fullmatch(r"[0-9]{1,18}", raw):
                 raise _bad_query(label, "A positive integer is expected.")
@@ -146,10 +154,12 @@ def _filters(
 ) -> Q:
     condition = Q()
     table = listing.filters
+    ignore = getattr(settings, "INVOICEBOX_SANDBOX_UNKNOWN_QUERY", "refuse") == "ignore"
     for name in params:
         # [sandbox] refused, not ignored: a misspelt filter or paging name (limit, per_page)
         # would otherwise look applied. The docs: a request off the contract gets an error.
-        if name not in table and name not in _CONTROL_PARAMS:
+        # INVOICEBOX_SANDBOX_UNKNOWN_QUERY=ignore drops it instead, as BTA does.
+        if name not in table and name not in _CONTROL_PARAMS and not ignore:
             raise _bad_query(name, "Unknown filter.")
     for name, (_, _, ops) in table.items():
         raw = params.get(name)
@@ -164,6 +174,8 @@ def _filters(
         else:
             for op, value in raw.items():
                 if op not in ops:
+                    if ignore:
+                        continue
                     raise _bad_query(f"{name}[{op}]", "Unknown filter operator.")
                 condition &= _filter_q(table, name, op, value, now)
     return condition
@@ -178,13 +190,18 @@ def _ordering(
     if not isinstance(raw, dict) or not raw:
         raise _bad_query("_order", "Use _order[field]=asc|desc.")
     ordering: list[OrderBy | str] = []
+    ignore = getattr(settings, "INVOICEBOX_SANDBOX_UNKNOWN_QUERY", "refuse") == "ignore"
     for name, direction in raw.items():
         column, way = listing.sorts.get(name), direction.lower()
+        if column is None and ignore and way in ("asc", "desc"):
+            continue  # BTA RequestQueryBuilder.php:65 drops a sort on an unknown field
         if column is None or way not in ("asc", "desc"):
             raise _bad_query(f"_order[{name}]", "Use _order[field]=asc|desc.")
         ordering.append(
             F(column).desc(nulls_last=True) if way == "desc" else F(column).asc(nulls_last=True)
         )
+    if not ordering:
+        return [F("created_at").desc(), f"-{listing.tie}"]
     first_way = next(iter(raw.values())).lower()
     ordering.append(f"-{listing.tie}" if first_way == "desc" else listing.tie)
     return ordering
@@ -232,7 +249,11 @@ def _paged(
     page_names, size_names = _paging_names()
     page = _int_param(params, page_names, 1, MAX_PAGE)
     page_size = min(_int_param(params, size_names, DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE)
-    rows = rows.filter(merchant_id=call.merchant_id).filter(_filters(params, call.now, listing))
+    if not getattr(settings, "INVOICEBOX_SANDBOX_SHARED_TOKEN", False):
+        # INVOICEBOX_SANDBOX_SHARED_TOKEN: one token sees every shop's rows (several merchants
+        # per token); only a merchantId filter narrows them, and the client must send it.
+        rows = rows.filter(merchant_id=call.merchant_id)
+    rows = rows.filter(_filters(params, call.now, listing))
     ordering = _ordering(params.get("_order"), listing)
     total = rows.count()
     start = (page - 1) * page_size

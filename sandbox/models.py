@@ -113,6 +113,9 @@ class SandboxOrder(models.Model):
     expiration_date = models.DateTimeField()
     paid_at = models.DateTimeField(null=True, blank=True)
     canceled_at = models.DateTimeField(null=True, blank=True)
+    # Paid by a guarantee instrument (guarantee fund, promised payment, overdraft): while no
+    # shipment is recorded, DELETE reverses it and returns the money (docs order/delete.md:52-54).
+    paid_by_guarantee = models.BooleanField(default=False)
     # The accepted CreateOrderRequest (known fields only) as JSON text with exact decimals.
     request_json = models.TextField()
 

@@ -14,6 +14,7 @@ from django.conf import settings
 from sandbox.calls import _Call
 from sandbox.models import SandboxOrder
 from sandbox.responses import _ApiError, _field_error
+from sandbox.validation import round_policy_of
 from sandbox.values import _atom, _money_out
 
 _ORDER_MONEY = ("amount", "vatAmount")
@@ -94,3 +95,13 @@ def _order_or_404(
 
 def _wrong_order_status() -> _ApiError:
     return _ApiError(422, "wrong_order_status", "Wrong order status", [_field_error("status")])
+
+
+def order_round_policy(call: _Call, order_id: str) -> str | None:
+    """The roundPolicy the order was created with (its shipments and refunds follow it); None
+    (the default) for an order not found: its 404 comes after the body's own checks."""
+    try:
+        order = _order_or_404(call, order_id=order_id)
+    except _ApiError:
+        return None
+    return round_policy_of(simplejson.loads(order.request_json, use_decimal=True))

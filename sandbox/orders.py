@@ -23,7 +23,7 @@ from sandbox.order_rows import (
 )
 from sandbox.payment import pay_order
 from sandbox.responses import SandboxResponse, _ApiError, _dumps, _field_error
-from sandbox.validation import _check_lines, _check_totals, _Spec, _validate
+from sandbox.validation import _check_lines, _check_totals, _Spec, _validate, round_policy_of
 from sandbox.values import _parse_datetime, _uuid7
 
 CURRENCIES = frozenset({"RUB", "CNY", "UZS", "EUR", "GBP", "USD"})
@@ -41,19 +41,21 @@ _ORDER_SPEC: dict[str, _Spec] = {
     "languageId": _Spec("string"),  # the value: language_not_found
     "expirationDate": _Spec("any"),  # missing or bad: wrong_expiration_date
     "basketItems": _Spec("items", required=True),
-    # Required in the docs' table although the SDK allows null: we side with the docs.
-    "customer": _Spec("customer", required=True),
+    # Required in the docs' table (create.md:112), but the SDK's CreateOrderRequest allows
+    # null: vendor code wins (issue 40.5), an order without customer is taken.
+    "customer": _Spec("customer"),
     "metaData": _Spec("object"),
     "notificationUrl": _URL,
     "successUrl": _URL,
     "failUrl": _URL,
     "returnUrl": _URL,
-    "invoiceSetting": _Spec("object"),
-    # [sandbox] roundPolicy / disableValidate are echoed but never relax the checks.
+    "invoiceSetting": _Spec("invoice_setting"),
+    # roundPolicy is honoured (validation.round_policy_of); [sandbox] disableValidate is
+    # echoed but never relaxes the checks.
     "orderSetting": _Spec("object"),
     "parentId": _Spec("uuid"),
     "orderContainerId": _Spec("uuid"),
-    "shopId": _Spec("string_or_int"),
+    "shopId": _Spec("string_or_int"),  # docs string(36); the SDK sends an int
     "userAccountId": _Spec("string", max_len=36),
     "processable": _Spec("bool"),
 }
@@ -72,7 +74,7 @@ def _check_order_rules(order: Mapping[str, Any], now: dt.datetime) -> dt.datetim
             422, "language_not_found", "Language not found", [_field_error("languageId")]
         )
     expiration = _expiration(order.get("expirationDate"), now)
-    _check_lines(order["basketItems"])
+    _check_lines(order["basketItems"], round_policy_of(order))
     _check_totals(order)
     return expiration
 
@@ -159,7 +161,10 @@ def _cancel_order(call: _Call) -> SandboxResponse:
         order = _order_or_404(call, for_update=True)
         # The docs: an order is canceled only before shipment info arrives; then it is refunded.
         shipped = order.shipments.exclude(status=SandboxShipment.Status.CANCELED).exists()
-        if order.effective_status(call.now) not in SandboxOrder.CANCELABLE or shipped:
+        status = order.effective_status(call.now)
+        # docs order/delete.md:52-54: a guarantee payment without a shipment is reversed.
+        reversal = status == SandboxOrder.Status.COMPLETED and order.paid_by_guarantee
+        if (status not in SandboxOrder.CANCELABLE and not reversal) or shipped:
             raise _wrong_order_status()
         order.status = SandboxOrder.Status.CANCELED
         order.canceled_at = call.now.replace(microsecond=0)
@@ -196,7 +201,7 @@ def _update_order(call: _Call) -> SandboxResponse:
         if "expirationDate" in changes:
             expiration = _expiration(changes["expirationDate"], call.now).replace(microsecond=0)
         if "basketItems" in changes:
-            _check_lines(merged["basketItems"])
+            _check_lines(merged["basketItems"], round_policy_of(merged))
         # [sandbox] amounts are checked against the basket whichever of them changed.
         _check_totals(merged)
         order.amount, order.vat_amount = merged["amount"], merged["vatAmount"]

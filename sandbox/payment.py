@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -19,10 +20,12 @@ from sandbox.order_rows import _order_or_404, _order_payload, _wrong_order_statu
 from sandbox.responses import SandboxResponse, _ApiError
 
 
-def pay_order(order_id: str | uuid.UUID, *, notify: bool = True) -> dict[str, Any]:
+def pay_order(order_id: str | uuid.UUID, *, notify: bool = True, guarantee: bool = False
+              ) -> dict[str, Any]:
     """Mark a sandbox order paid (`completed`, paidAt now); returns the order as the API shows it.
 
     With `notify`, the signed payment notification is sent once the payment has committed.
+    With `guarantee`, the payment is a guarantee one (DELETE reverses it while unshipped).
     LookupError if there is no such order, ValueError if it is not payable.
     """
     try:
@@ -39,7 +42,8 @@ def pay_order(order_id: str | uuid.UUID, *, notify: bool = True) -> dict[str, An
             raise ValueError(f"sandbox order {oid} is {status}; only an unpaid order can be paid")
         order.status = SandboxOrder.Status.COMPLETED
         order.paid_at = now.replace(microsecond=0)
-        order.save(update_fields=["status", "paid_at"])
+        order.paid_by_guarantee = guarantee
+        order.save(update_fields=["status", "paid_at", "paid_by_guarantee"])
         if notify:
             # After commit, as Invoicebox notifies only about a payment that is stored. robust:
             # a receiver that fails never undoes or breaks the payment itself.
@@ -55,7 +59,9 @@ def _pay(call: _Call) -> SandboxResponse:
     delivered before the answer, which reports what the receiver said."""
     order = _order_or_404(call)
     try:
-        payload = pay_order(order.order_id, notify=False)
+        # ?guarantee=true: a guarantee payment (docs order/delete.md:52-54).
+        payload = pay_order(order.order_id, notify=False,
+                            guarantee=("guarantee", "true") in list(call.query))
     except ValueError:
         raise _wrong_order_status() from None
     delivery = send_notification(order.order_id)
@@ -117,7 +123,7 @@ def _payment_page(call: _Call) -> SandboxResponse:
         "<li><span class='what'>Счёт {}</span> — <strong>{}</strong> — "
         "<span class='status'>{}</span>{}</li>",
         (
-            (o.merchant_order_id, _money(o.amount, o.currency_id),
+            (_shown_number(o), _money(o.amount, o.currency_id),
              _STATUS_RU.get(o.effective_status(call.now), o.effective_status(call.now)),
              _pay_button(o) if o.effective_status(call.now) in _PAYABLE else "")
             for o in orders
@@ -143,6 +149,17 @@ _STYLE = ("body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem a
           "ul{padding:0;list-style:none}li{padding:.75rem 0;border-bottom:1px solid #ddd}"
           "form{display:inline;margin-left:.5rem}button{font:inherit;padding:.3rem 1rem;"
           "background:#0b6e4f;color:#fff;border:0;border-radius:4px;cursor:pointer}")
+
+
+def _shown_number(order: SandboxOrder) -> str:
+    """merchantOrderIdVisible when given (docs create.md:103), and whether the payer's
+    requisites are locked (InvoiceSetting.customerLocked, create.md:191)."""
+    request = json.loads(order.request_json or "{}")
+    shown = request.get("merchantOrderIdVisible") or order.merchant_order_id
+    setting = request.get("invoiceSetting") or {}
+    if setting.get("customerLocked") or setting.get("customerLockedFields"):
+        shown += " (реквизиты плательщика закреплены)"
+    return str(shown)
 
 
 def _pay_button(order: SandboxOrder) -> str:

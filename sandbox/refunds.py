@@ -18,6 +18,7 @@ from sandbox.order_rows import (
     _items_out,
     _order_or_404,
     _wrong_order_status,
+    order_round_policy,
 )
 from sandbox.responses import SandboxResponse, _ApiError, _dumps, _field_error
 from sandbox.validation import _check_lines, _check_totals, _Spec, _validate
@@ -143,7 +144,8 @@ def _create_refund(call: _Call) -> SandboxResponse:
         raise _ApiError(
             422, "wrong_refund_amount", "Refund amount must be positive", [_field_error("amount")]
         )
-    _check_lines(data["basketItems"])
+    _check_lines(data["basketItems"],
+                 order_round_policy(call, data["parentId"]))
     _check_totals(data)
     with transaction.atomic():
         # The parent's row lock serialises its refunds: two cannot both take the same remainder.

@@ -11,7 +11,7 @@ from django.db import transaction
 from sandbox.calls import _Call, _read_json_object, documented_only
 from sandbox.listing import _COMPARISONS, _Listing, _paged
 from sandbox.models import SandboxOrder, SandboxShipment
-from sandbox.order_rows import _items_out, _order_or_404, _wrong_order_status
+from sandbox.order_rows import _items_out, _order_or_404, _wrong_order_status, order_round_policy
 from sandbox.responses import (
     SandboxResponse,
     _ApiError,
@@ -42,8 +42,9 @@ _SHIPMENT_LISTING = _Listing(
         "merchantId": ("merchant_id", "uuid", frozenset({"_eq", "_ne"})),
         "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
     },
-    # Sorts by documented properties only: ShipmentResponse has no createdAt (shipment_create.md).
-    {"id": "id"},
+    # ShipmentResponse has no createdAt (shipment_create.md:65-72), but the vendor MCP server
+    # sorts shipments by it (src/tools/writes.ts:409), so the API takes it: both accepted.
+    {"id": "id", "createdAt": "created_at"},
     tie="id",
     kind="shipments",
 )
@@ -81,7 +82,7 @@ def _create_shipment(call: _Call) -> SandboxResponse:
     items = data["basketItems"]
     # [sandbox] lines are reconciled like order lines; their skus are not matched against
     # the order's basket, only the shipped total is capped by the order amount.
-    _check_lines(items)
+    _check_lines(items, order_round_policy(call, data["orderId"]))
     amount, vat_amount = _line_sums(items)
     with transaction.atomic():
         # The order's row lock serialises its shipments (and its cancel): two shipments

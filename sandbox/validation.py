@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, localcontext
+from decimal import (
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    ROUND_HALF_DOWN,
+    ROUND_HALF_UP,
+    Decimal,
+    localcontext,
+)
 from typing import Any
+
+from django.conf import settings
 
 from sandbox.okei import measure_mismatch
 from sandbox.responses import (
@@ -70,15 +80,25 @@ _ITEM_SPEC: dict[str, _Spec] = {
     "type": _Spec("item_type", required=True),
     "paymentType": _Spec("string", required=True, choices=PAYMENT_TYPES),
     "groupName": _Spec("string", max_len=500),
-    "originCountry": _Spec("string", max_len=100),
-    "originCountryCode": _Spec("string", max_len=3),
+    # Docs create.md:166-167: string(20), string(4) (issue 40.5: it was 100 and 3).
+    "originCountry": _Spec("string", max_len=20),
+    "originCountryCode": _Spec("string", max_len=4),
     "grossWeight": _Spec("number"),
     "netWeight": _Spec("number"),
     "excise": _Spec("money"),
-    "serviceDate": _Spec("string", max_len=10),
-    "categoryType": _Spec("any"),
-    "category": _Spec("any"),
+    "serviceDate": _Spec("date"),  # docs create.md:179: a date, e.g. 2023-11-16
+    "categoryType": _Spec("string", max_len=20),  # docs create.md:181-182: string(20) enum
+    "category": _Spec("string", max_len=20),
     "metaData": _Spec("object"),
+}
+
+# Docs create.md:187-195 InvoiceSetting.
+_INVOICE_SETTING_SPEC: dict[str, _Spec] = {
+    "customerLocked": _Spec("bool"),
+    "customerLockedFields": _Spec("customer_fields"),
+    "paymentMethodIdLocked": _Spec("bool"),
+    "paymentMethodId": _Spec("number"),
+    "deliveryAddress": _Spec("string", max_len=1000),
 }
 
 _UUID_TEXT = re.compile(
@@ -156,6 +176,14 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
                 return wrong("wrong_value", "At most 2 decimal places.")
             return True, number.quantize(CENT)
         return True, value
+    if kind == "date":
+        if not isinstance(value, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+            return wrong("wrong_value", "A date (Y-m-d) is expected.")
+        try:
+            dt.date.fromisoformat(value)
+        except ValueError:
+            return wrong("wrong_value", "A date (Y-m-d) is expected.")
+        return True, value
     if kind == "bool":
         if not isinstance(value, bool):
             return wrong("wrong_type", "This value should be of type bool.")
@@ -181,6 +209,15 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
         ):
             return True, value
         return wrong("wrong_value", "service, commodity or a code from 1 to 33.")
+    if kind == "invoice_setting":
+        if not isinstance(value, dict):
+            return wrong("wrong_type", "This value should be of type object.")
+        return True, _clean_fields(value, _INVOICE_SETTING_SPEC, f"{name}.", problems)
+    if kind == "customer_fields":
+        if not isinstance(value, list) or not all(
+                isinstance(v, str) and v in _CUSTOMER_SPEC for v in value):
+            return wrong("wrong_value", f"A list of: {', '.join(_CUSTOMER_SPEC)}.")
+        return True, value
     if kind == "customer":
         if not isinstance(value, dict):
             return wrong("wrong_type", "This value should be of type object.")
@@ -210,8 +247,42 @@ def _validate(data: Mapping[str, Any], specs: Mapping[str, _Spec]) -> dict[str, 
     return cleaned
 
 
-def _check_lines(items: list[dict[str, Any]]) -> None:
-    """The line checks shared by orders, shipments and refunds: unit, VAT code, arithmetic."""
+# Docs create.md:202 OrderSetting.roundPolicy: how quantity × amount must meet totalAmount.
+# [sandbox] the rounding is read as to the kopeck (the cell says "к целому").
+ROUND_POLICIES: dict[str, str | None] = {
+    "strict": None, "none": None, "floor": ROUND_FLOOR, "ceil": ROUND_CEILING,
+    "halfUp": ROUND_HALF_UP, "halfDown": ROUND_HALF_DOWN,
+}
+
+
+def round_policy_of(request: Mapping[str, Any]) -> str:
+    """The roundPolicy an order states, else the sandbox's default for orders that state none
+    (INVOICEBOX_SANDBOX_ROUND_POLICY)."""
+    setting = request.get("orderSetting")
+    stated = setting.get("roundPolicy") if isinstance(setting, Mapping) else None
+    if stated is None:
+        return str(getattr(settings, "INVOICEBOX_SANDBOX_ROUND_POLICY", "halfUp"))
+    if stated not in ROUND_POLICIES:
+        raise _validation_error([_field_error(
+            "orderSetting.roundPolicy", "wrong_value",
+            f"One of: {', '.join(ROUND_POLICIES)}.")])
+    return str(stated)
+
+
+def _line_total_fits(amount: Decimal, quantity: Decimal, total: Decimal, policy: str) -> bool:
+    exact = amount * quantity
+    if policy == "strict":
+        return exact == total
+    if policy == "none":
+        # "допустимо когда quantity * amount <= totalAmount": the line rounded up, at most a kopeck.
+        return exact <= total < exact + CENT
+    return exact.quantize(CENT, rounding=ROUND_POLICIES[policy]) == total
+
+
+def _check_lines(items: list[dict[str, Any]], round_policy: str | None = None) -> None:
+    """The line checks shared by orders, shipments and refunds: unit, VAT code, arithmetic.
+    `round_policy`: the order's (shipments and refunds inherit their order's)."""
+    policy = round_policy or round_policy_of({})
     units = _Problems()
     for index, item in enumerate(items):
         # [sandbox] refusing a sign that isn't its code's is our strictness; its code is ours.
@@ -231,7 +302,7 @@ def _check_lines(items: list[dict[str, Any]]) -> None:
             )
     with localcontext(prec=60):
         for index, item in enumerate(items):
-            _check_item_arithmetic(item, f"basketItems[{index}]")
+            _check_item_arithmetic(item, f"basketItems[{index}]", policy)
 
 
 def _line_sums(items: list[dict[str, Any]]) -> tuple[Decimal, Decimal]:
@@ -250,18 +321,29 @@ def _check_totals(body: Mapping[str, Any]) -> None:
         raise _calculation_error("wrong_total_vat_amount", "vatAmount")
 
 
-def _check_item_arithmetic(item: Mapping[str, Any], name: str) -> None:
+def _check_item_arithmetic(item: Mapping[str, Any], name: str, policy: str) -> None:
     quantity = Decimal(item["quantity"])
     rate = VAT_RATES[item["vatCode"]]
     total = item["totalAmount"]
-    if total != _round2(item["amount"] * quantity):
+    if not _line_total_fits(item["amount"], quantity, total, policy):
         raise _calculation_error("wrong_basket_item_total_amount", f"{name}.totalAmount")
+    vat = item["totalVatAmount"]
     expected_vat = _round2(total * rate / (100 + rate))
-    if abs(item["totalVatAmount"] - expected_vat) > CENT:
+    # Per unit × quantity (Bitrix handler.php:670-685, in production), unless switched off.
+    per_unit_vat = _round2(_round2(item["amount"] * rate / (100 + rate)) * quantity)
+    per_unit_ok = getattr(settings, "INVOICEBOX_SANDBOX_PER_UNIT_VAT", True) and vat == per_unit_vat
+    if abs(vat - expected_vat) > CENT and not per_unit_ok:
         raise _calculation_error("wrong_basket_item_total_vat_amount", f"{name}.totalVatAmount")
-    # [sandbox] tolerance: amountWoVat is a rounded unit price, so each unit may carry up to
-    # half a kopeck of rounding, plus the line VAT's own rounding: allow 1 kopeck per unit,
-    # and at least 1 kopeck for fractional quantities.
-    drift = abs(item["amountWoVat"] * quantity + item["totalVatAmount"] - total)
-    if drift > CENT * max(Decimal(1), quantity):
+    line = getattr(settings, "INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE", "unit") == "line"
+    if line:
+        # The vendor MCP server's reconcileBasket (src/core/money.ts:96-99): one kopeck per line.
+        drift = abs(_round2(item["amountWoVat"] * quantity) + vat - total)
+        allowed = CENT
+    else:
+        # [sandbox] tolerance: amountWoVat is a rounded unit price, so each unit may carry up
+        # to half a kopeck of rounding, plus the line VAT's own rounding: allow 1 kopeck per
+        # unit, and at least 1 kopeck for fractional quantities.
+        drift = abs(item["amountWoVat"] * quantity + vat - total)
+        allowed = CENT * max(Decimal(1), quantity)
+    if drift > allowed:
         raise _calculation_error("wrong_basket_item_amount_wo_vat", f"{name}.amountWoVat")

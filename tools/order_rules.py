@@ -111,6 +111,28 @@ def expected_vat(total: int, vat_code: str) -> int:
     return round_kopecks(Decimal(total) * rate / (100 + rate)) if rate else 0
 
 
+def per_unit_vat(price: int, qty: Decimal, vat_code: str) -> int:
+    """VAT of one unit at the rate, to the kopeck, times the quantity: how the Bitrix module
+    computes a line's VAT in production (handler.php:670-685) and the merchant's own
+    arithmetic (1 000 × 0,37 ₽ at 20 % → 0,06 × 1 000 = 60,00 ₽)."""
+    rate = vat_rate(vat_code)
+    if not rate:
+        return 0
+    return round_kopecks(round_kopecks(Decimal(price) * rate / (100 + rate)) * qty)
+
+
+def round_policy_for(items: list[BasketItemLike]) -> str | None:
+    """`halfUp` when some line's price × quantity is not whole kopecks (0,75 × 1 333,33 ₽), so
+    that the API is told the rounding the totals were made with (docs create.md:202: the
+    default is `strict` or `none`, the cell says both); None when every line is exact, as the
+    vendor's server and the Bitrix module send no orderSetting."""
+    for item in items:
+        exact = Decimal(int(item.amount)) * quantity_decimal(item.quantity)
+        if exact != exact.to_integral_value():
+            return "halfUp"
+    return None
+
+
 def vat_fits_rate(vat: int, total: int, vat_code: str) -> bool:
     """Within a kopeck of the rate's VAT (rounding the line either way); a zero rate has no
     rounding, so its VAT is exactly zero."""
@@ -151,7 +173,10 @@ def _check_line(item: BasketItemLike, where: str, label: str, currency: str
     fixed_vat = vat
     # Above the line as given or as corrected: a hint must not leave VAT above a fixed total.
     too_much = vat > min(total, fixed_total)
-    if too_much or not vat_fits_rate(vat, fixed_total, item.vat_code):
+    # The line's VAT at the rate, or the merchant's per-unit VAT × quantity, sent as given.
+    fits = (vat_fits_rate(vat, fixed_total, item.vat_code)
+            or (total == fixed_total and vat == per_unit_vat(price, qty, item.vat_code)))
+    if too_much or not fits:
         fixed_vat = expected_vat(fixed_total, item.vat_code)
         above = f"НДС {format_rub(vat, currency)} больше суммы позиции; " if too_much else ""
         problems.append(Problem(f"{where}.total_vat_amount", (

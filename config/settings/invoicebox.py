@@ -37,6 +37,23 @@ INVOICEBOX_SANDBOX_PAGING = env.str("INVOICEBOX_SANDBOX_PAGING", default="both")
 # A fault: the list answers named here (orders, refunds, shipments, directory) send each row
 # twice, metaData unchanged, as a shifting or buggy server could; the client must refuse them.
 INVOICEBOX_SANDBOX_REPEAT_ROWS = env.list("INVOICEBOX_SANDBOX_REPEAT_ROWS", default=[])
+# A sandbox that can disagree with the gateway (issue 40.2; docs/invoicebox-api.md, "Sandbox
+# switches"). The amountWoVat tolerance: "unit" (1 kopeck per unit of quantity, its own) or
+# "line" (1 kopeck per line, the vendor MCP server's reconcileBasket).
+INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE = env.str("INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE",
+                                              default="unit")
+# VAT computed per unit × quantity (1 000 × 0,37 ₽ at 20 % → 60,00 ₽), as the Bitrix module
+# sends it in production, is accepted besides the line's VAT; off: the line's VAT only.
+INVOICEBOX_SANDBOX_PER_UNIT_VAT = env.bool("INVOICEBOX_SANDBOX_PER_UNIT_VAT", default=True)
+# The roundPolicy applied when an order states none: halfUp (price × quantity rounded to the
+# kopeck, as the vendor's server checks it) or the docs' default cell: strict (or none).
+INVOICEBOX_SANDBOX_ROUND_POLICY = env.str("INVOICEBOX_SANDBOX_ROUND_POLICY", default="halfUp")
+# One token sees every merchant's rows in lists (narrowed only by a merchantId filter), as a
+# token of several shops does (the SDK's FindOrderTest); off: the token's merchant only.
+INVOICEBOX_SANDBOX_SHARED_TOKEN = env.bool("INVOICEBOX_SANDBOX_SHARED_TOKEN", default=False)
+# A list query key the sandbox doesn't know: "refuse" (wrong_filter_format, its own) or
+# "ignore" (dropped silently, as the vendor's backend skeleton does).
+INVOICEBOX_SANDBOX_UNKNOWN_QUERY = env.str("INVOICEBOX_SANDBOX_UNKNOWN_QUERY", default="refuse")
 INVOICEBOX_SANDBOX_BASE_URL = env.str(
     "INVOICEBOX_SANDBOX_BASE_URL", default=f"{GATEWAY_SITE_URL}/sandbox/invoicebox"
 ).rstrip("/")

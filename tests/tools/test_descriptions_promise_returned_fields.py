@@ -38,7 +38,9 @@ def words_not_about_results(spec: Any) -> set[str]:
     text = str(schema)
     words |= set(re.findall(r"'([a-z_]+)'", text))  # enum values, e.g. concise, created
     statuses = set(get_args(OrderStatus))  # status values named in a description
-    return words | statuses | set(catalog.names())
+    # Inputs accepted but not offered in the schema (SkipJsonSchema) are inputs all the same.
+    hidden = set(spec.params.model_fields)
+    return words | statuses | hidden | set(catalog.names())
 
 
 def execute(assistant: Assistant, name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Any
 from uuid import UUID
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from invoicebox import statuses
 from invoicebox.client import Order
@@ -20,19 +21,37 @@ class CancelOrderParams(StrictModel):
     order_id: UUID = Field(description="Неоплаченный счёт.")
     reason: str | None = Field(
         None, min_length=1, max_length=500,
-        description="Причина для человека; в Инвойсбокс не передаётся.",
+        description="Для человека; в Инвойсбокс не уходит.",
     )
     confirmation_token: str | None = Field(
         None, max_length=200,
         description="Токен из первого вызова. Без него счёт не отменяется, а готовится сводка.",
     )
+    # Docs order/delete.md:52-54: a paid order whose payment is a guarantee one (promised
+    # payment, guarantee fund, overdraft) and has no shipment is cancelled by the same DELETE,
+    # which returns the whole payment. Named by the paid order's hint, not offered (budget).
+    reverse_guarantee: SkipJsonSchema[bool] = False
 
 
-def ensure_cancellable(order: Order) -> None:
+GUARANTEE_REASON = ("отмена гарантийной оплаты возвращает плательщику всю сумму: её одобряет "
+                    "оператор")
+
+
+def ensure_cancellable(order: Order, reverse_guarantee: bool = False) -> None:
+    if order.status == statuses.PAID and reverse_guarantee:
+        return
     if order.status == statuses.PAID:
         raise ToolError("precondition_failed",
                         f"счёт {order.merchant_order_id} оплачен, отмена к нему не применяется",
-                        hint="деньги возвращают через create_refund")
+                        hint="деньги возвращают через create_refund; если оплата гарантийная "
+                        "(гарантийный фонд, обещанный платёж, овердрафт) и отгрузки не было, "
+                        "её отменяет cancel_order с reverse_guarantee=true, с одобрения "
+                        "оператора")
+    if reverse_guarantee:
+        raise ToolError("precondition_failed",
+                        f"счёт {order.merchant_order_id} не оплачен (статус {order.status}): "
+                        "гарантийной оплаты для отмены нет",
+                        hint="неоплаченный счёт отменяют без reverse_guarantee")
     if order.status not in statuses.OPEN:
         raise ToolError("precondition_failed",
                         f"счёт {order.merchant_order_id} уже в статусе {order.status}: "
@@ -46,9 +65,32 @@ HOLD_REASON = ("счёт в статусе hold держит деньги пла
                "одобряет оператор")
 
 
+def ensure_unshipped(ctx: CallContext, order: Order) -> None:
+    """A guarantee payment is reversed only while nothing is shipped (docs delete.md:52-54)."""
+    if ctx.client.all_shipments(order.id):
+        raise ToolError("precondition_failed",
+                        f"по счёту {order.merchant_order_id} уже есть отгрузка: гарантийную "
+                        "оплату не отменить", hint="деньги возвращают через create_refund")
+
+
+def summarize_reversal(ctx: CallContext, params: CancelOrderParams, order: Order) -> Summary:
+    ensure_unshipped(ctx, order)
+    text = (f"Отменить гарантийную оплату счёта {order.merchant_order_id} на "
+            f"{format_rub(order.amount, order.currency)} "
+            f"({order.customer_name or 'покупатель не указан'}): Инвойсбокс вернёт плательщику "
+            "всю сумму. Только для гарантийной оплаты без отгрузки; иначе Инвойсбокс откажет"
+            + (f". Причина: {params.reason}" if params.reason else "") + ".")
+    return Summary(text=text, data={"order": order_row(order, "concise"),
+                                    "reason": params.reason, "returns_held_money": True,
+                                    "reverses_guarantee": True},
+                   operator_reason=GUARANTEE_REASON, facts=facts.of_order(order))
+
+
 def summarize_cancel_order(ctx: CallContext, params: CancelOrderParams) -> Summary:
     order = load_order(ctx, params.order_id)
-    ensure_cancellable(order)
+    ensure_cancellable(order, params.reverse_guarantee)
+    if params.reverse_guarantee:
+        return summarize_reversal(ctx, params, order)
     who = order.customer_name or "покупатель не указан"
     holds = order.status in HOLDS_MONEY
     text = (f"Отменить {'счёт с удержанной оплатой' if holds else 'неоплаченный счёт'} "
@@ -63,8 +105,15 @@ def summarize_cancel_order(ctx: CallContext, params: CancelOrderParams) -> Summa
 def cancel_order(ctx: CallContext, params: CancelOrderParams) -> dict[str, Any]:
     # The order may have been paid since the first call: check again right before DELETE.
     order = load_order(ctx, params.order_id)
-    ensure_cancellable(order)
-    if order.status in HOLDS_MONEY and not ctx.operator_approved:
+    ensure_cancellable(order, params.reverse_guarantee)
+    if params.reverse_guarantee:
+        # Fail closed: a reversal returns money, so it goes only with an operator's approval.
+        if not ctx.operator_approved:
+            raise ToolError("precondition_failed", "отмену гарантийной оплаты должен одобрить "
+                            "оператор; счёт не отменён", hint="вызовите cancel_order без "
+                            "токена: сводка уйдёт оператору на одобрение")
+        ensure_unshipped(ctx, order)
+    elif order.status in HOLDS_MONEY and not ctx.operator_approved:
         raise ToolError("precondition_failed",
                         f"счёт {order.merchant_order_id} с тех пор перешёл в hold: отмена "
                         "вернёт удержанные деньги, и её должен одобрить оператор; счёт не "
@@ -99,7 +148,9 @@ CANCEL_ORDER = ToolSpec(
         "больше нельзя было заплатить. Работает в два шага: первый вызов проверяет счёт и "
         "возвращает сводку и одноразовый confirmation_token; отмена происходит только вторым "
         "вызовом с тем же order_id и этим токеном, после согласия человека. Оплаченный счёт "
-        "не отменяется — для него есть create_refund. reason попадает только в сводку. "
+        "не отменяется — для него есть create_refund; гарантийную оплату без отгрузки "
+        "отменяет вызов с reverse_guarantee, с одобрения оператора. reason попадает только в "
+        "сводку. "
         "Возвращает order_id, merchant_order_id и status."
     ),
     success_ru="Счёт отменён.",

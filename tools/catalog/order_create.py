@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from invoicebox.client import NewOrder, Order
 from tools.catalog.order_parts import (
@@ -25,12 +26,17 @@ from tools.order_rules import (
     check_url,
     quantity_text,
     resolve_unit,
+    round_policy_for,
 )
 from tools.params import Currency, Kopecks, Language, StrictModel, Timestamp, format_rub
 from tools.spec import CallContext, Example, Summary, ToolSpec
 
 if TYPE_CHECKING:
     from tools.models import Contour
+
+
+LockableField = Literal["type", "name", "phone", "email", "vat_number", "registration_address",
+                        "tax_registration_reason_code"]
 
 
 class CreateOrderParams(StrictModel):
@@ -53,6 +59,14 @@ class CreateOrderParams(StrictModel):
     confirm_amount: Kopecks | None = Field(
         None, description="Для совместимости: сумма счёта, повторённая для подтверждения."
     )
+    # Docs create.md:103 merchantOrderIdVisible, :190-192 InvoiceSetting customerLocked and
+    # customerLockedFields. Accepted and named in description_ru, not offered in the schemas:
+    # the reference tools' size budget (tests/tools/formats/test_sizes.py) has no room.
+    merchant_order_id_visible: SkipJsonSchema[str | None] = Field(
+        None, min_length=1, max_length=256)
+    lock_customer: SkipJsonSchema[bool] = False
+    locked_customer_fields: SkipJsonSchema[list[LockableField] | None] = Field(
+        None, min_length=1, max_length=7)
     allow_duplicate: bool = Field(
         False, description="true — осознанно выставить второй такой же счёт (по умолчанию "
         "повтор в окне защиты от дублей возвращает уже выставленный)."
@@ -60,6 +74,20 @@ class CreateOrderParams(StrictModel):
 
 
 URL_FIELDS = ("success_url", "fail_url", "return_url", "notification_url")
+CUSTOMER_API_NAMES = {"type": "type", "name": "name", "phone": "phone", "email": "email",
+                      "vat_number": "vatNumber", "registration_address": "registrationAddress",
+                      "tax_registration_reason_code": "taxRegistrationReasonCode"}
+
+
+def invoice_setting_of(params: CreateOrderParams) -> dict[str, Any] | None:
+    """InvoiceSetting (docs create.md:187-195): the payer's requisites locked on the page."""
+    setting: dict[str, Any] = {}
+    if params.lock_customer:
+        setting["customerLocked"] = True
+    if params.locked_customer_fields:
+        setting["customerLockedFields"] = [CUSTOMER_API_NAMES[name]
+                                           for name in params.locked_customer_fields]
+    return setting or None
 
 
 def check_create_order(params: CreateOrderParams, contour: Contour) -> list[Problem]:
@@ -103,6 +131,12 @@ def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summa
         + (f" ({ids})" if ids else "") + f": «{params.description}». "
         f"Позиции: {'; '.join(lines)}. "
         f"Оплатить до {moment(params.expiration_date)}."
+        + (f" Номер для плательщика: {params.merchant_order_id_visible}."
+           if params.merchant_order_id_visible else "")
+        + (" Реквизиты плательщика на странице оплаты менять нельзя."
+           if params.lock_customer else "")
+        + (f" Плательщик не сможет изменить: {', '.join(params.locked_customer_fields)}."
+           if params.locked_customer_fields and not params.lock_customer else "")
     )
     data = {
         "customer": {"type": customer.type, "name": customer.name, "inn": customer.vat_number,
@@ -112,6 +146,8 @@ def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summa
         "description": params.description,
         "expiration_date": params.expiration_date.isoformat(),
         "positions": len(params.basket_items),
+        "merchant_order_id_visible": params.merchant_order_id_visible,
+        "invoice_setting": invoice_setting_of(params),
     }
     return Summary(text=text, data=data, warnings=warnings, amount=int(params.amount),
                    currency=currency)
@@ -129,6 +165,9 @@ def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrd
         basket=basket_lines(params.basket_items),
         customer=customer_of(params.customer),
         urls={name: getattr(params, name) for name in URL_FIELDS if getattr(params, name)},
+        round_policy=round_policy_for(params.basket_items),
+        merchant_order_id_visible=params.merchant_order_id_visible,
+        invoice_setting=invoice_setting_of(params),
     )
 
 
@@ -178,13 +217,15 @@ CREATE_ORDER = ToolSpec(
         "amount каждой позиции — цена за единицу с НДС, total_amount — цена × количество, "
         "total_vat_amount — НДС позиции по ставке vat_code; amount счёта — сумма позиций, "
         "vat_amount — сумма их НДС. Единица: measure или measure_code (ОКЕИ). Валюта и срок "
-        "оплаты (expiration_date в будущем, с часовым поясом) обязательны. Возвращает order_id, "
+        "оплаты (expiration_date в будущем, с часовым поясом) обязательны. Необязательно: "
+        "merchant_order_id_visible — номер для плательщика, lock_customer (да/нет) или "
+        "locked_customer_fields — запрет менять реквизиты на странице оплаты. Возвращает order_id, "
         "merchant_order_id, status, payment_url — ссылку на оплату, amount и warnings."
     ),
     success_ru="Счёт выставлен.",
     summary_ru=(
         "Выставить счёт: два шага, первый вызов даёт сводку и confirmation_token, второй с "
-        "токеном выставляет. Суммы — копейки строкой; позиции должны сходиться с суммой."
+        "токеном выставляет. Суммы — копейки строкой; позиции сходятся с суммой."
     ),
     examples_ru=(Example(
         "Выставь ООО «Ромашка», ИНН 7710044140, счёт за 3 ночи в номере по 122 рубля с НДС 22%, "

@@ -68,14 +68,14 @@ class BasketItemParams(StrictModel):
     quantity: float = Field(gt=0)
     amount: Kopecks = Field(description="Цена за единицу с НДС, копейки.")
     amount_wo_vat: Kopecks | None = Field(
-        None, description="Цена за единицу без НДС; по умолчанию вычисляется."
+        None, description="Цена единицы без НДС; по умолчанию вычисляется."
     )
     total_amount: Kopecks = Field(description="amount × quantity, копейки.")
     total_vat_amount: Kopecks = Field(description="НДС позиции, копейки.")
     vat_code: VatCode
     payment_type: PaymentType = Field(
-        "full_prepayment", description="full_prepayment: при оплате чек 100 % предоплаты, при "
-        "отгрузке — полного расчёта.",
+        "full_prepayment", description="full_prepayment: чек предоплаты при оплате, полного "
+        "расчёта при отгрузке.",
     )
     # The vendor's server's fields (docs BasketItem groupName, serviceDate), sent on the line
     # when given; accepted for prompts written for it, not offered (like confirm_amount,

@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from invoicebox.statuses import OrderStatus
 from tools.catalog.order_parts import load_order, order_row
 from tools.errors import Problem, ToolError
-from tools.params import ResponseFormat, StrictModel, Timestamp
+from tools.params import Kopecks, ResponseFormat, StrictModel, Timestamp
 from tools.spec import CallContext, Counted, Example, ToolSpec
 
 if TYPE_CHECKING:
@@ -24,8 +25,7 @@ class GetOrderParams(StrictModel):
         None, min_length=1, max_length=256, description="Номер счёта в магазине."
     )
     response_format: ResponseFormat = Field(
-        "concise", description="detailed — ещё НДС, описание, срок, ссылка на оплату и "
-        "покупатель."
+        "concise", description="detailed — ещё НДС, описание, срок, ссылка и покупатель."
     )
 
 
@@ -67,6 +67,10 @@ class FindOrdersParams(StrictModel):
     expiration_to: Timestamp | None = None
     paid_from: Timestamp | None = None
     paid_to: Timestamp | None = None
+    amount_from: Kopecks | None = None
+    amount_to: Kopecks | None = None
+    # The docs' `_ne` (api/filters.md:17): every status but one; hinted, not offered (budget).
+    status_not: SkipJsonSchema[OrderStatus | None] = None
     page: int = Field(1, ge=1, le=1000)
     page_size: int = Field(20, ge=1, le=50)
     response_format: ResponseFormat = Field("concise")
@@ -74,8 +78,10 @@ class FindOrdersParams(StrictModel):
 
 def check_find_orders(params: FindOrdersParams, contour: Contour) -> list[Problem]:
     problems = []
-    for name in ("created", "expiration", "paid"):
+    for name in ("created", "expiration", "paid", "amount"):
         low, high = getattr(params, f"{name}_from"), getattr(params, f"{name}_to")
+        if name == "amount" and low is not None and high is not None:
+            low, high = int(low), int(high)
         if low and high and low > high:
             problems.append(Problem(f"{name}_from",
                                     f"{name}_from позже {name}_to: пустой интервал"))
@@ -92,6 +98,9 @@ def find_orders(ctx: CallContext, params: FindOrdersParams) -> dict[str, Any]:
         expiration_to=params.expiration_to,
         paid_from=params.paid_from,
         paid_to=params.paid_to,
+        amount_from=None if params.amount_from is None else int(params.amount_from),
+        amount_to=None if params.amount_to is None else int(params.amount_to),
+        status_not=params.status_not,
         page=params.page,
         page_size=params.page_size,
     )
@@ -126,7 +135,7 @@ GET_ORDER = ToolSpec(
         "customer (name, vat_number). Суммы — копейки строкой. Ничего не меняет."
     ),
     success_ru="Вот данные счёта.",
-    summary_ru=("Счёт по order_id или merchant_order_id (order_id главнее): статус, сумма в "
+    summary_ru=("Счёт по order_id или merchant_order_id статус, сумма в "
                 "копейках, дата. Только чтение."),
     # The shop's number, not a UUID, goes to merchant_order_id: the mapping worth showing.
     examples_ru=(Example("Покажи подробно счёт № 1042",
@@ -145,11 +154,12 @@ FIND_ORDERS = ToolSpec(
         "Ищет счета магазина по номеру merchant_order_id, статусам (created — не оплачен, "
         "completed — оплачен, hold, canceled, expired, draft), датам создания created_from/"
         "created_to, срока оплаты expiration_from/expiration_to и оплаты paid_from/paid_to, "
-        "новые первыми. Страницы: page с 1, page_size до 50. Возвращает orders, "
+        "сумме amount_from/amount_to (копейки), кроме статуса status_not, новые первыми. "
+        "Страницы: page с 1, page_size до 50. Возвращает orders, "
         "page, page_size, total_count и truncated — признак, что показаны не все. В кратком "
         "виде данных покупателя нет. Ничего не меняет."
     ),
-    summary_ru="Список счетов по номеру, статусам и датам, постранично. Только чтение.",
+    summary_ru="Счета по номеру, статусам, датам и сумме, постранично. Только чтение.",
     success_ru=Counted("orders", "счёт", "счёта", "счетов", "Счетов по такому запросу нет."),
     examples_ru=(Example("Какие счета ещё не оплачены?", {"status": ["created"]}),),
 )

@@ -113,7 +113,7 @@ FIND_SHIPMENTS = ToolSpec(
     ),
     success_ru=Counted("shipments", "отгрузка", "отгрузки", "отгрузок",
                        "Отгрузок по этому заказу нет."),
-    summary_ru="Отгрузки по счёту (order_id) или все отгрузки магазина: суммы, статусы. Только "
+    summary_ru="Отгрузки счёта (order_id) или магазина: суммы, статусы. Только "
                "чтение.",
     # No few-shot example: copying an id into order_id is what the schema says already.
 )
@@ -127,7 +127,7 @@ class CreateShipmentParams(StrictModel):
         min_length=1, max_length=100, description="Что отгружено, как в счёте."
     )
     final: bool = Field(
-        False, description="true — последняя отгрузка; действие в API не описано."
+        False, description="true — последняя отгрузка (в API не описано)."
     )
     document_number: str | None = Field(
         None, min_length=1, max_length=36
@@ -298,7 +298,7 @@ CREATE_SHIPMENT = ToolSpec(
     ),
     success_ru="Отгрузка подтверждена.",
     summary_ru=(
-        "Подтвердить отгрузку по оплаченному счёту (акт/ТОРГ-12, счёт-фактура, УПД): первый "
+        "Подтвердить отгрузку по оплаченному счёту (акт, ТОРГ-12, УПД): первый "
         "вызов даёт сводку и confirmation_token, второй с токеном создаёт."
     ),
 )
