@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -219,7 +220,7 @@ class OrdersApi(Transport):
         *,
         order_id: str | None = None,
         merchant_order_id: str | None = None,
-        statuses: list[str] | tuple[str, ...] = (),
+        statuses: Sequence[str] = (),
         created_from: datetime | None = None,
         created_to: datetime | None = None,
         expiration_from: datetime | None = None,
@@ -294,7 +295,7 @@ class OrdersApi(Transport):
 
 
 
-def _outside(order: Order, statuses: list[str] | tuple[str, ...],
+def _outside(order: Order, statuses: Sequence[str],
              bounds: dict[tuple[str, str], tuple[datetime | None, datetime | None]]) -> str:
     """What of the row lies outside the filter that was sent ("" when nothing does, or when
     the row doesn't carry the field: an absent field is a shape, not a contradiction)."""
