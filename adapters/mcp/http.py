@@ -165,7 +165,7 @@ class ContourKeyAuth:
         call = None
         if settings.MCP_LEAN and session_id and body and len(body) <= LEAN_PEEK_LIMIT:
             call = lean.lean_call_of(request, body)
-        if call is not None:
+        if call is not None and session_id:  # a lean call always has its session
             served = await run_sync(lean.serve, _authenticate, CHANNEL, header, address,
                                     session_id, call)
             if served.answer is not None:
@@ -182,8 +182,9 @@ class ContourKeyAuth:
             outcome = await run_sync(gateway.reject, None, "unauthenticated", message,
                                      channel=CHANNEL,
                                      actor=anonymous.actor_of_unverified(header), tool=PATH)
-            if session_id and await run_sync(sessions.end_if_key_inactive, session_id):
-                await self.sessions.forget(session_id)  # a revoked key ends its sessions
+            if session_id:  # apart: within `session_id and ...` mypy misreads run_sync's type
+                if await run_sync(sessions.end_if_key_inactive, session_id):
+                    await self.sessions.forget(session_id)  # a revoked key ends its sessions
             response = JSONResponse(outcome.as_dict(), status_code=401,
                                     headers={"WWW-Authenticate":
                                              challenge.unauthorized(bool(header))})
@@ -199,9 +200,9 @@ class ContourKeyAuth:
         if by_oauth and body:
             # As the reference server: a grant's tools/call beyond its toolsets is an HTTP 403
             # insufficient_scope the client can act on (ask the owner for more).
-            refusal = await run_sync(_scope_refusal, key, _called_tools(body))
-            if refusal is not None:
-                envelope, www_authenticate = refusal
+            out_of_scope = await run_sync(_scope_refusal, key, _called_tools(body))
+            if out_of_scope is not None:
+                envelope, www_authenticate = out_of_scope
                 response = JSONResponse(envelope, status_code=403,
                                         headers={"WWW-Authenticate": www_authenticate})
                 await response(scope, receive, send)

@@ -8,7 +8,7 @@ one-time code sent to the client's redirect URI. Deny: `access_denied` to the sa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from django import forms
@@ -40,10 +40,12 @@ class ConsentForm(forms.Form):
     def __init__(self, *args: Any, owned: list[Contour], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.owned = {contour.slug: contour for contour in owned}
-        self.fields["contour"].choices = [(c.slug, f"{c.name} ({c.slug})") for c in owned]
+        cast(forms.ChoiceField, self.fields["contour"]).choices = [
+            (c.slug, f"{c.name} ({c.slug})") for c in owned]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()  # Django's returns self.cleaned_data (typed as maybe None)
+        data = self.cleaned_data
         contour = self.owned.get(data.get("contour", ""))
         if contour is None:
             raise forms.ValidationError("выберите контур, которым вы владеете")
