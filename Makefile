@@ -6,7 +6,7 @@ PORT ?= 8000
 WORKERS ?= 1
 export PORT
 
-.PHONY: demo test chaos lint serve setup clean worker beat
+.PHONY: demo test unit typecheck chaos lint serve setup clean worker beat
 
 # `make demo` installs what the server needs; `make test` adds the test tools (Playwright,
 # schemathesis, the platform SDKs...) on top, once.
@@ -72,8 +72,20 @@ $(LANGCHAIN_VENV)/.installed: Makefile
 TEST_PROCESSES ?= 3
 test: $(BIN)/.installed-test $(SYSTEM_NODE)/node_modules/.installed $(LANGCHAIN_VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest -m "not chaos" -n $(TEST_PROCESSES) --dist loadgroup
+
+# The quick loop: no PostgreSQL, Redis, browser, npm clients or cluster; SQLite whatever
+# DATABASE_URL says. The suites it leaves out run in `make test`.
+unit: $(BIN)/.installed-test
+	env -u DATABASE_URL $(BIN)/pytest -m "not postgres and not browser and not system and not chaos" \
+	  -n $(TEST_PROCESSES) --dist loadgroup
+
+# mypy with the Django and DRF plugins over the packages named in pyproject.toml ([tool.mypy]).
+typecheck: $(BIN)/.installed-test
+	$(BIN)/mypy
 
 # The chaos campaigns against the production-shaped cluster (PostgreSQL and Redis needed; several
 # minutes): apart from `make test` to keep CI under 20 minutes.

@@ -6,6 +6,7 @@ XFrameOptionsMiddleware's), computed by those very classes so that both stay one
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import DisallowedHost
@@ -19,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
-def asgi_guard(scope: dict[str, Any]) -> tuple[bool, dict[str, str]]:
+def asgi_guard(scope: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
     """Whether the request's Host is in ALLOWED_HOSTS, and the headers a Django view's answer
     would carry."""
     request = WSGIRequest(_environ(scope))
@@ -70,7 +71,7 @@ def _unused(request: HttpRequest) -> HttpResponse:
     raise NotImplementedError  # the middleware is only asked to process a response
 
 
-def _environ(scope: dict[str, Any]) -> dict[str, Any]:
+def _environ(scope: Mapping[str, Any]) -> dict[str, Any]:
     """The WSGI environ Django would build for this ASGI request (what get_host reads)."""
     server = scope.get("server") or ("", 0)
     environ: dict[str, Any] = {

@@ -27,6 +27,7 @@ from typing import Any
 from a2wsgi import WSGIMiddleware
 from a2wsgi.asgi_typing import HTTPScope, Receive, Scope, Send
 from a2wsgi.wsgi import WSGIResponder, build_environ
+from a2wsgi.wsgi_typing import Environ
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ class OneHopResponder(WSGIResponder):
         environ = build_environ(scope, io.BytesIO(bytes(body)))  # type: ignore[arg-type]
         # The body is whole: its length is known, whatever framing it came in.
         environ["CONTENT_LENGTH"] = str(len(body))
-        environ.pop("HTTP_TRANSFER_ENCODING", None)
+        # a2wsgi's Environ TypedDict names no HTTP_* header, which a WSGI environ carries.
+        environ.pop("HTTP_TRANSFER_ENCODING", None)  # type: ignore[typeddict-item]
         context = contextvars.copy_context()
         try:
             buffered = await self.loop.run_in_executor(
@@ -78,7 +80,7 @@ class OneHopResponder(WSGIResponder):
             if self.sender_task is not None and not self.sender_task.done():
                 self.sender_task.cancel()
 
-    def run_app(self, environ: dict[str, Any], send: Send) -> Buffered | None:
+    def run_app(self, environ: Environ, send: Send) -> Buffered | None:
         """In the pool's thread: the app, then its whole answer unless it streams."""
         started: list[Any] = []
         written: list[bytes] = []
@@ -122,7 +124,8 @@ class OneHopResponder(WSGIResponder):
         """a2wsgi's way: each message handed to a sender task on the loop, in order."""
         asyncio.run_coroutine_threadsafe(self._start_sender(send), self.loop).result()
         if started:
-            WSGIResponder.start_response(self, *started, self.exc_info)
+            status, response_headers = started
+            WSGIResponder.start_response(self, status, response_headers, self.exc_info)
         for chunk in itertools.chain(written, iterable):
             self.send({"type": "http.response.body", "body": chunk, "more_body": True})
         self.send({"type": "http.response.body", "body": b""})

@@ -26,8 +26,8 @@ EXPORT_PARAMS = {"contour__exact": "contour", "tool__exact": "tool", "status__ex
 
 def export_query(params: QueryDict) -> str:
     """The export URL's query for what the changelist shows (channel is not an export filter)."""
-    query = {target: params[source] for source, target in EXPORT_PARAMS.items()
-             if params.get(source)}
+    query = {target: value for source, target in EXPORT_PARAMS.items()
+             if (value := params.get(source))}
     year, month, day = params.get("at__year"), params.get("at__month"), params.get("at__day")
     if year and year.isdigit() and "since" not in query:
         start = date(int(year), int(month or 1), int(day or 1))

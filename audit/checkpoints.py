@@ -55,8 +55,8 @@ def current() -> list[Checkpoint]:
     """
     stray = beyond_heads()
     if stray:
-        entry, head_seq = stray[0]
-        raise CheckpointError(f"entry {entry.id} {beyond_head_problem(entry, head_seq)}: "
+        beyond, head_seq = stray[0]
+        raise CheckpointError(f"entry {beyond.id} {beyond_head_problem(beyond, head_seq)}: "
                               "run verify_journal")
     at = datetime.now(UTC).isoformat(timespec="seconds")
     heads = {head.chain: head for head in ChainHead.objects.all()}

@@ -20,12 +20,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from django.db.models import Field
 
 from audit import lanes
 from audit.models import Channel, JournalEntry, Phase, Status
@@ -189,7 +190,7 @@ def _link_problem(entry: JournalEntry, keys: Mapping[str, str], legacy_last_id: 
 
 
 def _fit(field: str, value: str) -> str:
-    limit = JournalEntry._meta.get_field(field).max_length
+    limit = cast(Field, JournalEntry._meta.get_field(field)).max_length  # text fields only
     value = _clean_text(value)
     return value[:limit] if limit else value
 

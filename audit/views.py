@@ -91,7 +91,7 @@ def _bad_query(error: BadQuery) -> JsonResponse:
 
 @never_cache
 @require_GET
-def export(request: HttpRequest) -> HttpResponse:
+def export(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """GET /api/v1/journal/export?format=csv|jsonl&since=&until=&contour=&tool=&status="""
     reader = _authorize(request)
     if isinstance(reader, JsonResponse):

@@ -41,6 +41,7 @@ class Walk:
 
     def _start_problem(self, chain: str, start: Anchor, head: ChainHead | None
                        ) -> ChainReport | None:
+        assert start.seq is not None  # the caller's anchor names its place
         entry = JournalEntry.objects.filter(chain=chain, seq=start.seq).first()
         if entry is None:
             end = head.last_id if head is not None else 0
@@ -108,7 +109,7 @@ class Walk:
                      if anchor.seq is not None else JournalEntry.objects.filter(id=anchor.last_id))
             entry = found.only("id", "chain", "seq", "hash").first()
             reason = self._anchor_problem(entry) if entry is not None else ""
-            if reason:
+            if reason and entry is not None:  # a reason only ever names a found entry
                 return ChainReport(checked=self.checked, broken_id=entry.id, reason=reason)
         unmet = [a for a in unmet if id(a) not in self.met]
         if not unmet:

@@ -39,7 +39,9 @@ from adapters.oauth.routes import oauth_routes  # noqa: E402
 from adapters.wsgi_pool import PooledWSGI  # noqa: E402
 from tools.ops.health import report  # noqa: E402
 
-django_application = PooledWSGI(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
+# django-stubs and a2wsgi type a WSGI app each their own way (dict or TypedDict environ).
+django_application = PooledWSGI(_wsgi_application,  # type: ignore[arg-type]
+                                workers=settings.GATEWAY_SYNC_THREADS)
 mcp_application, mcp_sessions = build_mcp_app()
 
 
@@ -90,7 +92,8 @@ routes = Starlette(
             Route("/health", endpoint=health,
                   methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
             *[_guarded(route) for route in oauth_routes()],
-            Mount("/", app=django_application)],
+            # a2wsgi and starlette type an ASGI app each their own way.
+            Mount("/", app=django_application)],  # type: ignore[arg-type]
     lifespan=lifespan,
 )
 # Every body is read on the loop, bounded in size and time, before a route (or a pool thread)

@@ -18,6 +18,7 @@ import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextContent
 
 from conformance.gateway import GatewayLink
 from conformance.invoicebox import WRITE_NEEDS_FLAG, explain, probe_order
@@ -47,7 +48,9 @@ async def _call(client: Client, name: str, arguments: dict[str, Any]) -> dict[st
     result = await client.call_tool(name, arguments)
     if result.structured_content is not None:
         return dict(result.structured_content)
-    return json.loads(result.content[0].text)
+    first = result.content[0]
+    assert isinstance(first, TextContent), first  # the gateway answers in text
+    return json.loads(first.text)
 
 
 async def _cycle(report: Report, link: GatewayLink, transport: str, allow_write: bool) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import httpx
 
@@ -89,6 +89,16 @@ def bad_response(detail: str, *, write: bool, http_status: int | None,
                            http_status=http_status, request_id=request_id)
 
 
+class _Details(TypedDict):
+    """InvoiceboxError's keyword arguments that every kind of refused answer carries."""
+
+    code: str
+    http_status: int
+    request_id: str
+    fields: list[dict[str, Any]]
+    retry_after: float | None
+
+
 def from_http_answer(response: httpx.Response, *, write: bool, request_id: str
                      ) -> InvoiceboxError:
     """The failure an HTTP answer of 300 or more stands for."""
@@ -103,7 +113,7 @@ def from_http_answer(response: httpx.Response, *, write: bool, request_id: str
             fields = [f for f in err.get("fields") or [] if isinstance(f, dict)]
     except ValueError:
         pass
-    common = {"code": code, "http_status": status, "request_id": request_id,
+    common: _Details = {"code": code, "http_status": status, "request_id": request_id,
               "fields": fields, "retry_after": _retry_after(response)}
     text = UPSTREAM_MESSAGES.get(code) or (
         f"Инвойсбокс отказал: HTTP {status}" + (f", код {code}" if code else "")

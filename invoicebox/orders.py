@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -231,7 +232,7 @@ class OrdersApi(Transport):
         *,
         order_id: str | None = None,
         merchant_order_id: str | None = None,
-        statuses: list[str] | tuple[str, ...] = (),
+        statuses: Sequence[str] = (),
         created_from: datetime | None = None,
         created_to: datetime | None = None,
         expiration_from: datetime | None = None,
@@ -327,7 +328,7 @@ def _outside_amount(order: Order, amounts: tuple[int | None, int | None],
     return ""
 
 
-def _outside(order: Order, statuses: list[str] | tuple[str, ...],
+def _outside(order: Order, statuses: Sequence[str],
              bounds: dict[tuple[str, str], tuple[datetime | None, datetime | None]]) -> str:
     """What of the row lies outside the filter that was sent ("" when nothing does, or when
     the row doesn't carry the field: an absent field is a shape, not a contradiction)."""

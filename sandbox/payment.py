@@ -69,7 +69,7 @@ def _pay(call: _Call) -> SandboxResponse:
 
 
 # What the payer reads for each order status (the API's own values stay English).
-_STATUS_RU = {
+_STATUS_RU: dict[str, str] = {
     SandboxOrder.Status.CREATED: "ожидает оплаты",
     SandboxOrder.Status.HOLD: "деньги заблокированы, ждут списания",
     SandboxOrder.Status.COMPLETED: "оплачен",

@@ -3,6 +3,7 @@ dates, return URLs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -24,6 +25,13 @@ from tools.params import (
 )
 
 
+class UnitLike(Protocol):
+    """What resolve_unit reads (a refund line has these of a basket item's fields)."""
+
+    measure: str | None
+    measure_code: str | None
+
+
 class BasketItemLike(Protocol):
     sku: str
     name: str
@@ -34,11 +42,15 @@ class BasketItemLike(Protocol):
     amount_wo_vat: str | None
     total_amount: str
     total_vat_amount: str
-    vat_code: str
+
+    @property  # read-only, so a Literal of codes in the tool's params matches
+    def vat_code(self) -> str: ...
 
 
 class CustomerLike(Protocol):
-    type: str
+    @property  # read-only, so the params' Literal["legal", "private"] matches
+    def type(self) -> str: ...
+
     name: str | None
     vat_number: str | None
     tax_registration_reason_code: str | None
@@ -63,7 +75,7 @@ def quantity_text(quantity: float) -> str:
     return str(int(quantity)) if quantity.is_integer() else repr(quantity).replace(".", ",")
 
 
-def resolve_unit(item: BasketItemLike) -> Unit | str:
+def resolve_unit(item: UnitLike) -> Unit | str:
     """The unit of a line from either field, or the reason it can't be known."""
     ambiguous = AMBIGUOUS_MEASURES.get(normalise_measure(item.measure or ""))
     if ambiguous and not item.measure_code:
@@ -72,7 +84,8 @@ def resolve_unit(item: BasketItemLike) -> Unit | str:
         known = ", ".join(f"{c} {n}" for c, n in OKEI_UNITS.items())
         return f"measure_code {item.measure_code} не из таблицы шлюза; известны: {known}"
     if ambiguous:
-        code_from_name = item.measure_code if item.measure_code in ("625", "112") else "625"
+        code_from_name: str | None = (item.measure_code if item.measure_code in ("625", "112")
+                                      else "625")
     else:
         code_from_name = measure_code_of(item.measure) if item.measure else None
     if item.measure and code_from_name is None:
@@ -196,7 +209,7 @@ def _check_line(item: BasketItemLike, where: str, label: str, currency: str
 
 
 def check_basket(
-    items: list[BasketItemLike], amount: str, vat_amount: str, currency: str
+    items: Sequence[BasketItemLike], amount: str, vat_amount: str, currency: str
 ) -> list[Problem]:
     """What merchants and the vendor's server refuse, nothing more: price × quantity off the line
     total after rounding to the kopeck, VAT above the total or off the rate beyond rounding, a

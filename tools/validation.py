@@ -68,7 +68,7 @@ def _describe_input(value: Any) -> str:
 
 def _allowed_fields(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
     """Field names of the (nested) model where an unknown field appeared."""
-    current: Any = model
+    current: type[BaseModel] | None = model
     for part in loc[:-1]:
         if isinstance(part, int):
             continue

@@ -103,6 +103,7 @@ def _gigachat(client: GigaChat, messages: list[dict[str, Any]], gateway: Gateway
         payload: dict[str, Any] = {"messages": [*messages, *turn.messages], **definitions}
         if model:
             payload["model"] = model
+        reply: Any  # v2's ChatMessage or v1's Messages: two SDK classes read by the same names
         if v2:
             reply = client.chat.create(payload).messages[0]
             called = reply.function_call or any(p.function_call for p in reply.content or [])
@@ -144,8 +145,10 @@ def _yandexgpt(sdk: AIStudio, messages: list[Any], gateway: Gateway, *, model: s
             turn.answer = result.text
             return turn
         # The REST message (proto3 JSON) built from the SDK's public fields.
+        # The SDK types `function` as optional, yet raises on any tool call but a function's.
         message = {"role": "assistant", "toolCallList": {"toolCalls": [
-            {"functionCall": {"name": call.function.name, "arguments": call.function.arguments}}
+            {"functionCall": {"name": call.function.name,  # type: ignore[union-attr]
+                              "arguments": call.function.arguments}}  # type: ignore[union-attr]
             for call in result.tool_calls
         ]}}
         results = [item["functionResult"] for item in
@@ -172,8 +175,9 @@ def _openai(client: OpenAI, messages: list[dict[str, Any]], gateway: Gateway, *,
     definitions = gateway.definitions(fmt)
     turn = Turn(answer=None)
     for _ in range(max_rounds):
+        history: list[Any] = [*messages, *turn.messages]  # dicts in the OpenAI shape
         reply = client.chat.completions.create(
-            model=model, messages=[*messages, *turn.messages], **definitions
+            model=model, messages=history, **definitions
         ).choices[0].message
         if not reply.tool_calls:
             turn.messages.append({"role": "assistant", "content": reply.content})

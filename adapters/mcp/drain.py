@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeGuard
 
 import anyio
 from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 # After EOF, how long answers may take before the session closes anyway (a handler waiting
 # on the client, e.g. an elicitation, would never hear back).
@@ -70,10 +71,10 @@ async def drained(read_stream: Any, write_stream: Any, *, seconds: float = DRAIN
 
 
 # By shape, not class: the SDK speaks each protocol era with its own generated models.
-def _is_request(message: Any) -> bool:
+def _is_request(message: Any) -> TypeGuard[JSONRPCRequest]:
     return getattr(message, "method", None) is not None and getattr(message, "id", None) is not None
 
 
-def _is_answer(message: Any) -> bool:
+def _is_answer(message: Any) -> TypeGuard[JSONRPCResponse | JSONRPCError]:
     return getattr(message, "method", None) is None and (
         hasattr(message, "result") or hasattr(message, "error"))

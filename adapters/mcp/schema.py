@@ -22,7 +22,7 @@ def input_schema(params: type[BaseModel]) -> dict[str, Any]:
     return exports.parameters(params)
 
 
-def annotations(spec: ToolSpec) -> types.ToolAnnotations:
+def tool_annotations(spec: ToolSpec) -> types.ToolAnnotations:
     """Only the hints that differ from the spec's defaults (readOnly false, destructive true,
     idempotent false, openWorld true): an omitted hint means its default, so nothing is lost.
     The title is the tool's own `title` field, not repeated here."""
@@ -56,7 +56,7 @@ def tool_definition(spec: ToolSpec, params: dict[str, Any] | None = None) -> typ
         # name its fields), and a generic envelope schema per tool was 40 % of the list.
         description=description(spec),
         input_schema=params if params is not None else input_schema(spec.params),
-        annotations=annotations(spec),
+        annotations=tool_annotations(spec),
     )
 
 

@@ -14,7 +14,7 @@ across the check and saved after it (tools/people/factors/held.py), as ticked.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from django import forms
@@ -53,10 +53,12 @@ class ConsentForm(forms.Form):
     def __init__(self, *args: Any, owned: list[Contour], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.owned = {contour.slug: contour for contour in owned}
-        self.fields["contour"].choices = [(c.slug, c.name or c.slug) for c in owned]
+        cast(forms.ChoiceField, self.fields["contour"]).choices = [
+            (c.slug, c.name or c.slug) for c in owned]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()  # Django's returns self.cleaned_data (typed as maybe None)
+        data = self.cleaned_data
         contour = self.owned.get(data.get("contour", ""))
         if contour is None:
             raise forms.ValidationError("выберите магазин, которым вы владеете")

@@ -15,6 +15,7 @@ from mcp.server.auth.provider import (
     AuthorizationCode,
     AuthorizationParams,
     AuthorizeError,
+    OAuthAuthorizationServerProvider,
     RefreshToken,
     RegistrationError,
     TokenError,
@@ -110,8 +111,10 @@ def _revoke_row(row_id: int) -> None:
     grants.revoke_for_client(grants.find_any_by_pk(row_id).grant)
 
 
-class GatewayProvider:
-    """Public clients only: registration drops any secret and answers auth method `none`."""
+class GatewayProvider(OAuthAuthorizationServerProvider[GatewayCode, GatewayRefreshToken,
+                                                       GatewayAccessToken]):
+    """Public clients only: registration drops any secret and answers auth method `none`.
+    The SDK's protocol as a base: its defaults (the identity-assertion grant refused) apply."""
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         row = await run_sync(_client_row, client_id)

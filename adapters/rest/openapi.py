@@ -100,7 +100,7 @@ JOURNAL_ROW_EXAMPLE = {
 def _journal_paths() -> dict[str, Any]:
     from audit.models import Channel
 
-    security = [{AUDITOR_SCHEME: []}, {SESSION_SCHEME: []}]
+    security: list[dict[str, list[str]]] = [{AUDITOR_SCHEME: []}, {SESSION_SCHEME: []}]
     refusals = {"400": {"description": "неверный параметр", "content": {
                     "application/json": {"schema": REFUSAL}}},
                 "401": {"description": "нет входа или токена аудитора", "content": {

@@ -45,7 +45,7 @@ def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
     blocks: dict[int, str] = {}
     for call, item in zip(calls, items, strict=True):
         original = calls[item.duplicate_of] if item.duplicate_of is not None else None
-        if original is None:
+        if original is None or item.duplicate_of is None:  # both or neither
             result_of.append(len(results))
             results.append(item.outcome.as_dict())
             blocks[call.number] = response_block(call.name, results[-1])

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypedDict
 
 from adapters.strict_json import WHITESPACE, JsonRefused, loads
 from tools import catalog
@@ -109,6 +110,10 @@ class _Verdict:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+class _Span(TypedDict):
+    start: int
+    end: int
+
 
 def parse(text: str, known: Collection[str] | None = None,
           listed: Collection[str] | None = None) -> Parsed:
@@ -133,7 +138,7 @@ def parse(text: str, known: Collection[str] | None = None,
 
     def outside(begin: int, stop: int) -> None:
         for match in _LOOKALIKE.finditer(text, begin, stop):
-            add(match.start(), lambda m=match: _lookalike(text, m, begin))
+            add(match.start(), partial(_lookalike, text, match, begin))
 
     pos = _answer_start(text)
     while True:
@@ -145,8 +150,8 @@ def parse(text: str, known: Collection[str] | None = None,
         closing = text.find(CLOSE, body_start)
         body_end = closing if closing >= 0 else len(text)
         end = closing + len(CLOSE) if closing >= 0 else len(text)
-        add(opening, lambda o=opening, b=body_start, e=body_end, c=end, z=closing >= 0:
-            _block(text, o, b, e, c, closed=z, known=names, listed=shown))
+        add(opening, partial(_block, text, opening, body_start, body_end, end,
+                             closed=closing >= 0, known=names, listed=shown))
         pos = end
     outside(pos, len(text))
     if overflow_at is not None:
@@ -177,7 +182,7 @@ def _block(text: str, opening: int, body_start: int, body_end: int, end: int, *,
     body = text[body_start:body_end]
     stripped = body.strip(WHITESPACE)
     lead = len(body) - len(body.lstrip(WHITESPACE))
-    span = {"start": opening, "end": end}
+    span: _Span = {"start": opening, "end": end}
     nested = body.find(OPEN)
     if nested >= 0:
         return _Verdict(**span, reason="nested_tag",
@@ -204,7 +209,7 @@ def _block(text: str, opening: int, body_start: int, body_end: int, end: int, *,
     return _judge(value, span, notes, known, listed)
 
 
-def _judge(value: Any, span: dict[str, int], notes: tuple[str, ...], known: list[str],
+def _judge(value: Any, span: _Span, notes: tuple[str, ...], known: list[str],
            listed: list[str] | None = None) -> _Verdict:
     shown = known if listed is None else listed
     if not isinstance(value, dict):

@@ -4,7 +4,7 @@ Saving calls tools.contours.services, which journals every change."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -145,7 +145,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
         return [*super().get_fieldsets(request, obj), NOTIFICATION_FIELDSET]
 
-    def get_list_display(self, request: HttpRequest) -> list[str]:
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
         return ["mode_display" if name == "mode" else name
                 for name in super().get_list_display(request)]
 
@@ -215,7 +215,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         report_messages(request, check_connection(contour))
         return HttpResponseRedirect(reverse("admin:tools_contour_change", args=[contour.pk]))
 
-    def message_user(self, request: HttpRequest, message: Any, level: int = messages.INFO,
+    def message_user(self, request: HttpRequest, message: Any, level: int | str = messages.INFO,
                      *args: Any, **kwargs: Any) -> None:
         """The save's own message, then the connection check that followed it (save_related):
         a save whose check failed is no green «успешно»."""
@@ -319,7 +319,9 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         """The ceilings this very form will save (its inline rows, deletions left out), as
         the owner reads them; None while a row is invalid. The stored ones may differ: the
         page is shown before anything is saved."""
-        formsets, _ = self._create_formsets(request, contour, change=change)
+        # ModelAdmin's own private step of changeform_view (django-stubs leave it out).
+        formsets, _ = self._create_formsets(  # type: ignore[attr-defined]
+            request, contour, change=change)
         rows = next((f for f in formsets if f.model is Ceiling), None)
         if rows is None:
             return [ceiling_text(c.kind, c.currency, c.limit) for c in contour.ceilings.all()]
@@ -357,7 +359,7 @@ class ContourAdmin(OwnerScoped, admin.ModelAdmin):
         changes = contour_service.record_change(
             obj, getattr(form, "state_before", contour_service.ContourState()),
             actor=user_actor(request.user), channel="admin", step_up=stepup.of_request(request))
-        if form.token_entered or any(name in changes for name in CONNECTION_FIELDS):
+        if cast(ContourForm, form).token_entered or any(name in changes for name in CONNECTION_FIELDS):
             setattr(request, CHECK_ATTR, check_connection(obj, quick=True))
         if any(key in changes for key in ("toolsets", "disabled_tools")):
             messages.info(request, "Набор инструментов изменён: ассистент увидит его при "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, cast, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
@@ -274,7 +274,7 @@ class ContourForm(forms.ModelForm):
 
     def _carry_token(self, token: str) -> None:
         """Put the typed token, sealed, into the hidden field the re-shown form renders."""
-        data = self.data.copy()
+        data = cast("dict[str, Any]", self.data).copy()  # a QueryDict or a dict: both copy
         data["api_token_sealed"] = secret_box.seal(token)
         self.data = data
         # The bound field copied its help text when cleaning began.
@@ -282,7 +282,8 @@ class ContourForm(forms.ModelForm):
         self["api_token"].help_text = KEPT_FROM_LAST_SUBMIT_HELP
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()  # Django's returns self.cleaned_data (typed as maybe None)
+        data = self.cleaned_data
         typed = data.get("api_token") or ""
         if typed and self.token_entered:
             self._carry_token(typed)
@@ -322,7 +323,8 @@ class CeilingForm(forms.ModelForm):
                                      else roubles_text(self.instance.limit))
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         kind, currency = data.get("kind"), (data.get("currency") or "").strip()
         raw = str(data.get("limit") or "").strip()
         if raw and kind == CeilingKind.PER_HOUR:
@@ -370,7 +372,8 @@ class ApiKeyCreateForm(forms.Form):
                   "получает 401")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         try:
             data["toolsets"], data["tools"] = keys.parse_scope(
                 ",".join(data.get("toolsets") or []), ",".join(data.get("tools") or []))

@@ -3,7 +3,7 @@ tools.keys.services, which journals each."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -46,7 +46,8 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
                  **kwargs: Any) -> type[forms.ModelForm]:
         form = super().get_form(request, obj, change=change, **kwargs)
         if "user" in form.base_fields:
-            form.base_fields["user"].queryset = roles.people_for(request.user)
+            cast(forms.ModelChoiceField, form.base_fields["user"]).queryset = roles.people_for(
+                request.user)
         return form
     actions = ["revoke", "rotate"]
 
@@ -69,9 +70,9 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
             raise PermissionDenied
         form = ApiKeyCreateForm(request.POST or None,
                                 initial={"contour": request.GET.get("contour")})
-        form.fields["contour"].queryset = roles.contours_for(
+        cast(forms.ModelChoiceField, form.fields["contour"]).queryset = roles.contours_for(
             request.user, Role.OWNER).order_by("slug")
-        form.fields["user"].queryset = roles.people_for(request.user)
+        cast(forms.ModelChoiceField, form.fields["user"]).queryset = roles.people_for(request.user)
         context = {**self.admin_site.each_context(request), "opts": self.model._meta,
                    "title": "Новый ключ API", "form": form}
         if request.method == "POST" and form.is_valid():

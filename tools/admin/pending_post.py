@@ -63,5 +63,5 @@ def restore(request: HttpRequest, object_id: str | None) -> bool:
     for name, values in stashed["post"].items():
         restored.setlist(name, values)
     restored[CONFIRM_FIELD] = "1"
-    request.POST = restored
+    request.POST = restored  # type: ignore[assignment]  # django-stubs: immutable only
     return True

@@ -120,7 +120,8 @@ class ContourRoleForm(forms.ModelForm):
             self.fields["email"].initial = self.instance.user.email
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()  # Django's returns self.cleaned_data (typed as maybe None)
+        data = self.cleaned_data
         user, email = data.get("user"), data.get("email") or ""
         # Asked when a role is given or changed; a row left as it was never blocks a save
         # (the contour page warns about it instead).

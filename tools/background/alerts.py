@@ -20,6 +20,7 @@ import json
 import logging
 import smtplib
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -140,7 +141,7 @@ def queue_alerts(confirmation_id: str, kind: str) -> int:
             if created:
                 created_ids.append(alert.pk)
         for alert_id in created_ids:
-            transaction.on_commit(lambda alert_id=alert_id: deliver_alert.delay(alert_id))
+            transaction.on_commit(partial(deliver_alert.delay, alert_id))
     return len(created_ids)
 
 

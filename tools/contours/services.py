@@ -8,11 +8,12 @@ import secrets
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Field
 
 from tools import catalog, events
 from tools.contours.sites import notification_url
@@ -80,7 +81,8 @@ def new_contour_defaults(mode: str = InvoiceboxMode.SANDBOX) -> dict[str, Any]:
     (the command) and the admin's add form: the mode's API address, reads only, writes in
     RUB with the environment's operator threshold, the windows. Values come from the model
     field defaults (themselves from the settings), so there is one answer."""
-    values = {name: Contour._meta.get_field(name).get_default() for name in _DEFAULTED_FIELDS}
+    values = {name: cast(Field, Contour._meta.get_field(name)).get_default()
+              for name in _DEFAULTED_FIELDS}  # concrete fields of the model, none a relation
     values.update(mode=mode, base_url=default_base_url(mode))
     return values
 

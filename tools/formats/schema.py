@@ -149,7 +149,9 @@ def not_offered(model: type[BaseModel]) -> set[str]:
     """A model's fields left out of every schema: HIDDEN, and those marked SkipJsonSchema (the
     vendor server's basket fields, accepted for prompts written for it: tools/catalog)."""
     return {name for name, f in model.model_fields.items()
-            if name in HIDDEN or any(isinstance(m, SkipJsonSchema) for m in f.metadata)}
+            # pydantic types SkipJsonSchema as an Annotated alias; at run time it is a class.
+            if name in HIDDEN
+            or any(isinstance(m, SkipJsonSchema) for m in f.metadata)}  # type: ignore[misc]
 
 
 def _control(name: str, node: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -70,7 +71,7 @@ class PendingConfirmation(models.Model):
     def __str__(self) -> str:
         return f"{self.tool} {self.id} ({self.status})"
 
-    def is_expired(self, now: timezone.datetime | None = None) -> bool:
+    def is_expired(self, now: datetime | None = None) -> bool:
         return (now or timezone.now()) >= self.expires_at
 
 

@@ -171,7 +171,8 @@ class Contour(models.Model):
         for index, name in ((3, "api_token"), (4, "notification_key")):
             if name in self.entered_secrets:
                 continue  # typed for this very change (the same value again is an answer)
-            if self.endpoint_changed and getattr(self, name) == self._loaded[index]:
+            if (self._loaded is not None and self.endpoint_changed
+                    and getattr(self, name) == self._loaded[index]):
                 setattr(self, name, "")
                 if kwargs.get("update_fields") is not None:
                     kwargs["update_fields"] = {*kwargs["update_fields"], name}
@@ -206,7 +207,8 @@ class Contour(models.Model):
         problem = api_prefix_problem(self.api_prefix)
         if problem:
             raise ValidationError({"api_prefix": problem})
-        if (self.endpoint_changed and self.api_token == self._loaded[3]
+        if (self._loaded is not None and self.endpoint_changed
+                and self.api_token == self._loaded[3]
                 and "api_token" not in self.entered_secrets):
             raise ValidationError({"api_token": "адрес API, префикс или режим изменились: введите "
                                                 "токен заново, прежний на новый адрес не "

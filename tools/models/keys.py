@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
 from django.db import models
@@ -15,6 +15,9 @@ from tools.hashing import sha256_hex
 from tools.keys.current import AUTHENTICATED_KEY
 from tools.models.contours import Contour
 from tools.models.prepared import PreparedQuery
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
@@ -71,7 +74,7 @@ class ApiKey(models.Model):
     @classmethod
     def issue(cls, contour: Contour, label: str = "", user: Any = None, *,
               toolsets: list[str] | None = None, tools: list[str] | None = None,
-              expires_at: timezone.datetime | None = None, issued_by: Any = None,
+              expires_at: datetime | None = None, issued_by: Any = None,
               issued_by_command: bool = False) -> tuple[ApiKey, str]:
         """Create a key and return it with the full secret, which is never stored."""
         raw = "ibg_" + secrets.token_urlsafe(32)
@@ -117,6 +120,10 @@ class ApiKey(models.Model):
         self.save(update_fields=["revoked_at"])
 
 
-_BY_HASH: PreparedQuery[ApiKey] = PreparedQuery(
+class _ReadAt(TypedDict):
+    database_now: datetime  # the database's clock, read with the row
+
+
+_BY_HASH: PreparedQuery[WithAnnotations[ApiKey, _ReadAt]] = PreparedQuery(
     lambda key_hash: ApiKey.objects.select_related("contour").filter(key_hash=key_hash)
     .annotate(database_now=Now()), ["<key_hash>"])

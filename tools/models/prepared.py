@@ -15,7 +15,9 @@ from typing import Any, Generic, TypeVar
 
 from django.db import connections
 from django.db.models import Model, QuerySet
-from django.db.models.query import get_related_populators
+
+# Django's private helper for select_related rows: django-stubs leave it out.
+from django.db.models.query import get_related_populators  # type: ignore[attr-defined]
 
 M = TypeVar("M", bound=Model)
 

@@ -165,7 +165,7 @@ def zone_label(tz: ZoneInfo, now: datetime) -> str:
 def panels(now: datetime, contours: QuerySet[Contour], *, orphans: bool = True
            ) -> list[Panel]:
     breakers = dict(state.circuits(now))
-    pending = {}
+    pending: dict[str, int] = {}
     for stat in state.pending_stats(now):
         pending[stat.contour] = pending.get(stat.contour, 0) + stat.count
     result = []

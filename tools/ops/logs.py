@@ -77,7 +77,8 @@ def journaled_refusals_logged_once(get_response: Callable[[HttpRequest], HttpRes
         body = getattr(response, "data", None)  # a DRF Response's envelope, before rendering
         if 400 <= response.status_code < 500 and isinstance(body, dict) \
                 and body.get("journal_id") is not None:
-            response._has_been_logged = True  # django.utils.log.log_response's own flag
+            # django.utils.log.log_response's own flag (private: django-stubs leave it out)
+            response._has_been_logged = True  # type: ignore[attr-defined]
         return response
 
     return middleware

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 from tools.ops.logs import CALL_LOGGER
 
 if TYPE_CHECKING:
+    from sentry_sdk._types import Event, LogLevelStr
+
     from audit.models import JournalEntry
 
 # Outcome codes worth a human's attention, with their Sentry level.
-REPORTED = {"outcome_unknown": "error", "upstream_unavailable": "warning"}
+REPORTED: dict[str, LogLevelStr] = {"outcome_unknown": "error", "upstream_unavailable": "warning"}
 # The upstream refusing our credentials is an operations problem too, not an assistant's.
 CREDENTIAL_STATUSES = frozenset({401, 403})
 _KEPT_REQUEST_KEYS = ("method", "url")
@@ -58,7 +60,7 @@ def _version() -> str:
         return "unknown"
 
 
-def before_send(event: dict[str, Any], hint: dict[str, Any]) -> dict[str, Any]:
+def before_send(event: Event, hint: dict[str, Any]) -> Event:
     """Strip everything that could carry a value an assistant sent: request bodies, query
     strings, headers, cookies, extra data, local variables, exception messages, log params."""
     request = event.get("request")

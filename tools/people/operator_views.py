@@ -143,7 +143,9 @@ def present(c: PendingConfirmation, user: Any, now: datetime | None = None) -> I
     now = now or timezone.now()
     data = c.summary_data or {}
     spec = catalog.get(c.tool)
-    customer = data.get("customer") if isinstance(data.get("customer"), dict) else {}
+    customer = data.get("customer")
+    if not isinstance(customer, dict):
+        customer = {}
     currency = c.currency or str(data.get("currency") or "RUB")
     amount = (format_rub(c.amount, currency) if c.amount is not None
               else str(data.get("amount_human", "")))
@@ -166,6 +168,7 @@ def present(c: PendingConfirmation, user: Any, now: datetime | None = None) -> I
 def _forbidden(request: HttpRequest) -> HttpResponse:
     """Who this person is here, so the page says which door is theirs (owners and auditors
     work in /admin/) and who gives the operator role."""
+    assert request.user.is_authenticated  # every caller is behind @login_required
     held = (ContourRole.objects.filter(user=request.user).select_related("contour")
             .order_by("contour__slug"))
     owned = [role.contour.slug for role in held if role.role == Role.OWNER]

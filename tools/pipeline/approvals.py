@@ -188,6 +188,7 @@ def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = "",
     # Raised after the block, so marking an item expired is not rolled back with it.
     if refusal is not None:
         raise refusal
+    assert confirmation is not None  # no refusal: it was found
     return confirmation
 
 

@@ -100,6 +100,7 @@ def journal_outcome(trace: Trace, outcome: Outcome, *, note: str = "") -> Outcom
         return outcome
     outcome.journal_id = entry.id
     outcome.journal_state = JournalState.RECORDED
+    assert entry.entry is not None  # neither lost nor spooled
     observe_call(entry.entry)  # tools/ops: metrics, the JSON log line, Sentry; never raises
     return outcome
 

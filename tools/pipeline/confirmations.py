@@ -165,7 +165,7 @@ def bar_key_people(confirmation: PendingConfirmation, contour: Contour, actor: s
     if key.issued_by_command and not confirmation.prepared_by_command_key:
         confirmation.prepared_by_command_key = True
         confirmation.save(update_fields=["prepared_by_command_key"])
-    people = {key.issued_by_id, key.user_id or key.issued_by_id} - {None}
+    people = {pk for pk in (key.issued_by_id, key.user_id or key.issued_by_id) if pk is not None}
     if people:
         confirmation.barred_approvers.add(*people)
 

@@ -174,8 +174,10 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
 
 
 def _read(trace: _Trace, spec: ToolSpec, params: BaseModel) -> Outcome:
-    with client_for(trace.contour) as client:
-        data = upstream(trace, client, lambda: spec.handler(CallContext(trace.contour, client),
+    contour = trace.contour
+    assert contour is not None  # _pipeline refused a call without one
+    with client_for(contour) as client:
+        data = upstream(trace, client, lambda: spec.handler(CallContext(contour, client),
                                                             params))
         return Outcome(status="ok", code="ok", message=phrases.read_message(spec, data),
                        data=with_context(trace, data))
@@ -184,6 +186,7 @@ def _read(trace: _Trace, spec: ToolSpec, params: BaseModel) -> Outcome:
 def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any]
              ) -> Outcome:
     contour = trace.contour
+    assert contour is not None  # _pipeline refused a call without one
     allow_duplicate = bool(getattr(params, "allow_duplicate", False))
     if not allow_duplicate:
         earlier = confirmations.recent_execution(contour, spec, canonical)
@@ -265,6 +268,7 @@ def _unresolved(trace: _Trace, spec: ToolSpec, operation: Operation) -> Outcome:
 def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any],
              token: str) -> Outcome:
     contour = trace.contour
+    assert contour is not None  # _pipeline refused a call without one
     confirmation = confirmations.resolve(contour, spec, canonical, token)
     trace.confirmation_id = str(confirmation.id)
     if (confirmation.status != ConfirmationStatus.EXECUTED

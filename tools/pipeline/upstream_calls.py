@@ -128,5 +128,6 @@ def upstream_hint(error: InvoiceboxError, fields: list[dict[str, str]] | None = 
 
 def with_context(trace: Trace, data: dict[str, Any]) -> dict[str, Any]:
     contour = trace.contour
+    assert contour is not None  # a call that reached the upstream has one
     return {**data, "environment": contour.mode, "scope_context": f"магазин {contour.merchant_id}",
             "request_id": trace.upstream_request_id}

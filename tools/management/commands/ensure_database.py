@@ -17,7 +17,7 @@ class Command(BaseCommand):
         db = settings.DATABASES["default"]
         if "postgresql" not in db["ENGINE"]:
             return
-        params = {"host": db.get("HOST") or None, "port": db.get("PORT") or None,
+        params: dict[str, Any] = {"host": db.get("HOST") or None, "port": db.get("PORT") or None,
                   "user": db.get("USER") or None, "password": db.get("PASSWORD") or None}
         try:
             with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:

@@ -41,7 +41,8 @@ class PeopleAdmin(PeopleUserAdmin):
     """The people admin (tools/people/admin_site.py) with the superuser's reset of a second factor."""
 
     actions = [*PeopleUserAdmin.actions, "reset_second_factor"]
-    list_display = (*PeopleUserAdmin.list_display, "second_factor")
+    # django-stubs declare list_display on the instance of a generic ModelAdmin.
+    list_display = (*PeopleUserAdmin.list_display, "second_factor")  # type: ignore[misc]
 
     @admin.display(description="второй фактор")
     def second_factor(self, user: Any) -> str:
