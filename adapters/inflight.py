@@ -76,6 +76,10 @@ class InflightLimit:
                 await waiter
         except TimeoutError:
             pass
+        except BaseException:  # the client left while waiting (the task cancelled)
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # a slot handed over just before: pass it on
+            raise
         finally:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)

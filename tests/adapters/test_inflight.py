@@ -189,3 +189,36 @@ def test_a_waiter_gets_the_freed_slot_and_the_queue_is_bounded():
     statuses, limit = asyncio.run(_run_admission())
     assert statuses == [503, 200, 200]
     assert limit.active == 0 and not limit._waiters
+
+
+async def _run_cancel_after_handover() -> InflightLimit:
+    waiting: list[asyncio.Task[None]] = []
+    limit: InflightLimit
+
+    async def app(scope: dict, receive: object, send: object) -> None:
+        if not waiting:
+            waiting.append(asyncio.create_task(request()))  # queues behind this one
+            await asyncio.sleep(0.01)
+            # the waiter's client leaves just as this call frees its slot for it
+            asyncio.get_running_loop().call_soon(waiting[0].cancel)
+
+    limit = InflightLimit(app, limit=1, queue=1, wait_seconds=1.0, retry_after=1)
+
+    async def request() -> None:
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            pass
+
+        await limit({"type": "http", "path": "/api/v1/call", "method": "POST"}, receive, send)
+
+    await request()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting[0]
+    return limit
+
+
+def test_a_slot_handed_to_a_waiter_that_left_is_not_lost():
+    limit = asyncio.run(_run_cancel_after_handover())
+    assert limit.active == 0 and not limit._waiters
