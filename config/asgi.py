@@ -30,6 +30,7 @@ from django.conf import settings  # noqa: E402 - after the settings module is na
 from adapters.bounded_body import BoundedBody  # noqa: E402
 from adapters.database_down import DatabaseDown  # noqa: E402
 from adapters.django_guard import DjangoGuard, asgi_guard  # noqa: E402
+from adapters.inflight import InflightLimit  # noqa: E402
 from adapters.mcp.cors import with_cors  # noqa: E402
 from adapters.mcp.http import CHANNEL as MCP_CHANNEL  # noqa: E402
 from adapters.mcp.http import PATH, build_mcp_app  # noqa: E402 - needs the app registry loaded
@@ -96,7 +97,14 @@ routes = Starlette(
             Mount("/", app=django_application)],  # type: ignore[arg-type]
     lifespan=lifespan,
 )
+# Past GATEWAY_MAX_INFLIGHT requests in flight (and a short wait) a fast 503 `overloaded`,
+# not a place in the pool's unbounded queue (adapters/inflight.py).
+admitted = (InflightLimit(routes, limit=settings.GATEWAY_MAX_INFLIGHT,
+                          queue=settings.GATEWAY_INFLIGHT_QUEUE,
+                          wait_seconds=settings.GATEWAY_INFLIGHT_WAIT_SECONDS,
+                          retry_after=settings.GATEWAY_OVERLOAD_RETRY_AFTER, mcp_path=PATH)
+            if settings.GATEWAY_MAX_INFLIGHT else routes)
 # Every body is read on the loop, bounded in size and time, before a route (or a pool thread)
-# sees it: a client trickling a body holds no thread (adapters/bounded_body.py).
-application = BoundedBody(routes, max_bytes=settings.GATEWAY_MAX_BODY_BYTES,
+# sees it: a client trickling a body holds no thread (adapters/bounded_body.py), nor a slot.
+application = BoundedBody(admitted, max_bytes=settings.GATEWAY_MAX_BODY_BYTES,
                           read_seconds=settings.GATEWAY_BODY_READ_SECONDS)

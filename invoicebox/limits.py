@@ -45,7 +45,9 @@ def admit(account: str) -> Refusal | None:
     No transaction and no row lock spans the check: the circuit is one read and the budget one
     conditional upsert, so workers sharing an account wait on each other only for a statement.
     """
-    refusal = _circuit(account)
+    if connection.vendor == "postgresql":
+        return _admit_at_once(account, time.time())
+    refusal = _circuit(account, *_read_circuit(account))
     if refusal is not None:
         return refusal
     return _take(account, time.time())
@@ -68,20 +70,59 @@ RETURNING count
 """  # noqa: S608
 
 
-def _take(account: str, now: float) -> Refusal | None:
+def _window(account: str, now: float) -> tuple[int, int, list[object]]:
+    """(this window's start, the period, the parameters of _TAKE_SQL)."""
     limit, period = rate()
     start = int(now // period) * period
     # Sliding-window estimate: the previous window's requests still "in view", weighted.
     weight = 1 - (now - start) / period
     previous = (account, start - period, weight)
-    with connection.cursor() as cursor:
-        cursor.execute(_TAKE_SQL, [account, start, limit, *previous, limit, *previous])
-        row = cursor.fetchone()
-    if row is None:
+    return start, period, [account, start, limit, *previous, limit, *previous]
+
+
+def _taken(account: str, count: int | None, start: int, period: int, now: float
+           ) -> Refusal | None:
+    if count is None:
         return Refusal("rate", max(0.1, math.ceil((start + period - now) * 10) / 10))
-    if row[0] == 1:  # this request opened the window: the ones before the previous are done
+    if count == 1:  # this request opened the window: the ones before the previous are done
         UpstreamWindow.objects.filter(account=account, window_start__lt=start - period).delete()
     return None
+
+
+def _take(account: str, now: float) -> Refusal | None:
+    start, period, params = _window(account, now)
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE_SQL, params)
+        row = cursor.fetchone()
+    return _taken(account, None if row is None else row[0], start, period, now)
+
+
+# PostgreSQL: the circuit read and the budget taken in one round trip (issue 44). The budget is
+# taken only when no circuit is open or half-open (`opened_until` set), which is what reading
+# the circuit first and then taking the budget did; an open or half-open circuit is then judged
+# as before, and a half-open probe that wins takes its budget in a statement of its own.
+# (SQLite has no INSERT inside WITH: there the two statements stay.)
+_CIRCUITS = f'"{CircuitState._meta.db_table}"'
+_ADMIT_SQL = f"""
+WITH circuit AS (SELECT failures, opened_until FROM {_CIRCUITS} WHERE account = %s),
+taken AS ({_TAKE_SQL.replace(
+    "SELECT %s, %s, 1 WHERE",
+    "SELECT %s, %s, 1 WHERE NOT EXISTS (SELECT 1 FROM circuit WHERE opened_until IS NOT NULL) AND",
+    1)})
+SELECT (SELECT failures FROM circuit), (SELECT opened_until FROM circuit),
+       (SELECT count FROM taken)
+"""  # noqa: S608
+
+
+def _admit_at_once(account: str, now: float) -> Refusal | None:
+    start, period, params = _window(account, now)
+    with connection.cursor() as cursor:
+        cursor.execute(_ADMIT_SQL, [account, *params])
+        failures, opened_until, count = cursor.fetchone()
+    if opened_until is not None:
+        return _circuit(account, failures, opened_until) or _take(account, now)
+    _seen.clean = account if not failures else None
+    return _taken(account, count, start, period, now)
 
 
 # Accounts whose circuit this thread just saw closed with no failures counted: a success then
@@ -108,8 +149,7 @@ def _read_circuit(account: str) -> tuple[int, datetime | None]:
     return failures, opened_until
 
 
-def _circuit(account: str) -> Refusal | None:
-    failures, opened_until = _read_circuit(account)
+def _circuit(account: str, failures: int, opened_until: datetime | None) -> Refusal | None:
     _seen.clean = account if failures == 0 and opened_until is None else None
     if opened_until is None:
         return None

@@ -93,6 +93,9 @@ class Transport:
                       if self._owns_http else connections.shared(base_url, token, timeout=timeout,
                                                                  prefix=api_prefix))
 
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return connections.send(self._http, method, path, **kwargs)
+
     def __enter__(self) -> Self:
         return self
 
@@ -239,7 +242,7 @@ class Transport:
             self._admit()
             try:
                 response = _observer(
-                    self._http.request, method, path, params=params, content=content,
+                    self._send, method, path, params=params, content=content,
                     headers=headers,
                 )
             except httpx.TimeoutException:

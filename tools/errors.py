@@ -55,6 +55,9 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     # not whole within the read deadline. Never journaled: no caller is known yet.
     "request_too_large": ("rejected", 413),
     "request_timeout": ("rejected", 408),
+    # The worker has GATEWAY_MAX_INFLIGHT requests in flight and no slot freed within the short
+    # wait (adapters/inflight.py): nothing was done, repeat after Retry-After. Not journaled.
+    "overloaded": ("error", 503),
     # Neither the database nor the local spool could keep the call's journal entry: a call
     # that did nothing is refused with this code (audit/spool.py, tools/pipeline/call_trace.py).
     "journal_unavailable": ("error", 503),

@@ -22,6 +22,20 @@ GATEWAY_APPROVAL_WINDOW_HOURS = env.int("GATEWAY_APPROVAL_WINDOW_HOURS", default
 # Threads per process for all sync work: Django's requests and the MCP core calls; each may
 # wait on Invoicebox, and each keeps its own database connection.
 GATEWAY_SYNC_THREADS = env.int("GATEWAY_SYNC_THREADS", default=32)
+# Requests in flight per process (adapters/inflight.py): past it a request waits at most
+# GATEWAY_INFLIGHT_WAIT_SECONDS for a slot, behind at most GATEWAY_INFLIGHT_QUEUE others, then
+# gets a fast 503 `overloaded` with Retry-After instead of queueing into a client's timeout.
+# 0 switches the limit off. /health, /metrics and MCP's GET stream are not counted.
+GATEWAY_MAX_INFLIGHT = env.int("GATEWAY_MAX_INFLIGHT", default=GATEWAY_SYNC_THREADS)
+GATEWAY_INFLIGHT_QUEUE = env.int("GATEWAY_INFLIGHT_QUEUE",
+                                 default=max(1, GATEWAY_MAX_INFLIGHT // 4))
+GATEWAY_INFLIGHT_WAIT_SECONDS = env.float("GATEWAY_INFLIGHT_WAIT_SECONDS", default=0.25)
+GATEWAY_OVERLOAD_RETRY_AFTER = env.int("GATEWAY_OVERLOAD_RETRY_AFTER", default=1)
+if (GATEWAY_MAX_INFLIGHT < 0 or GATEWAY_INFLIGHT_QUEUE < 0 or GATEWAY_INFLIGHT_WAIT_SECONDS < 0
+        or GATEWAY_OVERLOAD_RETRY_AFTER < 1):
+    raise ImproperlyConfigured("GATEWAY_MAX_INFLIGHT, GATEWAY_INFLIGHT_QUEUE and "
+                               "GATEWAY_INFLIGHT_WAIT_SECONDS must not be negative, "
+                               "GATEWAY_OVERLOAD_RETRY_AFTER at least 1")
 # Every request's body is read whole on the event loop before any route or thread sees it
 # (adapters/bounded_body.py): larger than this is 413, not whole within the deadline is 408.
 # The largest legitimate request is tens of kB (an order with a long basket); Invoicebox's

@@ -27,7 +27,7 @@ def fake() -> Iterator[FakeServer]:
     connections.forget_all()
 
 
-def test_get_order_costs_5_statements_on_postgresql_6_on_sqlite(db: None, fake: FakeServer) -> None:
+def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(db: None, fake: FakeServer) -> None:
     contour = create_contour("lean", mode="custom", toolsets=["read"], token="tok",
                              base_url=f"http://127.0.0.1:{fake.server_port}",
                              merchant_id=MERCHANT_ID)
@@ -45,14 +45,16 @@ def test_get_order_costs_5_statements_on_postgresql_6_on_sqlite(db: None, fake: 
                   if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
     # The key with its contour; the circuit; the budget (one upsert); the journal's head, the
     # entry, the head again. A success on a closed circuit resets nothing. PostgreSQL: the
-    # entry and its head in one statement (audit/lanes.py).
-    journal = ["SELECT", "WITH"] if connection.vendor == "postgresql" else [
-        "SELECT", "INSERT", "UPDATE"]
-    assert statements == ["SELECT", "SELECT", "INSERT", *journal], \
+    # circuit and the budget in one statement (invoicebox/limits.py), the entry and its head in
+    # one statement (audit/lanes.py).
+    postgres = connection.vendor == "postgresql"
+    upstream = ["WITH"] if postgres else ["SELECT", "INSERT"]
+    journal = ["SELECT", "WITH"] if postgres else ["SELECT", "INSERT", "UPDATE"]
+    assert statements == ["SELECT", *upstream, *journal], \
         [q["sql"][:120] for q in queries.captured_queries]
 
 
-def test_a_write_execution_costs_20_statements_on_postgresql_19_on_sqlite(db: None, fake: FakeServer) -> None:
+def test_a_write_execution_costs_19_statements_on_postgresql_19_on_sqlite(db: None, fake: FakeServer) -> None:
     from tests.conftest import order_args
 
     contour = create_contour("lean-write", mode="custom", toolsets=["read", "write"],
@@ -81,7 +83,8 @@ def test_a_write_execution_costs_20_statements_on_postgresql_19_on_sqlite(db: No
     # The key; the token's confirmation; the database's clock (tools/clock.py: one clock for
     # every process) for its expiry. The claim: contour and confirmation locked, no operation
     # yet, the clock again, the ceilings, the operation born in flight, the attempt's journal
-    # entry (head, entry, head). The upstream: circuit, budget. The order tracked (one upsert).
+    # entry (head, entry, head). The upstream: circuit, budget (PostgreSQL: one statement,
+    # invoicebox/limits.py). The order tracked (one upsert).
     # The finish: confirmation locked, the clock, operation and confirmation done. The
     # outcome's journal entry.
     # PostgreSQL: each journal entry is two statements (the lane; the entry with its head).
@@ -89,13 +92,14 @@ def test_a_write_execution_costs_20_statements_on_postgresql_19_on_sqlite(db: No
     postgres = connection.vendor == "postgresql"
     journal = ["SELECT", "WITH"] if postgres else ["SELECT", "INSERT", "UPDATE"]
     clock = ["CLOCK"] if postgres else []
+    upstream = ["WITH"] if postgres else ["SELECT", "INSERT"]
     expected = ["SELECT", "SELECT", *clock,
                 "SELECT", "SELECT", "SELECT", *clock, "SELECT", "INSERT", *journal,
-                "SELECT", "INSERT",
+                *upstream,
                 "INSERT",
                 "SELECT", *clock, "UPDATE", "UPDATE",
                 *journal]
-    assert len(expected) == (20 if postgres else 19)
+    assert len(expected) == 19
     seen = ["CLOCK" if "statement_timestamp()" in sql else word
             for sql, word in zip(counted, statements, strict=True)]
     assert seen == expected, "\n".join(q["sql"][:140] for q in queries.captured_queries)

@@ -89,6 +89,12 @@ ANONYMOUS_REFUSALS = Counter(
     "tools/pipeline/anonymous.py)", ["channel", "code"], registry=EVENTS,
 )
 
+OVERLOAD_REFUSALS = Counter(
+    "gateway_overload_refusals",
+    "Requests answered 503 overloaded: no slot of GATEWAY_MAX_INFLIGHT free within the wait "
+    "(adapters/inflight.py)", ["door"], registry=EVENTS,
+)
+
 # An id in a path (order UUID, numeric shipment id, an INN in a query-less lookup) becomes {id}.
 _ID_SEGMENT = re.compile(r"\d|^[0-9a-f-]{32,}$", re.IGNORECASE)
 # Upstream error codes are snake_case words; anything else is folded so no value can leak.
