@@ -78,6 +78,8 @@ def _guarded(route: Route) -> Route:
     return route
 
 
+mcp_endpoint = with_cors(DatabaseDown(mcp_application, MCP_CHANNEL))
+
 # The MCP and OAuth routes come first: Mount("/") would take every path. OAuth (adapters/oauth):
 # RFC 8414 and RFC 9728 metadata, /register, /authorize, /token, /revoke; consent is Django's.
 # Both read the database before any tool runs: with it away they answer 503
@@ -85,10 +87,12 @@ def _guarded(route: Route) -> Route:
 routes = Starlette(
     # CORS outermost on /mcp: a browser's preflight is answered before the key is asked for,
     # and every answer (a 401, a 503 too) tells an allowed origin it may read it.
-    routes=[Route(PATH, endpoint=with_cors(DatabaseDown(mcp_application, MCP_CHANNEL))),
+    routes=[Route(PATH, endpoint=mcp_endpoint),
+            Route(f"{PATH}/", endpoint=mcp_endpoint),  # the slash the docs omit, accepted
             # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
-            Route("/health", endpoint=health,
-                  methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
+            *[Route(health_path, endpoint=health,
+                    methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+              for health_path in ("/health", "/health/")],
             *[_guarded(route) for route in oauth_routes()],
             Mount("/", app=django_application)],
     lifespan=lifespan,

@@ -21,6 +21,8 @@ class Problem:
 CODE_STATUS: dict[str, tuple[str, int]] = {
     "unauthenticated": ("rejected", 401),
     "unknown_tool": ("rejected", 404),
+    # A path under /api/ or /mcp that no route takes (adapters/rest/not_found.py).
+    "no_such_path": ("rejected", 404),
     "forbidden": ("rejected", 403),
     # People only (tools/factors): a decision or a widening needs a fresh second factor.
     "second_factor_required": ("rejected", 403),
