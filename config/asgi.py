@@ -37,6 +37,7 @@ from adapters.mcp.server import run_sync  # noqa: E402
 from adapters.oauth.events import CHANNEL as OAUTH_CHANNEL  # noqa: E402
 from adapters.oauth.routes import oauth_routes  # noqa: E402
 from adapters.wsgi_pool import PooledWSGI  # noqa: E402
+from tools.contours import sites  # noqa: E402
 from tools.ops.health import report  # noqa: E402
 
 django_application = PooledWSGI(_wsgi_application, workers=settings.GATEWAY_SYNC_THREADS)
@@ -51,8 +52,13 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     asyncio.get_running_loop().set_default_executor(django_application.executor)
     # Django refuses lifespan events and a mounted app's lifespan never runs, so the MCP
     # session manager (its task group) is started here, by the outer app.
-    async with mcp_sessions.run():
-        yield
+    # Where this server listens, for commands run beside it (tools/contours/sites.py).
+    sites.remember_site_url(settings.GATEWAY_STATE_DIR)
+    try:
+        async with mcp_sessions.run():
+            yield
+    finally:
+        sites.forget_site_url(settings.GATEWAY_STATE_DIR)
 
 
 async def health(request: Request) -> JSONResponse:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import stat
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -89,11 +91,11 @@ def test_two_sandbox_contours_do_not_see_each_others_orders() -> None:
 
 def test_create_contour_prints_the_port_make_demo_serves_on(tmp_path: Path,
                                                               monkeypatch: Any) -> None:
-    # given: `make demo PORT=9123` seeded and remembered its URL; this shell has no PORT
+    # given: `make demo PORT=9123` is serving (this process stands in for it); no PORT here
     monkeypatch.delenv("PORT", raising=False)
     monkeypatch.delenv("GATEWAY_SITE_URL", raising=False)
     monkeypatch.delenv("INVOICEBOX_SANDBOX_BASE_URL", raising=False)
-    (tmp_path / "site-url").write_text("http://127.0.0.1:9123\n")
+    (tmp_path / "site-url").write_text(f"http://127.0.0.1:9123\n{os.getpid()}\n")
 
     # when
     output = run("create_contour", "acme", "--mode", "sandbox")
@@ -102,6 +104,35 @@ def test_create_contour_prints_the_port_make_demo_serves_on(tmp_path: Path,
     contour = Contour.objects.get(slug="acme")
     assert contour.base_url == "http://127.0.0.1:9123/sandbox/invoicebox"
     assert "gateway: http://127.0.0.1:9123/api/v1/ and http://127.0.0.1:9123/mcp" in output
+
+
+@pytest.mark.parametrize("record", ["gone", "old"])
+def test_a_stopped_servers_port_is_not_printed(tmp_path: Path, monkeypatch: Any,
+                                               record: str) -> None:
+    # given: the server that served on 9123 has stopped (or an older version left its URL alone)
+    monkeypatch.delenv("PORT", raising=False)
+    monkeypatch.delenv("GATEWAY_SITE_URL", raising=False)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "site-url").write_text(
+        "http://127.0.0.1:9123\n" + (f"{gone.pid}\n" if record == "gone" else ""))
+
+    output = run("create_contour", "acme", "--mode", "sandbox")
+
+    assert "9123" not in output
+    assert f"gateway: {settings.GATEWAY_SITE_URL}/api/v1/" in output
+
+
+def test_the_server_records_its_url_while_it_serves_and_takes_it_away(tmp_path: Path,
+                                                                       transactional_db: None):
+    from starlette.testclient import TestClient
+
+    from config.asgi import application
+
+    record = tmp_path / "site-url"
+    with TestClient(application, base_url="http://127.0.0.1:8000"):
+        assert record.read_text().split() == [settings.GATEWAY_SITE_URL, str(os.getpid())]
+    assert not record.exists()
 
 
 def test_toolsets_option_enables_writes() -> None:
