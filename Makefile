@@ -10,15 +10,23 @@ export PORT
 
 # `make demo` installs what the server needs; `make test` adds the test tools (Playwright,
 # schemathesis, the platform SDKs...) on top, once.
+# Two `make demo` at once on a fresh clone would both create the venv and run pip over each
+# other: each install step holds a lock ($(VENV).lock; fcntl, since flock(1) is not on every
+# system), and the second, once it has it, finds the work done and skips it.
+LOCKED = $(PYTHON) -c 'import fcntl, subprocess, sys; lock = open(sys.argv[1], "a"); \
+fcntl.flock(lock, fcntl.LOCK_EX); sys.exit(subprocess.call(sys.argv[2], shell=True))' $(VENV).lock
+
 $(BIN)/.installed: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
-	touch $@
+	@$(LOCKED) '[ $@ -nt pyproject.toml ] || { set -ex; \
+	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+	  $(BIN)/python -m pip install --quiet --upgrade pip; \
+	  $(BIN)/python -m pip install --quiet -e .; \
+	  touch $@; }'
 
 $(BIN)/.installed-test: $(BIN)/.installed
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $@
+	@$(LOCKED) '[ $@ -nt $(BIN)/.installed ] || { set -ex; \
+	  $(BIN)/python -m pip install --quiet -e ".[dev]"; \
+	  touch $@; }'
 
 setup: $(BIN)/.installed
 	$(BIN)/python manage.py ensure_database

@@ -38,6 +38,7 @@ from adapters.mcp.server import run_sync  # noqa: E402
 from adapters.oauth.events import CHANNEL as OAUTH_CHANNEL  # noqa: E402
 from adapters.oauth.routes import oauth_routes  # noqa: E402
 from adapters.wsgi_pool import PooledWSGI  # noqa: E402
+from tools.contours import sites  # noqa: E402
 from tools.ops.health import report  # noqa: E402
 
 # django-stubs and a2wsgi type a WSGI app each their own way (dict or TypedDict environ).
@@ -54,8 +55,13 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     asyncio.get_running_loop().set_default_executor(django_application.executor)
     # Django refuses lifespan events and a mounted app's lifespan never runs, so the MCP
     # session manager (its task group) is started here, by the outer app.
-    async with mcp_sessions.run():
-        yield
+    # Where this server listens, for commands run beside it (tools/contours/sites.py).
+    sites.remember_site_url(settings.GATEWAY_STATE_DIR)
+    try:
+        async with mcp_sessions.run():
+            yield
+    finally:
+        sites.forget_site_url(settings.GATEWAY_STATE_DIR)
 
 
 async def health(request: Request) -> JSONResponse:
@@ -81,6 +87,8 @@ def _guarded(route: Route) -> Route:
     return route
 
 
+mcp_endpoint = with_cors(DatabaseDown(mcp_application, MCP_CHANNEL))
+
 # The MCP and OAuth routes come first: Mount("/") would take every path. OAuth (adapters/oauth):
 # RFC 8414 and RFC 9728 metadata, /register, /authorize, /token, /revoke; consent is Django's.
 # Both read the database before any tool runs: with it away they answer 503
@@ -88,10 +96,12 @@ def _guarded(route: Route) -> Route:
 routes = Starlette(
     # CORS outermost on /mcp: a browser's preflight is answered before the key is asked for,
     # and every answer (a 401, a 503 too) tells an allowed origin it may read it.
-    routes=[Route(PATH, endpoint=with_cors(DatabaseDown(mcp_application, MCP_CHANNEL))),
+    routes=[Route(PATH, endpoint=mcp_endpoint),
+            Route(f"{PATH}/", endpoint=mcp_endpoint),  # the slash the docs omit, accepted
             # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
-            Route("/health", endpoint=health,
-                  methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
+            *[Route(health_path, endpoint=health,
+                    methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+              for health_path in ("/health", "/health/")],
             *[_guarded(route) for route in oauth_routes()],
             # a2wsgi and starlette type an ASGI app each their own way.
             Mount("/", app=django_application)],  # type: ignore[arg-type]

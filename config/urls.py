@@ -2,10 +2,11 @@
 
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
 
 from adapters.oauth.consent import ConsentLoginView
+from adapters.rest.not_found import not_found
 from adapters.rest.openapi import SchemaView
 from tools.background import notifications
 from tools.ops.dashboard import dashboard_view
@@ -29,6 +30,8 @@ urlpatterns = [
     path("dashboard/", dashboard_view, name="ops-dashboard"),  # owners
     path("health", health_view, name="ops-health"),  # public, names nothing
     path("metrics", metrics_view, name="ops-metrics"),  # METRICS_TOKEN / METRICS_ALLOWED_IPS
+    path("health/", health_view),  # the slash the docs omit, accepted
+    path("metrics/", metrics_view),
     # The people's login; in front of an OAuth consent it names the assistant that asks.
     path("accounts/login/", ConsentLoginView.as_view(
         template_name="oauth/login.html", authentication_form=OperatorLoginForm), name="login"),
@@ -44,3 +47,7 @@ urlpatterns = [
 
 if settings.GATEWAY_SANDBOX:
     urlpatterns.append(path("sandbox/invoicebox/", include("sandbox.urls")))
+
+# Last: what no route above takes under the programs' prefixes is a JSON 404 (or the same
+# route with the other trailing slash). /mcp itself is config/asgi.py's; WSGI has no MCP.
+urlpatterns += [re_path(r"^api/", not_found), re_path(r"^mcp", not_found)]

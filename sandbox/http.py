@@ -221,9 +221,25 @@ def _split_query(raw: str) -> list[tuple[str, str]] | None:
         return None
 
 
+# The mount's root opened in a browser: a page a person reads, not escaped JSON (programs,
+# which send no text/html, still get the API's own 404).
+_ROOT_PAGE = """<!doctype html><html lang="ru"><meta charset="utf-8">
+<title>Песочница Инвойсбокс</title>
+<body style="font-family:sans-serif;max-width:40em;margin:2em auto">
+<h1>Песочница Инвойсбокс</h1>
+<p>Здесь шлюз отвечает так, как отвечал бы API Инвойсбокс, без настоящих денег. Это адрес для
+программ: методы API — под <code>v3/</code> (например <code>v3/filter/api/order/order</code>),
+с токеном в заголовке <code>Authorization</code>; их список — в docs/invoicebox-api.md.</p>
+<p><a href="/">На главную страницу шлюза</a></p>
+</body></html>
+"""
+
+
 @csrf_exempt
 def sandbox_view(request: HttpRequest, rest: str = "") -> HttpResponse:
     """Django view for everything under the mount: HttpRequest -> handle() -> HttpResponse."""
+    if not rest and request.method == "GET" and "text/html" in request.headers.get("Accept", ""):
+        return HttpResponse(_ROOT_PAGE, content_type="text/html; charset=utf-8")
     query = _split_query(request.META.get("QUERY_STRING", ""))
     try:
         body = request.body

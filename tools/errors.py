@@ -21,6 +21,8 @@ class Problem:
 CODE_STATUS: dict[str, tuple[str, int]] = {
     "unauthenticated": ("rejected", 401),
     "unknown_tool": ("rejected", 404),
+    # A path under /api/ or /mcp that no route takes (adapters/rest/not_found.py).
+    "no_such_path": ("rejected", 404),
     "forbidden": ("rejected", 403),
     # People only (tools/factors): a decision or a widening needs a fresh second factor.
     "second_factor_required": ("rejected", 403),
@@ -43,6 +45,9 @@ CODE_STATUS: dict[str, tuple[str, int]] = {
     "precondition_failed": ("rejected", 422),
     "upstream_rejected": ("rejected", 422),
     "currency_not_allowed": ("rejected", 422),
+    # 429 for a period ceiling (data.retry_after_seconds says when room frees up); one that no
+    # wait can pass (the per-operation cap, a sum over the whole daily one) is answered 422 by
+    # the ceiling itself (tools/pipeline/ceilings.py): a client that retries 429 must not loop.
     "ceiling_exceeded": ("rejected", 429),
     "rate_limited": ("rejected", 429),
     # MCP: a new session over the key's, its contour's or the deployment's cap (adapters/mcp).
@@ -80,6 +85,7 @@ class ToolError(Exception):
         data: dict[str, Any] | None = None,
         upstream_request_id: str = "",
         upstream_status: int | None = None,
+        http_status: int | None = None,
     ) -> None:
         if code not in CODE_STATUS:
             raise ValueError(f"unregistered error code {code!r}")
@@ -91,6 +97,8 @@ class ToolError(Exception):
         self.data = data or {}
         self.upstream_request_id = upstream_request_id
         self.upstream_status = upstream_status
+        # A code's HTTP status, unless this refusal of it needs another (ceiling_exceeded).
+        self._http_status = http_status
 
     @property
     def status(self) -> str:
@@ -98,7 +106,7 @@ class ToolError(Exception):
 
     @property
     def http_status(self) -> int:
-        return CODE_STATUS[self.code][1]
+        return self._http_status or CODE_STATUS[self.code][1]
 
 
 class JournalState:

@@ -33,7 +33,7 @@ _TEMPLATES: dict[str, str] = {
     "greater_than_equal": "значение должно быть не меньше {ge}",
     "less_than": "значение должно быть меньше {lt}",
     "less_than_equal": "значение должно быть не больше {le}",
-    "string_pattern_mismatch": "значение не соответствует формату {pattern}",
+    "string_pattern_mismatch": "значение не соответствует формату",
     "timezone_aware": "нужны дата и время с часовым поясом, например 2026-09-01T00:00:00+03:00",
     "datetime_type": "ожидаются дата и время ISO 8601 с часовым поясом",
     "datetime_parsing": "ожидаются дата и время ISO 8601 с часовым поясом",
@@ -45,6 +45,21 @@ _TEMPLATES: dict[str, str] = {
     "uuid_parsing": "ожидается UUID, например 017f038f-c78b-736d-dc00-8bce30bd0f9f",
     "finite_number": "ожидается конечное число",
 }
+
+
+# A format said in words, never as the regular expression (people and assistants read it).
+PATTERN_WORDS: dict[str, str] = {
+    r"^[0-9]{10,15}$": "от 10 до 15 цифр без пробелов, скобок и «+», например 79001112233",
+    r"^[0-9]{3}$": "ровно 3 цифры, например 796",
+    r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "адрес почты вида name@example.ru, без пробелов",
+    r"^([0-9]{10}|[0-9]{12})$": "10 цифр (организация) или 12 цифр (ИП, физическое лицо)",
+    r"^[0-9]{4}[0-9A-Z]{2}[0-9]{3}$": "9 знаков: 4 цифры, 2 цифры или заглавные латинские "
+                                      "буквы, 3 цифры, например 770201001",
+}
+
+
+def pattern_words(pattern: str) -> str:
+    return PATTERN_WORDS.get(pattern, "")
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:
@@ -103,6 +118,8 @@ def problems_from(error: ValidationError, model: type[BaseModel]) -> list[Proble
         elif kind in _TEMPLATES:
             values = {k: str(v).replace("' or '", "', '") for k, v in ctx.items()}
             message = _TEMPLATES[kind].format(**values)
+            if kind == "string_pattern_mismatch" and pattern_words(str(ctx.get("pattern"))):
+                message += ": " + pattern_words(str(ctx.get("pattern")))
             if kind != "missing":
                 message += "; " + _describe_input(item.get("input"))
         else:

@@ -130,7 +130,12 @@ class CallView(ContourView):
             return Response(outcome.as_dict(), status=outcome.http_status)
         outcome = gateway.call(principal.contour, body["name"], body.get("arguments", {}),
                                channel=CHANNEL, actor=principal.actor)
-        return Response(outcome.as_dict(), status=outcome.http_status)
+        response = Response(outcome.as_dict(), status=outcome.http_status)
+        # A refusal that a wait will pass (a period ceiling) says how long, as HTTP does.
+        seconds = outcome.data.get("retry_after_seconds")
+        if outcome.http_status in (429, 503) and isinstance(seconds, int):
+            response["Retry-After"] = str(seconds)
+        return response
 
 
 class ConfirmationView(ContourView):

@@ -28,7 +28,7 @@ INSTALLED_APPS = [
     "adapters.text",
     "adapters.oauth",
     "conformance",
-    "axes",
+    "tools.people.axes_app.AxesInRussian",  # django-axes, named in Russian
 ]
 
 # The bundled sandbox (a fake Invoicebox) is an app of its own; GATEWAY_SANDBOX=false

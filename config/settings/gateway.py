@@ -43,8 +43,8 @@ if (GATEWAY_MAX_INFLIGHT < 0 or GATEWAY_INFLIGHT_QUEUE < 0 or GATEWAY_INFLIGHT_W
 GATEWAY_MAX_BODY_BYTES = env.int("GATEWAY_MAX_BODY_BYTES", default=1024 * 1024)
 GATEWAY_BODY_READ_SECONDS = env.float("GATEWAY_BODY_READ_SECONDS", default=10.0)
 if GATEWAY_MAX_BODY_BYTES <= 0 or GATEWAY_BODY_READ_SECONDS <= 0:
-    raise ImproperlyConfigured("GATEWAY_MAX_BODY_BYTES and GATEWAY_BODY_READ_SECONDS must be "
-                               "positive")
+    raise ImproperlyConfigured("GATEWAY_MAX_BODY_BYTES и GATEWAY_BODY_READ_SECONDS должны быть "
+                               "больше нуля")
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.
 # GATEWAY_APPROVAL_THRESHOLD_RUB was the old, misleading name (it was kopecks all along): still
 # read, with a warning from `manage.py check` (tools.apps), when the new name is not set.
@@ -68,8 +68,8 @@ LOG_EMAIL_BACKENDS = ("django.core.mail.backends.console.EmailBackend",
                       "django.core.mail.backends.filebased.EmailBackend")
 if PRODUCTION and EMAIL_BACKEND in LOG_EMAIL_BACKENDS:
     raise ImproperlyConfigured(
-        f"EMAIL_BACKEND={EMAIL_BACKEND} writes operators' mail to logs or files: not allowed "
-        "when GATEWAY_ENV=production (use django.core.mail.backends.smtp.EmailBackend)")
+        f"EMAIL_BACKEND={EMAIL_BACKEND} пишет письма операторам в журнал или файлы: при "
+        "GATEWAY_ENV=production это запрещено (нужен django.core.mail.backends.smtp.EmailBackend)")
 EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
 EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)

@@ -14,8 +14,8 @@ GATEWAY_SECRETS_KEYS = env.list("GATEWAY_SECRETS_KEY", default=[])
 if not GATEWAY_SECRETS_KEYS:
     if GATEWAY_ENV == "production":
         raise ImproperlyConfigured(
-            "GATEWAY_SECRETS_KEY is required when GATEWAY_ENV=production "
-            "(generate one: python -c 'from cryptography.fernet import Fernet; "
+            "при GATEWAY_ENV=production нужен GATEWAY_SECRETS_KEY "
+            "(создать: python -c 'from cryptography.fernet import Fernet; "
             "print(Fernet.generate_key().decode())')")
     GATEWAY_SECRETS_KEYS = [base64.urlsafe_b64encode(
         hashlib.sha256(b"gateway-secrets:" + SECRET_KEY.encode()).digest()).decode()]

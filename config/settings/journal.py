@@ -24,14 +24,15 @@ def _journal_keys(raw: str) -> dict[str, str]:
         # The message names the item by position: a malformed item may be a bare secret.
         if not sep or not re.fullmatch(r"[A-Za-z0-9._-]{1,32}", kid):
             raise ImproperlyConfigured(
-                f"GATEWAY_JOURNAL_KEYS: item {number} is not kid:secret (each item is kid:secret, "
-                "the kid 1-32 characters of letters, digits, '._-')")
+                f"GATEWAY_JOURNAL_KEYS: элемент {number} не вида kid:secret (каждый элемент — kid:secret, "
+                "kid — от 1 до 32 латинских букв, цифр и '._-')")
         if kid in keys:
-            raise ImproperlyConfigured(f"GATEWAY_JOURNAL_KEYS: key id {kid!r} appears twice")
+            raise ImproperlyConfigured(
+                f"GATEWAY_JOURNAL_KEYS: идентификатор ключа {kid!r} встречается дважды")
         if len(secret) < 32:
             raise ImproperlyConfigured(
-                f"GATEWAY_JOURNAL_KEYS: the secret of key id {kid!r} has {len(secret)} "
-                "characters, at least 32 are needed")
+                f"GATEWAY_JOURNAL_KEYS: в секрете ключа {kid!r} {len(secret)} симв., нужно не "
+                "меньше 32")
         keys[kid] = secret
     return keys
 
@@ -41,8 +42,8 @@ if _JOURNAL_KEYS_RAW.strip():
     GATEWAY_JOURNAL_KEYS = _journal_keys(_JOURNAL_KEYS_RAW)
 elif PRODUCTION:
     raise ImproperlyConfigured(
-        "GATEWAY_JOURNAL_KEYS (kid:secret, see docs/production.md) is required when "
-        "GATEWAY_ENV=production: the journal's HMAC key must not be derivable from the database")
+        "при GATEWAY_ENV=production нужен GATEWAY_JOURNAL_KEYS (kid:secret, см. docs/production.md): "
+        "ключ HMAC журнала не должен выводиться из данных базы")
 else:
     # The embedded demo: a key derived from SECRET_KEY, so nothing needs configuring.
     GATEWAY_JOURNAL_KEYS = {
@@ -82,8 +83,8 @@ GATEWAY_JOURNAL_SIGNING_KEY = env.str("GATEWAY_JOURNAL_SIGNING_KEY", default="")
 if not GATEWAY_JOURNAL_SIGNING_KEY.strip():
     if PRODUCTION:
         raise ImproperlyConfigured(
-            "GATEWAY_JOURNAL_SIGNING_KEY (an Ed25519 private key, see docs/production.md) is "
-            "required when GATEWAY_ENV=production: the journal's checkpoints are signed with it")
+            "при GATEWAY_ENV=production нужен GATEWAY_JOURNAL_SIGNING_KEY (закрытый ключ Ed25519, "
+            "см. docs/production.md): им подписываются контрольные точки журнала")
     # The embedded demo: a key derived from SECRET_KEY (raw 32 bytes, base64).
     GATEWAY_JOURNAL_SIGNING_KEY = base64.b64encode(
         hashlib.sha256(b"audit.journal-signing:" + SECRET_KEY.encode()).digest()).decode()

@@ -11,7 +11,7 @@ from config.settings.environment import GATEWAY_ENV, PRODUCTION, env
 # id; LOG_FORMAT=text for a human at a terminal.
 LOG_FORMAT = env.str("LOG_FORMAT", default="json")
 if LOG_FORMAT not in {"json", "text"}:
-    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
+    raise ImproperlyConfigured(f"LOG_FORMAT — json или text, а задано {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -38,14 +38,14 @@ METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS",
                                default=[] if PRODUCTION else ["127.0.0.1", "::1"])
 if PRODUCTION and METRICS_ALLOWED_IPS and "FORWARDED_ALLOW_IPS" not in os.environ:
     raise ImproperlyConfigured(
-        "METRICS_ALLOWED_IPS trusts peer addresses, which uvicorn takes from X-Forwarded-For of "
-        "FORWARDED_ALLOW_IPS: set FORWARDED_ALLOW_IPS too (your proxy's address) when "
-        "GATEWAY_ENV=production, or leave METRICS_ALLOWED_IPS empty and use METRICS_TOKEN")
+        "METRICS_ALLOWED_IPS доверяет адресам клиентов, а uvicorn берёт их из X-Forwarded-For "
+        "прокси из FORWARDED_ALLOW_IPS: при GATEWAY_ENV=production задайте и FORWARDED_ALLOW_IPS "
+        "(адрес вашего прокси) или оставьте METRICS_ALLOWED_IPS пустым и используйте METRICS_TOKEN")
 for _network in METRICS_ALLOWED_IPS:
     try:
         ipaddress.ip_network(_network, strict=False)
     except ValueError:
-        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {_network!r} is no address or network"
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {_network!r} — не адрес и не сеть"
                                    ) from None
 # Several worker processes: a directory they all write their metric samples to (wipe it when
 # the service starts). prometheus-client reads this same variable.

@@ -26,7 +26,7 @@ GATEWAY_LOGIN_BACKOFF_MAX_SECONDS = env.int("GATEWAY_LOGIN_BACKOFF_MAX_SECONDS",
 for _name in ("GATEWAY_LOGIN_USERNAME_FREE_FAILURES", "GATEWAY_LOGIN_ADDRESS_FREE_FAILURES",
               "GATEWAY_LOGIN_BACKOFF_MAX_SECONDS"):
     if globals()[_name] <= 0:
-        raise ImproperlyConfigured(f"{_name} must be positive")
+        raise ImproperlyConfigured(f"{_name} должен быть больше нуля")
 
 # People's second factor (tools/factors). Step-up: deciding a confirmation and widening what
 # assistants may do needs a factor checked within GATEWAY_STEP_UP_SECONDS. Required on every
@@ -34,18 +34,18 @@ for _name in ("GATEWAY_LOGIN_USERNAME_FREE_FAILURES", "GATEWAY_LOGIN_ADDRESS_FRE
 # requires it only on contours whose owner turned it on (a contour may be stricter, never looser).
 GATEWAY_REQUIRE_SECOND_FACTOR = env.bool("GATEWAY_REQUIRE_SECOND_FACTOR", default=PRODUCTION)
 if PRODUCTION and not GATEWAY_REQUIRE_SECOND_FACTOR:
-    raise ImproperlyConfigured("GATEWAY_REQUIRE_SECOND_FACTOR cannot be off when "
-                               "GATEWAY_ENV=production: no money leaves on a password alone")
+    raise ImproperlyConfigured("при GATEWAY_ENV=production GATEWAY_REQUIRE_SECOND_FACTOR нельзя "
+                               "выключить: деньги не уходят по одному паролю")
 GATEWAY_STEP_UP_SECONDS = env.int("GATEWAY_STEP_UP_SECONDS", default=300)
 if not 1 <= GATEWAY_STEP_UP_SECONDS <= 3600:
-    raise ImproperlyConfigured("GATEWAY_STEP_UP_SECONDS must be between 1 and 3600, "
-                               f"not {GATEWAY_STEP_UP_SECONDS}")
+    raise ImproperlyConfigured("GATEWAY_STEP_UP_SECONDS — от 1 до 3600, "
+                               f"а задано {GATEWAY_STEP_UP_SECONDS}")
 # A TOTP device prepared for a person by another (manage.py add_totp) must be confirmed by its
 # first code within this many seconds; later it is deleted and a new one is prepared.
 GATEWAY_PREPARED_DEVICE_SECONDS = env.int("GATEWAY_PREPARED_DEVICE_SECONDS", default=86400)
 if not 60 <= GATEWAY_PREPARED_DEVICE_SECONDS <= 30 * 86400:
-    raise ImproperlyConfigured("GATEWAY_PREPARED_DEVICE_SECONDS must be between 60 and "
-                               f"2592000, not {GATEWAY_PREPARED_DEVICE_SECONDS}")
+    raise ImproperlyConfigured("GATEWAY_PREPARED_DEVICE_SECONDS — от 60 до "
+                               f"2592000, а задано {GATEWAY_PREPARED_DEVICE_SECONDS}")
 OTP_TOTP_ISSUER = env.str("GATEWAY_TOTP_ISSUER", default="Шлюз Инвойсбокс")
 # Passkeys: the relying party is the site's host name (an IP address cannot be one: then
 # "localhost", which browsers treat as secure over plain http). Passwordless login stays off:

@@ -44,7 +44,7 @@ for _name in ("MCP_SESSION_IDLE_SECONDS", "MCP_SESSION_UNUSED_SECONDS",
               "MCP_MAX_SESSIONS_PER_CONTOUR", "MCP_SESSION_EXPIRE_BATCH",
               "MCP_ELICITATION_TIMEOUT_SECONDS"):
     if globals()[_name] <= 0:
-        raise ImproperlyConfigured(f"{_name} must be positive")
+        raise ImproperlyConfigured(f"{_name} должен быть больше нуля")
 # A tools/call of a session without a dialog answered in one thread hop without the SDK's
 # request kernel (adapters/mcp/lean.py, the only shortcut); off: the SDK's own transport.
 MCP_LEAN = env.bool("MCP_LEAN", default=True)
@@ -66,14 +66,14 @@ GATEWAY_OAUTH_UNUSED_CLIENT_HOURS = env.int("GATEWAY_OAUTH_UNUSED_CLIENT_HOURS",
 for _name in ("GATEWAY_OAUTH_REGISTRATION_MAX_BYTES", "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR",
               "GATEWAY_OAUTH_MAX_CLIENTS", "GATEWAY_OAUTH_UNUSED_CLIENT_HOURS"):
     if globals()[_name] <= 0:
-        raise ImproperlyConfigured(f"{_name} must be positive")
+        raise ImproperlyConfigured(f"{_name} должен быть больше нуля")
 # GigaChat's function block: its token budget, and characters per token as measured by
 # `manage.py conformance gigachat` (the API's tokens/count); 3 over-counts on purpose.
 GIGACHAT_FUNCTION_TOKEN_BUDGET = env.int("GIGACHAT_FUNCTION_TOKEN_BUDGET", default=3700)
 GIGACHAT_CHARS_PER_TOKEN = env.float("GIGACHAT_CHARS_PER_TOKEN", default=3.0)
 if not 1.0 <= GIGACHAT_CHARS_PER_TOKEN <= 8.0:
-    raise ImproperlyConfigured("GIGACHAT_CHARS_PER_TOKEN must be between 1 and 8 "
-                               f"(the measured characters per token), not {GIGACHAT_CHARS_PER_TOKEN}")
+    raise ImproperlyConfigured("GIGACHAT_CHARS_PER_TOKEN — от 1 до 8 "
+                               f"(измеренных символов на токен), а задано {GIGACHAT_CHARS_PER_TOKEN}")
 if not 100 <= GIGACHAT_FUNCTION_TOKEN_BUDGET <= 4096:
-    raise ImproperlyConfigured("GIGACHAT_FUNCTION_TOKEN_BUDGET must be between 100 and 4096 "
-                               f"(GigaChat's cap), not {GIGACHAT_FUNCTION_TOKEN_BUDGET}")
+    raise ImproperlyConfigured("GIGACHAT_FUNCTION_TOKEN_BUDGET — от 100 до 4096 "
+                               f"(предел GigaChat), а задано {GIGACHAT_FUNCTION_TOKEN_BUDGET}")

@@ -12,7 +12,7 @@ if CELERY_BROKER_URL == "memory://":
     CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not PRODUCTION)
 if PRODUCTION and not CELERY_TASK_ALWAYS_EAGER and CELERY_BROKER_URL.startswith("memory"):
-    raise ImproperlyConfigured("CELERY_BROKER_URL (redis://...) is required in production")
+    raise ImproperlyConfigured("при GATEWAY_ENV=production нужен CELERY_BROKER_URL (redis://...)")
 CELERY_TASK_EAGER_PROPAGATES = True
 # Every task is idempotent and takes ids: a worker killed mid-task hands the message back.
 CELERY_TASK_ACKS_LATE = True

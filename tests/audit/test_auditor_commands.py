@@ -58,6 +58,6 @@ def test_create_auditor_token_refuses_a_user_who_is_no_auditor():
 
     with pytest.raises(CommandError, match="audits no contour"):
         run("create_auditor_token", "ivan")
-    with pytest.raises(CommandError, match="does not exist"):
+    with pytest.raises(CommandError, match="пользователя 'nobody' нет"):
         run("create_auditor_token", "nobody")
     assert AuditorToken.objects.count() == 0

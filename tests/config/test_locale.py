@@ -121,3 +121,19 @@ def test_a_day_and_month_read_in_the_genitive(db: None):
 
     assert date_format(date(2026, 12, 3), "MONTH_DAY_FORMAT") == "3 декабря"
     assert date_format(date(2026, 12, 3), "DATE_FORMAT") == "3 декабря 2026 г."
+
+
+def test_the_api_docs_page_explains_authorize_in_russian(db: None):
+    page = Client().get("/api/docs/").content.decode()
+
+    note = re.search(r'<div id="api-docs-note" lang="ru"[^>]*>(.*?)</div>', page, re.S)
+    assert note, page[:2000]
+    assert "«Authorize»" in note.group(1) and "ключ контура" in note.group(1)
+    assert 'id="swagger-ui"' in page  # Swagger's own page is still there
+
+
+def test_the_login_throttle_section_of_the_admin_is_named_in_russian(admin_http: Client):
+    index = admin_http.get("/admin/").content.decode()
+
+    assert "Блокировки входа" in index
+    assert not re.search(r">\s*Axes\s*<", index, re.I)

@@ -38,25 +38,25 @@ def test_production_with_its_secrets_starts_with_secure_cookies_and_a_real_broke
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"DJANGO_DEBUG": "true"}, "DJANGO_DEBUG must be off"),
-    ({"DJANGO_SECRET_KEY": ""}, "DJANGO_SECRET_KEY is required"),
-    ({"DJANGO_SECRET_KEY": "dev-only-insecure-secret-key-change-me"}, "published default"),
-    ({"DJANGO_SECRET_KEY": "django-insecure-abc"}, "published default"),
+    ({"DJANGO_DEBUG": "true"}, "DJANGO_DEBUG должен быть выключен"),
+    ({"DJANGO_SECRET_KEY": ""}, "нужен DJANGO_SECRET_KEY"),
+    ({"DJANGO_SECRET_KEY": "dev-only-insecure-secret-key-change-me"}, "общеизвестное значение"),
+    ({"DJANGO_SECRET_KEY": "django-insecure-abc"}, "общеизвестное значение"),
     ({"CELERY_BROKER_URL": "memory://"}, "CELERY_BROKER_URL"),
-    ({"GATEWAY_JOURNAL_KEYS": ""}, "GATEWAY_JOURNAL_KEYS (kid:secret, see docs/production.md) is"),
-    ({"GATEWAY_JOURNAL_SIGNING_KEY": ""}, "GATEWAY_JOURNAL_SIGNING_KEY (an Ed25519 private"),
-    ({"GATEWAY_JOURNAL_KEYS": "j1:short"}, "secret of key id 'j1' has 5 characters"),
+    ({"GATEWAY_JOURNAL_KEYS": ""}, "нужен GATEWAY_JOURNAL_KEYS (kid:secret, см. docs/production.md)"),
+    ({"GATEWAY_JOURNAL_SIGNING_KEY": ""}, "нужен GATEWAY_JOURNAL_SIGNING_KEY (закрытый ключ Ed25519"),
+    ({"GATEWAY_JOURNAL_KEYS": "j1:short"}, "в секрете ключа 'j1' 5 симв."),
     ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",bare-secret-value-xyz"},
-     "item 2 is not kid:secret"),
-    ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",j1:" + "t" * 40}, "'j1' appears twice"),
+     "элемент 2 не вида kid:secret"),
+    ({"GATEWAY_JOURNAL_KEYS": "j1:" + "s" * 40 + ",j1:" + "t" * 40}, "'j1' встречается дважды"),
     # Operators' alerts (customer data) must not go to the process log or a file.
     ({"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"},
-     "EMAIL_BACKEND=django.core.mail.backends.console.EmailBackend writes"),
+     "EMAIL_BACKEND=django.core.mail.backends.console.EmailBackend пишет"),
     ({"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend"},
-     "not allowed when GATEWAY_ENV=production"),
+     "при GATEWAY_ENV=production это запрещено"),
     # Trusting peer addresses for /metrics needs the proxies uvicorn believes named too.
-    ({"METRICS_ALLOWED_IPS": "10.0.0.0/8"}, "set FORWARDED_ALLOW_IPS too"),
-    ({"GATEWAY_REQUIRE_SECOND_FACTOR": "false"}, "GATEWAY_REQUIRE_SECOND_FACTOR cannot be off"),
+    ({"METRICS_ALLOWED_IPS": "10.0.0.0/8"}, "задайте и FORWARDED_ALLOW_IPS"),
+    ({"GATEWAY_REQUIRE_SECOND_FACTOR": "false"}, "GATEWAY_REQUIRE_SECOND_FACTOR нельзя"),
 ])
 def test_production_refuses_to_start_unsafe(change: dict[str, str], message: str):
     done = load_settings(**{**PRODUCTION, **change})

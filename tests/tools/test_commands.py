@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import stat
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -16,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
+from django.utils import translation
 
 from invoicebox.client import InvoiceboxError, make_client
 from tests.conftest import order_args
@@ -57,10 +60,10 @@ def test_sandbox_contour_gets_its_own_sandbox_merchant_and_is_read_only() -> Non
     assert contour.toolsets == ["read"]
     assert contour.api_token not in output
     assert output.splitlines()[0] == (
-        f"contour acme: mode sandbox, toolsets read, "
-        f"base URL {contour.base_url}, token ***{contour.api_token[-4:]}"
+        f"контур acme: режим sandbox, наборы read, "
+        f"адрес API {contour.base_url}, токен ***{contour.api_token[-4:]}"
     )
-    assert f"sandbox merchant {contour.merchant_id}: this contour's own" in output
+    assert f"магазин песочницы {contour.merchant_id}: свой у этого контура" in output
 
 
 def test_two_sandbox_contours_do_not_see_each_others_orders() -> None:
@@ -89,11 +92,11 @@ def test_two_sandbox_contours_do_not_see_each_others_orders() -> None:
 
 def test_create_contour_prints_the_port_make_demo_serves_on(tmp_path: Path,
                                                               monkeypatch: Any) -> None:
-    # given: `make demo PORT=9123` seeded and remembered its URL; this shell has no PORT
+    # given: `make demo PORT=9123` is serving (this process stands in for it); no PORT here
     monkeypatch.delenv("PORT", raising=False)
     monkeypatch.delenv("GATEWAY_SITE_URL", raising=False)
     monkeypatch.delenv("INVOICEBOX_SANDBOX_BASE_URL", raising=False)
-    (tmp_path / "site-url").write_text("http://127.0.0.1:9123\n")
+    (tmp_path / "site-url").write_text(f"http://127.0.0.1:9123\n{os.getpid()}\n")
 
     # when
     output = run("create_contour", "acme", "--mode", "sandbox")
@@ -101,7 +104,36 @@ def test_create_contour_prints_the_port_make_demo_serves_on(tmp_path: Path,
     # then
     contour = Contour.objects.get(slug="acme")
     assert contour.base_url == "http://127.0.0.1:9123/sandbox/invoicebox"
-    assert "gateway: http://127.0.0.1:9123/api/v1/ and http://127.0.0.1:9123/mcp" in output
+    assert "шлюз: http://127.0.0.1:9123/api/v1/ и http://127.0.0.1:9123/mcp" in output
+
+
+@pytest.mark.parametrize("record", ["gone", "old"])
+def test_a_stopped_servers_port_is_not_printed(tmp_path: Path, monkeypatch: Any,
+                                               record: str) -> None:
+    # given: the server that served on 9123 has stopped (or an older version left its URL alone)
+    monkeypatch.delenv("PORT", raising=False)
+    monkeypatch.delenv("GATEWAY_SITE_URL", raising=False)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "site-url").write_text(
+        "http://127.0.0.1:9123\n" + (f"{gone.pid}\n" if record == "gone" else ""))
+
+    output = run("create_contour", "acme", "--mode", "sandbox")
+
+    assert "9123" not in output
+    assert f"шлюз: {settings.GATEWAY_SITE_URL}/api/v1/" in output
+
+
+def test_the_server_records_its_url_while_it_serves_and_takes_it_away(tmp_path: Path,
+                                                                       transactional_db: None):
+    from starlette.testclient import TestClient
+
+    from config.asgi import application
+
+    record = tmp_path / "site-url"
+    with TestClient(application, base_url="http://127.0.0.1:8000"):
+        assert record.read_text().split() == [settings.GATEWAY_SITE_URL, str(os.getpid())]
+    assert not record.exists()
 
 
 def test_toolsets_option_enables_writes() -> None:
@@ -110,7 +142,7 @@ def test_toolsets_option_enables_writes() -> None:
 
     # then
     assert Contour.objects.get(slug="acme").toolsets == ["read", "write"]
-    assert "toolsets read,write" in output
+    assert "наборы read,write" in output
 
 
 def test_unknown_toolset_is_refused_and_nothing_created() -> None:
@@ -159,7 +191,7 @@ def test_token_file_is_stored_but_only_its_masked_form_is_shown(tmp_path: Path) 
     assert contour.base_url == OFFICIAL_API_ORIGIN
     assert OWN_TOKEN not in output
     assert OWN_TOKEN[:-4] not in output
-    assert f"token ***{OWN_TOKEN[-4:]}" in output
+    assert f"токен ***{OWN_TOKEN[-4:]}" in output
 
 
 def test_token_can_come_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -244,7 +276,7 @@ def test_create_api_key_prints_only_a_working_key_that_is_not_stored() -> None:
 
 
 def test_create_api_key_for_an_unknown_contour_is_refused() -> None:
-    with pytest.raises(CommandError, match="does not exist"):
+    with pytest.raises(CommandError, match="нет"):
         run("create_api_key", "nobody")
     assert not ApiKey.objects.exists()
 
@@ -310,3 +342,14 @@ def test_seed_demo_repairs_an_admin_password_that_no_longer_works(tmp_path: Path
     assert Client().login(username="admin", password=printed)
     assert _printed(again, "API key:") == _printed(first, "API key:")
     assert ApiKey.objects.count() == 1
+
+
+def test_commands_speak_russian_and_english_where_the_language_says() -> None:
+    with pytest.raises(CommandError, match=r"^пользователя 'nobody' нет$"):
+        run("reset_second_factor", "nobody")
+    output = run("create_contour", "acme", "--mode", "sandbox")
+    assert output.startswith("контур acme: режим sandbox, наборы read, адрес API ")
+
+    with translation.override("en"):
+        with pytest.raises(CommandError, match=r"^user 'nobody' does not exist$"):
+            run("reset_second_factor", "nobody")

@@ -173,9 +173,9 @@ def test_the_grant_command_sets_a_newcomer_up_and_revoke_takes_it_back():
     assert not roles.has_role(masha, shop, "owner")
     assert [e.code for e in JournalEntry.objects.filter(phase="configure").order_by("id")] == [
         "role_granted", "role_revoked"]
-    with pytest.raises(CommandError, match="does not exist"):
+    with pytest.raises(CommandError, match="нет"):
         call_command("grant", "nobody", "auditor", "shop", stdout=out)
-    with pytest.raises(CommandError, match="contour 'nope' does not exist"):
+    with pytest.raises(CommandError, match="контура 'nope' нет"):
         call_command("grant", "masha", "auditor", "nope", stdout=out)
 
 

@@ -26,6 +26,6 @@ def test_create_api_key_links_the_key_to_a_user(contour: Contour):
 
 
 def test_create_api_key_refuses_an_unknown_user(contour: Contour):
-    with pytest.raises(CommandError, match="user 'nobody' does not exist"):
+    with pytest.raises(CommandError, match="пользователя 'nobody' нет"):
         call_command("create_api_key", contour.slug, "--user", "nobody", stdout=io.StringIO())
     assert ApiKey.objects.count() == 0

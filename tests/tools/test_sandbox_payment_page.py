@@ -73,3 +73,14 @@ def test_a_wrong_sandbox_address_is_answered_in_russian() -> None:
     body = json.loads(response.content)
     assert response.status_code == 404 and body["error"]["code"] == "not_found"
     assert body["error"]["message"].startswith("В песочнице Инвойсбокс нет такого адреса")
+
+
+def test_the_sandbox_root_opened_in_a_browser_is_a_page_not_escaped_json() -> None:
+    browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+    response = Client().get("/sandbox/invoicebox/", HTTP_ACCEPT=browser)
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/html; charset=utf-8"
+    assert "<h1>Песочница Инвойсбокс</h1>" in page and "\\u04" not in page

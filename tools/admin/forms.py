@@ -44,6 +44,9 @@ def tool_label(spec: ToolSpec) -> str:
     return f"{spec.name} — {spec.title}"
 
 
+# The one place a person meets both units: the form is in roubles, everything else in kopecks.
+KOPECKS_NOTE = ("Здесь — рубли; API, команды и настройки принимают копейки: 100 000,00 ₽ там — "
+                "10000000.")
 KEPT_FROM_LAST_SUBMIT_HELP = ("токен из прошлой отправки формы сохранён (поле пустое, чтобы "
                               "не показывать его); введите другой, чтобы заменить")
 
@@ -107,7 +110,7 @@ class ContourForm(forms.ModelForm):
     approval_thresholds = ThresholdsField(
         label="порог одобрения оператором", required=False,
         help_text="в рублях и копейках, например 100 000,00; запись выше порога одобряет "
-                  "оператор; валюта без порога (пустое поле) — всегда оператор",
+                  "оператор; валюта без порога (пустое поле) — всегда оператор. " + KOPECKS_NOTE,
     )
     allowed_currencies = forms.MultipleChoiceField(
         label="разрешённые валюты записей", widget=forms.CheckboxSelectMultiple, required=False,
@@ -308,7 +311,7 @@ class CeilingForm(forms.ModelForm):
     # Sums are typed in roubles and kopecks, the hourly count in pieces; the kind decides.
     limit = forms.CharField(
         label="предел", widget=MoneyInput(attrs={"size": 12}),
-        help_text="сумма — в рублях (100 000,00), число записей — штуками (20)",
+        help_text="сумма — в рублях (100 000,00), число записей — штуками (20). " + KOPECKS_NOTE,
     )
 
     class Meta:

@@ -13,6 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from audit.actors import user_actor
 from audit.admin import RevokedFilter
@@ -27,7 +28,9 @@ from tools.people.factors import stepup
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
-    list_display = ("prefix", "contour", "label", "user", "created_at", "state", "scope",
+    # Short cells that wrap (templates/admin/tools/apikey/change_list.html): the whole list
+    # fits a 1 280 px laptop screen beside its filters.
+    list_display = ("prefix", "contour_slug", "label", "user", "created_short", "state", "scope",
                     "last_use")
     list_filter = (contour_filter, RevokedFilter)
     search_fields = ("prefix", "label")
@@ -37,6 +40,14 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
     readonly_fields = ("contour", "prefix", "issued_by", "issued_by_command", "created_at",
                        "revoked_at", "toolsets", "tools", "expires_at", "last_use")
     last_use = key_last_use
+
+    @admin.display(description="контур", ordering="contour__slug")
+    def contour_slug(self, obj: ApiKey) -> str:
+        return format_html('<span title="{}">{}</span>', obj.contour.name, obj.contour.slug)
+
+    @admin.display(description="создан", ordering="created_at")
+    def created_short(self, obj: ApiKey) -> str:
+        return f"{timezone.localtime(obj.created_at):%d.%m.%Y %H:%M}"
 
     @admin.display(description="доступ")
     def scope(self, obj: ApiKey) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.utils.translation import gettext
 
 from audit.access import AUDITOR, contours_of
 from audit.cli import record_configure
@@ -26,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
-            raise CommandError(f"user {options['username']!r} does not exist")
+            raise CommandError(_no_user(options['username']))
         audited = contours_of(user, AUDITOR)
         if audited is not None and not audited:
             raise CommandError(f"user {user.get_username()!r} audits no contour: "
@@ -53,3 +54,8 @@ class Command(BaseCommand):
                            "contours": contours},
             )
         self.stdout.write(raw)
+
+
+def _no_user(name: str) -> str:
+    # the same words as the tools' commands (tools/management/texts.py), which audit can't import
+    return gettext("user %(name)s does not exist") % {"name": repr(name)}

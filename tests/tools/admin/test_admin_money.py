@@ -1,17 +1,19 @@
-"""The owners' admin takes thresholds and ceilings in roubles and kopecks and shows ₽; the
-database keeps integer kopecks."""
+"""The owners' admin takes thresholds and ceilings in roubles and kopecks and shows ₽ on every
+list and record a person reads; the database keeps integer kopecks."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from django.test import Client
 
-from tests.conftest import Assistant
+from tests.conftest import Assistant, order_args
 from tests.tools.admin.test_owner_admin import (
     change_url,
     contour_form,
 )
-from tools.models import Ceiling, CeilingKind
+from tools.models import Ceiling, CeilingKind, Operation
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +59,44 @@ def test_amounts_that_are_not_roubles_are_refused(owner: Client, assistant: Assi
     assert "сумма в рублях" in response.content.decode()
     assistant.contour.refresh_from_db()
     assert assistant.contour.approval_thresholds == {"RUB": 10_000_000}
+
+
+def made_order(assistant: Assistant) -> None:
+    """One invoice of 366,00 ₽ made through the wire, as an assistant makes it."""
+    _, first = assistant.call("create_order", order_args())
+    token = first["confirmation"]["token"]
+    status, made = assistant.call("create_order", {**order_args(), "confirmation_token": token})
+    assert (status, made["status"]) == (200, "ok"), made
+
+
+def test_operations_and_confirmations_read_in_roubles_not_kopecks(
+        owner: Client, assistant: Assistant):
+    made_order(assistant)
+    operation = Operation.objects.get()
+
+    pages = {url: owner.get(url).content.decode() for url in (
+        "/admin/tools/operation/", f"/admin/tools/operation/{operation.pk}/change/",
+        "/admin/tools/pendingconfirmation/",
+        f"/admin/tools/pendingconfirmation/{operation.confirmation_id}/change/")}
+
+    # (the stored result, JSON for programs, keeps its kopecks beside amount_human)
+    for url, page in pages.items():
+        assert re.search(r">\s*366,00 ₽\s*<", page), url
+        assert not re.search(r">\s*36600\s*<", page), url
+        assert "копейки" not in page, url
+
+
+def test_no_operator_needed_is_said_plainly_not_with_a_red_cross(
+        owner: Client, assistant: Assistant):
+    made_order(assistant)
+
+    page = owner.get("/admin/tools/pendingconfirmation/").content.decode()
+
+    assert "icon-no.svg" not in page
+
+
+def test_the_form_says_roubles_here_and_kopecks_elsewhere(owner: Client, assistant: Assistant):
+    page = owner.get(change_url(assistant.contour)).content.decode()
+
+    # the thresholds' help, the ceilings' (and the blank ceiling row's template)
+    assert page.count("API, команды и настройки принимают копейки") >= 2

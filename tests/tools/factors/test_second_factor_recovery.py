@@ -109,7 +109,7 @@ def test_the_shell_resets_when_no_superuser_can(olga: User,
     with django_capture_on_commit_callbacks(execute=True):
         call_command("reset_second_factor", "olga", stdout=out)
 
-    assert "1 device(s) removed" in out.getvalue()
+    assert "удалено 1 устройство" in out.getvalue()
     assert devices.confirmed(olga) == []
     assert JournalEntry.objects.get(code="second_factor_reset").channel == "cli"
     assert len(mail.outbox) == 1

@@ -92,6 +92,21 @@ def test_dashboard_renders_the_journal_numbers(assistant: Assistant, reader: Ass
 
 
 @pytest.mark.django_db
+def test_a_name_in_brackets_gets_no_second_pair(contour: Contour):
+    contour.name = "Демо-контур (песочница)"
+    contour.save()
+    owner = Client()
+    owner.force_login(user_in("owners", "oleg"))
+
+    html = owner.get("/dashboard/").content.decode()
+
+    heading = re.sub(r"<[^>]+>|\s+", " ", re.search(r"<h2>(.*?)</h2>", section(
+        html, contour.slug), re.S).group(1)).strip()
+    assert "))" not in heading and ") (" not in heading, heading
+    assert heading.startswith("Демо-контур (песочница)") and contour.slug in heading
+
+
+@pytest.mark.django_db
 def test_the_oldest_pending_confirmation_comes_first(assistant: Assistant):
     first = assistant.call("create_order", distinctive_order(valid_inn(), "ООО «Старый»"))[1]
     assistant.call("create_order", distinctive_order(valid_inn(), "ООО «Новый»"))

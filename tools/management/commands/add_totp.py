@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
+from tools.management import texts
 from tools.people.factors import devices
 
 
@@ -25,7 +26,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         person = devices.person_named(options["username"])
         if person is None:
-            raise CommandError(f"user {options['username']!r} does not exist")
+            raise CommandError(texts.no_user(options['username']))
         device = devices.prepare_totp(person, by=cli_actor(), channel="cli")
         self.stdout.write(device.config_url)
         hours = int(settings.GATEWAY_PREPARED_DEVICE_SECONDS) // 3600

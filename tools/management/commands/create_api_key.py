@@ -13,6 +13,7 @@ from django.utils import timezone
 from audit.actors import cli_actor
 from tools.keys import scope as keys
 from tools.keys import services as key_service
+from tools.management import texts
 from tools.models import Contour
 from tools.people.factors import stepup
 
@@ -43,12 +44,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         contour = Contour.objects.filter(slug=options["slug"]).first()
         if contour is None:
-            raise CommandError(f"contour {options['slug']!r} does not exist")
+            raise CommandError(texts.no_contour(options['slug']))
         user = None
         if options["user"]:
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
-                raise CommandError(f"user {options['user']!r} does not exist")
+                raise CommandError(texts.no_user(options['user']))
         expires = parse_moment(options["expires"]) if options["expires"] else None
         try:
             toolsets, tools = keys.parse_scope(options["toolsets"], options["tools"])

@@ -13,6 +13,7 @@ from audit.actors import cli_actor
 from tools.contours import api_tokens
 from tools.contours.services import ContourSetupError, create_contour
 from tools.contours.sites import parse_toolsets, running_site_url
+from tools.management import texts
 from tools.models import ApiPrefix, InvoiceboxMode
 from tools.people.factors import stepup
 
@@ -54,18 +55,14 @@ class Command(BaseCommand):
             )
         except ContourSetupError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(
-            f"contour {contour.slug}: mode {contour.mode}, toolsets {','.join(contour.toolsets)}, "
-            f"base URL {contour.base_url}, token {contour.masked_token}"
-        )
+        self.stdout.write(texts.contour_created(contour.slug, contour.mode,
+                                                ",".join(contour.toolsets), contour.base_url,
+                                                contour.masked_token))
         if sandbox and not token:
-            self.stdout.write(f"sandbox merchant {contour.merchant_id}: this contour's own, "
-                              "other contours don't see its orders")
-        self.stdout.write(f"gateway: {site}/api/v1/ and {site}/mcp "
-                          f"(key: manage.py create_api_key {contour.slug})")
+            self.stdout.write(texts.own_sandbox_merchant(str(contour.merchant_id)))
+        self.stdout.write(texts.gateway_urls(site, contour.slug))
         if not sandbox:
-            self.stdout.write(f"check the token and the shop id: manage.py check_contour "
-                              f"{contour.slug}")
+            self.stdout.write(texts.check_the_contour(contour.slug))
 
     def _read_token(self, source: str) -> str:
         return read_token_option(source)

@@ -9,6 +9,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from psycopg import sql
 
+from tools.management import texts
+
 
 class Command(BaseCommand):
     help = "Create the configured PostgreSQL database when it does not exist (SQLite: nothing)."
@@ -25,6 +27,6 @@ class Command(BaseCommand):
                                       (db["NAME"],)).fetchone()
                 if not exists:
                     conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
-                    self.stdout.write(f"created database {db['NAME']}")
+                    self.stdout.write(texts.database_created(db["NAME"]))
         except psycopg.Error as error:
-            raise CommandError(f"cannot reach PostgreSQL: {error}") from None
+            raise CommandError(texts.no_postgres(error)) from None

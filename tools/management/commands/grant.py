@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tools.management import texts
 from tools.models import Contour, Role
 from tools.people import grants as role_service
 from tools.people.factors import stepup
@@ -30,13 +31,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         contour = Contour.objects.filter(slug=options["slug"]).first()
         if contour is None:
-            raise CommandError(f"contour {options['slug']!r} does not exist")
+            raise CommandError(texts.no_contour(options['slug']))
         model = get_user_model()
         user = model.objects.filter(username=options["username"]).first()
         if user is None:
             if not options["create"]:
-                raise CommandError(f"user {options['username']!r} does not exist "
-                                   "(add --create to make it)")
+                raise CommandError(texts.no_user_to_grant(options["username"]))
             user = model.objects.create_user(options["username"], email=options["email"])
             password = sys.stdin.readline() if options["password_stdin"] else ""
             if password.strip():

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.actors import cli_actor
+from tools.management import texts
 from tools.people.factors import devices
 
 
@@ -21,6 +22,6 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         person = devices.person_named(options["username"])
         if person is None:
-            raise CommandError(f"user {options['username']!r} does not exist")
+            raise CommandError(texts.no_user(options['username']))
         removed = devices.reset(person, by=cli_actor(), channel="cli")
-        self.stdout.write(f"{person.get_username()}: {removed} device(s) removed")
+        self.stdout.write(texts.devices_removed(person.get_username(), removed))

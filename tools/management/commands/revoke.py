@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tools.management import texts
 from tools.models import Contour, Role
 from tools.people import grants as role_service
 
@@ -22,10 +23,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         contour = Contour.objects.filter(slug=options["slug"]).first()
         if contour is None:
-            raise CommandError(f"contour {options['slug']!r} does not exist")
+            raise CommandError(texts.no_contour(options['slug']))
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
-            raise CommandError(f"user {options['username']!r} does not exist")
+            raise CommandError(texts.no_user(options['username']))
         removed = role_service.revoke(user, options["role"], contour, actor="manage.py")
         self.stdout.write(f"{user.get_username()}: {options['role']} of {contour.slug} "
                           + ("revoked" if removed else "was not granted"))

@@ -18,7 +18,6 @@ from django.db import connection
 
 from audit.actors import cli_actor
 from tools.contours.services import connect_sandbox_notifications, create_contour
-from tools.contours.sites import remember_site_url
 from tools.keys import services as key_service
 from tools.models import ApiKey, Contour, InvoiceboxMode, Role, Toolset
 from tools.people import grants as role_service
@@ -35,7 +34,6 @@ class Command(BaseCommand):
                             help="where the demo key and admin password are kept (git-ignored)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        remember_site_url(options["state_dir"])
         state = Path(options["state_dir"]) / "demo" / database_tag()
         state.mkdir(parents=True, exist_ok=True)
         contour = Contour.objects.filter(slug=SLUG).first()

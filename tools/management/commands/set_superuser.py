@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools.errors import ToolError
+from tools.management import texts
 from tools.people import services as people
 from tools.people.factors import devices, stepup
 
@@ -24,7 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         person = devices.person_named(options["username"])
         if person is None:
-            raise CommandError(f"user {options['username']!r} does not exist")
+            raise CommandError(texts.no_user(options['username']))
         value = not options["off"]
         try:
             changed = people.set_flag(person, "is_superuser", value, actor=None,
