@@ -64,7 +64,8 @@ def build(base_url: str, *, timeout: float, transport: httpx.BaseTransport | Non
 
 
 def send(client: httpx.Client, method: str, path: str, *,
-         params: list[tuple[str, str]] | None = None, content: bytes | None = None,
+         params: list[tuple[str, str | int | float | bool | None]] | None = None,
+         content: bytes | None = None,
          headers: dict[str, str] | None = None) -> httpx.Response:
     """`client.request(...)` without httpx.Client's per-request machinery (issue 44): the same
     request (the client's base URL, default headers and timeout) handed straight to the

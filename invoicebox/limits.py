@@ -70,7 +70,7 @@ RETURNING count
 """  # noqa: S608
 
 
-def _window(account: str, now: float) -> tuple[int, int, list[object]]:
+def _window(account: str, now: float) -> tuple[int, int, list[str | int | float]]:
     """(this window's start, the period, the parameters of _TAKE_SQL)."""
     limit, period = rate()
     start = int(now // period) * period

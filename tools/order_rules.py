@@ -134,7 +134,7 @@ def per_unit_vat(price: int, qty: Decimal, vat_code: str) -> int:
     return round_kopecks(round_kopecks(Decimal(price) * rate / (100 + rate)) * qty)
 
 
-def round_policy_for(items: list[BasketItemLike]) -> str | None:
+def round_policy_for(items: Sequence[BasketItemLike]) -> str | None:
     """`halfUp` when some line's price × quantity is not whole kopecks (0,75 × 1 333,33 ₽), so
     that the API is told the rounding the totals were made with (docs create.md:202: the
     default is `strict` or `none`, the cell says both); None when every line is exact, as the

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import psycopg
@@ -127,10 +128,10 @@ class PostgresRelay:
     def channel(owner: int) -> str:
         return f"invoicebox_gateway_mcp_answer_{owner}"
 
-    def _params(self) -> dict[str, object]:
+    def _params(self) -> dict[str, Any]:
         """libpq parameters from Django's settings (read late: a test database renames)."""
         db = connections[self.alias].settings_dict
-        params: dict[str, object] = {k: v for k, v in db.get("OPTIONS", {}).items()
+        params: dict[str, Any] = {k: v for k, v in db.get("OPTIONS", {}).items()
                                      if k not in NOT_LIBPQ}
         for name, key in (("dbname", "NAME"), ("user", "USER"), ("password", "PASSWORD"),
                           ("host", "HOST"), ("port", "PORT")):

@@ -68,6 +68,8 @@ def hold(request: HttpRequest, action: str) -> str:
 
 def _unseal(request: HttpRequest, nonce: str) -> dict | None:
     kept = request.session.get(HELD_KEY.format(nonce=nonce)) if nonce else None
+    if not isinstance(kept, dict):
+        return None
     try:
         stashed = json.loads(secret_box.unseal(kept["sealed"], max_age=HELD_SECONDS))
     except (TypeError, KeyError, ValueError):
@@ -100,6 +102,6 @@ def take(request: HttpRequest) -> bool:
     # The check page's own token (already accepted by CsrfViewMiddleware), for views that look.
     restored["csrfmiddlewaretoken"] = request.POST.get("csrfmiddlewaretoken", "")
     restored._mutable = False
-    request.POST = restored
+    request.POST = restored  # type: ignore[assignment]  # django-stubs: POST is immutable-typed
     setattr(request, RESUMED_ATTR, True)
     return True
