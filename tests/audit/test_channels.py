@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Every module that declares the channel its calls come in on.
 DECLARING = sorted(
     ".".join(path.relative_to(ROOT).with_suffix("").parts)
-    for package in ("adapters", "tools")
+    for package in ("adapters", "tools", "invoicebox", "sandbox")
     for path in (ROOT / package).rglob("*.py")
     if "\nCHANNEL = " in path.read_text(encoding="utf-8")
 )

@@ -28,7 +28,7 @@ from tools.models import ProcessedNotification, TrackedOrder
 
 KEY = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
 Capture = Callable[..., Any]
-VECTOR = (Path(__file__).resolve().parents[1] / "adapters" / "invoicebox" / "fixtures"
+VECTOR = (Path(__file__).resolve().parents[1] / "invoicebox" / "fixtures"
           / "notification-vector.body.json")
 
 

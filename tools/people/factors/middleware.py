@@ -34,10 +34,13 @@ class StepUpRefusals:
         """The check page posted a code with a kept form: check the code, then hand the kept
         form to the view as if just posted (after CsrfViewMiddleware accepted the check page's
         token)."""
-        if request.method != "POST" or held.HELD_FIELD not in request.POST:
+        # Only a person's CSRF-protected page can hold a form: the programs' views (the API,
+        # the sandbox, webhooks) are csrf_exempt and read their own bodies, which reading
+        # request.POST here would consume.
+        if request.method != "POST" or getattr(view, "csrf_exempt", False):
             return None
         user = getattr(request, "user", None)
-        if user is None or not user.is_authenticated:
+        if user is None or not user.is_authenticated or held.HELD_FIELD not in request.POST:
             return None
         nonce = str(request.POST.get(held.HELD_FIELD, ""))
         kept = held.peek(request, nonce)
