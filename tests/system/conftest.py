@@ -92,7 +92,11 @@ def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Balanced]:
         # Eager tasks: nothing here needs the Celery worker; Redis still carries the answers.
         cluster = build(tmp, params, dbname, SLUGS, extra_env={
             "CELERY_TASK_ALWAYS_EAGER": "true", "MCP_REDIS_URL": REDIS_URL,
-            "MCP_ELICITATION_TIMEOUT_SECONDS": "5"})
+            "MCP_ELICITATION_TIMEOUT_SECONDS": "5",
+            # The suites here open dozens of sessions with one key within a minute (the
+            # conformance suite one per scenario): the per-key cap (tested in
+            # tests/adapters/mcp/test_tenants.py) would refuse the last ones.
+            "MCP_MAX_SESSIONS_PER_KEY": "200"})
         balancers: list[subprocess.Popen[bytes]] = []
         try:
             for server in (cluster.sandbox, cluster.a, cluster.b):
