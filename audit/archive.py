@@ -9,8 +9,9 @@ marks their checkpoints archived. verify_journal then starts each chain after it
 prefix, linking the first remaining row to the last archived hash (audit/walk.py).
 
 A chain's stretch that holds its head is never archived, so each chain keeps its last entry
-(checkpoints and the head stay checkable). Works on SQLite and PostgreSQL alike; the table is
-not partitioned (docs/production.md says how, and why not yet).
+(checkpoints and the head stay checkable). Works on SQLite and PostgreSQL alike. On PostgreSQL
+with the table partitioned by month (by hand: docs/production.md says how, and why no migration
+does it), a month partition that holds only archived rows is detached instead of deleted.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -127,30 +129,66 @@ def verify(path: Path, stretches: list[SignedCheckpoint]) -> str:
     return digest.hexdigest()
 
 
-def remove(stretches: list[SignedCheckpoint], label: str) -> int:
-    """Remove the stretches' rows and mark them archived, all or nothing."""
+def _partitions(cursor: Any, table: str) -> list[str]:
+    """The journal table's partitions on PostgreSQL, oldest bound first ([] when flat)."""
+    if connection.vendor != "postgresql":
+        return []
+    cursor.execute("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                   "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = %s "
+                   "ORDER BY c.relname", [table])
+    return [name for (name,) in cursor.fetchall()]
+
+
+def _detach_covered(cursor: Any, stretches: list[SignedCheckpoint], boundary: datetime
+                    ) -> tuple[int, list[str]]:
+    """Detach each partition whose rows all lie before `boundary` and all belong to the
+    stretches archived: their rows leave without a DELETE. The rows detached, the tables."""
+    plain = JournalEntry._meta.db_table
+    table = connection.ops.quote_name(plain)
+    ranges = ", ".join(["(%s, %s::bigint, %s::bigint)"] * len(stretches))
+    params: list[Any] = [v for s in stretches for v in (s.chain, s.from_seq, s.to_seq)]
+    detached, names = 0, []
+    for name in _partitions(cursor, plain):
+        part = connection.ops.quote_name(name)
+        cursor.execute(f"SELECT count(*), max(at), count(*) FILTER (WHERE NOT EXISTS ("  # noqa: S608
+                       f"SELECT 1 FROM (VALUES {ranges}) AS s(chain, f, t) WHERE "
+                       f"s.chain = e.chain AND e.seq BETWEEN s.f AND s.t)) FROM {part} e",
+                       params)
+        rows, last_at, uncovered = cursor.fetchone()
+        if rows and last_at < boundary and not uncovered:
+            cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {part}")
+            detached += rows
+            names.append(name)
+    return detached, names
+
+
+def remove(stretches: list[SignedCheckpoint], label: str, boundary: datetime
+           ) -> tuple[int, list[str]]:
+    """Remove the stretches' rows and mark them archived, all or nothing: on PostgreSQL with a
+    journal partitioned by month, a partition holding only archived rows is detached (left as
+    a table of its own to drop), the rest deleted. The rows removed, the tables detached."""
     table = connection.ops.quote_name(JournalEntry._meta.db_table)
-    removed = 0
+    expected = _rows(stretches)
     with transaction.atomic():
         locked = list(SignedCheckpoint.objects.select_for_update()
                       .filter(pk__in=[s.pk for s in stretches], archived_at__isnull=True))
         if len(locked) != len(stretches):
             raise ArchiveError("another run archived some of these stretches: nothing removed")
         with connection.cursor() as cursor:
+            removed, detached = _detach_covered(cursor, stretches, boundary)
             for stretch in stretches:
                 # Raw SQL: the model refuses deletes (JournalQuerySet); this is the one place
                 # rows leave, and only after their archive verified.
                 cursor.execute(f"DELETE FROM {table} WHERE chain = %s AND seq >= %s "  # noqa: S608
                                f"AND seq <= %s",
                                [stretch.chain, stretch.from_seq, stretch.to_seq])
-                if cursor.rowcount != stretch.to_seq - stretch.from_seq + 1:
-                    raise ArchiveError(f"chain {stretch.chain!r}, places {stretch.from_seq}.."
-                                       f"{stretch.to_seq}: {cursor.rowcount} rows found where "
-                                       "the seal has more: run verify_journal; nothing removed")
                 removed += cursor.rowcount
+        if removed != expected:
+            raise ArchiveError(f"{removed} rows found where the seals name {expected}: run "
+                               "verify_journal; nothing removed")
         SignedCheckpoint.objects.filter(pk__in=[s.pk for s in stretches]).update(
             archived_at=timezone.now(), archive=label[:400])
-    return removed
+    return removed, detached
 
 
 def prepare(boundary: datetime) -> list[SignedCheckpoint]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 from audit import journal, seals
 from audit.models import JournalEntry, SignedCheckpoint
@@ -170,3 +171,60 @@ def test_an_open_month_is_refused(two_months, tmp_path):
         call_command("archive_journal", "--before", "2999-01", "--output",
                      str(tmp_path / "x.jsonl"), stdout=StringIO())
     assert not (tmp_path / "x.jsonl").exists()
+
+
+# The conversion docs/production.md gives ("Journal retention"), run inside the test's
+# transaction: the journal partitioned by month, its rows copied over.
+PARTITION_SQL = """
+ALTER TABLE audit_journalentry RENAME TO audit_journalentry_flat;
+CREATE TABLE audit_journalentry (LIKE audit_journalentry_flat INCLUDING DEFAULTS
+    INCLUDING CONSTRAINTS) PARTITION BY RANGE (at);
+CREATE SEQUENCE audit_journalentry_part_id_seq AS bigint OWNED BY audit_journalentry.id;
+SELECT setval('audit_journalentry_part_id_seq',
+              COALESCE((SELECT max(id) FROM audit_journalentry_flat), 0) + 1, false);
+ALTER TABLE audit_journalentry ALTER COLUMN id SET DEFAULT
+    nextval('audit_journalentry_part_id_seq');
+CREATE TABLE audit_journalentry_2025_05 PARTITION OF audit_journalentry
+    FOR VALUES FROM ('2025-05-01 00:00+00') TO ('2025-06-01 00:00+00');
+CREATE TABLE audit_journalentry_2025_06 PARTITION OF audit_journalentry
+    FOR VALUES FROM ('2025-06-01 00:00+00') TO ('2025-07-01 00:00+00');
+CREATE TABLE audit_journalentry_default PARTITION OF audit_journalentry DEFAULT;
+INSERT INTO audit_journalentry SELECT * FROM audit_journalentry_flat;
+DROP TABLE audit_journalentry_flat;
+ALTER TABLE audit_journalentry ADD CONSTRAINT audit_journalentry_pkey PRIMARY KEY (id, at);
+ALTER TABLE audit_journalentry ADD CONSTRAINT audit_entry_chain_seq UNIQUE (chain, seq, at);
+ALTER TABLE audit_journalentry ADD CONSTRAINT audit_entry_hash UNIQUE (hash, at);
+CREATE INDEX audit_entry_at ON audit_journalentry (at);
+CREATE INDEX audit_entry_contour_at ON audit_journalentry (contour, at);
+"""
+
+
+@pytest.mark.postgres
+def test_a_month_partition_is_detached_after_its_archive_verifies(write, monkeypatch, settings,
+                                                                  tmp_path):
+    settings.TIME_ZONE = "UTC"
+    for month, day in ((5, 3), (5, 20), (6, 2)):
+        moment = datetime(2025, month, day, 12, 0, tzinfo=UTC)
+        monkeypatch.setattr(journal, "_now", lambda moment=moment: moment)
+        write(contour="demo", arguments={"n": day})
+        write(contour="demo", arguments={"n": day + 1})
+        write(contour="shop", tool="create_order", phase="execute")
+        if day == 3:
+            seals.seal()
+    with connection.cursor() as cursor:
+        cursor.execute(PARTITION_SQL)
+    call_command("journal_checkpoint", "--output", str(tmp_path / "end.json"), stdout=StringIO())
+    write(contour="demo", arguments={"n": 99})  # after the conversion: the default id works
+    archive = tmp_path / "2025-05.jsonl"
+
+    said = _archive("--output", str(archive))
+
+    assert "archived and removed 6 entries" in said
+    assert "detached partition(s)" in said and "audit_journalentry_2025_05" in said
+    assert _may() == {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM audit_journalentry_2025_05")
+        assert cursor.fetchone() == (6,)  # a table of its own now, for the operator to drop
+    assert _offline(tmp_path, archive).returncode == 0
+    assert _verify_journal().startswith("ok: 4 entries")
+    assert _verify_journal("--checkpoint", str(tmp_path / "end.json")).startswith("ok:")

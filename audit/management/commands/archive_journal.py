@@ -50,8 +50,12 @@ class Command(BaseCommand):
                 self.stdout.write(f"archive verified: {rows} entries of {chains} chain(s) in "
                                   f"{path} (sha256 {digest}); nothing removed")
                 return
-            removed = archive.remove(stretches, f"{path.name} sha256:{digest}")
+            removed, detached = archive.remove(stretches, f"{path.name} sha256:{digest}",
+                                               boundary)
         except archive.ArchiveError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"archived and removed {removed} entries of {chains} chain(s) "
                           f"before {options['before']}: {path} (sha256 {digest})")
+        if detached:
+            self.stdout.write(f"detached partition(s), now tables of their own (DROP TABLE "
+                              f"when the archive is stored): {', '.join(detached)}")
