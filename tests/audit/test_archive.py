@@ -173,30 +173,13 @@ def test_an_open_month_is_refused(two_months, tmp_path):
     assert not (tmp_path / "x.jsonl").exists()
 
 
-# The conversion docs/production.md gives ("Journal retention"), run inside the test's
-# transaction: the journal partitioned by month, its rows copied over.
-PARTITION_SQL = """
-ALTER TABLE audit_journalentry RENAME TO audit_journalentry_flat;
-CREATE TABLE audit_journalentry (LIKE audit_journalentry_flat INCLUDING DEFAULTS
-    INCLUDING CONSTRAINTS) PARTITION BY RANGE (at);
-CREATE SEQUENCE audit_journalentry_part_id_seq AS bigint OWNED BY audit_journalentry.id;
-SELECT setval('audit_journalentry_part_id_seq',
-              COALESCE((SELECT max(id) FROM audit_journalentry_flat), 0) + 1, false);
-ALTER TABLE audit_journalentry ALTER COLUMN id SET DEFAULT
-    nextval('audit_journalentry_part_id_seq');
-CREATE TABLE audit_journalentry_2025_05 PARTITION OF audit_journalentry
-    FOR VALUES FROM ('2025-05-01 00:00+00') TO ('2025-06-01 00:00+00');
-CREATE TABLE audit_journalentry_2025_06 PARTITION OF audit_journalentry
-    FOR VALUES FROM ('2025-06-01 00:00+00') TO ('2025-07-01 00:00+00');
-CREATE TABLE audit_journalentry_default PARTITION OF audit_journalentry DEFAULT;
-INSERT INTO audit_journalentry SELECT * FROM audit_journalentry_flat;
-DROP TABLE audit_journalentry_flat;
-ALTER TABLE audit_journalentry ADD CONSTRAINT audit_journalentry_pkey PRIMARY KEY (id, at);
-ALTER TABLE audit_journalentry ADD CONSTRAINT audit_entry_chain_seq UNIQUE (chain, seq, at);
-ALTER TABLE audit_journalentry ADD CONSTRAINT audit_entry_hash UNIQUE (hash, at);
-CREATE INDEX audit_entry_at ON audit_journalentry (at);
-CREATE INDEX audit_entry_contour_at ON audit_journalentry (contour, at);
-"""
+def _partition_sql() -> str:
+    """The conversion docs/production.md gives ("Journal retention"), without its BEGIN and
+    COMMIT: run inside the test's transaction, it is rolled back with it."""
+    text = (ROOT / "docs" / "production.md").read_text(encoding="utf-8")
+    block = text.split("**Partitions (PostgreSQL, by hand).**", 1)[1]
+    block = block.split("```sql\n", 1)[1].split("```", 1)[0]
+    return "\n".join(line for line in block.splitlines() if line not in ("BEGIN;", "COMMIT;"))
 
 
 @pytest.mark.postgres
@@ -212,7 +195,7 @@ def test_a_month_partition_is_detached_after_its_archive_verifies(write, monkeyp
         if day == 3:
             seals.seal()
     with connection.cursor() as cursor:
-        cursor.execute(PARTITION_SQL)
+        cursor.execute(_partition_sql())
     call_command("journal_checkpoint", "--output", str(tmp_path / "end.json"), stdout=StringIO())
     write(contour="demo", arguments={"n": 99})  # after the conversion: the default id works
     archive = tmp_path / "2025-05.jsonl"
