@@ -211,3 +211,16 @@ def test_a_month_partition_is_detached_after_its_archive_verifies(write, monkeyp
     assert _offline(tmp_path, archive).returncode == 0
     assert _verify_journal().startswith("ok: 4 entries")
     assert _verify_journal("--checkpoint", str(tmp_path / "end.json")).startswith("ok:")
+
+
+def test_a_kept_checkpoint_at_the_archived_end_must_carry_its_hash(two_months, tmp_path):
+    _archive("--output", str(tmp_path / "2025-05.jsonl"))
+    end = SignedCheckpoint.objects.filter(chain="demo", archived_at__isnull=False).latest("to_seq")
+    kept = {"chain": "demo", "seq": end.to_seq, "last_id": end.last_id, "key_id": "",
+            "at": "2025-05-31T00:00:00+00:00"}
+    (tmp_path / "good.json").write_text(json.dumps({**kept, "last_hash": end.last_hash}))
+    (tmp_path / "forged.json").write_text(json.dumps({**kept, "last_hash": "ab" * 32}))
+
+    assert _verify_journal("--checkpoint", str(tmp_path / "good.json")).startswith("ok:")
+    with pytest.raises(SystemExit):
+        _verify_journal("--checkpoint", str(tmp_path / "forged.json"))
