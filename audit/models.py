@@ -253,6 +253,11 @@ class SignedCheckpoint(models.Model):
     key = models.CharField("отпечаток ключа", max_length=16)
     public_key = models.CharField("открытый ключ (base64)", max_length=64)
     signature = models.CharField("подпись (base64)", max_length=128)
+    # Set when `manage.py archive_journal` moved the stretch's rows to a verified archive file
+    # and removed them: the chain walk then starts after the stretch (audit/walk.py).
+    archived_at = models.DateTimeField("перенесён в архив", null=True, blank=True)
+    archive = models.CharField("архив (файл и sha256)", max_length=400, blank=True, default="",
+                               db_default="")
 
     class Meta:
         verbose_name = "подписанная контрольная точка"

@@ -141,17 +141,19 @@ def as_record(checkpoint: SignedCheckpoint) -> dict[str, Any]:
             "signature": checkpoint.signature}
 
 
-def _seal_chain(head: ChainHead, keys: dict[str, str], legacy_last_id: int
-                ) -> SignedCheckpoint | None:
+def _seal_chain(head: ChainHead, keys: dict[str, str], legacy_last_id: int,
+                upto: int | None = None) -> SignedCheckpoint | None:
+    """Seal the chain from its last seal up to its head (or up to place `upto`)."""
+    end_seq = head.last_seq if upto is None else upto
     last = (SignedCheckpoint.objects.filter(chain=head.chain).order_by("-to_seq")
             .values("to_seq", "last_hash").first())
     from_seq = last["to_seq"] + 1 if last else 1
     prev = last["last_hash"] if last else ZERO_HASH
-    if head.last_seq < from_seq:
+    if end_seq < from_seq:
         return None
     digest, first_at, row = ZERO_HASH, None, None
     expected_seq = from_seq
-    for row in stretch_rows(head.chain, from_seq, head.last_seq):
+    for row in stretch_rows(head.chain, from_seq, end_seq):
         where = f"entry {row['id']} (chain {head.chain!r}, place {row['seq']})"
         if row["seq"] != expected_seq:
             raise SealError(f"{where}: place {expected_seq} is missing: run verify_journal")
@@ -163,11 +165,11 @@ def _seal_chain(head: ChainHead, keys: dict[str, str], legacy_last_id: int
             raise SealError(f"{where}: {problem}: run verify_journal")
         digest, prev, expected_seq = step(digest, row), row["hash"], expected_seq + 1
         first_at = first_at or row["at"]
-    if row is None or expected_seq - 1 != head.last_seq or prev != head.last_hash:
-        raise SealError(f"chain {head.chain!r}: its head (place {head.last_seq}) is not its "
-                        "last entry: run verify_journal")
+    if row is None or expected_seq - 1 != end_seq or (upto is None and prev != head.last_hash):
+        raise SealError(f"chain {head.chain!r}: place {end_seq} is not where its rows end: "
+                        "run verify_journal")
     data = sign({"v": 1, "type": "checkpoint", "chain": head.chain, "from_seq": from_seq,
-                 "to_seq": head.last_seq, "prev_hash": last["last_hash"] if last else ZERO_HASH,
+                 "to_seq": end_seq, "prev_hash": last["last_hash"] if last else ZERO_HASH,
                  "last_hash": prev, "last_id": row["id"], "digest": digest,
                  "first_at": first_at, "last_at": row["at"],
                  "at": iso(datetime.now(UTC))})
@@ -190,6 +192,24 @@ def seal() -> list[SignedCheckpoint]:
     for head in ChainHead.objects.filter(last_seq__gt=0).order_by("chain"):
         with transaction.atomic():
             sealed = _seal_chain(head, keys, legacy_last_id)
+        if sealed is not None:
+            made.append(sealed)
+    return made
+
+
+def seal_until(boundary: datetime) -> list[SignedCheckpoint]:
+    """Seal each chain up to its last place written before `boundary` (not yet sealed), so
+    that a month's entries end a stretch and can be archived whole (audit/archive.py)."""
+    keys, legacy_last_id = journal_keys(), settings.GATEWAY_JOURNAL_LEGACY_LAST_ID
+    made = []
+    for head in ChainHead.objects.filter(last_seq__gt=0).order_by("chain"):
+        last = (JournalEntry.objects.filter(chain=head.chain, seq__lte=head.last_seq,
+                                            at__lt=boundary)
+                .order_by("-seq").values_list("seq", flat=True).first())
+        if last is None:
+            continue
+        with transaction.atomic():
+            sealed = _seal_chain(head, keys, legacy_last_id, upto=last)
         if sealed is not None:
             made.append(sealed)
     return made

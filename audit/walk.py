@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from django.conf import settings
 
 from audit.journal import VERIFY_CHUNK, Anchor, ChainReport, _link_problem, journal_keys
-from audit.models import ZERO_HASH, ChainHead, JournalEntry
+from audit.models import ZERO_HASH, ChainHead, JournalEntry, SignedCheckpoint
 from audit.places import beyond_head_problem, beyond_heads, contour_problem
 
 
@@ -15,8 +15,10 @@ class Walk:
     """One verify run over all chains: the running count, and which anchors were met."""
 
     def __init__(self, keys: Mapping[str, str], legacy_last_id: int,
-                 anchors: list[Anchor]) -> None:
+                 anchors: list[Anchor], archived: Mapping[str, Anchor] | None = None) -> None:
         self.keys, self.legacy_last_id = keys, legacy_last_id
+        # chain -> the end of its archived prefix (audit/archive.py), where its walk starts.
+        self.archived = dict(archived or {})
         self.by_place = {(a.chain, a.seq): a for a in anchors if a.seq is not None}
         self.by_id = {a.last_id: a for a in anchors if a.seq is None}
         self.met: set[int] = set()  # id() of the anchors found in place
@@ -33,6 +35,27 @@ class Walk:
                     f"{anchor.last_hash[:16]}… (its entry {anchor.last_id}): the journal was "
                     "rewritten from here or earlier")
         return ""
+
+    def archived_problem(self) -> ChainReport | None:
+        """Anchors inside a chain's archived prefix: their rows are in the archive file, not
+        here. One at the prefix's very end must carry its hash; the others count as met."""
+        for anchor in [*self.by_place.values(), *self.by_id.values()]:
+            end = self.archived.get(anchor.chain)
+            if end is None or end.seq is None:
+                continue
+            inside = (anchor.seq <= end.seq if anchor.seq is not None
+                      else anchor.last_id <= end.last_id)
+            if not inside:
+                continue
+            at_end = anchor.seq == end.seq if anchor.seq is not None \
+                else anchor.last_id == end.last_id
+            if at_end and anchor.last_hash != end.last_hash:
+                return ChainReport(checked=0, broken_id=anchor.last_id,
+                                   reason=f"hash differs from the archived stretch's end "
+                                          f"{end.last_hash[:16]}…: the journal was rewritten "
+                                          "before it was archived")
+            self.met.add(id(anchor))
+        return None
 
     def latest_anchor(self, chain: str) -> Anchor | None:
         """The chain's anchor at the highest place, where an incremental walk starts."""
@@ -62,7 +85,15 @@ class Walk:
         if head is not None:
             entries = entries.filter(seq__lte=head.last_seq)
         expected_prev, expected_seq, last_id = ZERO_HASH, None, None
-        if start is not None and start.seq is not None:
+        archived = self.archived.get(chain)
+        if archived is not None and archived.seq is not None and (
+                start is None or start.seq is None or start.seq <= archived.seq):
+            # The prefix was archived after its archive verified (audit/archive.py): the walk
+            # links the first remaining row to the last archived one's hash.
+            entries = entries.filter(seq__gt=archived.seq)
+            expected_prev, expected_seq = archived.last_hash, archived.seq + 1
+            last_id = archived.last_id
+        elif start is not None and start.seq is not None:
             problem = self._start_problem(chain, start, head)
             if problem is not None:
                 return problem
@@ -122,6 +153,16 @@ class Walk:
                                   f"at entry {end or 0} (its tail was cut)")
 
 
+def archived_ends() -> dict[str, Anchor]:
+    """Each chain's archived prefix end: the last place of its last archived stretch."""
+    ends: dict[str, Anchor] = {}
+    rows = (SignedCheckpoint.objects.filter(archived_at__isnull=False)
+            .order_by("chain", "to_seq").values_list("chain", "to_seq", "last_id", "last_hash"))
+    for chain, to_seq, last_id, last_hash in rows.iterator(chunk_size=VERIFY_CHUNK):
+        ends[chain] = Anchor(last_id=last_id, last_hash=last_hash, chain=chain, seq=to_seq)
+    return ends
+
+
 def check_chain(anchors: Iterable[Anchor] = (), *, full: bool = True) -> ChainReport:
     """Walk every chain in order and report the first entry whose link does not hold.
 
@@ -149,7 +190,10 @@ def check_chain(anchors: Iterable[Anchor] = (), *, full: bool = True) -> ChainRe
     placed = {a.chain for a in anchors if a.seq is not None}
     chains = sorted(set(heads) | (placed if not full else set(
         JournalEntry.objects.order_by().values_list("chain", flat=True).distinct())))
-    walk = Walk(keys, legacy_last_id, anchors)
+    walk = Walk(keys, legacy_last_id, anchors, archived_ends())
+    problem = walk.archived_problem()
+    if problem is not None:
+        return problem
     for chain in chains:
         start = None if full else walk.latest_anchor(chain)
         report = walk.chain(chain, heads.get(chain), start)
