@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.conftest import order_args
 from tests.system.cluster import free_port as any_free_port
 from tests.system.sessions import envelope_of
 
@@ -87,10 +89,14 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The demo served by uvicorn on loopback (temp SQLite), proxy headers trusted from
-    127.0.0.1 as in the systemd unit."""
+    127.0.0.1 as in the systemd unit. /mcp takes only the proxies' Host with its port: a proxy
+    that drops the port is answered 421."""
     state = tmp_path_factory.mktemp("proxied")
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}", "PORT": str(port)}
+    ports = {name: free_port() for name in RENDER}
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}", "PORT": str(port),
+           "MCP_ALLOWED_HOSTS": ",".join(f"127.0.0.1:{each}" for each in ports.values()),
+           "MCP_ELICITATION_TIMEOUT_SECONDS": "5", "WEB_CONCURRENCY": "1"}
     _manage(env, "migrate", "--noinput")
     key = re.search(r"API key:\s+(\S+)", _manage(env, "seed_demo", "--state-dir", str(state)))
     assert key is not None
@@ -101,7 +107,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
     try:
         _wait(f"http://127.0.0.1:{port}/health", server, "uvicorn", log)
-        yield {"upstream": f"127.0.0.1:{port}", "key": key.group(1)}
+        yield {"upstream": f"127.0.0.1:{port}", "key": key.group(1), "ports": ports}
     finally:
         _stop(server)
 
@@ -143,7 +149,7 @@ def proxied(request: pytest.FixtureRequest, gateway: dict[str, Any],
         pytest.skip(f"{name} is not installed (apt-get install {name}; .ci/run does)")
     if name == "nginx" and os.geteuid() != 0:
         pytest.skip("nginx with Debian's compiled-in temp paths needs root here")
-    port = free_port()
+    port = gateway["ports"][name]
     command, _ = RENDER[name](tmp_path, gateway["upstream"], port)
     log = tmp_path / f"{name}.log"
     env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
@@ -182,6 +188,31 @@ async def test_health_rest_and_both_mcp_eras_through_the_proxy(proxied: dict[str
             assert {"find_orders", "get_order", "create_order"} <= set(names), names
             result = await client.call_tool("find_orders", {})
             assert envelope_of(result.content[0].text, result.is_error)["status"] == "ok"
+
+
+async def test_a_form_dialog_streams_through_the_proxy(proxied: dict[str, Any]):
+    """The dialog's request is an event in the middle of the call's SSE answer: a proxy that
+    buffered it would hold it until the gateway gives up waiting (5 s here) and falls back."""
+    import mcp_types as types
+
+    asked: list[str] = []
+
+    async def dialog(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    args = order_args()
+    args["description"] += f" №{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {proxied['key']}"},
+                                   timeout=30) as http,
+                Client(streamable_http_client(f"{proxied['base']}/mcp", http_client=http),
+                       mode="legacy", elicitation_callback=dialog) as client):
+        result = await client.call_tool("create_order", args)
+
+    assert envelope_of(result.content[0].text, result.is_error)["status"] == "ok"
+    assert len(asked) == 1
+    assert time.monotonic() - started < 4
 
 
 def test_a_two_megabyte_body_is_refused_by_the_proxy(proxied: dict[str, Any]):
