@@ -88,7 +88,9 @@ def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_
     token.write_text(shop.api_token + "\r\n", encoding="utf-8-sig")  # as Notepad saves it
     in_guide("set_contour_token shop --token-file token.txt")
     run("set_contour_token", "shop", "--token-file", str(token))
-    assert "ошибк" not in checked.lower(), checked
+    assert "[да] токен" in checked and "Подключение контура shop работает" in checked, checked
+    assert "[?] магазин: счетов ещё нет" in checked
+    assert "у магазина нет ни одного счёта" in " ".join(GUIDE.split())
 
     # 2. Второй фактор: the owner, a password, a device prepared off the site, confirmed on the page.
     in_guide("grant anna owner shop --create --email anna@shop.example")
@@ -171,6 +173,7 @@ def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_
                                                    first["confirmation"]["token"]})
     assert (status, done["status"]) == (200, "ok"), done
     assert SandboxOrder.objects.filter(order_id=done["data"]["order_id"]).exists()
+    assert "[да] магазин" in run("check_contour", "shop")  # with an invoice, the shop matches
 
     # 8. Аудитор: a signed export and the public key, checked without the server.
     in_guide("export_journal --format jsonl --signed --contour shop > export.jsonl")
