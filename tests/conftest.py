@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from tools.contours.services import DEMO_TOKEN, create_contour
 from tools.keys.services import issue_key
 from tools.models import Contour
@@ -134,22 +135,23 @@ def _empty_cache() -> None:
 
 @pytest.fixture
 def contour(db: None) -> Contour:
-    return create_contour("acme", mode="sandbox", name="Acme", toolsets=["read", "write"])
+    return create_contour("acme", mode="sandbox", name="Acme", toolsets=["read", "write"], actor=SCAFFOLDING)
 
 
 @pytest.fixture
 def read_only_contour(db: None) -> Contour:
-    return create_contour("viewer", mode="sandbox", name="Viewer")
+    return create_contour("viewer", mode="sandbox", name="Viewer", actor=SCAFFOLDING)
 
 
 @pytest.fixture
 def assistant(contour: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(contour), contour=contour)
+    return Assistant(http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour)
 
 
 @pytest.fixture
 def reader(read_only_contour: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(read_only_contour), contour=read_only_contour)
+    return Assistant(http=Client(), key=issue_key(read_only_contour,
+                                                  actor=SCAFFOLDING), contour=read_only_contour)
 
 
 def sandbox_orders(http: Client, **filters: str) -> list[dict[str, Any]]:

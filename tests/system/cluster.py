@@ -257,6 +257,7 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
 # sandbox process is then a foreign upstream, so its account is registered here explicitly.
 CREATE_CONTOURS = """
 import json, uuid
+from audit.actors import SCAFFOLDING
 from sandbox.api import register_account
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
@@ -264,10 +265,11 @@ out = {}
 for slug in SLUGS:
     token, merchant = uuid.uuid4().hex, str(uuid.uuid4())
     contour = create_contour(slug, mode=MODE, toolsets=["read", "write"], base_url=BASE,
-                             token=token, merchant_id=merchant)
+                             token=token, merchant_id=merchant, actor=SCAFFOLDING)
     if MODE == "custom":
         register_account(token, merchant)
-    out[slug] = {"key": issue_key(contour), "token": token, "merchant_id": merchant}
+    out[slug] = {"key": issue_key(contour, actor=SCAFFOLDING), "token": token,
+                 "merchant_id": merchant}
 print("CONTOURS=" + json.dumps(out))
 """
 

@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.db.models.signals import post_save
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from invoicebox.notify import sign
 from tests.conftest import Assistant, grant_everywhere, order_args
@@ -56,7 +57,7 @@ def logged_in(user: User, **client_options: Any) -> Client:
 def guarded(db: None) -> Contour:
     """A contour that writes, every write approved by an operator."""
     contour = create_contour("guarded", mode="sandbox", name="Бухгалтерия",
-                             toolsets=["read", "write"])
+                             toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.save()
     return contour
@@ -64,7 +65,7 @@ def guarded(db: None) -> Contour:
 
 @pytest.fixture
 def guarded_assistant(guarded: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(guarded, "claude"), contour=guarded)
+    return Assistant(http=Client(), key=issue_key(guarded, "claude", actor=SCAFFOLDING), contour=guarded)
 
 
 def prepare_order(assistant: Assistant, **changes: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import logged_in, prepare_order
@@ -155,7 +156,7 @@ def test_own_key_items_show_a_note_instead_of_the_buttons(guarded_assistant: Ass
 
 def test_an_operator_of_other_contours_gets_404_for_this_one(
         guarded_assistant: Assistant, make_user: Callable[..., User]):
-    other = create_contour("elsewhere", mode="sandbox")
+    other = create_contour("elsewhere", mode="sandbox", actor=SCAFFOLDING)
     olga = make_user("olga")
     role_service.grant(olga, "operator", other, actor="test")
     _, body = prepare_order(guarded_assistant)

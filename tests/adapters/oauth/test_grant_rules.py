@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from adapters.oauth import grants
 from adapters.oauth.models import OAuthClient, OAuthGrant
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import logged_in, prepare_order
@@ -45,7 +46,7 @@ def make_user(db: None) -> Callable[..., User]:
 
 @pytest.fixture
 def guarded(db: None) -> Contour:
-    contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"])
+    contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.save()
     return contour
@@ -110,7 +111,7 @@ def test_owners_see_and_revoke_their_contours_grants_in_the_admin(
     grant_token(guarded, olga, ["read"])
     grant = OAuthGrant.objects.get()
     ivan = make_user("ivan", staff=True)
-    ContourRole.objects.create(user=ivan, contour=create_contour("other", mode="sandbox"),
+    ContourRole.objects.create(user=ivan, contour=create_contour("other", mode="sandbox", actor=SCAFFOLDING),
                                role="owner")
     admin = logged_in(olga)
 
