@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.conf import settings
@@ -19,6 +21,10 @@ from tools.contours.services import DEMO_TOKEN, create_contour
 from tools.keys.services import issue_key
 from tools.models import Contour
 from tools.pipeline import anonymous
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from time_machine import TimeMachineFixture
 
 SANDBOX = "/sandbox/invoicebox/v3"
 
@@ -176,3 +182,77 @@ def grant_everywhere(user: Any, *groups: str) -> None:
         for contour in Contour.objects.all():
             ContourRole.objects.get_or_create(user=user, contour=contour,
                                               role=GROUP_ROLES.get(group, group))
+
+
+# -- the clock ---------------------------------------------------------------------------------
+
+class Clock:
+    """The clocks the code reads, moved on without sleeping: the wall clock (datetime, time.time:
+    time-machine, ticking on from where it is moved to) and the process's time.monotonic (the
+    anonymous refusals' windows), which only ever moves forward here, as its contract says.
+    On PostgreSQL the database's own clock (tools/clock.py) is not moved: what it decides is
+    tested on SQLite, where tools.clock.now() is the host's."""
+
+    def __init__(self, machine: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._machine = machine
+        self._ahead = 0.0
+        machine.move_to(timezone.now(), tick=True)
+        real_monotonic = time.monotonic
+        monkeypatch.setattr(time, "monotonic", lambda: real_monotonic() + self._ahead)
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("the clock only moves forward")
+        self._machine.shift(timedelta(seconds=seconds))
+        self._ahead += seconds
+
+
+@pytest.fixture
+def clock(time_machine: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch) -> Clock:
+    return Clock(time_machine, monkeypatch)
+
+
+# -- the cast: one set of people for every test ------------------------------------------------
+
+def password_of(name: str) -> str:
+    return f"pw-{name}-123"
+
+
+OLGA_EMAIL = "olga@example.com"
+
+
+def logged_in(user: Any, **client_options: Any) -> Client:
+    http = Client(**client_options)
+    http.force_login(user)
+    return http
+
+
+@pytest.fixture
+def make_user(db: None) -> Callable[..., User]:
+    """A person (password: password_of(name)) with the roles of `groups` on every contour
+    that exists when they are made."""
+    from django.contrib.auth.models import User
+
+    def _make(name: str, *groups: str, staff: bool = False, superuser: bool = False) -> User:
+        user = User.objects.create_user(name, password=password_of(name), is_staff=staff,
+                                        is_superuser=superuser)
+        grant_everywhere(user, *groups)
+        return user
+
+    return _make
+
+
+@pytest.fixture
+def olga(make_user: Callable[..., User]) -> User:
+    """Olga, an operator (she approves what assistants prepare) of every contour made before
+    her, so name her after the contour fixtures; her alerts go to OLGA_EMAIL."""
+    user = make_user("olga", "operators")
+    user.email = OLGA_EMAIL
+    user.save(update_fields=["email"])
+    return user
+
+
+@pytest.fixture
+def operator(olga: User) -> Client:
+    """Olga, logged in."""
+    return logged_in(olga)

@@ -16,21 +16,10 @@ from django.test import Client
 from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from invoicebox.notify import sign
-from tests.conftest import Assistant, grant_everywhere, order_args
+from tests.conftest import Assistant, logged_in, order_args
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
 from tools.models import Contour, ContourRole, TrackedOrder
-
-
-@pytest.fixture
-def make_user(db: None) -> Callable[..., User]:
-    def _make(name: str, *groups: str, staff: bool = False, superuser: bool = False) -> User:
-        user = User.objects.create_user(name, password=f"pw-{name}-123", is_staff=staff,
-                                        is_superuser=superuser)
-        grant_everywhere(user, *groups)
-        return user
-
-    return _make
 
 
 @pytest.fixture
@@ -45,12 +34,6 @@ def owner(make_user: Callable[..., User]) -> Iterator[Client]:
     post_save.connect(own, sender=Contour, weak=False, dispatch_uid="test-owner")
     yield logged_in(oleg)
     post_save.disconnect(sender=Contour, dispatch_uid="test-owner")
-
-
-def logged_in(user: User, **client_options: Any) -> Client:
-    http = Client(**client_options)
-    http.force_login(user)
-    return http
 
 
 @pytest.fixture

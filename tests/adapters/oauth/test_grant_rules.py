@@ -37,14 +37,6 @@ def grant_token(contour: Contour, person: User, toolsets: list[str]) -> str:
 
 
 @pytest.fixture
-def make_user(db: None) -> Callable[..., User]:
-    def _make(name: str, *, staff: bool = False) -> User:
-        return User.objects.create_user(name, password=f"pw-{name}-123", is_staff=staff)
-
-    return _make
-
-
-@pytest.fixture
 def guarded(db: None) -> Contour:
     contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
@@ -53,12 +45,13 @@ def guarded(db: None) -> Contour:
 
 
 @pytest.fixture
-def olga(make_user: Callable[..., User], guarded: Contour) -> User:
-    """Owner and operator of the guarded contour (every write waits for an operator)."""
-    user = make_user("olga", staff=True)
-    for role in ("owner", "operator"):
-        ContourRole.objects.create(user=user, contour=guarded, role=role)
-    return user
+def olga(guarded: Contour, olga: User) -> User:
+    """The cast's Olga, operator of the guarded contour (made before her), here also its owner
+    with the admin open to her."""
+    olga.is_staff = True
+    olga.save(update_fields=["is_staff"])
+    ContourRole.objects.create(user=olga, contour=guarded, role="owner")
+    return olga
 
 
 def test_the_owner_who_consented_cannot_approve_what_the_client_prepared(
