@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -205,6 +205,10 @@ class Clock:
             raise ValueError("the clock only moves forward")
         self._machine.shift(timedelta(seconds=seconds))
         self._ahead += seconds
+
+    def move_to(self, moment: datetime) -> None:
+        """Set the wall clock (aware) to `moment`, say a minute before a contour's midnight."""
+        self._machine.move_to(moment, tick=True)
 
 
 @pytest.fixture
