@@ -72,6 +72,16 @@ class Assistant:
     key: str
     contour: Contour
 
+    @property
+    def actor(self) -> str:
+        """How the journal and the core name this assistant: its key's actor."""
+        from tools.keys.scope import actor_of
+        from tools.models import ApiKey
+
+        key = ApiKey.authenticate(self.key)
+        assert key is not None
+        return actor_of(key)
+
     def call(self, name: str, arguments: Any) -> tuple[int, dict[str, Any]]:
         return self.post("/api/v1/call", {"name": name, "arguments": arguments})
 
