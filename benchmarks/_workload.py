@@ -47,7 +47,7 @@ class Workload:
         return gateway.call(self.contour, name, arguments, channel=CHANNEL, actor=ACTOR)
 
     def new_args(self) -> dict[str, Any]:
-        from tests.conftest import order_args
+        from harness.orders import order_args
 
         return order_args(description=f"Бенчмарк {self.run_id} №{next(self._counter)}")
 

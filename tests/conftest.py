@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import Callable
@@ -17,6 +16,8 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.actors import SCAFFOLDING
+from harness.orders import VALID_ORDER as VALID_ORDER
+from harness.orders import order_args as order_args
 from tools.contours.services import DEMO_TOKEN, create_contour
 from tools.keys.services import issue_key
 from tools.models import Contour
@@ -27,42 +28,6 @@ if TYPE_CHECKING:
     from time_machine import TimeMachineFixture
 
 SANDBOX = "/sandbox/invoicebox/v3"
-
-VALID_ORDER: dict[str, Any] = {
-    "description": "Бронирование номера, 3 ночи",
-    "customer": {
-        "type": "legal",
-        "name": "ООО «Ромашка»",
-        "vat_number": "7710044140",
-        "tax_registration_reason_code": "770201001",
-        "registration_address": "Санкт-Петербург, Невский пр. 147",
-        "email": "buh@romashka.example",
-    },
-    "basket_items": [
-        {
-            "sku": "ROOM-STD",
-            "name": "Бронирование номера",
-            "measure": "шт",
-            "quantity": 3,
-            "amount": "12200",
-            "total_amount": "36600",
-            "total_vat_amount": "6600",
-            "vat_code": "RUS_VAT22",
-            "type": "service",
-        }
-    ],
-    "amount": "36600",
-    "vat_amount": "6600",
-    "currency_id": "RUB",
-}
-
-
-def order_args(**changes: Any) -> dict[str, Any]:
-    args = copy.deepcopy(VALID_ORDER)
-    args["expiration_date"] = (timezone.now() + timedelta(days=3)).replace(microsecond=0).isoformat()
-    args.update(changes)
-    return args
-
 
 @dataclass
 class Assistant:

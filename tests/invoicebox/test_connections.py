@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from audit.actors import SCAFFOLDING
-from benchmarks.fake_upstream import MERCHANT_ID, FakeServer, serve
+from harness.fake_upstream import MERCHANT_ID, FakeServer, serve
 from invoicebox import connections
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key

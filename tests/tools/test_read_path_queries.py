@@ -11,7 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from audit.actors import SCAFFOLDING
-from benchmarks.fake_upstream import MERCHANT_ID, FakeServer, serve
+from harness.fake_upstream import MERCHANT_ID, FakeServer, serve
 from invoicebox import connections
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key

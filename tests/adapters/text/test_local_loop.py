@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from adapters.text.local_loop import LocalLoop, LocalLoopError
-from tests.adapters.text.corpus import tc
+from harness.text_corpus import tc
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.pipeline import gateway
 

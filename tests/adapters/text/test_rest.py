@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit.models import JournalEntry
-from tests.adapters.text.corpus import CASES, GET, Case, raw, tc
+from harness.text_corpus import CASES, GET, Case, raw, tc
 from tests.adapters.text.test_parser import FRAGMENTS
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.catalog import CATALOG
