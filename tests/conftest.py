@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -163,10 +163,10 @@ def grant_everywhere(user: Any, *groups: str) -> None:
 
 class Clock:
     """The clocks the code reads, moved on without sleeping: the wall clock (datetime, time.time:
-    time-machine, ticking on from where it is moved to) and the process's time.monotonic (the
-    anonymous refusals' windows), which only ever moves forward here, as its contract says.
-    On PostgreSQL the database's own clock (tools/clock.py) is not moved: what it decides is
-    tested on SQLite, where tools.clock.now() is the host's."""
+    time-machine, ticking on from where it is moved to), which tools.clock.now() follows on
+    PostgreSQL too while this runs (clock.following_host(): the server's clock can't be moved;
+    SQL's Now() still reads it), and the process's time.monotonic (the anonymous refusals'
+    windows), which only ever moves forward here, as its contract says."""
 
     def __init__(self, machine: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch) -> None:
         self._machine = machine
@@ -187,8 +187,11 @@ class Clock:
 
 
 @pytest.fixture
-def clock(time_machine: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch) -> Clock:
-    return Clock(time_machine, monkeypatch)
+def clock(time_machine: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
+    from tools import clock as database_clock
+
+    with database_clock.following_host():
+        yield Clock(time_machine, monkeypatch)
 
 
 # -- the cast: one set of people for every test ------------------------------------------------
