@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx
 
+from audit.actors import SCAFFOLDING
+
 ROOT = Path(__file__).resolve().parents[1]
 # A quick check run (run_all --quick) writes elsewhere, so it never replaces real figures.
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "benchmarks" / "results"))
@@ -207,9 +209,11 @@ def seed_key(database_url: str, *, upstream: str | None = None, merchant_id: str
     from tools.keys.services import issue_key
 
     if upstream is None:
-        return issue_key(create_contour("bench", mode="sandbox", toolsets=["read", "write"]))
+        return issue_key(create_contour("bench", mode="sandbox", toolsets=["read", "write"]),
+                         actor=SCAFFOLDING)
     return issue_key(create_contour("bench", mode="custom", toolsets=["read", "write"],
-                                    token=token, base_url=upstream, merchant_id=merchant_id))
+                                    token=token, base_url=upstream, merchant_id=merchant_id),
+                     actor=SCAFFOLDING)
 
 
 @contextmanager

@@ -6,6 +6,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from audit.actors import SCAFFOLDING
+
 ACTOR = "key:bench"
 CHANNEL = "rest"
 
@@ -23,7 +25,7 @@ class Workload:
         from tools.contours.services import create_contour
 
         self.contour = create_contour(slug, mode="sandbox", name="Bench",
-                                      toolsets=["read", "write"])
+                                      toolsets=["read", "write"], actor=SCAFFOLDING)
         clear_faults(self.contour.api_token)
         self.spec = catalog.get("create_order")
         self.run_id = uuid.uuid4().hex[:8]
@@ -45,7 +47,7 @@ class Workload:
         return gateway.call(self.contour, name, arguments, channel=CHANNEL, actor=ACTOR)
 
     def new_args(self) -> dict[str, Any]:
-        from tests.conftest import order_args
+        from harness.orders import order_args
 
         return order_args(description=f"Бенчмарк {self.run_id} №{next(self._counter)}")
 

@@ -53,8 +53,8 @@ from benchmarks._common import (
     server_env,
 )
 from benchmarks.cost_report import journal_sizes, render, statements_per_call
-from benchmarks.fake_upstream import MERCHANT_ID
 from benchmarks.raw_http import RawHttp, RawMcp
+from harness.fake_upstream import MERCHANT_ID
 
 ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 TOKEN = "bench-token-0123456789abcdef0123"  # noqa: S105 - the fake accepts any token
@@ -289,7 +289,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     env = server_env(url, gw_port, **env_extra)
     result: dict[str, Any] = {"uptime_start": uptime(), "env": args.env}
     with contextlib.ExitStack() as stack:
-        stack.enter_context(process([sys.executable, "-m", "benchmarks.fake_upstream",
+        stack.enter_context(process([sys.executable, "-m", "harness.fake_upstream",
                                      "--port", str(fake_port)], fake_port, "fake upstream"))
         floor = stack.enter_context(process(
             [sys.executable, "-m", "uvicorn", "benchmarks.floor_server:app", "--port",

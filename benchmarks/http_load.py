@@ -167,7 +167,7 @@ async def cell(server: Server, protocol: str, key: str, order_id: str, clients: 
 
 
 def _create_order(base: str, key: str) -> str:
-    from tests.conftest import order_args
+    from harness.orders import order_args
 
     headers = {"Authorization": f"Bearer {key}"}
     args = order_args()

@@ -28,6 +28,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+from audit.actors import SCAFFOLDING
 from benchmarks._common import md_table, save, setup_django
 
 CONTOURS = ["bench", *[f"shop-{n:02d}" for n in range(20)]]
@@ -164,10 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     admin.force_login(user)
     from tools.models import Contour
     contour = (Contour.objects.filter(slug="bench").first()
-               or create_contour("bench", mode="sandbox", name="Bench", toolsets=["read", "write"]))
+               or create_contour("bench", mode="sandbox", name="Bench", toolsets=["read", "write"],
+                                 actor=SCAFFOLDING))
     for slug in CONTOURS[1:]:
         if not Contour.objects.filter(slug=slug).exists():
-            create_contour(slug, mode="sandbox", name=slug)
+            create_contour(slug, mode="sandbox", name=slug, actor=SCAFFOLDING)
     end = datetime.now(UTC)
     day = end - timedelta(days=15)
     tmp = Path(tempfile.mkdtemp(prefix="journal-growth-"))

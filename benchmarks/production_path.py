@@ -38,8 +38,8 @@ from benchmarks._common import (
     server_env,
     summary_ms,
 )
-from benchmarks.fake_upstream import MERCHANT_ID
 from benchmarks.http_load import Drive, LockWaits, rest_clients
+from harness.fake_upstream import MERCHANT_ID
 
 ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 TOKEN = "bench-token-0123456789abcdef0123"  # noqa: S105 - the fake accepts any token
@@ -118,7 +118,7 @@ async def sequential(gateway: str, fake: str, key: str, reference: str | None, c
 async def writes(http: httpx.AsyncClient, gateway: str, fake: str, auth: dict[str, str],
                  calls: int, warmup: int) -> dict[str, list[float]]:
     """Execution of create_order (the token's call only) against a direct POST to the fake."""
-    from tests.conftest import order_args
+    from harness.orders import order_args
 
     executed: list[float] = []
     direct: list[float] = []
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     env = server_env(url, port)  # the settings' defaults, as `make demo` gets them
     result: dict[str, Any] = {"db": args.db, "uptime": _uptime()}
     with contextlib.ExitStack() as stack:
-        stack.enter_context(process([sys.executable, "-m", "benchmarks.fake_upstream", "--port",
+        stack.enter_context(process([sys.executable, "-m", "harness.fake_upstream", "--port",
                                      str(fake_port)], fake_port, "fake upstream"))
         reference = None
         if args.reference and (Path(args.reference) / "dist" / "index.js").exists():

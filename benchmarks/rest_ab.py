@@ -36,7 +36,7 @@ from benchmarks.cost_per_call import (
     sequential,
     uptime,
 )
-from benchmarks.fake_upstream import MERCHANT_ID
+from harness.fake_upstream import MERCHANT_ID
 
 
 def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     trees = [(ROOT, "this tree"), (Path(args.other).resolve(), Path(args.other).name)]
     rounds: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
-        stack.enter_context(process([sys.executable, "-m", "benchmarks.fake_upstream",
+        stack.enter_context(process([sys.executable, "-m", "harness.fake_upstream",
                                      "--port", str(port)], port, "fake upstream"))
         targets = [direct_target(port)]
         for index, (tree, label) in enumerate(trees[::-1] if args.swap else trees):

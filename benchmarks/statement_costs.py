@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from audit.actors import SCAFFOLDING
 from benchmarks._common import bench_database, setup_django
 
 
@@ -37,7 +38,7 @@ def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
     from tools.keys.services import issue_key
     from tools.models import ApiKey
 
-    raw = issue_key(create_contour("micro", mode="sandbox", toolsets=["read"]))
+    raw = issue_key(create_contour("micro", mode="sandbox", toolsets=["read"]), actor=SCAFFOLDING)
     key = ApiKey.authenticate(raw)
     assert key is not None
     sessions.record("micro-session", key.pk, "2025-11-25", {"capabilities": {}})

@@ -58,7 +58,7 @@ def _best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from adapters.text.parser import parse
-    from tests.adapters.text.corpus import CASES
+    from harness.text_corpus import CASES
 
     texts = [case.text for case in CASES]
     corpus_bytes = sum(len(t.encode()) for t in texts)
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def render(data: dict[str, Any]) -> str:
     c = data["corpus"]
     slowest = ", ".join(f"{s['case']} {s['us']} µs" for s in c["slowest"])
-    out = [f"Corpus (`tests/adapters/text/corpus.py`): {c['cases']} replies, {c['bytes']:,} bytes; "
+    out = [f"Corpus (`harness/text_corpus.py`): {c['cases']} replies, {c['bytes']:,} bytes; "
            f"**{c['replies_per_s']:,} replies/s**, {c['mb_per_s']} MB/s, median "
            f"{c['median_case_us']} µs per reply; slowest: {slowest}. CPU: machine "
            f"{c['cpu']['machine_busy_pct']} %, others {c['cpu']['others_pct']} % of a core.", ""]

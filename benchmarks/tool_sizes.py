@@ -6,6 +6,7 @@ import argparse
 import time
 from typing import Any
 
+from audit.actors import SCAFFOLDING
 from benchmarks._common import bench_database, md_table, save, setup_django
 
 # Contours that see more and more of the catalog: what an assistant pays per request grows.
@@ -40,13 +41,14 @@ def run() -> dict[str, Any]:
     from tools.keys.services import issue_key
 
     http = Client()
-    keys = {label: issue_key(create_contour(f"size-{i}", mode="sandbox", toolsets=toolsets))
+    keys = {label: issue_key(create_contour(f"size-{i}", mode="sandbox", toolsets=toolsets),
+                             actor=SCAFFOLDING)
             for i, (label, toolsets) in enumerate(CONTOURS.items())}
     reference = create_contour("size-reference", mode="sandbox",
-                               toolsets=["read", "write", "refund"])
+                               toolsets=["read", "write", "refund"], actor=SCAFFOLDING)
     reference.disabled_tools = [name for name in catalog.names() if name not in REFERENCE_TOOLS]
     reference.save()
-    keys[REFERENCE_CONTOUR] = issue_key(reference)
+    keys[REFERENCE_CONTOUR] = issue_key(reference, actor=SCAFFOLDING)
     rows = []
     for fmt in sorted(formats()):
         for label, key in keys.items():

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import json
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.conf import settings
@@ -14,48 +15,19 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
+from harness.orders import VALID_ORDER as VALID_ORDER
+from harness.orders import order_args as order_args
 from tools.contours.services import DEMO_TOKEN, create_contour
 from tools.keys.services import issue_key
 from tools.models import Contour
 from tools.pipeline import anonymous
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from time_machine import TimeMachineFixture
+
 SANDBOX = "/sandbox/invoicebox/v3"
-
-VALID_ORDER: dict[str, Any] = {
-    "description": "Бронирование номера, 3 ночи",
-    "customer": {
-        "type": "legal",
-        "name": "ООО «Ромашка»",
-        "vat_number": "7710044140",
-        "tax_registration_reason_code": "770201001",
-        "registration_address": "Санкт-Петербург, Невский пр. 147",
-        "email": "buh@romashka.example",
-    },
-    "basket_items": [
-        {
-            "sku": "ROOM-STD",
-            "name": "Бронирование номера",
-            "measure": "шт",
-            "quantity": 3,
-            "amount": "12200",
-            "total_amount": "36600",
-            "total_vat_amount": "6600",
-            "vat_code": "RUS_VAT22",
-            "type": "service",
-        }
-    ],
-    "amount": "36600",
-    "vat_amount": "6600",
-    "currency_id": "RUB",
-}
-
-
-def order_args(**changes: Any) -> dict[str, Any]:
-    args = copy.deepcopy(VALID_ORDER)
-    args["expiration_date"] = (timezone.now() + timedelta(days=3)).replace(microsecond=0).isoformat()
-    args.update(changes)
-    return args
-
 
 @dataclass
 class Assistant:
@@ -64,6 +36,16 @@ class Assistant:
     http: Client
     key: str
     contour: Contour
+
+    @property
+    def actor(self) -> str:
+        """How the journal and the core name this assistant: its key's actor."""
+        from tools.keys.scope import actor_of
+        from tools.models import ApiKey
+
+        key = ApiKey.authenticate(self.key)
+        assert key is not None
+        return actor_of(key)
 
     def call(self, name: str, arguments: Any) -> tuple[int, dict[str, Any]]:
         return self.post("/api/v1/call", {"name": name, "arguments": arguments})
@@ -134,22 +116,23 @@ def _empty_cache() -> None:
 
 @pytest.fixture
 def contour(db: None) -> Contour:
-    return create_contour("acme", mode="sandbox", name="Acme", toolsets=["read", "write"])
+    return create_contour("acme", mode="sandbox", name="Acme", toolsets=["read", "write"], actor=SCAFFOLDING)
 
 
 @pytest.fixture
 def read_only_contour(db: None) -> Contour:
-    return create_contour("viewer", mode="sandbox", name="Viewer")
+    return create_contour("viewer", mode="sandbox", name="Viewer", actor=SCAFFOLDING)
 
 
 @pytest.fixture
 def assistant(contour: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(contour), contour=contour)
+    return Assistant(http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour)
 
 
 @pytest.fixture
 def reader(read_only_contour: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(read_only_contour), contour=read_only_contour)
+    return Assistant(http=Client(), key=issue_key(read_only_contour,
+                                                  actor=SCAFFOLDING), contour=read_only_contour)
 
 
 def sandbox_orders(http: Client, **filters: str) -> list[dict[str, Any]]:
@@ -174,3 +157,84 @@ def grant_everywhere(user: Any, *groups: str) -> None:
         for contour in Contour.objects.all():
             ContourRole.objects.get_or_create(user=user, contour=contour,
                                               role=GROUP_ROLES.get(group, group))
+
+
+# -- the clock ---------------------------------------------------------------------------------
+
+class Clock:
+    """The clocks the code reads, moved on without sleeping: the wall clock (datetime, time.time:
+    time-machine, ticking on from where it is moved to), which tools.clock.now() follows on
+    PostgreSQL too while this runs (clock.following_host(): the server's clock can't be moved;
+    SQL's Now() still reads it), and the process's time.monotonic (the anonymous refusals'
+    windows), which only ever moves forward here, as its contract says."""
+
+    def __init__(self, machine: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._machine = machine
+        self._ahead = 0.0
+        machine.move_to(timezone.now(), tick=True)
+        real_monotonic = time.monotonic
+        monkeypatch.setattr(time, "monotonic", lambda: real_monotonic() + self._ahead)
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("the clock only moves forward")
+        self._machine.shift(timedelta(seconds=seconds))
+        self._ahead += seconds
+
+    def move_to(self, moment: datetime) -> None:
+        """Set the wall clock (aware) to `moment`, say a minute before a contour's midnight."""
+        self._machine.move_to(moment, tick=True)
+
+
+@pytest.fixture
+def clock(time_machine: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
+    from tools import clock as database_clock
+
+    with database_clock.following_host():
+        yield Clock(time_machine, monkeypatch)
+
+
+# -- the cast: one set of people for every test ------------------------------------------------
+
+def password_of(name: str) -> str:
+    return f"pw-{name}-123"
+
+
+OLGA_EMAIL = "olga@example.com"
+
+
+def logged_in(user: Any, **client_options: Any) -> Client:
+    http = Client(**client_options)
+    http.force_login(user)
+    return http
+
+
+@pytest.fixture
+def make_user(db: None) -> Callable[..., User]:
+    """A person (password: password_of(name)) with the roles of `groups` on every contour
+    that exists when they are made."""
+    from django.contrib.auth.models import User
+
+    def _make(name: str, *groups: str, staff: bool = False, superuser: bool = False) -> User:
+        user = User.objects.create_user(name, password=password_of(name), is_staff=staff,
+                                        is_superuser=superuser)
+        grant_everywhere(user, *groups)
+        return user
+
+    return _make
+
+
+@pytest.fixture
+def olga(make_user: Callable[..., User]) -> User:
+    """Olga, an operator (she approves what assistants prepare) of every contour made before
+    her, so name her after the contour fixtures; her alerts go to OLGA_EMAIL."""
+    user = make_user("olga", "operators")
+    user.email = OLGA_EMAIL
+    user.save(update_fields=["email"])
+    return user
+
+
+@pytest.fixture
+def operator(olga: User) -> Client:
+    """Olga, logged in."""
+    return logged_in(olga)

@@ -9,15 +9,33 @@ Inside a query, django.db.models.functions.Now is the same clock (STATEMENT_TIME
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from django.db import connection
 from django.utils import timezone
 
+# Tests move time by moving the host's clock (tests/conftest.py's `clock` fixture); a database
+# server's clock can't be moved, so while a test does, now() follows the host's on PostgreSQL
+# too. Only that fixture enters following_host(); production never does.
+_follow_host = False
+
+
+@contextmanager
+def following_host() -> Iterator[None]:
+    """now() is the host's clock (timezone.now()) inside, on every database."""
+    global _follow_host
+    before, _follow_host = _follow_host, True
+    try:
+        yield
+    finally:
+        _follow_host = before
+
 
 def now() -> datetime:
     """The database server's current time (aware, UTC); the host's on SQLite."""
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or _follow_host:
         return timezone.now()
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement_timestamp()")

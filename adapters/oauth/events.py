@@ -37,7 +37,7 @@ def tokens_refreshed(grant: OAuthGrant) -> None:
                                  channel=CHANNEL)
 
 
-def revoked(grant: OAuthGrant, reason: str, message: str, *, actor: str = "",
+def revoked(grant: OAuthGrant, reason: str, message: str, *, actor: str,
             channel: str = CHANNEL) -> None:
     events.oauth_grant_revoked(grant.key, **_client(grant), reason=reason, message=message,
-                               actor=actor or client_actor(grant), channel=channel)
+                               actor=actor, channel=channel)

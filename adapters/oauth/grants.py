@@ -90,7 +90,8 @@ def find_code(client_id: str, code: str) -> OAuthCode | None:
         return None
     if found.used_at is not None:
         revoke(found.grant, "code_reused",
-               "код авторизации предъявлен повторно: доступ клиента отозван")
+               "код авторизации предъявлен повторно: доступ клиента отозван",
+               actor=events.client_actor(found.grant))
         return None
     if not found.grant.is_active():
         return None
@@ -115,7 +116,8 @@ def find_refresh(client_id: str, raw: str) -> OAuthToken | None:
         return None
     if token.used_at is not None:
         revoke(token.grant, "refresh_token_reused",
-               "токен обновления предъявлен повторно: доступ клиента отозван")
+               "токен обновления предъявлен повторно: доступ клиента отозван",
+               actor=events.client_actor(token.grant))
         return None
     if token.revoked_at is not None or not token.grant.is_active():
         return None
@@ -135,7 +137,8 @@ def rotate(refresh: OAuthToken) -> IssuedTokens | None:
             events.tokens_refreshed(refresh.grant)
     if not spent:  # spent a moment ago by another request: the same reuse as find_refresh's
         revoke(refresh.grant, "refresh_token_reused",
-               "токен обновления предъявлен повторно: доступ клиента отозван")
+               "токен обновления предъявлен повторно: доступ клиента отозван",
+               actor=events.client_actor(refresh.grant))
         return None
     return issued
 
@@ -168,11 +171,10 @@ def grant_of(key: ApiKey) -> OAuthGrant | None:
     return OAuthGrant.objects.select_related("client").filter(key=key).first()
 
 
-def revoke(grant: OAuthGrant, reason: str, message: str, *, actor: str = "",
+def revoke(grant: OAuthGrant, reason: str, message: str, *, actor: str,
            channel: str = events.CHANNEL) -> None:
     """End the grant: its key and every token. Journaled once (an already revoked grant is
-    left as it is); actor defaults to the client."""
-    actor = actor or events.client_actor(grant)
+    left as it is); `actor`: the person, or the client itself (events.client_actor)."""
     with transaction.atomic():
         OAuthToken.objects.filter(grant=grant, revoked_at__isnull=True).update(
             revoked_at=timezone.now())
@@ -218,7 +220,8 @@ def revoke_by_client(client_id: str, raw: str) -> None:
 
 def revoke_for_client(grant: OAuthGrant) -> None:
     revoke(grant, "revoked_by_client",
-           f"клиент «{grant.client.display_name}» отозвал доступ (RFC 7009)")
+           f"клиент «{grant.client.display_name}» отозвал доступ (RFC 7009)",
+           actor=events.client_actor(grant))
 
 
 def _token_any_kind(raw: str, client_id: str) -> OAuthToken | None:

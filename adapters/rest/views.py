@@ -86,7 +86,7 @@ class ToolsView(ContourView):
                 channel=CHANNEL, actor=principal.actor, tool="tools/list",
             )
             return Response(outcome.as_dict(), status=outcome.http_status)
-        specs = gateway.visible_tools(principal.contour, principal.actor)
+        specs = gateway.visible_tools(principal.contour, actor=principal.actor)
         try:
             body = export_tools(fmt, specs, request.query_params)
         except ValueError as error:

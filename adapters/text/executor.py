@@ -22,7 +22,7 @@ def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
     # A refusal lists only what the model was shown in <tools>; a known tool it may not call
     # still goes to the core, which answers `forbidden`.
     parsed = parse(text, catalog.names(),
-                   listed=[spec.name for spec in gateway.visible_tools(contour)])
+                   listed=[spec.name for spec in gateway.visible_tools(contour, actor=actor)])
     refused: dict[int, Outcome] = {}
     for refusal in parsed.refusals:
         outcome = gateway.reject(

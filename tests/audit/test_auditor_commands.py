@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import AuditorToken, JournalEntry
 from tools.contours.services import create_contour
 from tools.people import grants as role_service
@@ -25,7 +26,8 @@ def run(*args: str) -> str:
 
 def test_create_auditor_token_prints_only_a_token_that_works_and_is_not_stored():
     anna = User.objects.create_user("anna")
-    role_service.grant(anna, "auditor", create_contour("shop", mode="sandbox"), actor="test")
+    role_service.grant(anna, "auditor", create_contour("shop", mode="sandbox",
+                                                       actor=SCAFFOLDING), actor="test")
 
     raw = run("create_auditor_token", "anna", "--label", "nightly").strip()
 
@@ -43,8 +45,9 @@ def test_create_auditor_token_prints_only_a_token_that_works_and_is_not_stored()
 def test_a_token_names_only_contours_its_user_audits():
     anna = User.objects.create_user("anna")
     for slug in ("a", "b"):
-        role_service.grant(anna, "auditor", create_contour(slug, mode="sandbox"), actor="test")
-    create_contour("c", mode="sandbox")
+        role_service.grant(anna, "auditor", create_contour(slug, mode="sandbox",
+                                                           actor=SCAFFOLDING), actor="test")
+    create_contour("c", mode="sandbox", actor=SCAFFOLDING)
 
     raw = run("create_auditor_token", "anna", "--contours", "b").strip()
     with pytest.raises(CommandError, match="does not audit c"):

@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import AuditorToken, JournalEntry
 from tools.contours.services import create_contour
 from tools.people import grants as role_service
@@ -24,7 +25,7 @@ EXPORT = "/api/v1/journal/export"
 @pytest.fixture
 def journal(write: Callable[..., JournalEntry]) -> dict[str, list[int]]:
     for slug in ("a", "b", "c"):
-        create_contour(slug, mode="sandbox")
+        create_contour(slug, mode="sandbox", actor=SCAFFOLDING)
     ids: dict[str, list[int]] = {"a": [], "b": [], "c": [], "": []}
     for slug in ("a", "b", "a", "c", "b", ""):
         ids[slug].append(write(contour=slug, tool="get_order").id)

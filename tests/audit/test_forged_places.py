@@ -17,6 +17,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from audit.journal import entry_hash
 from audit.models import ChainHead, JournalEntry
 from tests.conftest import grant_everywhere
@@ -52,8 +53,8 @@ def forge(*, chain: str, contour: str, seq: int, prev_hash: str, signed: bool) -
 
 @pytest.fixture
 def journal(write: Callable[..., JournalEntry]) -> list[JournalEntry]:
-    create_contour("demo", mode="sandbox")
-    create_contour("shop", mode="sandbox")
+    create_contour("demo", mode="sandbox", actor=SCAFFOLDING)
+    create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     return [write(contour="demo"), write(contour="demo"), write(contour="shop")]
 
 

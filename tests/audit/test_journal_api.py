@@ -16,6 +16,7 @@ from django.core.management import call_command
 from django.db import connections
 from django.test import AsyncClient, Client
 
+from audit.actors import SCAFFOLDING
 from audit.export import FIELDS, spreadsheet_safe
 from audit.models import AuditorToken, JournalEntry
 from tests.conftest import grant_everywhere
@@ -45,8 +46,8 @@ def body(response: Any) -> str:
 @pytest.fixture(autouse=True)
 def contours(db: None) -> None:
     """The contours the entries name: auditors hold their roles on these."""
-    create_contour("demo", mode="sandbox")
-    create_contour("shop", mode="sandbox")
+    create_contour("demo", mode="sandbox", actor=SCAFFOLDING)
+    create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from audit.actors import SCAFFOLDING
 from tests.browser.conftest import RestAssistant, log_in
 from tests.conftest import order_args
 from tools.contours.services import create_contour
@@ -28,12 +29,13 @@ def wide(page: Any) -> Any:
 
 @pytest.fixture
 def shop(transactional_db: None, live_server: Any) -> RestAssistant:
-    contour = create_contour("shop", mode="sandbox", name="Магазин", toolsets=["read", "write"])
+    contour = create_contour("shop", mode="sandbox", name="Магазин", toolsets=["read", "write"],
+                             actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.save()
     Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_DAY, currency="RUB",
                            limit=100_000_00)
-    assistant = RestAssistant(live_server.url, issue_key(contour, "claude"))
+    assistant = RestAssistant(live_server.url, issue_key(contour, "claude", actor=SCAFFOLDING))
     assistant.call("create_order", order_args())  # a journal row and a waiting confirmation
     assistant.call("no_such_tool", {})
     return assistant

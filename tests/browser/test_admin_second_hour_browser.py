@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from audit.actors import SCAFFOLDING
 from tests.browser.conftest import RestAssistant, log_in
 from tests.browser.test_second_hour_browser import shoot
 from tools.contours.services import create_contour
@@ -31,8 +32,8 @@ def test_the_owners_admin_pages_fit_both_widths(
         root: Any, person: Callable[..., User], screenshots: Path, live_server: Any):
     page = root
     contour = create_contour("shop", mode="sandbox", name="Лавка", toolsets=["read"],
-                             own_sandbox_merchant=True)
-    assistant = RestAssistant(live_server.url, issue_key(contour, "Claude, бухгалтерия"))
+                             own_sandbox_merchant=True, actor=SCAFFOLDING)
+    assistant = RestAssistant(live_server.url, issue_key(contour, "Claude, бухгалтерия", actor=SCAFFOLDING))
     for arguments in ({"status": ["created"]}, {"status": ["nonsense"]}):
         assistant.call("find_orders", arguments)  # journal rows and the key's last use
     person("olga", "operators")  # no email: the contour page warns

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from audit.actors import SCAFFOLDING
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.browser
 def test_swagger_ui_works_offline_and_authorizes_with_the_contour_key(
         page: Any, live_server: Any, transactional_db: None, screenshots: Path):
     # given: a contour key, and a browser that may reach nothing but this server
-    key = issue_key(create_contour("docs", mode="sandbox", toolsets=["read"]), "swagger")
+    key = issue_key(create_contour("docs", mode="sandbox", toolsets=["read"]), "swagger", actor=SCAFFOLDING)
     outside: list[str] = []
 
     def only_local(route: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from audit.actors import SCAFFOLDING
 from tests.browser.conftest import RestAssistant, log_in
 from tests.tools.ops.conftest import distinctive_order, valid_inn
 from tools.contours.services import create_contour
@@ -22,11 +23,11 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def shop(transactional_db: None, live_server: Any) -> RestAssistant:
     contour = create_contour("shop", mode="sandbox", name="Магазин у дома",
-                             toolsets=["read", "write"])
+                             toolsets=["read", "write"], actor=SCAFFOLDING)
     Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_DAY, currency="RUB",
                            limit=100_000_00)
     Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_HOUR, limit=20)
-    return RestAssistant(live_server.url, issue_key(contour, "claude"))
+    return RestAssistant(live_server.url, issue_key(contour, "claude", actor=SCAFFOLDING))
 
 
 def test_owner_reads_calls_refusals_ceilings_and_pending_work(

@@ -17,6 +17,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.browser.conftest import RestAssistant, log_in
 from tests.conftest import order_args
@@ -41,10 +42,10 @@ def passkeys(settings: Any, live_server: Any) -> None:
 @pytest.fixture
 def guarded_assistant(transactional_db: None, live_server: Any) -> RestAssistant:
     contour = create_contour("guarded", mode="sandbox", name="Бухгалтерия",
-                             toolsets=["read", "write"])
+                             toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.save()
-    return RestAssistant(live_server.url, issue_key(contour, "claude"))
+    return RestAssistant(live_server.url, issue_key(contour, "claude", actor=SCAFFOLDING))
 
 
 def prepare(assistant: RestAssistant, number: int) -> str:

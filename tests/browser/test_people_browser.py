@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.browser.conftest import RestAssistant, log_in
 from tests.conftest import order_args
@@ -26,10 +27,10 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def guarded_assistant(transactional_db: None, live_server: Any) -> RestAssistant:
     contour = create_contour("guarded", mode="sandbox", name="Бухгалтерия",
-                             toolsets=["read", "write"])
+                             toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.save()
-    return RestAssistant(live_server.url, issue_key(contour, "claude"))
+    return RestAssistant(live_server.url, issue_key(contour, "claude", actor=SCAFFOLDING))
 
 
 def test_operator_sees_the_prepared_order_appear_approves_it_and_the_call_succeeds(
@@ -121,8 +122,8 @@ def test_a_decided_item_cannot_be_decided_again_from_a_stale_page(
 
 def test_owner_turns_writes_on_in_the_admin_and_the_next_call_is_allowed(
         page: Any, person: Callable[..., User], live_server: Any, screenshots: Path):
-    contour = create_contour("viewer", mode="sandbox", name="Только чтение")
-    assistant = RestAssistant(live_server.url, issue_key(contour))
+    contour = create_contour("viewer", mode="sandbox", name="Только чтение", actor=SCAFFOLDING)
+    assistant = RestAssistant(live_server.url, issue_key(contour, actor=SCAFFOLDING))
     person("oleg", "owners", staff=True)
     refused = assistant.call("create_order", order_args())
     assert (refused[0], refused[1]["code"]) == (403, "forbidden")

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from audit.actors import SCAFFOLDING
 from tests.browser.conftest import log_in
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
@@ -17,10 +18,10 @@ from tools.people import grants as role_service
 
 def test_an_owner_sees_only_their_contours(page: Any, person: Callable[..., User],
                                            screenshots: Path):
-    mine = create_contour("mine", mode="sandbox", name="Мой магазин")
-    theirs = create_contour("theirs", mode="sandbox", name="Чужой магазин")
-    issue_key(mine, "ключ моего")
-    issue_key(theirs, "ключ чужого")
+    mine = create_contour("mine", mode="sandbox", name="Мой магазин", actor=SCAFFOLDING)
+    theirs = create_contour("theirs", mode="sandbox", name="Чужой магазин", actor=SCAFFOLDING)
+    issue_key(mine, "ключ моего", actor=SCAFFOLDING)
+    issue_key(theirs, "ключ чужого", actor=SCAFFOLDING)
     oleg = person("oleg", staff=True)
     role_service.grant(oleg, "owner", mine, actor="test")
 

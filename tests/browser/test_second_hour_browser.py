@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from audit.actors import SCAFFOLDING
 from sandbox.models import SandboxOrder
 from tests.browser.conftest import RestAssistant, log_in
 from tests.conftest import order_args
@@ -47,8 +48,8 @@ def shoot(page: Any, screenshots: Path, name: str) -> dict[int, int]:
 
 def test_the_payer_pays_with_the_button_and_reads_roubles_and_status_in_russian(
         page: Any, transactional_db: None, live_server: Any, screenshots: Path):
-    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"])
-    assistant = RestAssistant(live_server.url, issue_key(contour))
+    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    assistant = RestAssistant(live_server.url, issue_key(contour, actor=SCAFFOLDING))
     args = order_args()
     _, first = assistant.call("create_order", args)
     _, done = assistant.call("create_order", {**args, "confirmation_token":
@@ -69,7 +70,7 @@ def test_the_payer_pays_with_the_button_and_reads_roubles_and_status_in_russian(
 
 def test_an_owner_at_the_operators_door_and_a_missing_page(
         page: Any, person: Callable[..., User], screenshots: Path):
-    create_contour("shop", mode="sandbox")
+    create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     person("anna", "owners", staff=True)
     log_in(page, "/admin/", "anna")
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 from django.views.defaults import server_error
 
+from audit.actors import SCAFFOLDING
 from tools.contours.services import create_contour
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +62,7 @@ def paginator_text(page: str) -> str:
                                                 (5, "5 контуров")])
 def test_the_admin_counts_contours_in_russian(admin_http: Client, contours: int, text: str):
     for n in range(contours):
-        create_contour(f"c{n}", mode="sandbox")
+        create_contour(f"c{n}", mode="sandbox", actor=SCAFFOLDING)
 
     page = admin_http.get("/admin/tools/contour/").content.decode()
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from benchmarks.fake_upstream import MERCHANT_ID, FakeServer, serve
+from audit.actors import SCAFFOLDING
+from harness.fake_upstream import MERCHANT_ID, FakeServer, serve
 from invoicebox import connections
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
@@ -36,7 +37,7 @@ def _fresh_pool() -> Iterator[None]:
 def _contour(server: FakeServer) -> Contour:
     return create_contour("tcp", mode="custom", toolsets=["read"], token="tok-1",
                           base_url=f"http://127.0.0.1:{server.server_port}",
-                          merchant_id=MERCHANT_ID)
+                          merchant_id=MERCHANT_ID, actor=SCAFFOLDING)
 
 
 def _get_order(http: Client, key: str) -> dict[str, Any]:
@@ -48,7 +49,7 @@ def _get_order(http: Client, key: str) -> dict[str, Any]:
 
 
 def test_sequential_reads_share_one_tcp_connection(db: None, fake: FakeServer) -> None:
-    key = issue_key(_contour(fake))
+    key = issue_key(_contour(fake), actor=SCAFFOLDING)
     http = Client()
 
     for _ in range(6):
@@ -60,7 +61,7 @@ def test_sequential_reads_share_one_tcp_connection(db: None, fake: FakeServer) -
 
 def test_a_new_base_url_or_token_gets_a_new_client(db: None, fake: FakeServer) -> None:
     contour = _contour(fake)
-    key = issue_key(contour)
+    key = issue_key(contour, actor=SCAFFOLDING)
     http = Client()
     _get_order(http, key)
     other = serve()

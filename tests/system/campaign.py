@@ -10,15 +10,15 @@ from typing import Any
 
 from django.conf import settings
 
-from benchmarks.chaos import Config, run
-from tests.system.cluster import database_url, postgres_params
+from harness.chaos import Config, run
+from harness.cluster import database_url, postgres_params
 
 BRIEF = ("anomalies", "answers_by_code", "per_fault", "kills", "left_after_settling",
          "reconciliation")
 
 
 def reconciled_campaign(keep_dir: Path, prefix: str, **config: Any) -> dict[str, Any]:
-    """Run a campaign (`config` as benchmarks.chaos.Config takes it) and return its summary,
+    """Run a campaign (`config` as harness.chaos.Config takes it) and return its summary,
     after checking that the reconciliation against the sandbox's truth found nothing."""
     cfg = Config(db_prefix=f"{settings.DATABASES['default']['NAME']}_{prefix}"[:40],
                  database_url=database_url(postgres_params(), "postgres"),

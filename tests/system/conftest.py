@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import order_args
-from tests.system.cluster import (
+from harness.cluster import (
     REDIS_URL,
     ROOT,
     Cluster,
@@ -26,6 +25,7 @@ from tests.system.cluster import (
     postgres_params,
     scratch_database,
 )
+from tests.conftest import order_args
 
 NODE_DIR = ROOT / "tests" / "system" / "node"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"  # node@22 from npm (the conformance suite)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.chaos import FAULT_KINDS
-from benchmarks.chaos_faults import UPSTREAM_LIES
+from harness.chaos import FAULT_KINDS
+from harness.chaos_faults import UPSTREAM_LIES
 from tests.system.campaign import reconciled_campaign
 
 pytestmark = [pytest.mark.postgres, pytest.mark.chaos]

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.system.cluster import ROOT
+from harness.cluster import ROOT
 from tests.system.conftest import NODE, NODE_DIR, SESSIONS, Balanced, check_session, order
 from tests.system.sessions import envelope_of, steps
 

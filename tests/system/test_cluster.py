@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.cluster import Cluster, Server, build, postgres_params, scratch_database
 from invoicebox.limits import account_key
 from tests.conftest import order_args
-from tests.system.cluster import Cluster, Server, build, postgres_params, scratch_database
 
 pytestmark = [pytest.mark.postgres]
 

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.system.cluster import Cluster, build, postgres_params, scratch_database
-from tests.system.proxy import TcpProxy
+from harness.cluster import Cluster, build, postgres_params, scratch_database
+from harness.proxy import TcpProxy
 
 pytestmark = [pytest.mark.postgres]
 

@@ -15,14 +15,14 @@ import httpx
 import psycopg
 import pytest
 
-from tests.conftest import VALID_ORDER
-from tests.system.cluster import (
+from harness.cluster import (
     ROOT,
     database_url,
     free_port,
     postgres_params,
     scratch_database,
 )
+from tests.conftest import VALID_ORDER
 
 pytestmark = [pytest.mark.postgres]
 

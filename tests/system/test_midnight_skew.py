@@ -22,9 +22,9 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from benchmarks.chaos_faults import FAKETIME_LIBRARY
+from harness.chaos_faults import FAKETIME_LIBRARY
+from harness.cluster import Cluster, build, postgres_params, scratch_database
 from tests.conftest import order_args
-from tests.system.cluster import Cluster, build, postgres_params, scratch_database
 
 pytestmark = [
     pytest.mark.postgres,

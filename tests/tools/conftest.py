@@ -13,23 +13,13 @@ from django.contrib.auth.models import User
 from django.db.models.signals import post_save
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from invoicebox.notify import sign
-from tests.conftest import Assistant, grant_everywhere, order_args
+from tests.conftest import Assistant, logged_in, order_args
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
 from tools.models import Contour, ContourRole, TrackedOrder
-
-
-@pytest.fixture
-def make_user(db: None) -> Callable[..., User]:
-    def _make(name: str, *groups: str, staff: bool = False, superuser: bool = False) -> User:
-        user = User.objects.create_user(name, password=f"pw-{name}-123", is_staff=staff,
-                                        is_superuser=superuser)
-        grant_everywhere(user, *groups)
-        return user
-
-    return _make
 
 
 @pytest.fixture
@@ -46,17 +36,11 @@ def owner(make_user: Callable[..., User]) -> Iterator[Client]:
     post_save.disconnect(sender=Contour, dispatch_uid="test-owner")
 
 
-def logged_in(user: User, **client_options: Any) -> Client:
-    http = Client(**client_options)
-    http.force_login(user)
-    return http
-
-
 @pytest.fixture
 def guarded(db: None) -> Contour:
     """A contour that writes, every write approved by an operator."""
     contour = create_contour("guarded", mode="sandbox", name="Бухгалтерия",
-                             toolsets=["read", "write"])
+                             toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.save()
     return contour
@@ -64,7 +48,7 @@ def guarded(db: None) -> Contour:
 
 @pytest.fixture
 def guarded_assistant(guarded: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(guarded, "claude"), contour=guarded)
+    return Assistant(http=Client(), key=issue_key(guarded, "claude", actor=SCAFFOLDING), contour=guarded)
 
 
 def prepare_order(assistant: Assistant, **changes: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -21,6 +21,7 @@ from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tools.background import alerts
@@ -74,7 +75,8 @@ def relay() -> Iterator[Relay]:
 
 @pytest.fixture
 def shop(relay: Relay) -> Contour:
-    contour = create_contour("shop", mode="sandbox", name="Лавка", toolsets=["read", "write"])
+    contour = create_contour("shop", mode="sandbox", name="Лавка", toolsets=["read", "write"],
+                             actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.alert_webhook_url = relay.url
     contour.alert_webhook_secret = SECRET
@@ -94,7 +96,7 @@ def people(shop: Contour) -> dict[str, User]:
 @pytest.fixture
 def prepare(shop: Contour, django_capture_on_commit_callbacks: Callable[..., Any]
             ) -> Callable[[], dict[str, Any]]:
-    assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
+    assistant = Assistant(http=Client(), key=issue_key(shop, actor=SCAFFOLDING), contour=shop)
     args = order_args()
 
     def _prepare() -> dict[str, Any]:
@@ -243,7 +245,7 @@ def test_a_decided_item_sends_nothing_more(
 def test_a_worker_schedules_the_retry_with_the_backoff(
         people: dict[str, User], relay: Relay, shop: Contour):
     relay.answers = [503]
-    assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
+    assistant = Assistant(http=Client(), key=issue_key(shop, actor=SCAFFOLDING), contour=shop)
     confirmation_id = assistant.call("create_order", order_args())[1]["confirmation"]["id"]
     # Queued only (the test's transaction never commits): delivered below as a worker would.
     alerts.queue_alerts(confirmation_id, "waiting")
@@ -282,7 +284,7 @@ def test_the_webhook_may_not_point_inside_in_production(url: str, production: bo
 def test_a_broker_down_never_fails_the_call_and_the_sweep_tells_later(
         people: dict[str, User], relay: Relay, shop: Contour,
         django_capture_on_commit_callbacks: Callable[..., Any]):
-    assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
+    assistant = Assistant(http=Client(), key=issue_key(shop, actor=SCAFFOLDING), contour=shop)
 
     def broker_down(*args: Any) -> None:
         raise ConnectionError("broker unreachable")

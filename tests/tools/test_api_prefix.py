@@ -9,6 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from invoicebox.client import InvoiceboxClient
 from sandbox.api import DEMO_MERCHANT_ID, DEMO_TOKEN
 from sandbox.models import SandboxOrder
@@ -52,7 +53,7 @@ def test_a_contours_prefix_reaches_every_request_over_http(upstream: Upstream) -
     contour.api_prefix = "l3"
     contour.api_token = "29078-API:" + "ab" * 16  # a new token comes with the new prefix
     contour.save()
-    assistant = Assistant(http=Client(), key=issue_key(contour), contour=contour)
+    assistant = Assistant(http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour)
 
     _, body = assistant.call("get_order", {"order_id": ORDER_ID})
 
@@ -62,7 +63,7 @@ def test_a_contours_prefix_reaches_every_request_over_http(upstream: Upstream) -
 
 
 def test_a_prefix_the_api_has_not_is_refused_like_a_base_url() -> None:
-    contour = create_contour("l3", mode="sandbox", api_prefix="l3")
+    contour = create_contour("l3", mode="sandbox", api_prefix="l3", actor=SCAFFOLDING)
     contour.api_prefix = "v4"
 
     with pytest.raises(ValidationError) as caught:
@@ -70,14 +71,14 @@ def test_a_prefix_the_api_has_not_is_refused_like_a_base_url() -> None:
     with pytest.raises(ValidationError):
         contour.save()
     with pytest.raises(ContourSetupError):
-        create_contour("v4", mode="sandbox", api_prefix="v4")
+        create_contour("v4", mode="sandbox", api_prefix="v4", actor=SCAFFOLDING)
 
     assert "api_prefix" in caught.value.message_dict
     assert Contour.objects.get(slug="l3").api_prefix == "l3"
 
 
 def test_a_new_prefix_without_a_new_token_clears_the_token() -> None:
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     contour.api_prefix = "l3"
 
     with pytest.raises(ValidationError) as caught:

@@ -6,24 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
-from tests.conftest import Assistant, grant_everywhere, order_args
+from tests.conftest import Assistant, order_args
 from tools.models import PendingConfirmation
 from tools.people.operator_views import deadline_text
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator(assistant: Assistant) -> Client:
-    """Olga operates the assistant's contour."""
-    user = User.objects.create_user("olga", password="pw-olga-123")
-    grant_everywhere(user, "operators")
-    http = Client()
-    http.force_login(user)
-    return http
 
 
 def test_a_write_for_an_operator_lives_for_the_approval_window(assistant: Assistant):

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import prepare_order
@@ -98,7 +99,7 @@ def test_an_operator_may_not_approve_what_their_own_key_prepared(
 def test_the_operators_key_on_another_contour_does_not_block(
         guarded_assistant: Assistant, make_user: Callable[..., User]):
     olga = make_user("olga", "operators")
-    other = create_contour("other", mode="sandbox", toolsets=["read", "write"])
+    other = create_contour("other", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     ApiKey.issue(other, "olga's", user=olga)
     _, body = prepare_order(guarded_assistant)
 
@@ -111,7 +112,7 @@ def test_operators_see_only_the_contours_they_operate(
         guarded_assistant: Assistant, make_user: Callable[..., User]):
     pavel = make_user("pavel", "operators")
     root = make_user("root", superuser=True)
-    other = create_contour("elsewhere", mode="sandbox", toolsets=["read", "write"])
+    other = create_contour("elsewhere", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     olga = make_user("olga")
     role_service.grant(olga, "operator", other, actor="test")
     _, body = prepare_order(guarded_assistant)

@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from audit.walk import verify_chain
 from tools.contours.services import create_contour
@@ -67,7 +68,7 @@ def test_seed_demo_journals_the_contour_and_its_key_once(tmp_path: Path):
 
 
 def test_create_auditor_token_is_journaled_without_the_token():
-    contour = create_contour("books", mode="sandbox")
+    contour = create_contour("books", mode="sandbox", actor=SCAFFOLDING)
     user = User.objects.create_user("alla")
     ContourRole.objects.create(user=user, contour=contour, role="auditor")
 

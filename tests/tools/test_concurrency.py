@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 from django.db import connections
 
+from audit.actors import SCAFFOLDING
 from sandbox.api import set_faults
 from tests.conftest import order_args, sandbox_orders
 from tools.contours.services import DEMO_TOKEN, create_contour
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 def test_parallel_executions_of_one_token_create_one_order(client):
-    contour = create_contour("race", mode="sandbox", toolsets=["read", "write"])
+    contour = create_contour("race", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     args = order_args()
     first = gateway.call(contour, "create_order", args, channel="rest", actor="test")
     confirmed = {**args, "confirmation_token": first.confirmation["token"]}
@@ -51,7 +52,7 @@ def test_parallel_executions_of_one_token_create_one_order(client):
 def test_concurrent_writes_never_pass_a_ceiling_together(client):
     from tools.models import Ceiling
 
-    contour = create_contour("ceiling", mode="sandbox", toolsets=["read", "write"])
+    contour = create_contour("ceiling", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     Ceiling.objects.create(contour=contour, kind="per_day", currency="RUB", limit=36600)
     confirmed = []
     for n in range(4):

@@ -9,6 +9,7 @@ import uuid
 import pytest
 from django.core.management import CommandError, call_command
 
+from audit.actors import SCAFFOLDING
 from tests.conftest import Assistant, order_args
 from tools.contours.connection import check_connection
 from tools.contours.services import create_contour
@@ -59,7 +60,7 @@ def test_a_merchant_id_of_another_shop_is_named_as_the_problem(
 
 
 def test_a_shop_without_orders_passes_but_says_the_shop_was_not_compared() -> None:
-    contour = create_contour("fresh", mode="sandbox", own_sandbox_merchant=True)
+    contour = create_contour("fresh", mode="sandbox", own_sandbox_merchant=True, actor=SCAFFOLDING)
 
     report = check_connection(contour)
 
@@ -69,7 +70,7 @@ def test_a_shop_without_orders_passes_but_says_the_shop_was_not_compared() -> No
 
 
 def test_a_token_the_api_refuses_is_reported_with_where_to_copy_it() -> None:
-    contour = create_contour("typo", mode="sandbox", own_sandbox_merchant=True)
+    contour = create_contour("typo", mode="sandbox", own_sandbox_merchant=True, actor=SCAFFOLDING)
     contour.api_token = "0" * 32
     contour.save()
 
@@ -80,7 +81,7 @@ def test_a_token_the_api_refuses_is_reported_with_where_to_copy_it() -> None:
 
 
 def test_an_l3_token_is_refused_before_anything_is_sent() -> None:
-    contour = create_contour("l3", mode="sandbox", own_sandbox_merchant=True)
+    contour = create_contour("l3", mode="sandbox", own_sandbox_merchant=True, actor=SCAFFOLDING)
     contour.api_token = "29078-API:" + "ab" * 16
     contour.save()
 

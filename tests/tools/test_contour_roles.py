@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tests.tools.conftest import logged_in
@@ -31,12 +32,12 @@ def two_shops(make_user: Callable[..., User]) -> dict[str, object]:
     found: dict[str, object] = {}
     for slug in ("a", "b"):
         contour = create_contour(slug, mode="sandbox", name=f"Магазин {slug.upper()}",
-                                 toolsets=["read", "write"])
+                                 toolsets=["read", "write"], actor=SCAFFOLDING)
         contour.approval_for_all_writes = True
         contour.save()
         Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_HOUR,
                                limit=50 if slug == "a" else 4321)
-        assistant = Assistant(http=Client(), key=issue_key(contour, f"key-{slug}"),
+        assistant = Assistant(http=Client(), key=issue_key(contour, f"key-{slug}", actor=SCAFFOLDING),
                               contour=contour)
         status, body = assistant.call("create_order", order_args())
         assert status == 200, body
@@ -142,7 +143,7 @@ def test_the_operator_queue_follows_the_same_roles(two_shops: dict[str, object],
 
 
 def test_grant_and_revoke_are_journaled_as_configure(make_user: Callable[..., User]):
-    shop = create_contour("shop", mode="sandbox")
+    shop = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     olga = make_user("olga")
 
     assert role_service.grant(olga, "operator", shop, actor="user:root") is True
@@ -159,7 +160,7 @@ def test_grant_and_revoke_are_journaled_as_configure(make_user: Callable[..., Us
 
 
 def test_the_grant_command_sets_a_newcomer_up_and_revoke_takes_it_back():
-    shop = create_contour("shop", mode="sandbox")
+    shop = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     out = io.StringIO()
 
     call_command("grant", "masha", "owner", "shop", "--create", "--email", "m@example.org",
@@ -180,7 +181,7 @@ def test_the_grant_command_sets_a_newcomer_up_and_revoke_takes_it_back():
 
 
 def test_the_admin_role_inline_grants_through_the_journal(make_user: Callable[..., User]):
-    shop = create_contour("shop", mode="sandbox", name="Лавка")
+    shop = create_contour("shop", mode="sandbox", name="Лавка", actor=SCAFFOLDING)
     root = logged_in(make_user("root", staff=True, superuser=True))
     olga = make_user("olga")
     page = root.get(f"/admin/tools/contour/{shop.pk}/change/")

@@ -12,6 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from tests.conftest import Assistant
 from tests.tools.admin.test_contour_endpoint_admin import Upstream
 from tools.contours.connection import check_connection
@@ -33,7 +34,7 @@ def double() -> Iterator[Upstream]:
 
 
 def assistant_of(contour: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(contour), contour=contour)
+    return Assistant(http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour)
 
 
 # -- the own sandbox only at its exact address ------------------------------------------------
@@ -42,7 +43,7 @@ def test_the_sandbox_path_on_another_loopback_port_is_asked_over_the_network(
         double: Upstream) -> None:
     url = f"{double.url}/sandbox/invoicebox"
     contour = create_contour("other", mode="custom", base_url=url, token=TOKEN,
-                             merchant_id=MERCHANT)
+                             merchant_id=MERCHANT, actor=SCAFFOLDING)
 
     assistant_of(contour).call("find_orders", {})
     out = io.StringIO()
@@ -64,7 +65,8 @@ def test_an_address_listed_in_the_setting_is_answered_in_process(
         settings: Any, double: Upstream) -> None:
     url = f"{double.url}/sandbox/invoicebox"
     settings.INVOICEBOX_SANDBOX_IN_PROCESS_URLS = [url]
-    contour = create_contour("listed", mode="sandbox", base_url=url, own_sandbox_merchant=True)
+    contour = create_contour("listed", mode="sandbox", base_url=url, own_sandbox_merchant=True,
+                             actor=SCAFFOLDING)
 
     report = check_connection(contour)
 
@@ -80,10 +82,10 @@ def test_a_loopback_literal_is_refused_when_saving_with_the_setting_off(
 
     with pytest.raises(ContourSetupError, match="GATEWAY_ALLOW_PRIVATE_UPSTREAM"):
         create_contour("inner", mode="custom", base_url=double.url, token=TOKEN,
-                       merchant_id=MERCHANT)
+                       merchant_id=MERCHANT, actor=SCAFFOLDING)
     with pytest.raises(ContourSetupError, match="локальный или внутренний"):
         create_contour("inner", mode="custom", base_url="https://10.0.0.8", token=TOKEN,
-                       merchant_id=MERCHANT)
+                       merchant_id=MERCHANT, actor=SCAFFOLDING)
     assert double.requests == []
 
 
@@ -91,7 +93,7 @@ def test_a_stored_loopback_address_is_refused_when_connecting(settings: Any,
                                                              double: Upstream) -> None:
     # Saved while the installation allowed it; then it no longer does.
     contour = create_contour("inner", mode="custom", base_url=double.url, token=TOKEN,
-                             merchant_id=MERCHANT)
+                             merchant_id=MERCHANT, actor=SCAFFOLDING)
     settings.GATEWAY_ALLOW_PRIVATE_UPSTREAM = False
 
     status, body = assistant_of(contour).call("find_orders", {})
@@ -108,7 +110,7 @@ def test_a_name_that_resolves_to_loopback_is_refused_when_connecting(
     # A host *name*: only the connection, resolving it, sees where it leads.
     url = double.url.replace("127.0.0.1", "localhost")
     contour = create_contour("named", mode="custom", base_url=url, token=TOKEN,
-                             merchant_id=MERCHANT)
+                             merchant_id=MERCHANT, actor=SCAFFOLDING)
     settings.GATEWAY_ALLOW_PRIVATE_UPSTREAM = False
 
     report = check_connection(contour)
@@ -120,7 +122,7 @@ def test_a_name_that_resolves_to_loopback_is_refused_when_connecting(
 
 def test_with_the_setting_on_a_loopback_double_still_answers(double: Upstream) -> None:
     contour = create_contour("double", mode="custom", base_url=double.url, token=TOKEN,
-                             merchant_id=MERCHANT)
+                             merchant_id=MERCHANT, actor=SCAFFOLDING)
 
     assistant_of(contour).call("find_orders", {})
 

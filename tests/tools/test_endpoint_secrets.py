@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from sandbox.api import notification_body
 from tests.conftest import Assistant
@@ -113,7 +114,7 @@ BAD_URLS = [
 def test_the_admin_refuses_userinfo_and_queries_in_a_base_url(owner: Client, url: str,
                                                                secret: str):
     proxy = create_contour("proxy", mode="custom", base_url="https://proxy.example.net",
-                           token="old-token-0001", merchant_id=MERCHANT)
+                           token="old-token-0001", merchant_id=MERCHANT, actor=SCAFFOLDING)
     for oleg in User.objects.filter(username="oleg"):
         role_service.grant(oleg, "owner", proxy, actor="test")
 

@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from tests.conftest import Assistant, order_args
 from tests.tools.conftest import logged_in
 from tools.contours.services import create_contour
@@ -24,7 +25,7 @@ BIG = "20000000"  # 200 000,00 ₽: above the threshold, an operator must approv
 
 @pytest.fixture
 def shop(db: None) -> Contour:
-    return create_contour("shop", mode="sandbox", toolsets=["read", "write"])
+    return create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
 
 
 def person(name: str, contour: Contour, *roles: str, superuser: bool = False) -> User:

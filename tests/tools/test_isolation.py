@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from invoicebox.notify import sign
 from tests.conftest import Assistant, order_args
@@ -19,11 +20,11 @@ from tools.models import PendingConfirmation
 def _own_contour(slug: str, **changes: Any) -> Assistant:
     # Each with its own sandbox shop: its own token and merchant, as two real shops would be.
     contour = create_contour(slug, mode="sandbox", toolsets=["read", "write"],
-                             token=uuid.uuid4().hex, merchant_id=str(uuid.uuid4()))
+                             token=uuid.uuid4().hex, merchant_id=str(uuid.uuid4()), actor=SCAFFOLDING)
     for name, value in changes.items():
         setattr(contour, name, value)
     contour.save()
-    return Assistant(http=Client(), key=issue_key(contour), contour=contour)
+    return Assistant(http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ unverified credential is journaled as anonymous; anonymous refusals are sampled.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from adapters.mcp.http import build_mcp_app
 from audit import spool
 from audit.models import JournalEntry
 from audit.walk import verify_chain
-from tests.conftest import Assistant, sandbox_orders
+from tests.conftest import Assistant, Clock, sandbox_orders
 from tests.tools.test_database_faults import database_down
 from tests.tools.test_unknown_outcomes import confirmed_order
 from tools.models import Operation
@@ -157,11 +156,12 @@ def test_a_hundred_anonymous_refusals_in_an_outage_write_a_handful_of_spool_file
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_next_sample_says_how_many_refusals_it_stands_for(client: Client, settings: Any):
-    settings.GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = 0.3
+def test_the_next_sample_says_how_many_refusals_it_stands_for(client: Client, settings: Any,
+                                                              clock: Clock):
+    settings.GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = 60
     for _ in range(5):
         client.post("/api/v1/call", data="{}", content_type="application/json")
-    time.sleep(0.35)
+    clock.advance(61)
     client.post("/api/v1/call", data="{}", content_type="application/json")
 
     first, second = JournalEntry.objects.filter(code="unauthenticated").order_by("id")

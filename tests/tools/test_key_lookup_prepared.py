@@ -11,6 +11,7 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from tests.conftest import Assistant
 from tools.keys.services import issue_key
 from tools.models import ApiKey, Contour
@@ -57,7 +58,7 @@ def test_a_key_expiring_between_two_calls_is_refused_on_the_next(assistant: Assi
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_change_committed_by_another_connection_holds_at_once(contour: Contour) -> None:
-    raw = issue_key(contour)
+    raw = issue_key(contour, actor=SCAFFOLDING)
     assert ApiKey.authenticate(raw) is not None  # compiled for this thread from here on
     settings = connection.settings_dict
     other = psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
@@ -75,7 +76,7 @@ def test_a_change_committed_by_another_connection_holds_at_once(contour: Contour
 
 @pytest.mark.django_db(transaction=True)
 def test_each_thread_reads_the_row_through_its_own_connection(contour: Contour) -> None:
-    raw = issue_key(contour)
+    raw = issue_key(contour, actor=SCAFFOLDING)
     assert ApiKey.authenticate(raw) is not None
     seen: list[object] = []
 

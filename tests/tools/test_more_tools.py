@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from audit.models import JournalEntry
 from sandbox.api import pay_order
-from tests.conftest import Assistant, grant_everywhere, order_args
+from tests.conftest import Assistant, order_args
 from tools import catalog
 from tools.models import PendingConfirmation
 
@@ -41,15 +40,6 @@ def refunder(assistant: Assistant) -> Assistant:
     assistant.contour.toolsets = ["read", "write", "refund"]
     assistant.contour.save()
     return assistant
-
-
-@pytest.fixture
-def operator() -> Client:
-    user = User.objects.create_user("olga", password="pw-olga-123")
-    grant_everywhere(user, "operators")
-    http = Client()
-    http.force_login(user)
-    return http
 
 
 PINNED = ["lookup_company_by_inn", "get_order", "find_orders", "find_shipments",

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from sandbox.api import DEMO_TOKEN, notification_body, pay_order, send_notification
 from tests.conftest import Assistant
@@ -212,7 +213,7 @@ def test_only_post_is_a_notification(http: Client, db: None):
 
 def test_the_published_vector_is_accepted_for_its_order(http: Client, db: None):
     """The SDK sample, signed with key `test`, for a contour tracking order 55626."""
-    contour = create_contour("sdk", mode="demo")
+    contour = create_contour("sdk", mode="demo", actor=SCAFFOLDING)
     contour.notification_key = "test"
     contour.save()
     TrackedOrder.objects.create(contour=contour, order_id="0188d934-85f8-f872-2ac6-ad202d71b985",
@@ -265,7 +266,7 @@ def test_the_sandbox_pay_endpoint_pays_and_reports_the_notification(
 
 def test_an_order_with_its_own_notification_url_is_notified_there(
         assistant: Assistant, django_capture_on_commit_callbacks: Capture):
-    create_contour("other", mode="sandbox", toolsets=["read", "write"])
+    create_contour("other", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     order = issue(assistant, notification_url="http://127.0.0.1:8000/invoicebox/notifications/other")
 
     with django_capture_on_commit_callbacks(execute=True):

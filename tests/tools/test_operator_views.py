@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import logged_in, prepare_order
@@ -17,11 +18,6 @@ from tools.models import ApiKey, Contour, PendingConfirmation
 from tools.people import grants as role_service
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def olga(make_user: Callable[..., User]) -> User:
-    return make_user("olga", "operators")
 
 
 def test_the_queue_shows_what_waits_in_russian(guarded_assistant: Assistant, olga: User):
@@ -155,12 +151,12 @@ def test_own_key_items_show_a_note_instead_of_the_buttons(guarded_assistant: Ass
 
 def test_an_operator_of_other_contours_gets_404_for_this_one(
         guarded_assistant: Assistant, make_user: Callable[..., User]):
-    other = create_contour("elsewhere", mode="sandbox")
-    olga = make_user("olga")
-    role_service.grant(olga, "operator", other, actor="test")
+    other = create_contour("elsewhere", mode="sandbox", actor=SCAFFOLDING)
+    pavel = make_user("pavel")
+    role_service.grant(pavel, "operator", other, actor="test")
     _, body = prepare_order(guarded_assistant)
 
-    response = logged_in(olga).get(f"/approvals/{body['confirmation']['id']}/")
+    response = logged_in(pavel).get(f"/approvals/{body['confirmation']['id']}/")
 
     assert response.status_code == 404
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
+from audit.actors import SCAFFOLDING
 from invoicebox.notify import sign
 from sandbox.api import notification_body, pay_order
 from tests.conftest import order_args
@@ -40,7 +41,7 @@ def fifty(work: Any) -> list[Any]:
 
 
 def test_fifty_identical_first_calls_make_one_pending_confirmation():
-    contour = create_contour("first50", mode="sandbox", toolsets=["read", "write"])
+    contour = create_contour("first50", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     args = order_args()
 
     outcomes = fifty(lambda: gateway.call(contour, "create_order", args, channel="rest",
@@ -52,7 +53,7 @@ def test_fifty_identical_first_calls_make_one_pending_confirmation():
 
 
 def test_fifty_copies_of_one_notification_are_processed_once():
-    contour = create_contour("notify50", mode="sandbox", toolsets=["read", "write"])
+    contour = create_contour("notify50", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     args = order_args()
     first = gateway.call(contour, "create_order", args, channel="rest", actor="t")
     done = gateway.call(contour, "create_order",

@@ -10,7 +10,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from benchmarks.fake_upstream import MERCHANT_ID, FakeServer, serve
+from audit.actors import SCAFFOLDING
+from harness.fake_upstream import MERCHANT_ID, FakeServer, serve
 from invoicebox import connections
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
@@ -30,8 +31,8 @@ def fake() -> Iterator[FakeServer]:
 def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(db: None, fake: FakeServer) -> None:
     contour = create_contour("lean", mode="custom", toolsets=["read"], token="tok",
                              base_url=f"http://127.0.0.1:{fake.server_port}",
-                             merchant_id=MERCHANT_ID)
-    key, http = issue_key(contour), Client()
+                             merchant_id=MERCHANT_ID, actor=SCAFFOLDING)
+    key, http = issue_key(contour, actor=SCAFFOLDING), Client()
     body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
     http.post("/api/v1/call", body, content_type="application/json",
               HTTP_AUTHORIZATION=f"Bearer {key}")  # the window and the pool exist from here on
@@ -59,8 +60,8 @@ def test_a_write_execution_costs_19_statements_on_postgresql_19_on_sqlite(db: No
 
     contour = create_contour("lean-write", mode="custom", toolsets=["read", "write"],
                              token="tok", base_url=f"http://127.0.0.1:{fake.server_port}",
-                             merchant_id=MERCHANT_ID)
-    key, http = issue_key(contour), Client()
+                             merchant_id=MERCHANT_ID, actor=SCAFFOLDING)
+    key, http = issue_key(contour, actor=SCAFFOLDING), Client()
     auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
     arguments = order_args()
     first = http.post("/api/v1/call", {"name": "create_order", "arguments": arguments},

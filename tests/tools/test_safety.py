@@ -11,7 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import JournalEntry
-from tests.conftest import Assistant, grant_everywhere, order_args, sandbox_orders
+from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.models import Ceiling, PendingConfirmation
 
 pytestmark = pytest.mark.django_db
@@ -31,15 +31,6 @@ def execute(assistant: Assistant, args: dict[str, Any]) -> tuple[int, dict[str, 
         return status, first
     return assistant.call("create_order",
                           {**args, "confirmation_token": first["confirmation"]["token"]})
-
-
-@pytest.fixture
-def operator(db: None) -> Client:
-    user = User.objects.create_user("olga", password="pw-olga-123")
-    grant_everywhere(user, "operators")
-    http = Client()
-    http.force_login(user)
-    return http
 
 
 def decide(operator: Client, confirmation_id: str, decision: str, reason: str = "") -> str:

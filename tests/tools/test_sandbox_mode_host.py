@@ -3,6 +3,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
+from audit.actors import SCAFFOLDING
 from tools.contours.services import ContourSetupError, create_contour
 from tools.models import Contour
 
@@ -22,11 +23,12 @@ MERCHANT = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 def test_a_sandbox_contour_refuses_any_other_host(url: str):
     # A query string is refused in every mode, before the sandbox rule.
     with pytest.raises(ContourSetupError, match=r"режим custom|параметров запроса"):
-        create_contour("box", mode="sandbox", base_url=url, token=TOKEN, merchant_id=MERCHANT)
+        create_contour("box", mode="sandbox", base_url=url, token=TOKEN, merchant_id=MERCHANT,
+                       actor=SCAFFOLDING)
 
 
 def test_an_existing_sandbox_contour_cannot_be_moved_to_another_host():
-    contour = create_contour("box", mode="sandbox")
+    contour = create_contour("box", mode="sandbox", actor=SCAFFOLDING)
     contour.base_url = "https://evil.example"
 
     with pytest.raises(ValidationError):
@@ -40,6 +42,6 @@ def test_an_existing_sandbox_contour_cannot_be_moved_to_another_host():
 def test_the_bundled_sandbox_on_a_loopback_port_is_accepted(url: str):
     # The cluster tests run the sandbox in another process of the same installation.
     contour = create_contour("box", mode="sandbox", base_url=url, token=TOKEN,
-                             merchant_id=MERCHANT)
+                             merchant_id=MERCHANT, actor=SCAFFOLDING)
 
     assert contour.base_url == url.rstrip("/")

@@ -10,6 +10,7 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from invoicebox.limits import account_key
 from invoicebox.models import CircuitState
@@ -72,7 +73,7 @@ def test_circuit_closes_after_a_successful_probe(assistant: Assistant):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_burst_never_exceeds_the_budget(settings):
     settings.INVOICEBOX_RATE_LIMIT = "8/30"
-    contour = create_contour("burst", mode="sandbox")
+    contour = create_contour("burst", mode="sandbox", actor=SCAFFOLDING)
     codes: list[str] = []
     barrier = threading.Barrier(12)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args
 from tools.background import alerts
@@ -66,11 +67,11 @@ def test_a_name_resolving_inside_gets_no_connection_in_production(
     settings.PRODUCTION = True
     url = f"https://{internal_name()}:{listener.port}/hook"
     assert alerts.webhook_url_problem(url) == ""
-    shop = create_contour("shop", mode="sandbox", toolsets=["read", "write"])
+    shop = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     shop.approval_for_all_writes = True
     shop.alert_webhook_url = url
     shop.save()
-    assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
+    assistant = Assistant(http=Client(), key=issue_key(shop, actor=SCAFFOLDING), contour=shop)
 
     # when a write starts waiting for an operator
     with django_capture_on_commit_callbacks(execute=True):
@@ -88,11 +89,11 @@ def test_a_name_resolving_inside_gets_no_connection_in_production(
 
 def test_outside_production_a_loopback_relay_still_gets_the_alert(
         listener: Listener, django_capture_on_commit_callbacks: Callable[..., Any]):
-    shop = create_contour("shop", mode="sandbox", toolsets=["read", "write"])
+    shop = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     shop.approval_for_all_writes = True
     shop.alert_webhook_url = f"http://127.0.0.1:{listener.port}/hook"
     shop.save()
-    assistant = Assistant(http=Client(), key=issue_key(shop), contour=shop)
+    assistant = Assistant(http=Client(), key=issue_key(shop, actor=SCAFFOLDING), contour=shop)
 
     with django_capture_on_commit_callbacks(execute=True):
         assistant.call("create_order", order_args())

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Field
 
+from audit.actors import SCAFFOLDING, required
 from tools import catalog, events
 from tools.contours.sites import notification_url
 from tools.errors import ContourSetupError
@@ -122,18 +123,20 @@ def create_contour(
     token: str = "",
     merchant_id: str = "",
     own_sandbox_merchant: bool = False,
-    actor: str = "",
+    actor: str,
     channel: str = "cli",
     api_prefix: str = ApiPrefix.V3,
     step_up: stepup.StepUp | None = None,
 ) -> Contour:
-    """Create a contour and journal it as done by `actor` ("" for scaffolding no one did:
-    tests, benchmarks, the conformance kit's own contours; those are not journaled).
+    """Create a contour and journal it as done by `actor` (audit.actors.SCAFFOLDING for setup
+    no person did: tests, benchmarks, the conformance kit's own contours; those are not
+    journaled and need no second factor; an empty actor is refused).
 
     `own_sandbox_merchant`: a sandbox contour without a token gets a fresh sandbox merchant
     and token of its own, as the admin gives it, so it never reads another contour's orders
     (the default shared demo shop is what the seeded `demo` contour and the published demo
     token use)."""
+    required(actor)
     if mode not in InvoiceboxMode.values:
         raise ContourSetupError(f"mode must be one of {', '.join(InvoiceboxMode.values)}")
     if Contour.objects.filter(slug=slug).exists():
@@ -181,6 +184,7 @@ def set_token(contour: Contour, token: str, *, base_url: str = "", actor: str, c
     """Enter a contour's token again (a lost GATEWAY_SECRETS_KEY, a token re-issued in the
     cabinet), with a new base URL if given: the token entered counts even when it equals the
     stored one. Journaled as any change; returns what changed."""
+    required(actor)
     if not token:
         raise ContourSetupError("нужен токен (--token-file)")
     before = state_of(contour)
@@ -246,12 +250,14 @@ def record_new(contour: Contour, *, actor: str, channel: str, creator: Any = Non
     sandbox connection, its journal entry, and the owner role of a creator who is no
     superuser (an owner who starts a contour owns it, and nothing else changes hands).
     A person (actor) starting it with writes on needs a fresh second factor: raised here,
-    the caller's transaction takes the new row back."""
-    if actor:
+    the caller's transaction takes the new row back. SCAFFOLDING (create_contour's) is neither
+    checked nor journaled."""
+    journaled = required(actor) != SCAFFOLDING
+    if journaled:
         _require_step_up(contour, widenings({}, snapshot(contour)), step_up)
     if contour.mode == InvoiceboxMode.SANDBOX:
         connect_sandbox_notifications(contour, own_account=contour.api_token != DEMO_TOKEN)
-    if actor:
+    if journaled:
         events.contour_created(contour, snapshot(contour), actor=actor, channel=channel)
     if creator is not None and not creator.is_superuser:
         role_service.grant(creator, Role.OWNER, contour, actor=actor, channel=channel,
@@ -266,6 +272,7 @@ def record_change(contour: Contour, before: ContourState, *, actor: str, channel
 
     A widening (widenings()) needs the actor's fresh second factor; refused, it raises
     ToolError and the caller's transaction (the admin's request) takes the change back."""
+    required(actor)
     after = snapshot(contour)
     _require_step_up(contour, widenings(before.settings, after), step_up,
                      strict=bool(before.settings.get("require_second_factor")))

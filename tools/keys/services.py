@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING, required
 from tools import catalog, clock, events
 from tools.keys.scope import KeySetupError, describe_scope
 from tools.models import ApiKey, Contour
@@ -38,6 +39,7 @@ def issue(contour: Contour, *, label: str = "", user: Any = None,
     bars them from approving what the key prepares, whoever is named as its holder
     (tools.pipeline.approvals.prepared_by). A key no person issued is marked issued_by_command: no
     superuser approves what it prepares (the person who ran the command may be one)."""
+    required(actor)
     if expires_at is not None and expires_at <= timezone.now():
         raise KeySetupError("--expires must be in the future")
     with transaction.atomic():
@@ -57,6 +59,7 @@ def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None,
     period (never longer than it already had). `by` sees the new raw key: its issuer (None: a
     command, and the new key is marked issued_by_command). A key with write scope needs the
     actor's fresh second factor."""
+    required(actor)
     contour = old.contour
     if has_write_scope(old):
         stepup.require(step_up, contour=contour,
@@ -80,6 +83,7 @@ def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None,
 
 def revoke(key: ApiKey, *, actor: str, channel: str) -> bool:
     """Revoke at once; False (and no journal entry) when it already was."""
+    required(actor)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().select_related("contour").get(pk=key.pk)
         if locked.revoked_at is not None:
@@ -92,6 +96,7 @@ def revoke(key: ApiKey, *, actor: str, channel: str) -> bool:
 
 def change(key: ApiKey, fields: Sequence[str], *, actor: str, channel: str) -> None:
     """Save what a person edited on `key` (its label, its holder) and journal which fields."""
+    required(actor)
     fields = [name for name in fields if name in EDITABLE_FIELDS]
     if not fields:
         return
@@ -100,7 +105,9 @@ def change(key: ApiKey, fields: Sequence[str], *, actor: str, channel: str) -> N
         events.api_key_changed(key, fields, actor=actor, channel=channel)
 
 
-def issue_key(contour: Contour, label: str = "") -> str:
-    """The raw key alone, for scaffolding no one did (tests, benchmarks): not journaled, as
-    create_contour() without an actor."""
-    return ApiKey.issue(contour, label=label)[1]
+def issue_key(contour: Contour, label: str = "", *, actor: str, channel: str = "cli") -> str:
+    """The raw key alone. SCAFFOLDING (tests, benchmarks): not journaled, as create_contour()'s
+    scaffolding; anyone else goes through issue(), journal and second factor included."""
+    if required(actor) == SCAFFOLDING:
+        return ApiKey.issue(contour, label=label)[1]
+    return issue(contour, label=label, actor=actor, channel=channel)[1]

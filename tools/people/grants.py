@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
+from audit.actors import required
 from tools import events
 from tools.models import Contour, ContourRole, Role
 from tools.people.factors import stepup
@@ -21,6 +22,7 @@ def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = 
     """Give user the role on contour (owners and auditors also get is_staff to open /admin/).
     `email`: where the person's alerts go (an operator without one is never told); given,
     it replaces the user's address. False, and no journal entry, when they had the role."""
+    required(actor)
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}; known: {', '.join(Role.values)}")
     if role in STEP_UP_ROLES and not ContourRole.objects.filter(
@@ -45,6 +47,7 @@ def grant(user: Any, role: str, contour: Contour, *, actor: str, channel: str = 
 def revoke(user: Any, role: str, contour: Contour, *, actor: str, channel: str = "admin"
            ) -> bool:
     """Take the role back. False, and no journal entry, when they did not have it."""
+    required(actor)
     with transaction.atomic():
         deleted, _ = ContourRole.objects.filter(user=user, contour=contour, role=role).delete()
         if deleted:

@@ -128,8 +128,9 @@ def reject(contour: Contour | None, code: str, message: str, *, channel: str, ac
     return _journal(trace, outcome)
 
 
-def visible_tools(contour: Contour, actor: str = "") -> list[ToolSpec]:
-    """The contour's tools, narrowed to the calling key's scope when actor names a key."""
+def visible_tools(contour: Contour, *, actor: str) -> list[ToolSpec]:
+    """The contour's tools, narrowed to the calling key's scope when actor names a key (a
+    required keyword: a caller that forgets it would list more than the key may call)."""
     return keys.visible([spec for spec in catalog.CATALOG
                          if contour.has_toolset(spec.toolset) and contour.tool_enabled(spec.name)],
                         keys.key_of(contour, actor))
@@ -144,7 +145,7 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     spec = catalog.get(name) if isinstance(name, str) else None
     if spec is None:
         # Only what this contour may call: naming the rest would only invite `forbidden`.
-        visible = [tool.name for tool in visible_tools(contour)]
+        visible = [tool.name for tool in visible_tools(contour, actor=trace.actor)]
         raise ToolError("unknown_tool", f"инструмента {str(name)[:64]!r} нет; этому контуру "
                         "доступны: " + (", ".join(visible) or "ни одного"),
                         data={"known_tools": visible})

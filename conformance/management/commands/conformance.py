@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit.actors import SCAFFOLDING
 from conformance import assistants, invoicebox, mcp_targets
 from conformance.gateway import GatewayLink, KitError, link
 from conformance.report import Report, default_path
@@ -115,7 +116,8 @@ class Command(BaseCommand):
             contour = Contour.objects.filter(slug=own_slug).first()
             if contour is None:
                 try:
-                    contour = create_contour(own_slug, mode=mode, toolsets=["read", "write"])
+                    contour = create_contour(own_slug, mode=mode, toolsets=["read", "write"],
+                                             actor=SCAFFOLDING)
                 except ContourSetupError as error:
                     raise KitError(str(error)) from None
         invoicebox.check_contour_mode(target, contour.mode)

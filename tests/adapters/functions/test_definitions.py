@@ -16,6 +16,7 @@ from yandex.cloud.ai.foundation_models.v1.text_common_pb2 import Tool as YandexT
 
 from adapters.functions import gigachat
 from adapters.functions.formats import FORMATS, PLATFORMS
+from audit.actors import SCAFFOLDING
 from tests.adapters.functions.conftest import definitions
 from tests.conftest import Assistant
 from tools import catalog
@@ -304,7 +305,8 @@ def test_yandex_proto_parses_the_rest_tools_exactly():
 
 @pytest.mark.django_db
 def test_few_shot_examples_pass_the_tools_own_validation():
-    contour = create_contour("fewshot", mode="sandbox", toolsets=["read", "write", "refund"])
+    contour = create_contour("fewshot", mode="sandbox", toolsets=["read", "write", "refund"],
+                             actor=SCAFFOLDING)
     examples = [(spec, e) for spec in catalog.CATALOG for e in spec.examples_ru]
     assert len(examples) >= 6
     for spec, example in examples:
@@ -365,8 +367,8 @@ def test_stats_report_the_size_of_the_definitions(assistant: Assistant, fmt: str
 
 @pytest.mark.django_db
 def test_definitions_follow_the_contours_toolsets(reader: Assistant):
-    owner = create_contour("all", mode="sandbox", toolsets=["read", "write", "refund"])
-    full = Assistant(http=reader.http, key=issue_key(owner), contour=owner)
+    owner = create_contour("all", mode="sandbox", toolsets=["read", "write", "refund"], actor=SCAFFOLDING)
+    full = Assistant(http=reader.http, key=issue_key(owner, actor=SCAFFOLDING), contour=owner)
 
     for fmt in ("openai", "yandexgpt"):
         readonly = [f["name"] for f in functions_of(fmt, definitions(reader, fmt))]

@@ -19,6 +19,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.server.context import ServerRequestContext
 
 from adapters.mcp.server import Caller, build_server, run_sync
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from sandbox.api import pay_order
 from tests.adapters.mcp.test_protocol import envelope
@@ -49,7 +50,7 @@ class Dialog:
 @pytest.fixture
 def shop(transactional_db: None) -> Contour:
     return create_contour("acme", mode="sandbox", name="Acme",
-                          toolsets=["read", "write", "refund"])
+                          toolsets=["read", "write", "refund"], actor=SCAFFOLDING)
 
 
 @asynccontextmanager

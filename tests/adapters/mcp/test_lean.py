@@ -21,6 +21,7 @@ from mcp.server.context import CallNext, ServerRequestContext
 
 from adapters.mcp.http import build_mcp_app
 from adapters.mcp.server import run_sync
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.adapters.mcp.conftest import Gateway, free_port, serving
 from tests.conftest import order_args
@@ -247,7 +248,7 @@ async def open_in_process(client: httpx.AsyncClient, key: str,
 
 @pytest.fixture
 def guarded_key(transactional_db: None) -> str:
-    contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"])
+    contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.save()
     return ApiKey.issue(contour)[1]

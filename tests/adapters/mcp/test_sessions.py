@@ -13,6 +13,7 @@ from django.utils import timezone
 from adapters.mcp import sessions
 from adapters.mcp.models import McpSession
 from adapters.mcp.tasks import expire_sessions
+from audit.actors import SCAFFOLDING
 from tools.contours.services import create_contour
 from tools.keys.services import revoke
 from tools.models import ApiKey, Contour
@@ -25,7 +26,7 @@ CLIENT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"for
 
 @pytest.fixture
 def key() -> ApiKey:
-    contour = create_contour("acme", mode="sandbox")
+    contour = create_contour("acme", mode="sandbox", actor=SCAFFOLDING)
     return ApiKey.issue(contour)[0]
 
 
@@ -118,7 +119,7 @@ def test_a_key_whose_sessions_are_all_in_use_is_refused(key: ApiKey):
                    MCP_SESSION_PROTECT_SECONDS=60)
 def test_the_deployment_ceiling_never_closes_another_tenants_session(key: ApiKey):
     # given: another contour's sessions, idle long past the protected window, fill the ceiling
-    other = ApiKey.issue(create_contour("other", mode="sandbox"))[0]
+    other = ApiKey.issue(create_contour("other", mode="sandbox", actor=SCAFFOLDING))[0]
     for n in range(3):
         open_session(other, f"other-{n}", idle_for=timedelta(seconds=600))
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from adapters.mcp import sessions
 from adapters.mcp.models import McpSession
+from audit.actors import SCAFFOLDING
 from tests.adapters.mcp.conftest import Gateway, serving
 from tests.adapters.mcp.test_http import LEGACY, post, rpc
 from tools.contours.services import create_contour
@@ -38,8 +39,8 @@ SHOPS = """
 import json
 from tools.models import ApiKey
 from tools.contours.services import create_contour
-demo = create_contour("demo", mode="sandbox")
-flood = create_contour("flood", mode="sandbox")
+demo = create_contour("demo", mode="sandbox", actor=SCAFFOLDING)
+flood = create_contour("flood", mode="sandbox", actor=SCAFFOLDING)
 keys = {"demo": ApiKey.issue(demo)[1]}
 keys.update({f"flood-{n}": ApiKey.issue(flood, label=f"f{n}")[1] for n in range(4)})
 print(json.dumps(keys))
@@ -151,8 +152,8 @@ def test_a_session_that_made_no_call_after_initialize_expires_before_a_used_one(
 @pytest.mark.django_db
 def test_opening_a_session_neither_sorts_nor_deletes_the_whole_table():
     # given: another contour's sessions, and a key at its cap, idle past the protected window
-    other = ApiKey.issue(create_contour("other", mode="sandbox"))[0]
-    key = ApiKey.issue(create_contour("acme", mode="sandbox"))[0]
+    other = ApiKey.issue(create_contour("other", mode="sandbox", actor=SCAFFOLDING))[0]
+    key = ApiKey.issue(create_contour("acme", mode="sandbox", actor=SCAFFOLDING))[0]
     for n in range(10):
         sessions.record(f"other-{n}", other.pk, LEGACY, {})
     for n in range(3):

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from adapters.oauth import grants
 from adapters.oauth.models import OAuthClient, OAuthGrant
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.conftest import logged_in, prepare_order
@@ -36,28 +37,21 @@ def grant_token(contour: Contour, person: User, toolsets: list[str]) -> str:
 
 
 @pytest.fixture
-def make_user(db: None) -> Callable[..., User]:
-    def _make(name: str, *, staff: bool = False) -> User:
-        return User.objects.create_user(name, password=f"pw-{name}-123", is_staff=staff)
-
-    return _make
-
-
-@pytest.fixture
 def guarded(db: None) -> Contour:
-    contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"])
+    contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.approval_for_all_writes = True
     contour.save()
     return contour
 
 
 @pytest.fixture
-def olga(make_user: Callable[..., User], guarded: Contour) -> User:
-    """Owner and operator of the guarded contour (every write waits for an operator)."""
-    user = make_user("olga", staff=True)
-    for role in ("owner", "operator"):
-        ContourRole.objects.create(user=user, contour=guarded, role=role)
-    return user
+def olga(guarded: Contour, olga: User) -> User:
+    """The cast's Olga, operator of the guarded contour (made before her), here also its owner
+    with the admin open to her."""
+    olga.is_staff = True
+    olga.save(update_fields=["is_staff"])
+    ContourRole.objects.create(user=olga, contour=guarded, role="owner")
+    return olga
 
 
 def test_the_owner_who_consented_cannot_approve_what_the_client_prepared(
@@ -110,7 +104,7 @@ def test_owners_see_and_revoke_their_contours_grants_in_the_admin(
     grant_token(guarded, olga, ["read"])
     grant = OAuthGrant.objects.get()
     ivan = make_user("ivan", staff=True)
-    ContourRole.objects.create(user=ivan, contour=create_contour("other", mode="sandbox"),
+    ContourRole.objects.create(user=ivan, contour=create_contour("other", mode="sandbox", actor=SCAFFOLDING),
                                role="owner")
     admin = logged_in(olga)
 

@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 
 from adapters.oauth import grants
 from adapters.oauth.models import OAuthClient, OAuthGrant
+from audit.actors import SCAFFOLDING
 from tools.contours.services import create_contour
 from tools.models import Contour, ContourRole
 
@@ -25,7 +26,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream",
 
 @pytest.fixture
 def shop(transactional_db: None) -> tuple[Contour, User]:
-    contour = create_contour("shop", mode="sandbox", toolsets=["read"])
+    contour = create_contour("shop", mode="sandbox", toolsets=["read"], actor=SCAFFOLDING)
     olga = User.objects.create_user("olga", password="pw-olga-123")
     ContourRole.objects.create(user=olga, contour=contour, role="owner")
     return contour, olga

@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from adapters.oauth import grants, registration, tasks
 from adapters.oauth.models import OAuthClient
+from audit.actors import SCAFFOLDING
 from tools.contours.services import create_contour
 from tools.models import ContourRole
 
@@ -111,7 +112,7 @@ def test_a_client_nobody_consented_to_expires(served: TestClient):
         assert register(served, address).status_code == 201
     old, consented, fresh = OAuthClient.objects.order_by("id")
     owner = User.objects.create_user("olga", password="pw-olga-123")
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     ContourRole.objects.create(user=owner, contour=contour, role="owner")
     grants.consent(consented, contour, owner, ["read"], redirect_uri="https://claude.ai/cb",
                    redirect_uri_explicit=True, code_challenge="x" * 43, resource="",

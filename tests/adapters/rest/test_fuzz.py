@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
+from audit.actors import SCAFFOLDING
 from tests.conftest import VALID_ORDER, order_args
 from tools import catalog
 from tools.contours.services import create_contour
@@ -37,7 +38,7 @@ json_values = st.recursive(
 
 @pytest.fixture
 def fuzz_contour(db: None) -> Contour:
-    return create_contour("fuzz", mode="sandbox", toolsets=["read", "write", "refund"])
+    return create_contour("fuzz", mode="sandbox", toolsets=["read", "write", "refund"], actor=SCAFFOLDING)
 
 
 def _assert_sane(contour: Contour, name: Any, arguments: Any) -> None:
@@ -89,7 +90,7 @@ def test_near_valid_orders_are_refused_or_accepted_never_crash(fuzz_contour: Con
 
 @pytest.fixture
 def fuzz_key(fuzz_contour: Contour) -> str:
-    return issue_key(fuzz_contour)
+    return issue_key(fuzz_contour, actor=SCAFFOLDING)
 
 
 def test_no_request_to_the_documented_api_is_a_500(fuzz_key: str):

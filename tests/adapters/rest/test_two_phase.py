@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.contours.services import create_contour
@@ -102,8 +103,8 @@ def test_expired_token_is_refused(assistant: Assistant):
 
 
 def test_token_of_another_contour_is_refused(assistant: Assistant):
-    other = create_contour("other", mode="sandbox", toolsets=["read", "write"])
-    intruder = Assistant(http=Client(), key=issue_key(other), contour=other)
+    other = create_contour("other", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    intruder = Assistant(http=Client(), key=issue_key(other, actor=SCAFFOLDING), contour=other)
     args = order_args()
     _, first = assistant.call("create_order", args)
 

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from adapters.text.local_loop import LocalLoop, LocalLoopError
-from tests.adapters.text.corpus import tc
+from harness.text_corpus import tc
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.pipeline import gateway
 
@@ -109,7 +109,7 @@ def test_loop_prepares_stops_for_the_human_then_creates_one_order(
     system = stub.requests[0]["messages"][0]
     assert system["role"] == "system"
     assert "<tools>\n" in system["content"] and "<tool_call>" in system["content"]
-    for spec in gateway.visible_tools(assistant.contour):
+    for spec in gateway.visible_tools(assistant.contour, actor=assistant.actor):
         assert f'"name": "{spec.name}"' in system["content"]
     assert prepared.messages[-1]["role"] == "user"
     assert prepared.messages[-1]["content"].startswith("<tool_response>")

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.text.parser import MAX_CANDIDATES, REASON_CODES, Call, Parsed, Refusal, parse
-from tests.adapters.text.corpus import CASES, GET, Case, raw, tc
+from harness.text_corpus import CASES, GET, Case, raw, tc
 from tools.catalog import CATALOG
 
 KNOWN = [spec.name for spec in CATALOG]

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit.models import JournalEntry
-from tests.adapters.text.corpus import CASES, GET, Case, raw, tc
+from harness.text_corpus import CASES, GET, Case, raw, tc
 from tests.adapters.text.test_parser import FRAGMENTS
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.catalog import CATALOG
@@ -269,7 +269,7 @@ def test_hermes_format_is_the_qwen_template_with_our_tools(assistant: Assistant)
     assert QWEN_HEADER in prompt
     assert prompt.endswith(QWEN_FOOTER)
     assert prompt.startswith(body["preamble"] + "\n\n# Tools\n\n")
-    visible = [spec.name for spec in gateway.visible_tools(assistant.contour)]
+    visible = [spec.name for spec in gateway.visible_tools(assistant.contour, actor=assistant.actor)]
     lines = tool_lines(prompt)
     assert [line["function"]["name"] for line in lines] == visible
     assert body["tools_block"] == prompt[prompt.index("<tools>\n"):prompt.rindex("</tools>") + 8]
@@ -304,10 +304,10 @@ def test_every_tool_line_is_a_plain_schema_in_russian(assistant: Assistant):
 def test_read_only_contour_sees_only_its_tools_and_no_confirmation_rule(reader: Assistant):
     _, body = reader.get("/api/v1/tools?format=hermes")
 
-    visible = [spec.name for spec in gateway.visible_tools(reader.contour)]
+    visible = [spec.name for spec in gateway.visible_tools(reader.contour, actor=reader.actor)]
     assert [t["function"]["name"] for t in body["tools"]] == visible
     assert len(visible) < len(CATALOG)
-    if not any(spec.writes for spec in gateway.visible_tools(reader.contour)):
+    if not any(spec.writes for spec in gateway.visible_tools(reader.contour, actor=reader.actor)):
         assert "confirmation_token" not in body["preamble"]
 
 

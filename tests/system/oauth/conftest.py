@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from tests.system.cluster import free_port
+from harness.cluster import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 NODE_DIR = ROOT / "tests" / "system" / "node"

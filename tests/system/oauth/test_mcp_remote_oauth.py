@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.system.cluster import free_port
+from harness.cluster import free_port
 from tests.system.oauth.browser import consent, require_chromium
 from tests.system.oauth.conftest import Served
 

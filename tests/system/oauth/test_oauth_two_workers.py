@@ -15,8 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import order_args
-from tests.system.cluster import (
+from harness.cluster import (
     REDIS_URL,
     Cluster,
     build,
@@ -24,6 +23,7 @@ from tests.system.cluster import (
     postgres_params,
     scratch_database,
 )
+from tests.conftest import order_args
 from tests.system.conftest import start_balancer
 from tests.system.oauth.conftest import PASSWORD, OAuthClient, Served, call_tool
 

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
 
-from tests.system.cluster import free_port
+from harness.cluster import free_port
 from tests.system.oauth.browser import consent, require_chromium
 from tests.system.oauth.conftest import NODE_DIR, Served
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from tests.conftest import Assistant, order_args
 from tests.tools.admin.test_owner_admin import (
     thresholds_form,
@@ -45,7 +46,7 @@ def test_a_new_sandbox_contour_without_a_token_gets_its_own_merchant(
     isolated = Contour.objects.get(slug="isolated")
     assert isolated.api_token.startswith("sbx_") and isolated.api_token != DEMO_TOKEN
     assert isolated.merchant_id != assistant.contour.merchant_id
-    other = Assistant(http=Client(), key=issue_key(isolated), contour=isolated)
+    other = Assistant(http=Client(), key=issue_key(isolated, actor=SCAFFOLDING), contour=isolated)
     status, body = other.call("find_orders", {})
     assert (status, body["data"]["orders"]) == (200, [])
     assert assistant.call("find_orders", {})[1]["data"]["orders"]

@@ -14,6 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.admin.test_owner_admin import contour_form
@@ -82,7 +83,7 @@ def owner(make_user: Callable[..., User]) -> Client:
 
 def custom_contour(url: str) -> Contour:
     contour = create_contour("proxy", mode="custom", base_url=url, token=OLD_TOKEN,
-                             merchant_id=MERCHANT)
+                             merchant_id=MERCHANT, actor=SCAFFOLDING)
     for oleg in User.objects.filter(username="oleg"):
         role_service.grant(oleg, "owner", contour, actor="test")
     return contour
@@ -99,7 +100,7 @@ def change_url(contour: Contour) -> str:
 
 def look_up(contour: Contour) -> dict[str, Any]:
     """get_order by an assistant of the contour, over REST."""
-    assistant = Assistant(http=Client(), key=issue_key(contour), contour=contour)
+    assistant = Assistant(http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour)
     return assistant.call("get_order", {"order_id": ORDER_ID})[1]
 
 

@@ -16,6 +16,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from tests.conftest import Assistant
 from tests.tools.admin.test_contour_endpoint_admin import Upstream
 from tests.tools.admin.test_owner_admin import contour_form
@@ -47,7 +48,7 @@ def levels_of(response: object) -> list[tuple[int, str]]:
 def test_the_same_token_typed_again_after_an_address_change_is_saved(
         owner: Client, double: Upstream) -> None:
     proxy = create_contour("proxy", mode="custom", base_url="https://proxy.example.net",
-                           token=TOKEN, merchant_id=MERCHANT)
+                           token=TOKEN, merchant_id=MERCHANT, actor=SCAFFOLDING)
 
     response = owner.post(change_url(proxy), contour_form(proxy, base_url=double.url,
                                                           api_token=TOKEN))
@@ -60,7 +61,7 @@ def test_the_same_token_typed_again_after_an_address_change_is_saved(
 def test_an_empty_token_field_after_an_address_change_is_still_refused(
         owner: Client, double: Upstream) -> None:
     proxy = create_contour("proxy", mode="custom", base_url="https://proxy.example.net",
-                           token=TOKEN, merchant_id=MERCHANT)
+                           token=TOKEN, merchant_id=MERCHANT, actor=SCAFFOLDING)
 
     response = owner.post(change_url(proxy), contour_form(proxy, base_url=double.url))
 

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from tests.tools.admin.test_owner_admin import change_url, contour_form, thresholds_form
 from tests.tools.conftest import logged_in
 from tools.contours.services import create_contour, new_contour_defaults
@@ -63,7 +64,7 @@ def test_the_add_form_starts_where_create_contour_starts(root: Client):
     assert 'name="approval_thresholds_RUB" value="100' in html.replace("\u00a0", " ")
     assert re.search(r'value="read"[^>]*(checked[^>]*disabled|disabled[^>]*checked)', html)
     by_admin = Contour.objects.get(slug="admin-made")
-    by_command = create_contour("command-made", mode="sandbox", own_sandbox_merchant=True)
+    by_command = create_contour("command-made", mode="sandbox", own_sandbox_merchant=True, actor=SCAFFOLDING)
     defaults = new_contour_defaults("sandbox")
     for name in ("base_url", "toolsets", "allowed_currencies", "approval_thresholds",
                  "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
@@ -127,7 +128,7 @@ def test_a_forged_sealed_value_is_not_a_token(root: Client):
 
 
 def test_the_writes_page_lists_the_ceilings_of_the_same_form(root: Client):
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     form = contour_form(contour, toolsets=["read", "write"], **{
         "ceilings-TOTAL_FORMS": 2, "ceilings-0-kind": "per_day", "ceilings-0-currency": "RUB",
         "ceilings-0-limit": "500 000,00", "ceilings-1-kind": "per_hour",
@@ -142,7 +143,7 @@ def test_the_writes_page_lists_the_ceilings_of_the_same_form(root: Client):
 
 def test_an_operator_without_email_is_warned_about_on_the_contour_page(
         root: Client, make_user: Callable[..., User]):
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     make_user("olga", "operators")
     reachable = make_user("petr", "operators")
     reachable.email = "petr@example.org"
@@ -156,8 +157,8 @@ def test_an_operator_without_email_is_warned_about_on_the_contour_page(
 
 
 def test_check_connection_reports_in_russian_on_the_contour_page(root: Client):
-    good = create_contour("good", mode="sandbox", own_sandbox_merchant=True)
-    bad = create_contour("bad", mode="sandbox", own_sandbox_merchant=True)
+    good = create_contour("good", mode="sandbox", own_sandbox_merchant=True, actor=SCAFFOLDING)
+    bad = create_contour("bad", mode="sandbox", own_sandbox_merchant=True, actor=SCAFFOLDING)
     bad.api_token = "29078-API:" + "ab" * 16
     bad.save()
 
@@ -173,8 +174,8 @@ def test_check_connection_reports_in_russian_on_the_contour_page(root: Client):
 
 def test_an_owner_checks_only_their_own_contour(owner: Client):
     # given: the owner fixture owns every contour made during the test; one is taken back
-    mine = create_contour("mine", mode="sandbox")
-    theirs = create_contour("theirs", mode="sandbox")
+    mine = create_contour("mine", mode="sandbox", actor=SCAFFOLDING)
+    theirs = create_contour("theirs", mode="sandbox", actor=SCAFFOLDING)
     ContourRole.objects.filter(contour=theirs).delete()
 
     assert owner.post(f"/admin/tools/contour/{theirs.pk}/check/").status_code == 404
@@ -183,7 +184,7 @@ def test_an_owner_checks_only_their_own_contour(owner: Client):
 
 def test_an_unchanged_operator_without_email_does_not_block_saving_the_contour(
         root: Client, make_user: Callable[..., User]):
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     make_user("olga", "operators")
 
     response = root.post(change_url(contour), contour_form(contour, name="Лавка 2", **{

@@ -10,7 +10,6 @@ import html
 import io
 import json
 from base64 import b32encode
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -25,6 +24,7 @@ from django.utils import timezone
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from audit.models import JournalEntry
+from tests.conftest import OLGA_EMAIL
 from tests.tools.conftest import logged_in
 from tools.models import Contour, PreparedDevice
 from tools.people.factors import devices
@@ -38,14 +38,6 @@ PASSKEY_BEGIN = "/account/second-factor/webauthn/registration/begin/"
 @pytest.fixture
 def required(settings: Any) -> None:
     settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
-
-
-@pytest.fixture
-def olga(make_user: Callable[..., User]) -> User:
-    user = make_user("olga", "operators")
-    user.email = "olga@example.ru"
-    user.save()
-    return user
 
 
 def add_totp(username: str) -> pyotp.TOTP:
@@ -81,7 +73,7 @@ def test_a_prepared_device_is_confirmed_by_its_first_code_and_told_by_email(
         required: None, olga: User, django_capture_on_commit_callbacks: Any):
     with django_capture_on_commit_callbacks(execute=True):
         app = add_totp("olga")
-    assert [m.to for m in mail.outbox] == [["olga@example.ru"]]
+    assert [m.to for m in mail.outbox] == [[OLGA_EMAIL]]
     assert app.secret not in mail.outbox[0].body
 
     with django_capture_on_commit_callbacks(execute=True):

@@ -8,7 +8,6 @@ import io
 import re
 import time
 from base64 import b32encode
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,7 +19,7 @@ from django.test import Client
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from audit.models import JournalEntry
-from tests.conftest import Assistant
+from tests.conftest import Assistant, Clock
 from tests.tools.conftest import logged_in, prepare_order
 from tools.models import ConfirmationStatus, PendingConfirmation
 from tools.people.factors import devices
@@ -31,11 +30,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def required(settings: Any) -> None:
     settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
-
-
-@pytest.fixture
-def olga(make_user: Callable[..., User]) -> User:
-    return make_user("olga", "operators")
 
 
 def app_for(user: User) -> tuple[TOTPDevice, pyotp.TOTP]:
@@ -148,16 +142,15 @@ def test_a_code_reused_within_its_window_is_refused(
 
 
 def test_after_the_step_up_window_the_next_approval_asks_again(
-        required: None, settings: Any, guarded_assistant: Assistant, olga: User):
-    # Long enough that the second decision falls inside it on a loaded machine.
-    settings.GATEWAY_STEP_UP_SECONDS = 5
+        required: None, settings: Any, guarded_assistant: Assistant, olga: User, clock: Clock):
+    settings.GATEWAY_STEP_UP_SECONDS = 300
     _, app = app_for(olga)
     first, within, after = (pending(guarded_assistant, number) for number in (1, 2, 3))
     http = logged_in(olga)
     decide(http, first, app.now())
     decide(http, within)  # no code: the check of a moment ago still holds
 
-    time.sleep(5.2)
+    clock.advance(301)
     stale = decide(http, after)
     asked = html.unescape(http.get(f"/approvals/{after}/").content.decode())
     again = decide(http, after, next_code(app))
@@ -169,7 +162,7 @@ def test_after_the_step_up_window_the_next_approval_asks_again(
 
 
 def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
-        required: None, guarded_assistant: Assistant, olga: User):
+        required: None, guarded_assistant: Assistant, olga: User, clock: Clock):
     """Where the factor is required, the first device is prepared by an administrator
     (manage.py add_totp) and confirmed by its first code; the password alone enrols none."""
     cid = pending(guarded_assistant)
@@ -199,7 +192,7 @@ def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
                                                   "next": f"/approvals/{cid}/"}, follow=True)
     assert "Код не подошёл" in html.unescape(wrong.content.decode())
     assert devices.confirmed(olga) == []
-    time.sleep(1.1)  # django-otp throttles the next try for 1 s after one failure
+    clock.advance(1.1)  # django-otp throttles the next try for 1 s after one failure
     back = http.post("/account/second-factor/", {"action": "confirm_prepared",
                                                  "code": app.now(),
                                                  "next": f"/approvals/{cid}/"})
@@ -211,7 +204,7 @@ def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
 
 
 def test_backup_codes_each_work_once(required: None, guarded_assistant: Assistant,
-                                     olga: User):
+                                     olga: User, clock: Clock):
     _, app = app_for(olga)
     first, second = pending(guarded_assistant, 1), pending(guarded_assistant, 2)
     http = logged_in(olga)
@@ -230,7 +223,7 @@ def test_backup_codes_each_work_once(required: None, guarded_assistant: Assistan
     assert "код не подошёл" in again, re.findall(r'class="msg[^<]*', again)
     assert status_of(second) == ConfirmationStatus.PENDING
     assert devices.backup_codes_left(olga) == 9
-    time.sleep(1.1)  # the failed reuse throttles the codes for 1 s
+    clock.advance(1.1)  # the failed reuse throttles the codes for 1 s
     assert "Одобрено" in decide(logged_in(olga), second, codes[1])
 
 

@@ -30,14 +30,6 @@ def phone(user: User) -> pyotp.TOTP:
     return pyotp.TOTP(b32encode(device.bin_key).decode())
 
 
-@pytest.fixture
-def olga(make_user: Callable[..., User]) -> User:
-    user = make_user("olga", "operators")
-    user.email = "olga@example.com"
-    user.save(update_fields=["email"])
-    return user
-
-
 def test_add_totp_prints_the_uri_once_and_the_device_counts_after_its_first_code(olga: User):
     out = io.StringIO()
 

@@ -22,6 +22,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from adapters.oauth.models import OAuthClient
 from adapters.oauth.provider import CONSENT_SALT
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tests.conftest import Assistant
 from tests.tools.admin.test_owner_admin import change_url, contour_form, thresholds_form
@@ -129,7 +130,7 @@ def key_issue(world: World) -> tuple[User, Callable[[Client], Any], Callable[[],
 def key_rotate(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
     owner = world.person("oleg")
     ContourRole.objects.create(user=owner, contour=world.contour, role="owner")
-    issue_key(world.contour, "claude")
+    issue_key(world.contour, "claude", actor=SCAFFOLDING)
     key = ApiKey.objects.get(contour=world.contour, label="claude")
     return (owner, lambda http: http.post("/admin/tools/apikey/", {
         "action": "rotate", "_selected_action": [key.pk]}), lambda: ApiKey.objects.count())

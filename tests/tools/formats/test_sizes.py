@@ -13,6 +13,7 @@ import itertools
 import pytest
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from tools import catalog
 from tools.contours.services import create_contour
 from tools.formats.registry import formats
@@ -53,11 +54,12 @@ _SLUGS = itertools.count()
 
 
 def sizes(fmt: str, *, disabled: list[str]) -> dict[str, int]:
-    contour = create_contour(f"size-{next(_SLUGS)}", mode="sandbox", toolsets=["read", "write", "refund"])
+    contour = create_contour(f"size-{next(_SLUGS)}", mode="sandbox", toolsets=["read", "write", "refund"],
+                             actor=SCAFFOLDING)
     contour.disabled_tools = disabled
     contour.save()
     response = Client().get("/api/v1/tools", {"format": fmt, "stats": "1"},
-                            HTTP_AUTHORIZATION=f"Bearer {issue_key(contour)}")
+                            HTTP_AUTHORIZATION=f"Bearer {issue_key(contour, actor=SCAFFOLDING)}")
     assert response.status_code == 200, response.content[:300]
     return response.json()["stats"]
 

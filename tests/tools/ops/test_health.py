@@ -17,6 +17,7 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from invoicebox.limits import account_key
 from invoicebox.models import CircuitState
 from tests.tools.ops.conftest import closed_port
@@ -50,7 +51,7 @@ def broken_database(tmp_path: Path) -> Iterator[None]:
 
 @pytest.mark.django_db
 def test_healthy_gateway_reports_version_fingerprint_and_checks():
-    create_contour("secret-shop", mode="sandbox", name="Тайный магазин")
+    create_contour("secret-shop", mode="sandbox", name="Тайный магазин", actor=SCAFFOLDING)
 
     status, body, text = get_health()
 
@@ -87,7 +88,7 @@ def test_open_circuit_degrades_health_without_naming_the_contour(contour, read_o
     CircuitState.objects.create(account=account_key(DEMO_TOKEN), failures=5,
                                 opened_until=timezone.now() + timedelta(seconds=30))
     own = create_contour("own-account", mode="sandbox", token="f" * 32,
-                         merchant_id="ffffffff-ffff-ffff-ffff-fffffffffff1")
+                         merchant_id="ffffffff-ffff-ffff-ffff-fffffffffff1", actor=SCAFFOLDING)
     CircuitState.objects.create(account=account_key(own.api_token), failures=5,
                                 opened_until=timezone.now() - timedelta(seconds=1))
 
@@ -160,7 +161,7 @@ def test_health_is_three_statements_on_the_requests_own_connection():
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    create_contour("shop", mode="sandbox")
+    create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     with CaptureQueriesContext(connection) as queries:
         status, _body, _ = get_health()
 

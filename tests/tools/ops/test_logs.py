@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from sandbox.api import set_faults
 from tests.conftest import Assistant
@@ -50,8 +51,8 @@ def lines(stream: io.StringIO) -> list[dict]:
 def own_token_assistant(db: None) -> tuple[Assistant, str]:
     token = uuid.uuid4().hex
     contour = create_contour("logs", mode="sandbox", toolsets=["read", "write"], token=token,
-                             merchant_id=str(uuid.uuid4()))
-    return Assistant(http=Client(), key=issue_key(contour), contour=contour), token
+                             merchant_id=str(uuid.uuid4()), actor=SCAFFOLDING)
+    return Assistant(http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour), token
 
 
 def test_the_console_handler_writes_json():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from invoicebox.limits import account_key
 from invoicebox.models import CircuitState
 from sandbox.api import set_faults
@@ -189,8 +190,8 @@ def test_open_mcp_sessions_are_counted_per_contour():
     from tools.contours.services import create_contour
     from tools.models import ApiKey
 
-    shop = ApiKey.issue(create_contour("shop-a", mode="sandbox"))[0]
-    other = ApiKey.issue(create_contour("shop-b", mode="sandbox"))[0]
+    shop = ApiKey.issue(create_contour("shop-a", mode="sandbox", actor=SCAFFOLDING))[0]
+    other = ApiKey.issue(create_contour("shop-b", mode="sandbox", actor=SCAFFOLDING))[0]
     for n in range(3):
         sessions.record(f"a-{n}", shop.pk, "2025-11-25", {})
     sessions.record("b-0", other.pk, "2025-11-25", {})

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from sandbox.api import notification_url_of
 from tests.tools.admin.test_admin_sandbox import new_sandbox_form
@@ -66,7 +67,7 @@ def test_create_contour_journals_once_and_a_refusal_journals_nothing():
 
 
 def test_a_change_is_journaled_with_what_changed_and_a_replaced_secret_by_name_only():
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     before = contour_service.state_of(contour)
     contour.toolsets = ["read", "write"]
     contour.alert_webhook_secret = "whsec-new-0123456789"
@@ -84,7 +85,7 @@ def test_a_change_is_journaled_with_what_changed_and_a_replaced_secret_by_name_o
 
 
 def test_nothing_changed_journals_nothing():
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
 
     assert contour_service.record_change(contour, contour_service.state_of(contour),
                                          actor="user:anna", channel="admin") == []

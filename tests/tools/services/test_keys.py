@@ -7,6 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tools.contours.services import create_contour
 from tools.keys import services as key_service
@@ -24,7 +25,7 @@ def entries(code: str) -> list[JournalEntry]:
 
 
 def test_revoke_is_journaled_once_and_a_second_revoke_changes_nothing():
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     key, raw = key_service.issue(contour, label="бухгалтерия", actor="user:anna",
                                  channel="admin")
 
@@ -40,7 +41,7 @@ def test_revoke_is_journaled_once_and_a_second_revoke_changes_nothing():
 
 def test_the_admin_action_revokes_through_the_service_with_the_same_payload(
         owner: Client):
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     key, _ = key_service.issue(contour, actor="cli:ops", channel="cli")
 
     response = owner.post("/admin/tools/apikey/", {
@@ -53,7 +54,7 @@ def test_the_admin_action_revokes_through_the_service_with_the_same_payload(
 
 
 def test_issue_and_rotate_share_the_payload_and_rotation_keeps_the_scope():
-    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"])
+    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     old, _ = key_service.issue(contour, toolsets=["read"], actor="cli:ops", channel="cli")
 
     new, _ = key_service.rotate(old, actor="cli:ops", channel="cli")
@@ -71,7 +72,7 @@ def test_issue_and_rotate_share_the_payload_and_rotation_keeps_the_scope():
 
 
 def test_a_change_saves_only_the_editable_fields_and_names_them():
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     key, _ = key_service.issue(contour, actor="cli:ops", channel="cli")
     key.label, key.user = "касса", User.objects.create_user("kira")
     key.toolsets = ["write"]  # not editable after issue: never saved by change()

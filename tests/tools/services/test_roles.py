@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
+from audit.actors import SCAFFOLDING
 from audit.models import JournalEntry
 from tools.contours.services import create_contour
 from tools.models import ContourRole
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_grant_and_revoke_are_journaled_once_each():
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     anna = User.objects.create_user("anna")
 
     assert role_service.grant(anna, "auditor", contour, actor="cli:ops", channel="cli")
@@ -31,7 +32,7 @@ def test_grant_and_revoke_are_journaled_once_each():
 
 
 def test_an_unknown_role_is_refused_before_anything_is_written():
-    contour = create_contour("shop", mode="sandbox")
+    contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     anna = User.objects.create_user("anna")
 
     with pytest.raises(ValueError, match="unknown role"):

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from benchmarks.chaos import Campaign
-    from tests.system.cluster import Cluster
+    from harness.chaos import Campaign
+    from harness.cluster import Cluster
 
 
 def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
               state_dir: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from benchmarks.chaos import CEILING, EXPECTED_CODES
+    from harness.chaos import CEILING, EXPECTED_CODES
 
     anomalies: list[dict[str, Any]] = []
 
@@ -263,6 +263,6 @@ def evidence(cluster: Cluster, campaign: Campaign, anomalies: list[dict[str, Any
 
 
 def cluster_root() -> str:
-    from tests.system.cluster import ROOT
+    from harness.cluster import ROOT
 
     return str(ROOT)

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.conftest import order_args
+from harness.orders import order_args
 
 ORDER_ID = "017f038f-c78b-736d-dc00-8bce30bd0f9f"
 OTHER_ID = "017f038f-c78b-736d-dc00-8bce30bd0fa0"

@@ -1,7 +1,7 @@
 """A minimal fake of Invoicebox API v3 on loopback: fixed JSON answers, keep-alive, counted.
 
 Run as its own process for the production-path benchmarks
-(`python -m benchmarks.fake_upstream --port 8765`), or start in a thread from a test with
+(`python -m harness.fake_upstream --port 8765`), or start in a thread from a test with
 serve(). It answers the few requests the benchmarks make (read an order by id, create one,
 check auth) with the API's envelope; everything else is an empty list. It counts the TCP
 connections it accepted, so a test can see whether the gateway keeps its connection alive.

@@ -1,6 +1,6 @@
 """Issue 27's faults for the chaos campaign (benchmarks/chaos.py).
 
-- The database and the broker behind TCP proxies (tests/system/proxy.py): `db_cut`
+- The database and the broker behind TCP proxies (harness/proxy.py): `db_cut`
   (open connections cut, again and again), `db_down` (refused and cut for the phase),
   `db_slow` (every chunk delayed), `db_exhaust` (8 connections at most), `redis_down`.
 - `worker_kill`: the Celery worker (with the beat in it) SIGKILLed at the phase's start and
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.system.cluster import REDIS_URL, Cluster, database_url, server_port
-from tests.system.proxy import TcpProxy
+from harness.cluster import REDIS_URL, Cluster, database_url, server_port
+from harness.proxy import TcpProxy
 
 UPSTREAM_LIES = {
     "503stored": {"fail_after_create": True},

@@ -22,7 +22,7 @@ import httpx
 import psycopg
 from django.conf import settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 REDIS_URL = os.environ.get("GATEWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 # Short on purpose: the fault tests' latency goes over it.
 CLIENT_TIMEOUT_SECONDS = 5
@@ -38,7 +38,7 @@ def server_port() -> int:
     """A free port below the ephemeral range (32768 and up on Linux), for a server that may be
     killed and restarted: a port from the ephemeral range can be taken meanwhile as the source
     port of an outgoing connection, and the restart then cannot bind it."""
-    rng = random.Random()
+    rng = random.Random()  # noqa: S311 - a free port, not a secret
     for _ in range(200):
         port = rng.randrange(20000, 32000)
         with socket.socket() as sock:
@@ -157,7 +157,7 @@ class Cluster:
                env: dict[str, str] | None = None) -> str:
         """A management command against the cluster's database (in `env`, the cluster's by
         default); timeout None for one that bounds itself by what it waits for
-        (benchmarks/chaos_faults.py's resend)."""
+        (harness/chaos_faults.py's resend)."""
         done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env or self.env,
                               input=stdin, capture_output=True, text=True, timeout=timeout,
                               check=False)
@@ -257,6 +257,7 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
 # sandbox process is then a foreign upstream, so its account is registered here explicitly.
 CREATE_CONTOURS = """
 import json, uuid
+from audit.actors import SCAFFOLDING
 from sandbox.api import register_account
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
@@ -264,10 +265,11 @@ out = {}
 for slug in SLUGS:
     token, merchant = uuid.uuid4().hex, str(uuid.uuid4())
     contour = create_contour(slug, mode=MODE, toolsets=["read", "write"], base_url=BASE,
-                             token=token, merchant_id=merchant)
+                             token=token, merchant_id=merchant, actor=SCAFFOLDING)
     if MODE == "custom":
         register_account(token, merchant)
-    out[slug] = {"key": issue_key(contour), "token": token, "merchant_id": merchant}
+    out[slug] = {"key": issue_key(contour, actor=SCAFFOLDING), "token": token,
+                 "merchant_id": merchant}
 print("CONTOURS=" + json.dumps(out))
 """
 
