@@ -188,7 +188,7 @@ def build_server(resolve: CallerResolver, *, dialogs: bool = True) -> Server[Any
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = await resolve(ctx)
         # In a thread: the key's scope is read from the database.
-        specs = await run_sync(gateway.visible_tools, caller.contour, caller.actor)
+        specs = await run_sync(gateway.visible_tools, caller.contour, actor=caller.actor)
         return types.ListToolsResult(tools=tool_definitions(specs))
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
