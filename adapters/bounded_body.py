@@ -33,8 +33,13 @@ class BodyRefused(Exception):
         self.status = CODE_STATUS[code][1]
 
     def envelope(self) -> bytes:
-        outcome = Outcome(status=CODE_STATUS[self.code][0], code=self.code,
-                          message=self.message, hint=self.hint, http_status=self.status)
+        outcome = Outcome(
+            status=CODE_STATUS[self.code][0],
+            code=self.code,
+            message=self.message,
+            hint=self.hint,
+            http_status=self.status,
+        )
         return json.dumps(outcome.as_dict(), ensure_ascii=False).encode()
 
 
@@ -84,25 +89,40 @@ class BoundedBody:
                 return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
 
     def _too_large(self) -> BodyRefused:
-        return BodyRefused("request_too_large",
-                           f"тело запроса больше {self.max_bytes} байт",
-                           "запросы к шлюзу — несколько килобайт JSON; уменьшите тело запроса")
+        return BodyRefused(
+            "request_too_large",
+            f"тело запроса больше {self.max_bytes} байт",
+            "запросы к шлюзу — несколько килобайт JSON; уменьшите тело запроса",
+        )
 
     def _too_slow(self) -> BodyRefused:
-        return BodyRefused("request_timeout",
-                           f"тело запроса не пришло целиком за {self.read_seconds:g} с",
-                           "отправьте запрос заново одним куском")
+        return BodyRefused(
+            "request_timeout",
+            f"тело запроса не пришло целиком за {self.read_seconds:g} с",
+            "отправьте запрос заново одним куском",
+        )
 
     async def _refuse(self, scope: Scope, send: Send, refusal: BodyRefused) -> None:
         client = scope.get("client") or ("?", 0)
-        logger.info("request body refused (%s) from %s to %s", refusal.code, client[0],
-                    str(scope.get("path", ""))[:64])
+        logger.info(
+            "request body refused (%s) from %s to %s",
+            refusal.code,
+            client[0],
+            str(scope.get("path", ""))[:64],
+        )
         body = refusal.envelope()
         # The rest of the body is never read: the connection is closed after the answer.
-        await send({"type": "http.response.start", "status": refusal.status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": refusal.status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

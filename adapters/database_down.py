@@ -50,15 +50,22 @@ class DatabaseDown:
                 raise
             logger.warning("database unavailable on %s", scope.get("path", ""), exc_info=True)
             body = await run_sync(self._refusal, scope)
-            response = JSONResponse(body, status_code=503,
-                                    headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+            response = JSONResponse(
+                body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
+            )
             await response(scope, receive, send)
 
     def _refusal(self, scope: Scope) -> dict[str, object]:
         error = database_error(claimed=False)
-        outcome = gateway.reject(None, error.code, error.message, channel=self.channel,
-                                 actor=_key_actor(scope), tool=str(scope.get("path", ""))[:64],
-                                 hint=error.hint)
+        outcome = gateway.reject(
+            None,
+            error.code,
+            error.message,
+            channel=self.channel,
+            actor=_key_actor(scope),
+            tool=str(scope.get("path", ""))[:64],
+            hint=error.hint,
+        )
         outcome.data = error.data
         return outcome.as_dict()
 

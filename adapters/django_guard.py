@@ -50,9 +50,11 @@ class DjangoGuard:
             return
         allowed, headers = asgi_guard(scope)
         if not allowed:
-            response = JSONResponse({"error": "invalid_request",
-                                     "error_description": "недопустимый заголовок Host"},
-                                    status_code=400, headers=headers)
+            response = JSONResponse(
+                {"error": "invalid_request", "error_description": "недопустимый заголовок Host"},
+                status_code=400,
+                headers=headers,
+            )
             await response(scope, receive, send)
             return
 
@@ -75,10 +77,14 @@ def _environ(scope: Mapping[str, Any]) -> dict[str, Any]:
     """The WSGI environ Django would build for this ASGI request (what get_host reads)."""
     server = scope.get("server") or ("", 0)
     environ: dict[str, Any] = {
-        "REQUEST_METHOD": scope.get("method", "GET"), "SCRIPT_NAME": "",
-        "PATH_INFO": scope.get("path", "/"), "QUERY_STRING": "",
-        "SERVER_NAME": str(server[0] or ""), "SERVER_PORT": str(server[1] or ""),
-        "wsgi.url_scheme": scope.get("scheme", "http"), "wsgi.input": io.BytesIO(),
+        "REQUEST_METHOD": scope.get("method", "GET"),
+        "SCRIPT_NAME": "",
+        "PATH_INFO": scope.get("path", "/"),
+        "QUERY_STRING": "",
+        "SERVER_NAME": str(server[0] or ""),
+        "SERVER_PORT": str(server[1] or ""),
+        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "wsgi.input": io.BytesIO(),
     }
     for raw_name, raw_value in scope.get("headers", []):
         name = raw_name.decode("latin-1").upper().replace("-", "_")

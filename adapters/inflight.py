@@ -38,8 +38,16 @@ EXEMPT_PATHS = frozenset({"/health", "/metrics"})
 
 
 class InflightLimit:
-    def __init__(self, app: ASGIApp, *, limit: int, queue: int, wait_seconds: float,
-                 retry_after: int, mcp_path: str = "/mcp") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        limit: int,
+        queue: int,
+        wait_seconds: float,
+        retry_after: int,
+        mcp_path: str = "/mcp",
+    ) -> None:
         self.app = app
         self.limit, self.queue, self.wait_seconds = limit, queue, wait_seconds
         self.retry_after = retry_after
@@ -99,21 +107,41 @@ class InflightLimit:
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         door = "mcp" if scope.get("path") == self.mcp_path else "http"
         OVERLOAD_REFUSALS.labels(door=door).inc()
-        logger.info("overloaded: %s %s refused (%d in flight, %d waiting)", scope.get("method"),
-                    str(scope.get("path", ""))[:64], self.active, len(self._waiters))
+        logger.info(
+            "overloaded: %s %s refused (%d in flight, %d waiting)",
+            scope.get("method"),
+            str(scope.get("path", ""))[:64],
+            self.active,
+            len(self._waiters),
+        )
         status = CODE_STATUS[CODE][1]
-        envelope = Outcome(status=CODE_STATUS[CODE][0], code=CODE, message=MESSAGE,
-                           hint=HINT.format(seconds=self.retry_after),
-                           data={"retry_after": self.retry_after}, http_status=status).as_dict()
+        envelope = Outcome(
+            status=CODE_STATUS[CODE][0],
+            code=CODE,
+            message=MESSAGE,
+            hint=HINT.format(seconds=self.retry_after),
+            data={"retry_after": self.retry_after},
+            http_status=status,
+        ).as_dict()
         if door == "mcp":
             message = await receive()  # the whole body, already read (adapters/bounded_body.py)
-            envelope = {"jsonrpc": "2.0", "id": _request_id(message.get("body", b"")),
-                        "error": {"code": JSONRPC_CODE, "message": MESSAGE, "data": envelope}}
+            envelope = {
+                "jsonrpc": "2.0",
+                "id": _request_id(message.get("body", b"")),
+                "error": {"code": JSONRPC_CODE, "message": MESSAGE, "data": envelope},
+            }
         body = json.dumps(envelope, ensure_ascii=False).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode()),
-                                (b"retry-after", str(self.retry_after).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"retry-after", str(self.retry_after).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

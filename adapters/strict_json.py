@@ -31,8 +31,9 @@ def loads(text: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
-        raise JsonRefused(f"{error.msg}: line {error.lineno} column {error.colno} "
-                          f"(char {error.pos})", error.pos) from None
+        raise JsonRefused(
+            f"{error.msg}: line {error.lineno} column {error.colno} (char {error.pos})", error.pos
+        ) from None
     except JsonRefused:
         raise
     except RecursionError:

@@ -64,15 +64,15 @@ class OneHopResponder(WSGIResponder):
         context = contextvars.copy_context()
         try:
             buffered = await self.loop.run_in_executor(
-                self.executor, context.run, self.run_app, environ, send)
+                self.executor, context.run, self.run_app, environ, send
+            )
             if buffered is None:  # streamed through a2wsgi's queue and sender task
                 await self.send_queue.put(None)
                 assert self.sender_task is not None
                 await self.sender_task
             else:
                 status, headers, content = buffered
-                await send({"type": "http.response.start", "status": status,
-                            "headers": headers})
+                await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": content})
             if self.exc_info is not None:
                 raise self.exc_info[0].with_traceback(self.exc_info[1], self.exc_info[2])
@@ -85,8 +85,9 @@ class OneHopResponder(WSGIResponder):
         started: list[Any] = []
         written: list[bytes] = []
 
-        def start_response(status: str, response_headers: list[tuple[str, str]],
-                           exc_info: Any = None) -> Any:
+        def start_response(
+            status: str, response_headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Any:
             self.exc_info = exc_info
             if not started:
                 started.extend((status, response_headers))
@@ -106,10 +107,14 @@ class OneHopResponder(WSGIResponder):
             close()
             raise
         status, response_headers = started
-        answer = (int(status.split(" ", 1)[0]),
-                  [(name.strip().encode("latin1").lower(), value.strip().encode("latin1"))
-                   for name, value in response_headers],
-                  content)
+        answer = (
+            int(status.split(" ", 1)[0]),
+            [
+                (name.strip().encode("latin1").lower(), value.strip().encode("latin1"))
+                for name, value in response_headers
+            ],
+            content,
+        )
         try:
             close()
         except Exception:
@@ -119,8 +124,9 @@ class OneHopResponder(WSGIResponder):
             logger.exception("closing a finished response failed; its answer is sent")
         return answer
 
-    def stream(self, send: Send, started: list[Any], written: list[bytes],
-               iterable: Iterable[bytes]) -> None:
+    def stream(
+        self, send: Send, started: list[Any], written: list[bytes], iterable: Iterable[bytes]
+    ) -> None:
         """a2wsgi's way: each message handed to a sender task on the loop, in order."""
         asyncio.run_coroutine_threadsafe(self._start_sender(send), self.loop).result()
         if started:

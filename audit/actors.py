@@ -25,8 +25,10 @@ def required(actor: str) -> str:
     """`actor`, refused when it names no one (ValueError): a safety service never acts, and
     never skips its journal entry, for an unnamed caller."""
     if not isinstance(actor, str) or not actor.strip():
-        raise ValueError("actor is required: name who acts (audit.actors), or SCAFFOLDING "
-                         "for setup no person did")
+        raise ValueError(
+            "actor is required: name who acts (audit.actors), or SCAFFOLDING "
+            "for setup no person did"
+        )
     return actor
 
 

@@ -20,14 +20,20 @@ from audit.admin_lists import ChannelFilter, FlatListAdmin, JournalContourFilter
 from audit.models import AuditorToken, JournalEntry
 
 # Changelist filter parameters -> the export's query parameters.
-EXPORT_PARAMS = {"contour__exact": "contour", "tool__exact": "tool", "status__exact": "status",
-                 "at__gte": "since", "at__lt": "until"}
+EXPORT_PARAMS = {
+    "contour__exact": "contour",
+    "tool__exact": "tool",
+    "status__exact": "status",
+    "at__gte": "since",
+    "at__lt": "until",
+}
 
 
 def export_query(params: QueryDict) -> str:
     """The export URL's query for what the changelist shows (channel is not an export filter)."""
-    query = {target: value for source, target in EXPORT_PARAMS.items()
-             if (value := params.get(source))}
+    query = {
+        target: value for source, target in EXPORT_PARAMS.items() if (value := params.get(source))
+    }
     year, month, day = params.get("at__year"), params.get("at__month"), params.get("at__day")
     if year and year.isdigit() and "since" not in query:
         start = date(int(year), int(month or 1), int(day or 1))
@@ -62,7 +68,7 @@ def shortened(value: str, length: int) -> str:
     """A long cell cut to fit the list, the whole value in its tooltip."""
     if len(value) <= length:
         return value or "—"
-    return format_html('<span title="{}">{}…</span>', value, value[:length - 1])
+    return format_html('<span title="{}">{}…</span>', value, value[: length - 1])
 
 
 class ReadOnlyAdmin(FlatListAdmin):
@@ -83,12 +89,21 @@ class ReadOnlyAdmin(FlatListAdmin):
 class JournalEntryAdmin(ReadOnlyAdmin):
     # What happened first (tool, phase, outcome), then who and how: the outcome columns must
     # not scroll out of view on a laptop screen.
-    list_display = ("id", "at_short", "contour", "tool", "phase", "status", "code_short",
-                    "actor_short", "channel", "confirmation_short")
+    list_display = (
+        "id",
+        "at_short",
+        "contour",
+        "tool",
+        "phase",
+        "status",
+        "code_short",
+        "actor_short",
+        "channel",
+        "confirmation_short",
+    )
     # No date drill-down (a DISTINCT over every row's month) and no choices read off the
     # table: the period is a range over the indexed `at`, the rest come from small sources.
-    list_filter = (JournalContourFilter, JournalToolFilter, "status", ChannelFilter, "phase",
-                   "at")
+    list_filter = (JournalContourFilter, JournalToolFilter, "status", ChannelFilter, "phase", "at")
     search_fields = ("code", "operation_key", "confirmation_id", "actor")
     ordering = ("-id",)
     list_per_page = 100
@@ -96,8 +111,11 @@ class JournalEntryAdmin(ReadOnlyAdmin):
     # Long values cut with the full one in the tooltip: the list fits a 1400 px screen.
     @admin.display(description="время", ordering="at")
     def at_short(self, obj: JournalEntry) -> str:
-        return format_html('<span title="{}">{}</span>', obj.at.isoformat(),
-                           date_format(localtime(obj.at), "d.m.Y H:i:s"))
+        return format_html(
+            '<span title="{}">{}</span>',
+            obj.at.isoformat(),
+            date_format(localtime(obj.at), "d.m.Y H:i:s"),
+        )
 
     @admin.display(description="код", ordering="code")
     def code_short(self, obj: JournalEntry) -> str:
@@ -111,8 +129,9 @@ class JournalEntryAdmin(ReadOnlyAdmin):
     def confirmation_short(self, obj: JournalEntry) -> str:
         return shortened(obj.confirmation_id, 9)
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None
-                        ) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         extra = {**(extra_context or {}), "export_query": export_query(request.GET)}
         return super().changelist_view(request, extra)
 
@@ -122,8 +141,9 @@ class JournalEntryAdmin(ReadOnlyAdmin):
         qs = super().get_queryset(request)
         return qs if allowed is None else qs.filter(contour__in=sorted(allowed))
 
-    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None
-                   ) -> JournalEntry:
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> JournalEntry:
         obj = super().get_object(request, object_id, from_field)
         if obj is None:
             raise Http404("нет такой записи среди ваших контуров")
@@ -138,6 +158,7 @@ class JournalEntryAdmin(ReadOnlyAdmin):
         if allowed is None:
             return True
         return bool(allowed) and (obj is None or obj.contour in allowed)
+
 
 @admin.register(AuditorToken)
 class AuditorTokenAdmin(admin.ModelAdmin):
@@ -161,7 +182,8 @@ class AuditorTokenAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self.has_module_permission(request) and (
-            obj is None or request.user.is_superuser or obj.user_id == request.user.pk)
+            obj is None or request.user.is_superuser or obj.user_id == request.user.pk
+        )
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -177,14 +199,27 @@ class AuditorTokenAdmin(admin.ModelAdmin):
         for token in queryset.filter(revoked_at__isnull=True).select_related("user"):
             token.revoke()
             journal.record(
-                contour="", channel="admin", actor=user_actor(request.user),
-                tool="", phase="configure",
-                arguments={"object": "auditor_token", "prefix": token.prefix,
-                           "holder": token.user.get_username()},
-                status="ok", code="auditor_token_revoked",
+                contour="",
+                channel="admin",
+                actor=user_actor(request.user),
+                tool="",
+                phase="configure",
+                arguments={
+                    "object": "auditor_token",
+                    "prefix": token.prefix,
+                    "holder": token.user.get_username(),
+                },
+                status="ok",
+                code="auditor_token_revoked",
                 message=f"токен аудитора {token.prefix}… отозван",
             )
 
 
-__all__ = ["AuditorTokenAdmin", "JournalEntryAdmin", "ReadOnlyAdmin", "RevokedFilter",
-           "export_query", "shortened"]
+__all__ = [
+    "AuditorTokenAdmin",
+    "JournalEntryAdmin",
+    "ReadOnlyAdmin",
+    "RevokedFilter",
+    "export_query",
+    "shortened",
+]

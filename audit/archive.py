@@ -51,8 +51,10 @@ def month_start(text: str) -> datetime:
         raise ArchiveError(f"--before expects YYYY-MM, got {text!r}") from None
     now = timezone.localtime()
     if start > timezone.make_aware(datetime(now.year, now.month, 1)):
-        raise ArchiveError(f"{text} is later than the current month: only closed months are "
-                           "archived (the entries before the month given)")
+        raise ArchiveError(
+            f"{text} is later than the current month: only closed months are "
+            "archived (the entries before the month given)"
+        )
     return start
 
 
@@ -61,17 +63,21 @@ def due(boundary: datetime) -> list[SignedCheckpoint]:
     archived prefix, never the one holding the chain's head."""
     heads = dict(ChainHead.objects.values_list("chain", "last_seq"))
     archived: dict[str, int] = {}
-    for chain, to_seq in (SignedCheckpoint.objects.filter(archived_at__isnull=False)
-                          .values_list("chain", "to_seq")):
+    for chain, to_seq in SignedCheckpoint.objects.filter(archived_at__isnull=False).values_list(
+        "chain", "to_seq"
+    ):
         archived[chain] = max(archived.get(chain, 0), to_seq)
     found: list[SignedCheckpoint] = []
     stopped: set[str] = set()
-    for stretch in (SignedCheckpoint.objects.filter(archived_at__isnull=True,
-                                                    last_at__lt=boundary)
-                    .order_by("chain", "from_seq")):
+    for stretch in SignedCheckpoint.objects.filter(
+        archived_at__isnull=True, last_at__lt=boundary
+    ).order_by("chain", "from_seq"):
         chain = stretch.chain
-        if chain in stopped or stretch.to_seq >= heads.get(chain, 0) or \
-                stretch.from_seq != archived.get(chain, 0) + 1:
+        if (
+            chain in stopped
+            or stretch.to_seq >= heads.get(chain, 0)
+            or stretch.from_seq != archived.get(chain, 0) + 1
+        ):
             stopped.add(chain)
             continue
         archived[chain] = stretch.to_seq
@@ -85,7 +91,8 @@ def _rows(stretches: list[SignedCheckpoint]) -> int:
 
 def write(path: Path, stretches: list[SignedCheckpoint]) -> None:
     qs = SignedCheckpoint.objects.filter(pk__in=[s.pk for s in stretches]).order_by(
-        "chain", "from_seq")
+        "chain", "from_seq"
+    )
     try:
         with path.open("x", encoding="utf-8") as handle:
             for line in iter_signed_jsonl(qs):
@@ -107,12 +114,19 @@ def verify(path: Path, stretches: list[SignedCheckpoint]) -> str:
             key.write_text(seals.public_pem(base64.b64decode(public)))
             keys += ["--public-key", str(key)]
         # Our own interpreter and verifier; the paths are ours too.
-        done = subprocess.run([sys.executable, str(verifier), *keys, str(path.resolve())],  # noqa: S603
-                              cwd=folder, env=env, capture_output=True, text=True,
-                              timeout=VERIFY_TIMEOUT_SECONDS, check=False)
+        done = subprocess.run(  # noqa: S603 - our interpreter and verifier
+            [sys.executable, str(verifier), *keys, str(path.resolve())],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=VERIFY_TIMEOUT_SECONDS,
+            check=False,
+        )
     if done.returncode != 0:
-        raise ArchiveError(f"{path} does not verify, nothing was removed: "
-                           f"{(done.stderr or done.stdout).strip()}")
+        raise ArchiveError(
+            f"{path} does not verify, nothing was removed: {(done.stderr or done.stdout).strip()}"
+        )
     digest, signatures, rows = hashlib.sha256(), set(), None
     with path.open("rb") as handle:
         for line in handle:
@@ -123,9 +137,11 @@ def verify(path: Path, stretches: list[SignedCheckpoint]) -> str:
             elif record.get("type") == "manifest":
                 rows = record["rows"]
     if signatures != {s.signature for s in stretches} or rows != _rows(stretches):
-        raise ArchiveError(f"{path} verifies but is not the archive of these stretches "
-                           f"({len(stretches)} stretches, {_rows(stretches)} rows): nothing "
-                           "was removed")
+        raise ArchiveError(
+            f"{path} verifies but is not the archive of these stretches "
+            f"({len(stretches)} stretches, {_rows(stretches)} rows): nothing "
+            "was removed"
+        )
     return digest.hexdigest()
 
 
@@ -133,14 +149,18 @@ def _partitions(cursor: Any, table: str) -> list[str]:
     """The journal table's partitions on PostgreSQL, oldest bound first ([] when flat)."""
     if connection.vendor != "postgresql":
         return []
-    cursor.execute("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-                   "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = %s "
-                   "ORDER BY c.relname", [table])
+    cursor.execute(
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+        "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = %s "
+        "ORDER BY c.relname",
+        [table],
+    )
     return [name for (name,) in cursor.fetchall()]
 
 
-def _detach_covered(cursor: Any, stretches: list[SignedCheckpoint], boundary: datetime
-                    ) -> tuple[int, list[str]]:
+def _detach_covered(
+    cursor: Any, stretches: list[SignedCheckpoint], boundary: datetime
+) -> tuple[int, list[str]]:
     """Detach each partition whose rows all lie before `boundary` and all belong to the
     stretches archived: their rows leave without a DELETE. The rows detached, the tables."""
     plain = JournalEntry._meta.db_table
@@ -150,10 +170,12 @@ def _detach_covered(cursor: Any, stretches: list[SignedCheckpoint], boundary: da
     detached, names = 0, []
     for name in _partitions(cursor, plain):
         part = connection.ops.quote_name(name)
-        cursor.execute(f"SELECT count(*), max(at), count(*) FILTER (WHERE NOT EXISTS ("  # noqa: S608
-                       f"SELECT 1 FROM (VALUES {ranges}) AS s(chain, f, t) WHERE "
-                       f"s.chain = e.chain AND e.seq BETWEEN s.f AND s.t)) FROM {part} e",
-                       params)
+        cursor.execute(
+            f"SELECT count(*), max(at), count(*) FILTER (WHERE NOT EXISTS ("  # noqa: S608
+            f"SELECT 1 FROM (VALUES {ranges}) AS s(chain, f, t) WHERE "
+            f"s.chain = e.chain AND e.seq BETWEEN s.f AND s.t)) FROM {part} e",
+            params,
+        )
         rows, last_at, uncovered = cursor.fetchone()
         if rows and last_at < boundary and not uncovered:
             cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {part}")
@@ -162,16 +184,20 @@ def _detach_covered(cursor: Any, stretches: list[SignedCheckpoint], boundary: da
     return detached, names
 
 
-def remove(stretches: list[SignedCheckpoint], label: str, boundary: datetime
-           ) -> tuple[int, list[str]]:
+def remove(
+    stretches: list[SignedCheckpoint], label: str, boundary: datetime
+) -> tuple[int, list[str]]:
     """Remove the stretches' rows and mark them archived, all or nothing: on PostgreSQL with a
     journal partitioned by month, a partition holding only archived rows is detached (left as
     a table of its own to drop), the rest deleted. The rows removed, the tables detached."""
     table = connection.ops.quote_name(JournalEntry._meta.db_table)
     expected = _rows(stretches)
     with transaction.atomic():
-        locked = list(SignedCheckpoint.objects.select_for_update()
-                      .filter(pk__in=[s.pk for s in stretches], archived_at__isnull=True))
+        locked = list(
+            SignedCheckpoint.objects.select_for_update().filter(
+                pk__in=[s.pk for s in stretches], archived_at__isnull=True
+            )
+        )
         if len(locked) != len(stretches):
             raise ArchiveError("another run archived some of these stretches: nothing removed")
         with connection.cursor() as cursor:
@@ -179,15 +205,20 @@ def remove(stretches: list[SignedCheckpoint], label: str, boundary: datetime
             for stretch in stretches:
                 # Raw SQL: the model refuses deletes (JournalQuerySet); this is the one place
                 # rows leave, and only after their archive verified.
-                cursor.execute(f"DELETE FROM {table} WHERE chain = %s AND seq >= %s "  # noqa: S608
-                               f"AND seq <= %s",
-                               [stretch.chain, stretch.from_seq, stretch.to_seq])
+                cursor.execute(
+                    f"DELETE FROM {table} WHERE chain = %s AND seq >= %s "  # noqa: S608
+                    f"AND seq <= %s",
+                    [stretch.chain, stretch.from_seq, stretch.to_seq],
+                )
                 removed += cursor.rowcount
         if removed != expected:
-            raise ArchiveError(f"{removed} rows found where the seals name {expected}: run "
-                               "verify_journal; nothing removed")
+            raise ArchiveError(
+                f"{removed} rows found where the seals name {expected}: run "
+                "verify_journal; nothing removed"
+            )
         SignedCheckpoint.objects.filter(pk__in=[s.pk for s in stretches]).update(
-            archived_at=timezone.now(), archive=label[:400])
+            archived_at=timezone.now(), archive=label[:400]
+        )
     return removed, detached
 
 

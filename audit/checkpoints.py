@@ -37,8 +37,9 @@ class Checkpoint:
     seq: int | None = None
 
     def anchor(self) -> Anchor:
-        return Anchor(last_id=self.last_id, last_hash=self.last_hash, chain=self.chain,
-                      seq=self.seq)
+        return Anchor(
+            last_id=self.last_id, last_hash=self.last_hash, chain=self.chain, seq=self.seq
+        )
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -56,29 +57,44 @@ def current() -> list[Checkpoint]:
     stray = beyond_heads()
     if stray:
         beyond, head_seq = stray[0]
-        raise CheckpointError(f"entry {beyond.id} {beyond_head_problem(beyond, head_seq)}: "
-                              "run verify_journal")
+        raise CheckpointError(
+            f"entry {beyond.id} {beyond_head_problem(beyond, head_seq)}: run verify_journal"
+        )
     at = datetime.now(UTC).isoformat(timespec="seconds")
     heads = {head.chain: head for head in ChainHead.objects.all()}
     found: list[Checkpoint] = []
-    chains = sorted(set(heads) | set(JournalEntry.objects.order_by()
-                                      .values_list("chain", flat=True).distinct()))
+    chains = sorted(
+        set(heads) | set(JournalEntry.objects.order_by().values_list("chain", flat=True).distinct())
+    )
     for chain in chains:
         head = heads.get(chain)
-        last = (JournalEntry.objects.filter(chain=chain, seq=head.last_seq)
-                if head is not None and head.last_seq
-                else JournalEntry.objects.filter(chain=chain).order_by("-seq"))
+        last = (
+            JournalEntry.objects.filter(chain=chain, seq=head.last_seq)
+            if head is not None and head.last_seq
+            else JournalEntry.objects.filter(chain=chain).order_by("-seq")
+        )
         entry = last.only("id", "seq", "chain", "hash", "key_id").first()
         if entry is None:
             if head is not None and head.last_seq:
-                raise CheckpointError(f"the journal head names entry {head.last_id}, which is "
-                                      "missing: run verify_journal")
+                raise CheckpointError(
+                    f"the journal head names entry {head.last_id}, which is "
+                    "missing: run verify_journal"
+                )
             continue
         if head is not None and head.last_seq and entry.hash != head.last_hash:
-            raise CheckpointError(f"the journal head's hash differs from entry {entry.id}'s: "
-                                  "run verify_journal")
-        found.append(Checkpoint(last_id=entry.id, last_hash=entry.hash, key_id=entry.key_id,
-                                at=at, chain=entry.chain, seq=entry.seq))
+            raise CheckpointError(
+                f"the journal head's hash differs from entry {entry.id}'s: run verify_journal"
+            )
+        found.append(
+            Checkpoint(
+                last_id=entry.id,
+                last_hash=entry.hash,
+                key_id=entry.key_id,
+                at=at,
+                chain=entry.chain,
+                seq=entry.seq,
+            )
+        )
     return found
 
 
@@ -110,16 +126,18 @@ def parse(data: Any, where: str) -> Checkpoint:
     if isinstance(last_id, bool) or not isinstance(last_id, int) or last_id < 1:
         raise CheckpointError(f"{where}: last_id must be a positive integer, got {last_id!r}")
     if not isinstance(last_hash, str) or not HASH_RE.fullmatch(last_hash):
-        raise CheckpointError(f"{where}: last_hash must be 64 lowercase hex digits, "
-                              f"got {last_hash!r}")
+        raise CheckpointError(
+            f"{where}: last_hash must be 64 lowercase hex digits, got {last_hash!r}"
+        )
     key_id, at = data.get("key_id", ""), data.get("at", "")
     chain, seq = data.get("chain", LEGACY_CHAIN), data.get("seq")
     if not isinstance(chain, str):
         raise CheckpointError(f"{where}: chain must be a string, got {chain!r}")
     if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
         raise CheckpointError(f"{where}: seq must be a positive integer, got {seq!r}")
-    return Checkpoint(last_id=last_id, last_hash=last_hash, key_id=str(key_id), at=str(at),
-                      chain=chain, seq=seq)
+    return Checkpoint(
+        last_id=last_id, last_hash=last_hash, key_id=str(key_id), at=str(at), chain=chain, seq=seq
+    )
 
 
 def load(path: Path) -> list[Checkpoint]:

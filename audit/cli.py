@@ -9,8 +9,23 @@ from audit import journal
 from audit.actors import cli_actor
 
 
-def record_configure(*, contour: str, code: str, message: str, arguments: Mapping[str, Any],
-                     secrets: Iterable[str] = ()) -> None:
-    journal.record(contour=contour, channel="cli", actor=cli_actor(), tool="",
-                   phase="configure", arguments=arguments, status="ok", code=code,
-                   message=message, secrets=secrets)
+def record_configure(
+    *,
+    contour: str,
+    code: str,
+    message: str,
+    arguments: Mapping[str, Any],
+    secrets: Iterable[str] = (),
+) -> None:
+    journal.record(
+        contour=contour,
+        channel="cli",
+        actor=cli_actor(),
+        tool="",
+        phase="configure",
+        arguments=arguments,
+        status="ok",
+        code=code,
+        message=message,
+        secrets=secrets,
+    )

@@ -81,8 +81,7 @@ def rows(qs: QuerySet[JournalEntry]) -> Iterator[dict[str, Any]]:
         # The same UTC form the hash is computed over, so an export can be re-verified.
         row["at"] = row["at"].astimezone(UTC).isoformat(timespec="microseconds")
         if row["spooled_at"] is not None:
-            row["spooled_at"] = row["spooled_at"].astimezone(UTC).isoformat(
-                timespec="microseconds")
+            row["spooled_at"] = row["spooled_at"].astimezone(UTC).isoformat(timespec="microseconds")
         yield row
 
 

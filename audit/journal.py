@@ -139,9 +139,11 @@ def canonical(entry: JournalEntry) -> str:
         "duration_ms": entry.duration_ms,
     }
     if entry.spool_id:  # only spooled entries have it: every other hash stays as it was
-        content["spool"] = {"id": entry.spool_id,
-                            "at": _utc_iso(entry.spooled_at) if entry.spooled_at else None,
-                            "duplicate_of": entry.duplicate_of}
+        content["spool"] = {
+            "id": entry.spool_id,
+            "at": _utc_iso(entry.spooled_at) if entry.spooled_at else None,
+            "duplicate_of": entry.duplicate_of,
+        }
     if entry.form >= 2:
         del content["id"]
         content.update(chain=entry.chain, seq=entry.seq)
@@ -175,12 +177,16 @@ def _link_problem(entry: JournalEntry, keys: Mapping[str, str], legacy_last_id: 
     """Why the entry's hash does not follow from its content and key; empty when it does."""
     if not entry.key_id:
         if entry.id > legacy_last_id:
-            return ("has no key id (an unkeyed sha256 entry, accepted only up to "
-                    f"GATEWAY_JOURNAL_LEGACY_LAST_ID={legacy_last_id})")
+            return (
+                "has no key id (an unkeyed sha256 entry, accepted only up to "
+                f"GATEWAY_JOURNAL_LEGACY_LAST_ID={legacy_last_id})"
+            )
         expected = legacy_hash(entry.prev_hash, entry)
     elif entry.key_id not in keys:
-        return (f"is signed with key id {entry.key_id!r}, which is not in GATEWAY_JOURNAL_KEYS "
-                "(keep retired keys listed for verification)")
+        return (
+            f"is signed with key id {entry.key_id!r}, which is not in GATEWAY_JOURNAL_KEYS "
+            "(keep retired keys listed for verification)"
+        )
     else:
         expected = entry_hash(entry.prev_hash, entry, keys[entry.key_id])
     if not hmac.compare_digest(expected, entry.hash):
@@ -265,6 +271,7 @@ def append(entry: JournalEntry, *, savepoint: bool = True) -> JournalEntry:
     """
     key_id = signing_key_id()
     secret = journal_keys()[key_id]
+
     def place(entry: JournalEntry, chain: str, last_seq: int, last_hash: str) -> None:
         _place(entry, chain, last_seq, last_hash, key_id, secret)
 
@@ -279,8 +286,9 @@ def append(entry: JournalEntry, *, savepoint: bool = True) -> JournalEntry:
     return entry
 
 
-def _place(entry: JournalEntry, chain: str, last_seq: int, last_hash: str, key_id: str,
-           secret: str) -> None:
+def _place(
+    entry: JournalEntry, chain: str, last_seq: int, last_hash: str, key_id: str, secret: str
+) -> None:
     """Next in the chain whose locked head says (last_seq, last_hash); hashed and signed.
     The id comes from the table's sequence when the row is inserted (it is not hashed)."""
     entry.chain, entry.seq, entry.at = chain, last_seq + 1, _now()

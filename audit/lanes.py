@@ -26,15 +26,16 @@ Place = Callable[[JournalEntry, str, int, str], None]
 
 _HEADS = ChainHead._meta.db_table
 # Only table names are formatted into the SQL here and below; every value is a parameter.
-_LANE_SQL = (f'SELECT chain, last_seq, last_hash FROM "{_HEADS}" '  # noqa: S608
-             "WHERE chain = %s OR starts_with(chain, %s) "
-             "ORDER BY last_seq LIMIT 1 FOR UPDATE SKIP LOCKED")
+_LANE_SQL = (
+    f'SELECT chain, last_seq, last_hash FROM "{_HEADS}" '  # noqa: S608
+    "WHERE chain = %s OR starts_with(chain, %s) "
+    "ORDER BY last_seq LIMIT 1 FOR UPDATE SKIP LOCKED"
+)
 
 
 def usable(db: Any = connection) -> bool:
     lanes: int = settings.GATEWAY_JOURNAL_LANES
-    return lanes > 1 and db.features.has_select_for_update_skip_locked and \
-        db.vendor == "postgresql"
+    return lanes > 1 and db.features.has_select_for_update_skip_locked and db.vendor == "postgresql"
 
 
 def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
@@ -62,13 +63,17 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
     return row is not None
 
 
-def _insert_and_advance(cursor: Any, entry: JournalEntry, place: Place, chain: str,
-                        last_seq: int, last_hash: str) -> None:
+def _insert_and_advance(
+    cursor: Any, entry: JournalEntry, place: Place, chain: str, last_seq: int, last_hash: str
+) -> None:
     place(entry, chain, last_seq, last_hash)
     insert, params = _insert_sql(entry)
-    cursor.execute(f'WITH entry AS ({insert}) UPDATE "{_HEADS}" SET last_seq = %s, '  # noqa: S608
-                   "last_id = entry.id, last_hash = %s FROM entry WHERE chain = %s "
-                   "RETURNING entry.id", [*params, entry.seq, entry.hash, chain])
+    cursor.execute(
+        f'WITH entry AS ({insert}) UPDATE "{_HEADS}" SET last_seq = %s, '  # noqa: S608
+        "last_id = entry.id, last_hash = %s FROM entry WHERE chain = %s "
+        "RETURNING entry.id",
+        [*params, entry.seq, entry.hash, chain],
+    )
     entry.id = cursor.fetchone()[0]
     entry._state.adding, entry._state.db = False, connection.alias
 
@@ -86,8 +91,10 @@ def _insert_sql(entry: JournalEntry) -> tuple[str, list[Any]]:
     sql = _INSERTS.get(connection.vendor)
     if sql is None or any(hasattr(value, "resolve_expression") for value in values):
         return _orm_insert_sql(entry)  # and an expression among the values compiles apart
-    return sql, [field.get_db_prep_save(value, connection=connection)
-                 for field, value in zip(_FIELDS, values, strict=True)]
+    return sql, [
+        field.get_db_prep_save(value, connection=connection)
+        for field, value in zip(_FIELDS, values, strict=True)
+    ]
 
 
 def _orm_insert_sql(entry: JournalEntry) -> tuple[str, list[Any]]:
@@ -118,8 +125,12 @@ def free_lane(contour: str) -> ChainHead | None:
     lanes: int = settings.GATEWAY_JOURNAL_LANES
     if lanes <= 1 or not connection.features.has_select_for_update_skip_locked:
         return None  # SQLite: one writer at a time anyway
-    free = (ChainHead.objects.select_for_update(skip_locked=True)
-            .filter(_lane_chains(contour)).order_by("last_seq").first())
+    free = (
+        ChainHead.objects.select_for_update(skip_locked=True)
+        .filter(_lane_chains(contour))
+        .order_by("last_seq")
+        .first()
+    )
     if free is not None:
         return free
     taken = ChainHead.objects.filter(_lane_chains(contour)).count()
@@ -136,9 +147,14 @@ def locked_head(chain: str) -> ChainHead:
     # No head yet (a new chain, or a flushed table): start it from the chain's last entry, if
     # any. A concurrent first writer makes get_or_create fall back to reading (and locking)
     # the winner's row.
-    last = (JournalEntry.objects.filter(chain=chain).order_by("-seq")
-            .values("seq", "id", "hash").first())
-    defaults = ({"last_seq": last["seq"], "last_id": last["id"], "last_hash": last["hash"]}
-                if last else {})
+    last = (
+        JournalEntry.objects.filter(chain=chain)
+        .order_by("-seq")
+        .values("seq", "id", "hash")
+        .first()
+    )
+    defaults = (
+        {"last_seq": last["seq"], "last_id": last["id"], "last_hash": last["hash"]} if last else {}
+    )
     head, _ = ChainHead.objects.select_for_update().get_or_create(chain=chain, defaults=defaults)
     return head

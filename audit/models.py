@@ -104,8 +104,7 @@ class JournalEntry(models.Model):
     duration_ms = models.PositiveIntegerField("длительность, мс", default=0)
     # Which GATEWAY_JOURNAL_KEYS key made `hash` (an HMAC); empty on entries from before the
     # chain was keyed, whose hash is plain sha256 (accepted up to GATEWAY_JOURNAL_LEGACY_LAST_ID).
-    key_id = models.CharField("ключ подписи", max_length=32, blank=True, default="",
-                              db_default="")
+    key_id = models.CharField("ключ подписи", max_length=32, blank=True, default="", db_default="")
     # The chain the entry links into: its contour's slug, or a lane of it ("shop~2"); "" for
     # entries of no contour and every entry from the one global chain; and its place in it.
     chain = models.CharField("цепочка", max_length=80, blank=True, default="", db_default="")
@@ -119,8 +118,9 @@ class JournalEntry(models.Model):
     # The spool's own marks (audit/spool.py), never a caller's: the spool id the answer gave
     # (journal_pending), when the call was answered, and the committed entry a spooled copy
     # repeats. Outside `arguments`, which callers write; hashed when set (journal.canonical).
-    spool_id = models.CharField("номер в очереди", max_length=32, blank=True, default="",
-                                db_default="")
+    spool_id = models.CharField(
+        "номер в очереди", max_length=32, blank=True, default="", db_default=""
+    )
     spooled_at = models.DateTimeField("ответ дан (очередь)", null=True, blank=True)
     duplicate_of = models.BigIntegerField("копия записи", null=True, blank=True)
 
@@ -136,13 +136,14 @@ class JournalEntry(models.Model):
             models.Index(fields=["status"], name="audit_entry_status"),
             models.Index(fields=["channel"], name="audit_entry_channel"),
         ]
-        constraints = [models.UniqueConstraint(fields=["chain", "seq"],
-                                               name="audit_entry_chain_seq"),
-                       models.UniqueConstraint(fields=["hash"], name="audit_entry_hash"),
-                       # One drained entry per spool file, whoever drains it.
-                       models.UniqueConstraint(fields=["spool_id"],
-                                               condition=~models.Q(spool_id=""),
-                                               name="audit_entry_spool_id")]
+        constraints = [
+            models.UniqueConstraint(fields=["chain", "seq"], name="audit_entry_chain_seq"),
+            models.UniqueConstraint(fields=["hash"], name="audit_entry_hash"),
+            # One drained entry per spool file, whoever drains it.
+            models.UniqueConstraint(
+                fields=["spool_id"], condition=~models.Q(spool_id=""), name="audit_entry_spool_id"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.id} {self.tool or '-'} {self.phase} {self.status}"
@@ -190,8 +191,12 @@ class AuditorToken(models.Model):
 
     PREFIX_LENGTH = 12
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="auditor_tokens", verbose_name="аудитор")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="auditor_tokens",
+        verbose_name="аудитор",
+    )
     label = models.CharField("метка", max_length=200, blank=True)
     prefix = models.CharField("префикс", max_length=PREFIX_LENGTH, db_index=True)
     token_hash = models.CharField("хеш токена", max_length=64, unique=True)
@@ -211,20 +216,25 @@ class AuditorToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
     @classmethod
-    def issue(cls, user: Any, label: str = "", contours: list[str] | None = None
-              ) -> tuple[AuditorToken, str]:
+    def issue(
+        cls, user: Any, label: str = "", contours: list[str] | None = None
+    ) -> tuple[AuditorToken, str]:
         """Create a token and return it with the full secret, which is never stored."""
         raw = "iba_" + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, label=label, prefix=raw[: cls.PREFIX_LENGTH],
-                                   token_hash=_sha256(raw), contours=contours)
+        token = cls.objects.create(
+            user=user,
+            label=label,
+            prefix=raw[: cls.PREFIX_LENGTH],
+            token_hash=_sha256(raw),
+            contours=contours,
+        )
         return token, raw
 
     @classmethod
     def authenticate(cls, raw: str) -> AuditorToken | None:
         if not raw:
             return None
-        return (cls.objects.active().select_related("user")
-                .filter(token_hash=_sha256(raw)).first())
+        return cls.objects.active().select_related("user").filter(token_hash=_sha256(raw)).first()
 
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
@@ -256,14 +266,16 @@ class SignedCheckpoint(models.Model):
     # Set when `manage.py archive_journal` moved the stretch's rows to a verified archive file
     # and removed them: the chain walk then starts after the stretch (audit/walk.py).
     archived_at = models.DateTimeField("перенесён в архив", null=True, blank=True)
-    archive = models.CharField("архив (файл и sha256)", max_length=400, blank=True, default="",
-                               db_default="")
+    archive = models.CharField(
+        "архив (файл и sha256)", max_length=400, blank=True, default="", db_default=""
+    )
 
     class Meta:
         verbose_name = "подписанная контрольная точка"
         verbose_name_plural = "подписанные контрольные точки"
-        constraints = [models.UniqueConstraint(fields=["chain", "to_seq"],
-                                               name="audit_sealed_chain_to_seq")]
+        constraints = [
+            models.UniqueConstraint(fields=["chain", "to_seq"], name="audit_sealed_chain_to_seq")
+        ]
         indexes = [models.Index(fields=["chain", "last_at"], name="audit_sealed_chain_last_at")]
 
     def __str__(self) -> str:

@@ -31,8 +31,10 @@ def contour_problem(entry: JournalEntry) -> str:
     names the contour of its chain (the legacy chain "" continues with entries of none)."""
     if entry.form < 2 or entry.contour == chain_contour(entry.chain):
         return ""
-    return (f"names contour {entry.contour!r} but stands in chain {entry.chain!r} "
-            f"(contour {chain_contour(entry.chain)!r})")
+    return (
+        f"names contour {entry.contour!r} but stands in chain {entry.chain!r} "
+        f"(contour {chain_contour(entry.chain)!r})"
+    )
 
 
 def beyond_heads() -> list[tuple[JournalEntry, int]]:
@@ -48,20 +50,27 @@ def beyond_heads() -> list[tuple[JournalEntry, int]]:
     stray: list[JournalEntry] = []
     for start in range(0, len(heads), HEADS_PER_QUERY):
         past = Q()
-        for chain, last_seq in heads[start:start + HEADS_PER_QUERY]:
+        for chain, last_seq in heads[start : start + HEADS_PER_QUERY]:
             past |= Q(chain=chain, seq__gt=last_seq)
         stray += JournalEntry.objects.filter(past).order_by("id")
     if not stray:
         return []
-    now = dict(ChainHead.objects.filter(chain__in={row.chain for row in stray})
-               .values_list("chain", "last_seq"))
-    return sorted(((row, now[row.chain]) for row in stray
-                   if row.chain in now and row.seq > now[row.chain]), key=lambda p: p[0].id)
+    now = dict(
+        ChainHead.objects.filter(chain__in={row.chain for row in stray}).values_list(
+            "chain", "last_seq"
+        )
+    )
+    return sorted(
+        ((row, now[row.chain]) for row in stray if row.chain in now and row.seq > now[row.chain]),
+        key=lambda p: p[0].id,
+    )
 
 
 def beyond_head_problem(entry: JournalEntry, head_seq: int) -> str:
-    return (f"stands at place {entry.seq} of chain {entry.chain!r}, past its head "
-            f"(place {head_seq}): it was not appended by the journal's writer")
+    return (
+        f"stands at place {entry.seq} of chain {entry.chain!r}, past its head "
+        f"(place {head_seq}): it was not appended by the journal's writer"
+    )
 
 
 def vouched(qs: QuerySet[JournalEntry]) -> QuerySet[JournalEntry]:
@@ -70,12 +79,16 @@ def vouched(qs: QuerySet[JournalEntry]) -> QuerySet[JournalEntry]:
     A row past its chain's head, in a chain no head names, or in another contour's chain, is
     left out: it is not part of the chain an auditor can verify, and verify_journal names it.
     """
-    past_head = Exists(ChainHead.objects.filter(chain=OuterRef("chain"),
-                                                last_seq__lt=OuterRef("seq")))
+    past_head = Exists(
+        ChainHead.objects.filter(chain=OuterRef("chain"), last_seq__lt=OuterRef("seq"))
+    )
     # A chain with no head row vouches for nothing: record() opens a chain by writing its
     # head, so a row in a lane no head names was put there by someone else (form-1 rows of
     # the one global chain "" predate heads).
     has_head = Exists(ChainHead.objects.filter(chain=OuterRef("chain")))
-    own_chain = (Q(form__lt=2) | Q(chain=F("contour"))
-                 | Q(chain__startswith=Concat(F("contour"), Value(LANE_MARK))))
+    own_chain = (
+        Q(form__lt=2)
+        | Q(chain=F("contour"))
+        | Q(chain__startswith=Concat(F("contour"), Value(LANE_MARK)))
+    )
     return qs.filter(own_chain).filter(has_head | Q(form__lt=2, chain="")).exclude(past_head)

@@ -32,14 +32,48 @@ from django.db import transaction
 from audit.journal import VERIFY_CHUNK, _hash_form, _link_problem, journal_keys
 from audit.models import ZERO_HASH, ChainHead, JournalEntry, SignedCheckpoint
 
-SIGNED_FIELDS = ("v", "type", "chain", "from_seq", "to_seq", "prev_hash", "last_hash",
-                 "last_id", "digest", "first_at", "last_at", "at", "key", "rows",
-                 "checkpoints")
+SIGNED_FIELDS = (
+    "v",
+    "type",
+    "chain",
+    "from_seq",
+    "to_seq",
+    "prev_hash",
+    "last_hash",
+    "last_id",
+    "digest",
+    "first_at",
+    "last_at",
+    "at",
+    "key",
+    "rows",
+    "checkpoints",
+)
 # The row fields the canonical form reads (audit.journal.canonical), plus the links.
-ROW_FIELDS = ("id", "at", "contour", "channel", "actor", "tool", "phase", "arguments", "status",
-              "code", "message", "confirmation_id", "operation_key", "upstream_request_id",
-              "upstream_status", "duration_ms", "key_id", "chain", "seq", "form", "prev_hash",
-              "hash")
+ROW_FIELDS = (
+    "id",
+    "at",
+    "contour",
+    "channel",
+    "actor",
+    "tool",
+    "phase",
+    "arguments",
+    "status",
+    "code",
+    "message",
+    "confirmation_id",
+    "operation_key",
+    "upstream_request_id",
+    "upstream_status",
+    "duration_ms",
+    "key_id",
+    "chain",
+    "seq",
+    "form",
+    "prev_hash",
+    "hash",
+)
 
 
 class SealError(RuntimeError):
@@ -55,8 +89,10 @@ def _private_key(text: str) -> Ed25519PrivateKey:
         else:
             key = Ed25519PrivateKey.from_private_bytes(base64.b64decode(text, validate=True))
     except (ValueError, TypeError, binascii.Error):
-        raise ImproperlyConfigured("GATEWAY_JOURNAL_SIGNING_KEY is not an Ed25519 private key "
-                                   "(PEM, or 32 raw bytes in base64)") from None
+        raise ImproperlyConfigured(
+            "GATEWAY_JOURNAL_SIGNING_KEY is not an Ed25519 private key "
+            "(PEM, or 32 raw bytes in base64)"
+        ) from None
     if not isinstance(key, Ed25519PrivateKey):
         raise ImproperlyConfigured("GATEWAY_JOURNAL_SIGNING_KEY must be an Ed25519 key")
     return key
@@ -67,8 +103,11 @@ def signing_key() -> Ed25519PrivateKey:
 
 
 def raw_public(key: Ed25519PrivateKey | None = None) -> bytes:
-    return (key or signing_key()).public_key().public_bytes(
-        serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return (
+        (key or signing_key())
+        .public_key()
+        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    )
 
 
 def fingerprint(public_raw: bytes) -> str:
@@ -78,9 +117,11 @@ def fingerprint(public_raw: bytes) -> str:
 
 def public_pem(public_raw: bytes | None = None) -> str:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     key = Ed25519PublicKey.from_public_bytes(public_raw or raw_public())
-    return key.public_bytes(serialization.Encoding.PEM,
-                            serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return key.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    ).decode()
 
 
 def canonical_row(row: dict[str, Any]) -> str:
@@ -104,26 +145,43 @@ def iso(at: datetime) -> str:
 
 def stretch_rows(chain: str, from_seq: int, to_seq: int) -> Iterator[dict[str, Any]]:
     """The chain's rows at places from_seq..to_seq as exported (`at` in UTC ISO), in order."""
-    rows = (JournalEntry.objects.filter(chain=chain, seq__gte=from_seq, seq__lte=to_seq)
-            .order_by("seq").values(*ROW_FIELDS).iterator(chunk_size=VERIFY_CHUNK))
+    rows = (
+        JournalEntry.objects.filter(chain=chain, seq__gte=from_seq, seq__lte=to_seq)
+        .order_by("seq")
+        .values(*ROW_FIELDS)
+        .iterator(chunk_size=VERIFY_CHUNK)
+    )
     for row in rows:
         row["at"] = iso(row["at"])
         yield row
 
 
 def payload(checkpoint: SignedCheckpoint) -> dict[str, Any]:
-    return {"v": 1, "type": "checkpoint", "chain": checkpoint.chain,
-            "from_seq": checkpoint.from_seq, "to_seq": checkpoint.to_seq,
-            "prev_hash": checkpoint.prev_hash, "last_hash": checkpoint.last_hash,
-            "last_id": checkpoint.last_id, "digest": checkpoint.digest,
-            "first_at": iso(checkpoint.first_at), "last_at": iso(checkpoint.last_at),
-            "at": iso(checkpoint.at), "key": checkpoint.key}
+    return {
+        "v": 1,
+        "type": "checkpoint",
+        "chain": checkpoint.chain,
+        "from_seq": checkpoint.from_seq,
+        "to_seq": checkpoint.to_seq,
+        "prev_hash": checkpoint.prev_hash,
+        "last_hash": checkpoint.last_hash,
+        "last_id": checkpoint.last_id,
+        "digest": checkpoint.digest,
+        "first_at": iso(checkpoint.first_at),
+        "last_at": iso(checkpoint.last_at),
+        "at": iso(checkpoint.at),
+        "key": checkpoint.key,
+    }
 
 
 def signed_bytes(data: dict[str, Any]) -> bytes:
     """What is signed: the SIGNED_FIELDS of a record as compact, key-sorted JSON."""
-    return json.dumps({name: data[name] for name in SIGNED_FIELDS if name in data},
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(
+        {name: data[name] for name in SIGNED_FIELDS if name in data},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
 
 
 def sign(data: dict[str, Any]) -> dict[str, Any]:
@@ -131,22 +189,33 @@ def sign(data: dict[str, Any]) -> dict[str, Any]:
     key = signing_key()
     public = raw_public(key)
     data = {**data, "key": fingerprint(public)}
-    return {**data, "public_key": base64.b64encode(public).decode(),
-            "signature": base64.b64encode(key.sign(signed_bytes(data))).decode()}
+    return {
+        **data,
+        "public_key": base64.b64encode(public).decode(),
+        "signature": base64.b64encode(key.sign(signed_bytes(data))).decode(),
+    }
 
 
 def as_record(checkpoint: SignedCheckpoint) -> dict[str, Any]:
     """The checkpoint as a JSON record: its signed fields, public key and signature."""
-    return {**payload(checkpoint), "public_key": checkpoint.public_key,
-            "signature": checkpoint.signature}
+    return {
+        **payload(checkpoint),
+        "public_key": checkpoint.public_key,
+        "signature": checkpoint.signature,
+    }
 
 
-def _seal_chain(head: ChainHead, keys: dict[str, str], legacy_last_id: int,
-                upto: int | None = None) -> SignedCheckpoint | None:
+def _seal_chain(
+    head: ChainHead, keys: dict[str, str], legacy_last_id: int, upto: int | None = None
+) -> SignedCheckpoint | None:
     """Seal the chain from its last seal up to its head (or up to place `upto`)."""
     end_seq = head.last_seq if upto is None else upto
-    last = (SignedCheckpoint.objects.filter(chain=head.chain).order_by("-to_seq")
-            .values("to_seq", "last_hash").first())
+    last = (
+        SignedCheckpoint.objects.filter(chain=head.chain)
+        .order_by("-to_seq")
+        .values("to_seq", "last_hash")
+        .first()
+    )
     from_seq = last["to_seq"] + 1 if last else 1
     prev = last["last_hash"] if last else ZERO_HASH
     if end_seq < from_seq:
@@ -166,19 +235,45 @@ def _seal_chain(head: ChainHead, keys: dict[str, str], legacy_last_id: int,
         digest, prev, expected_seq = step(digest, row), row["hash"], expected_seq + 1
         first_at = first_at or row["at"]
     if row is None or expected_seq - 1 != end_seq or (upto is None and prev != head.last_hash):
-        raise SealError(f"chain {head.chain!r}: place {end_seq} is not where its rows end: "
-                        "run verify_journal")
-    data = sign({"v": 1, "type": "checkpoint", "chain": head.chain, "from_seq": from_seq,
-                 "to_seq": end_seq, "prev_hash": last["last_hash"] if last else ZERO_HASH,
-                 "last_hash": prev, "last_id": row["id"], "digest": digest,
-                 "first_at": first_at, "last_at": row["at"],
-                 "at": iso(datetime.now(UTC))})
+        raise SealError(
+            f"chain {head.chain!r}: place {end_seq} is not where its rows end: run verify_journal"
+        )
+    data = sign(
+        {
+            "v": 1,
+            "type": "checkpoint",
+            "chain": head.chain,
+            "from_seq": from_seq,
+            "to_seq": end_seq,
+            "prev_hash": last["last_hash"] if last else ZERO_HASH,
+            "last_hash": prev,
+            "last_id": row["id"],
+            "digest": digest,
+            "first_at": first_at,
+            "last_at": row["at"],
+            "at": iso(datetime.now(UTC)),
+        }
+    )
     return SignedCheckpoint.objects.create(
-        **{name: data[name] for name in ("chain", "from_seq", "to_seq", "prev_hash",
-                                          "last_hash", "last_id", "digest", "key",
-                                          "public_key", "signature")},
+        **{
+            name: data[name]
+            for name in (
+                "chain",
+                "from_seq",
+                "to_seq",
+                "prev_hash",
+                "last_hash",
+                "last_id",
+                "digest",
+                "key",
+                "public_key",
+                "signature",
+            )
+        },
         first_at=datetime.fromisoformat(data["first_at"]),
-        last_at=datetime.fromisoformat(data["last_at"]), at=datetime.fromisoformat(data["at"]))
+        last_at=datetime.fromisoformat(data["last_at"]),
+        at=datetime.fromisoformat(data["at"]),
+    )
 
 
 def seal() -> list[SignedCheckpoint]:
@@ -203,9 +298,12 @@ def seal_until(boundary: datetime) -> list[SignedCheckpoint]:
     keys, legacy_last_id = journal_keys(), settings.GATEWAY_JOURNAL_LEGACY_LAST_ID
     made = []
     for head in ChainHead.objects.filter(last_seq__gt=0).order_by("chain"):
-        last = (JournalEntry.objects.filter(chain=head.chain, seq__lte=head.last_seq,
-                                            at__lt=boundary)
-                .order_by("-seq").values_list("seq", flat=True).first())
+        last = (
+            JournalEntry.objects.filter(chain=head.chain, seq__lte=head.last_seq, at__lt=boundary)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+            .first()
+        )
         if last is None:
             continue
         with transaction.atomic():

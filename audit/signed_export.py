@@ -25,13 +25,17 @@ from audit.models import ZERO_HASH, SignedCheckpoint
 from audit.places import LANE_MARK
 
 
-def checkpoints(since: datetime | None, until: datetime | None, contour: str | None
-                ) -> QuerySet[SignedCheckpoint]:
+def checkpoints(
+    since: datetime | None, until: datetime | None, contour: str | None
+) -> QuerySet[SignedCheckpoint]:
     # An archived stretch's rows are gone (audit/archive.py): its archive file carries them.
     qs = SignedCheckpoint.objects.filter(archived_at__isnull=True)
     if contour is not None:
-        qs = qs.filter(Q(chain=contour) | Q(chain__startswith=f"{contour}{LANE_MARK}")
-                       if contour else Q(chain=""))
+        qs = qs.filter(
+            Q(chain=contour) | Q(chain__startswith=f"{contour}{LANE_MARK}")
+            if contour
+            else Q(chain="")
+        )
     if since is not None:
         qs = qs.filter(last_at__gte=since)
     if until is not None:
@@ -47,12 +51,17 @@ def iter_signed_jsonl(qs: QuerySet[SignedCheckpoint]) -> Iterator[str]:
         carried.update(record["signature"].encode())
         yield json.dumps(record, ensure_ascii=False) + "\n"
         digest = ZERO_HASH
-        for row in seals.stretch_rows(checkpoint.chain, checkpoint.from_seq,
-                                      checkpoint.to_seq):
+        for row in seals.stretch_rows(checkpoint.chain, checkpoint.from_seq, checkpoint.to_seq):
             digest = seals.step(digest, row)
             rows += 1
             yield json.dumps({**row, "digest": digest}, ensure_ascii=False) + "\n"
-    manifest = seals.sign({"v": 1, "type": "manifest", "rows": rows,
-                           "checkpoints": carried.hexdigest(),
-                           "at": seals.iso(datetime.now(UTC))})
+    manifest = seals.sign(
+        {
+            "v": 1,
+            "type": "manifest",
+            "rows": rows,
+            "checkpoints": carried.hexdigest(),
+            "at": seals.iso(datetime.now(UTC)),
+        }
+    )
     yield json.dumps(manifest, ensure_ascii=False) + "\n"

@@ -50,9 +50,22 @@ FORMAT = 2  # {"format": 2, "entry": {...}, "spool": {"id", "at"}, "attempted_ha
 ATTEMPTED = "attempted_hash"  # in the spool file only, beside the entry
 # A drain appends at most this many entries per run: a call that triggers it stays quick.
 DRAIN_BATCH = 200
-_FIELDS = ("contour", "channel", "actor", "tool", "phase", "arguments", "status", "code",
-           "message", "confirmation_id", "operation_key", "upstream_request_id",
-           "upstream_status", "duration_ms")
+_FIELDS = (
+    "contour",
+    "channel",
+    "actor",
+    "tool",
+    "phase",
+    "arguments",
+    "status",
+    "code",
+    "message",
+    "confirmation_id",
+    "operation_key",
+    "upstream_request_id",
+    "upstream_status",
+    "duration_ms",
+)
 
 # Whether this process may have spooled entries waiting: true at start (a spool left by a
 # killed predecessor), true after a spool, false after a drain that emptied the directory.
@@ -91,8 +104,10 @@ def record_or_spool(**fields: Any) -> Recorded:
         try:
             spool_id = write(built, attempted_hash=built.hash or "")
         except OSError as error:  # ENOSPC, EACCES, EROFS: said in the answer, never raised
-            logger.error("journal entry kept nowhere: database unavailable and the spool "
-                         "refused it (%s)", error.strerror or type(error).__name__)
+            logger.error(
+                "journal entry kept nowhere: database unavailable and the spool refused it (%s)",
+                error.strerror or type(error).__name__,
+            )
             return Recorded(lost=True)
         logger.warning("database unavailable: journal entry spooled as %s", spool_id)
         return Recorded(spool_id=spool_id)
@@ -110,9 +125,11 @@ def write(entry: JournalEntry, attempted_hash: str = "") -> str:
     global _maybe_pending
     spool_id = uuid.uuid4().hex
     content: dict[str, Any] = {
-        "format": FORMAT, "entry": {name: getattr(entry, name) for name in _FIELDS},
+        "format": FORMAT,
+        "entry": {name: getattr(entry, name) for name in _FIELDS},
         "spool": {"id": spool_id, "at": datetime.now(UTC).isoformat()},
-        ATTEMPTED: attempted_hash}
+        ATTEMPTED: attempted_hash,
+    }
     folder = directory()
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{time.time_ns():020d}-{spool_id}.json"
@@ -153,14 +170,21 @@ def drain(limit: int = DRAIN_BATCH) -> int:
                 spooled = _read(path)
             except (OSError, ValueError, KeyError, TypeError) as error:
                 # Left in place for a person to look at; it never blocks the entries after it.
-                logger.error("journal spool file %s unreadable (%s); skipped", path.name,
-                             type(error).__name__)
+                logger.error(
+                    "journal spool file %s unreadable (%s); skipped",
+                    path.name,
+                    type(error).__name__,
+                )
                 continue
             with transaction.atomic():
                 if not _drained(spooled):
-                    committed = (JournalEntry.objects.filter(hash=spooled.attempted)
-                                 .values_list("id", flat=True).first()
-                                 if spooled.attempted else None)
+                    committed = (
+                        JournalEntry.objects.filter(hash=spooled.attempted)
+                        .values_list("id", flat=True)
+                        .first()
+                        if spooled.attempted
+                        else None
+                    )
                     # The first write did land: say so, keep both.
                     spooled.entry.duplicate_of = committed
                     journal.append(spooled.entry)
@@ -190,8 +214,11 @@ def _read(path: Path) -> _Spooled:
         fields["arguments"] = dict(fields["arguments"])
         mark = fields["arguments"].pop(LEGACY_MARK)
         legacy = True
-    entry = JournalEntry(**{name: fields[name] for name in _FIELDS},
-                         spool_id=str(mark["id"]), spooled_at=datetime.fromisoformat(mark["at"]))
+    entry = JournalEntry(
+        **{name: fields[name] for name in _FIELDS},
+        spool_id=str(mark["id"]),
+        spooled_at=datetime.fromisoformat(mark["at"]),
+    )
     return _Spooled(entry=entry, attempted=str(content.get(ATTEMPTED) or ""), legacy=legacy)
 
 
@@ -201,8 +228,10 @@ def _drained(spooled: _Spooled) -> bool:
     if JournalEntry.objects.filter(spool_id=spool_id).exists():
         return True
     # A file of the old format may have been drained by the old code, mark in the arguments.
-    return spooled.legacy and JournalEntry.objects.filter(
-        **{f"arguments__{LEGACY_MARK}__id": spool_id}).exists()
+    return (
+        spooled.legacy
+        and JournalEntry.objects.filter(**{f"arguments__{LEGACY_MARK}__id": spool_id}).exists()
+    )
 
 
 def pending() -> int:

@@ -44,9 +44,12 @@ def drain_journal_spool() -> int:
     the disk is full and an outage's calls are refused with journal_unavailable."""
     room = spool.room()
     if room.low:
-        logger.error("journal spool low: %s MiB free (minimum %s), writable=%s",
-                     room.free_bytes // (1024 * 1024) if room.free_bytes is not None else "?",
-                     settings.GATEWAY_SPOOL_MIN_FREE_MB, room.writable)
+        logger.error(
+            "journal spool low: %s MiB free (minimum %s), writable=%s",
+            room.free_bytes // (1024 * 1024) if room.free_bytes is not None else "?",
+            settings.GATEWAY_SPOOL_MIN_FREE_MB,
+            room.writable,
+        )
     return spool.drain()
 
 
@@ -62,8 +65,9 @@ def send_sealed(made: list[SignedCheckpoint]) -> None:
         mail = EmailMessage(
             subject=f"Журнал шлюза: {len(made)} подписанных контрольных точек",
             body="Сохраните вложение у себя: им проверяется выгрузка журнала "
-                 "(tools/verify_export.py --checkpoints).",
-            to=settings.GATEWAY_JOURNAL_CHECKPOINT_EMAILS)
+            "(tools/verify_export.py --checkpoints).",
+            to=settings.GATEWAY_JOURNAL_CHECKPOINT_EMAILS,
+        )
         mail.attach(name, body, "application/jsonl")
         try:
             mail.send()
@@ -72,7 +76,11 @@ def send_sealed(made: list[SignedCheckpoint]) -> None:
     url = settings.GATEWAY_JOURNAL_CHECKPOINT_WEBHOOK
     if url:
         try:
-            httpx.post(url, content=body.encode(), timeout=10,
-                       headers={"Content-Type": "application/jsonl"}).raise_for_status()
+            httpx.post(
+                url,
+                content=body.encode(),
+                timeout=10,
+                headers={"Content-Type": "application/jsonl"},
+            ).raise_for_status()
         except httpx.HTTPError:
             logger.exception("journal seal: the checkpoint webhook failed")

@@ -32,8 +32,11 @@ class BadQuery(ValueError):
 
 
 def _refusal(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
-    response = JsonResponse({"status": "rejected", "code": code, "message": message, **extra},
-                            status=status, json_dumps_params={"ensure_ascii": False})
+    response = JsonResponse(
+        {"status": "rejected", "code": code, "message": message, **extra},
+        status=status,
+        json_dumps_params={"ensure_ascii": False},
+    )
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="invoicebox-gateway-journal"'
     return response
@@ -42,15 +45,21 @@ def _refusal(status: int, code: str, message: str, **extra: Any) -> JsonResponse
 def _authorize(request: HttpRequest) -> Reader | JsonResponse:
     reader = request_reader(request)
     if reader is None:
-        return _refusal(401, "unauthenticated",
-                        "нужен вход аудитора (сессия) или токен аудитора: "
-                        "Authorization: Bearer <токен>")
+        return _refusal(
+            401,
+            "unauthenticated",
+            "нужен вход аудитора (сессия) или токен аудитора: Authorization: Bearer <токен>",
+        )
     if reader.contours is not None and not reader.contours:
         return _refusal(403, "forbidden", "журнал читают только аудиторы контуров")
     asked = request.GET.get("contour")
     if asked and reader.contours is not None and asked not in reader.contours:
-        return _refusal(403, "forbidden", f"журнал контура {asked[:64]!r} вам не доступен",
-                        hint="доступны: " + ", ".join(sorted(reader.contours)))
+        return _refusal(
+            403,
+            "forbidden",
+            f"журнал контура {asked[:64]!r} вам не доступен",
+            hint="доступны: " + ", ".join(sorted(reader.contours)),
+        )
     return reader
 
 
@@ -58,8 +67,10 @@ def _moment(name: str, value: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        raise BadQuery(name, "нужна дата или дата-время ISO 8601, например 2025-01-31 или "
-                             "2025-01-31T12:00:00+03:00") from None
+        raise BadQuery(
+            name,
+            "нужна дата или дата-время ISO 8601, например 2025-01-31 или 2025-01-31T12:00:00+03:00",
+        ) from None
     return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
 
 
@@ -73,20 +84,34 @@ def _filters(request: HttpRequest) -> dict[str, Any]:
     status = query.get("status") or None
     if status is not None and status not in Status.values:
         raise BadQuery("status", "допустимо: " + ", ".join(Status.values))
-    return {"since": since, "until": until, "contour": query.get("contour") or None,
-            "tool": query.get("tool") or None, "status": status}
+    return {
+        "since": since,
+        "until": until,
+        "contour": query.get("contour") or None,
+        "tool": query.get("tool") or None,
+        "status": status,
+    }
 
 
 def _selected(filters: dict[str, Any], reader: Reader) -> Any:
-    qs = entries(filters["since"], filters["until"], filters["contour"], tool=filters["tool"],
-                 status=filters["status"])
+    qs = entries(
+        filters["since"],
+        filters["until"],
+        filters["contour"],
+        tool=filters["tool"],
+        status=filters["status"],
+    )
     # "All contours" means all the reader may read: never a row of another contour.
     return qs if reader.contours is None else qs.filter(contour__in=sorted(reader.contours))
 
 
 def _bad_query(error: BadQuery) -> JsonResponse:
-    return _refusal(400, "invalid_arguments", f"параметр {error.field}: {error.message}",
-                    problems=[{"field": error.field, "message": error.message}])
+    return _refusal(
+        400,
+        "invalid_arguments",
+        f"параметр {error.field}: {error.message}",
+        problems=[{"field": error.field, "message": error.message}],
+    )
 
 
 @never_cache
@@ -145,8 +170,9 @@ def listing(request: HttpRequest) -> HttpResponse:
     if more:
         params = {k: v for k, v in request.GET.items() if k != "after"}
         next_url = f"{reverse('journal-list')}?{urlencode({**params, 'after': page[-1]['id']})}"
-    return JsonResponse({"results": page, "next": next_url},
-                        json_dumps_params={"ensure_ascii": False})
+    return JsonResponse(
+        {"results": page, "next": next_url}, json_dumps_params={"ensure_ascii": False}
+    )
 
 
 def _integer(request: HttpRequest, name: str, default: int, *, minimum: int) -> int:

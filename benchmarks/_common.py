@@ -44,6 +44,7 @@ BENCH_ENV = {
 
 # -- databases -------------------------------------------------------------------------------
 
+
 def _pg_admin(statement: Any) -> None:
     import psycopg
 
@@ -77,8 +78,9 @@ def bench_database(kind: str, tag: str) -> Iterator[str]:
             _close_django_connections()
         finally:
             # FORCE ends any session still on this database (a server that did not stop).
-            _pg_admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                      .format(sql.Identifier(name)))
+            _pg_admin(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 def _close_django_connections() -> None:
@@ -117,8 +119,13 @@ def server_env(database_url: str, port: int, **extra: str) -> dict[str, str]:
 
 def manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
     done = subprocess.run(  # noqa: S603 - our own manage.py with our own arguments
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=timeout, check=False,
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr[-3000:]}")
@@ -150,9 +157,17 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        common = ["--host", "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers),
-                  "--access-log" if self.access_log else "--no-access-log",
-                  "--log-level", "info" if self.access_log else "warning"]
+        common = [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.workers),
+            "--access-log" if self.access_log else "--no-access-log",
+            "--log-level",
+            "info" if self.access_log else "warning",
+        ]
         if self.granian:
             return [sys.executable, "-m", "granian", "--interface", "asgi", *common, self.app]
         return [sys.executable, "-m", "uvicorn", self.app, *common]
@@ -160,7 +175,11 @@ class Server:
     def start(self) -> None:
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(  # noqa: S603
-                self.command(), cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                self.command(),
+                cwd=self.cwd,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -198,8 +217,9 @@ class Server:
         self.stop()
 
 
-def seed_key(database_url: str, *, upstream: str | None = None, merchant_id: str = "",
-             token: str = "") -> str:
+def seed_key(
+    database_url: str, *, upstream: str | None = None, merchant_id: str = "", token: str = ""
+) -> str:
     """Migrate the benchmark database, make one contour with read and write, return its key.
 
     With `upstream` the contour calls that URL (a fake upstream process) with `token`;
@@ -209,19 +229,34 @@ def seed_key(database_url: str, *, upstream: str | None = None, merchant_id: str
     from tools.keys.services import issue_key
 
     if upstream is None:
-        return issue_key(create_contour("bench", mode="sandbox", toolsets=["read", "write"]),
-                         actor=SCAFFOLDING)
-    return issue_key(create_contour("bench", mode="custom", toolsets=["read", "write"],
-                                    token=token, base_url=upstream, merchant_id=merchant_id),
-                     actor=SCAFFOLDING)
+        return issue_key(
+            create_contour("bench", mode="sandbox", toolsets=["read", "write"]), actor=SCAFFOLDING
+        )
+    return issue_key(
+        create_contour(
+            "bench",
+            mode="custom",
+            toolsets=["read", "write"],
+            token=token,
+            base_url=upstream,
+            merchant_id=merchant_id,
+        ),
+        actor=SCAFFOLDING,
+    )
 
 
 @contextmanager
-def process(args: list[str], port: int, what: str, env: dict[str, str] | None = None,
-            cwd: Path = ROOT) -> Iterator[subprocess.Popen[bytes]]:
+def process(
+    args: list[str], port: int, what: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> Iterator[subprocess.Popen[bytes]]:
     """A helper process (fake upstream, reference server, floor) listening on `port`."""
-    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL,  # noqa: S603
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(  # noqa: S603
+        args,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -244,6 +279,7 @@ def process(args: list[str], port: int, what: str, env: dict[str, str] | None = 
 
 
 # -- statistics ------------------------------------------------------------------------------
+
 
 def percentile(samples: Sequence[float], q: float) -> float:
     """Nearest-rank percentile: the smallest sample with at least q% of samples at or below."""
@@ -281,7 +317,7 @@ def _proc_stat(pid: int) -> list[str] | None:
     except OSError:
         return None
     # The command name is in parentheses and may hold spaces: split after the last ')'.
-    return raw[raw.rindex(")") + 2:].split()
+    return raw[raw.rindex(")") + 2 :].split()
 
 
 def process_tree(root: int) -> list[int]:
@@ -337,8 +373,11 @@ class CpuMeter:
         cores = os.cpu_count() or 1
         machine = (busy - self._busy) / max(1, total - self._total) * 100 * cores
         ours = (own - self._own) / CLOCK_TICKS / max(elapsed, 1e-9) * 100
-        self.result = {"machine_busy_pct": round(machine, 1), "ours_pct": round(ours, 1),
-                       "others_pct": round(max(0.0, machine - ours), 1)}
+        self.result = {
+            "machine_busy_pct": round(machine, 1),
+            "ours_pct": round(ours, 1),
+            "others_pct": round(max(0.0, machine - ours), 1),
+        }
 
 
 def machine() -> dict[str, Any]:
@@ -357,6 +396,7 @@ def machine() -> dict[str, Any]:
 
 
 # -- results ---------------------------------------------------------------------------------
+
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     def cell(value: Any) -> str:
@@ -389,8 +429,11 @@ def save(name: str, data: dict[str, Any], markdown: str, started: float) -> None
         "data": data,
         "markdown": markdown,
     }
-    (RESULTS / f"{name}.json").write_text(json.dumps(record, ensure_ascii=False, indent=1,
-                                                     default=str) + "\n")
-    print(f"\n## {name}\n`{record['command']}` — {record['date']}, {record['seconds']} s, "
-          f"load average {info['loadavg_at_start']} -> {info['loadavg_at_end']}\n")
+    (RESULTS / f"{name}.json").write_text(
+        json.dumps(record, ensure_ascii=False, indent=1, default=str) + "\n"
+    )
+    print(
+        f"\n## {name}\n`{record['command']}` — {record['date']}, {record['seconds']} s, "
+        f"load average {info['loadavg_at_start']} -> {info['loadavg_at_end']}\n"
+    )
     print(markdown)

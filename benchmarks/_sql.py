@@ -58,8 +58,9 @@ class SqlMeter:
     def installed(self) -> Iterator[SqlMeter]:
         from django.db import connection
 
-        def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool,
-                    context: Any) -> Any:
+        def wrapper(
+            execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+        ) -> Any:
             start = time.perf_counter()
             try:
                 return execute(sql, params, many, context)

@@ -24,8 +24,9 @@ class Workload:
         from tools import catalog
         from tools.contours.services import create_contour
 
-        self.contour = create_contour(slug, mode="sandbox", name="Bench",
-                                      toolsets=["read", "write"], actor=SCAFFOLDING)
+        self.contour = create_contour(
+            slug, mode="sandbox", name="Bench", toolsets=["read", "write"], actor=SCAFFOLDING
+        )
         clear_faults(self.contour.api_token)
         self.spec = catalog.get("create_order")
         self.run_id = uuid.uuid4().hex[:8]
@@ -38,8 +39,12 @@ class Workload:
 
         # The core builds one client per call, so the direct path does too.
         c = self.contour
-        return make_client(base_url=c.base_url, token=c.api_token, merchant_id=c.merchant_id,
-                           api_prefix=c.api_prefix)
+        return make_client(
+            base_url=c.base_url,
+            token=c.api_token,
+            merchant_id=c.merchant_id,
+            api_prefix=c.api_prefix,
+        )
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         from tools.pipeline import gateway
@@ -85,4 +90,5 @@ class Workload:
         def go() -> Any:
             with self.client() as c:
                 return c.create_order(build_new_order(params, merchant_order_id))
+
         return go

@@ -33,9 +33,10 @@ def _sql_profile(meter: SqlMeter, fn: Callable[[], Any], repeat: int) -> dict[st
     for _ in range(repeat):
         wall += timed(fn)[0]
     meter.active = False
-    groups = {name: {"statements": round(count / repeat, 1),
-                     "ms": round(seconds / repeat * 1000, 3)}
-              for name, (count, seconds) in sorted(meter.groups.items())}
+    groups = {
+        name: {"statements": round(count / repeat, 1), "ms": round(seconds / repeat * 1000, 3)}
+        for name, (count, seconds) in sorted(meter.groups.items())
+    }
     return {"wall_ms": round(wall / repeat * 1000, 3), "groups": groups}
 
 
@@ -53,8 +54,9 @@ def run(reads: int, writes: int, warmup: int) -> dict[str, Any]:
         w.direct_create()()
 
     # Interleaved, alternating which side goes first, so drift in machine load hits both.
-    samples: dict[str, list[float]] = {k: [] for k in
-                                       ("read_gw", "read_direct", "prepare", "execute", "write_direct")}
+    samples: dict[str, list[float]] = {
+        k: [] for k in ("read_gw", "read_direct", "prepare", "execute", "write_direct")
+    }
 
     def measure() -> None:
         for i in range(reads):
@@ -78,8 +80,10 @@ def run(reads: int, writes: int, warmup: int) -> dict[str, Any]:
     # Where the time goes: statements per call by part of the system (not timed above).
     meter = SqlMeter(active=False)
     with meter.installed():
-        profile = {"read_gw": _sql_profile(meter, w.read, 20),
-                   "read_direct": _sql_profile(meter, w.direct_read, 20)}
+        profile = {
+            "read_gw": _sql_profile(meter, w.read, 20),
+            "read_direct": _sql_profile(meter, w.direct_read, 20),
+        }
         pending = [(a, w.prepare(a)) for a in (w.new_args() for _ in range(20))]
         it = iter(pending)
         profile["execute"] = _sql_profile(meter, lambda: w.execute(*next(it)), 20)
@@ -98,66 +102,112 @@ def run(reads: int, writes: int, warmup: int) -> dict[str, Any]:
     write_full = [p + e for p, e in zip(samples["prepare"], samples["execute"], strict=True)]
     cases = {
         "read (get_order)": {
-            "gateway": s["read_gw"], "direct": s["read_direct"],
-            "overhead_median_ms": round(s["read_gw"]["median_ms"] - s["read_direct"]["median_ms"], 3),
-            "overhead_paired_median_ms": _paired_overhead(samples["read_gw"], samples["read_direct"]),
+            "gateway": s["read_gw"],
+            "direct": s["read_direct"],
+            "overhead_median_ms": round(
+                s["read_gw"]["median_ms"] - s["read_direct"]["median_ms"], 3
+            ),
+            "overhead_paired_median_ms": _paired_overhead(
+                samples["read_gw"], samples["read_direct"]
+            ),
             "ratio_median": round(s["read_gw"]["median_ms"] / s["read_direct"]["median_ms"], 2),
         },
         "first call of a write (create_order, prepare)": {
             # For create_order the first call sends nothing upstream: all of it is overhead.
-            "gateway": s["prepare"], "direct": None,
+            "gateway": s["prepare"],
+            "direct": None,
             "overhead_median_ms": s["prepare"]["median_ms"],
             "ratio_median": round(s["prepare"]["median_ms"] / s["write_direct"]["median_ms"], 2),
         },
         "execution (create_order with token)": {
-            "gateway": s["execute"], "direct": s["write_direct"],
-            "overhead_median_ms": round(s["execute"]["median_ms"]
-                                        - s["write_direct"]["median_ms"], 3),
-            "overhead_paired_median_ms": _paired_overhead(samples["execute"],
-                                                          samples["write_direct"]),
+            "gateway": s["execute"],
+            "direct": s["write_direct"],
+            "overhead_median_ms": round(
+                s["execute"]["median_ms"] - s["write_direct"]["median_ms"], 3
+            ),
+            "overhead_paired_median_ms": _paired_overhead(
+                samples["execute"], samples["write_direct"]
+            ),
             "ratio_median": round(s["execute"]["median_ms"] / s["write_direct"]["median_ms"], 2),
         },
         "whole write (prepare + execute)": {
-            "gateway": summary_ms(write_full), "direct": s["write_direct"],
-            "overhead_median_ms": round(summary_ms(write_full)["median_ms"]
-                                        - s["write_direct"]["median_ms"], 3),
-            "ratio_median": round(summary_ms(write_full)["median_ms"]
-                                  / s["write_direct"]["median_ms"], 2),
+            "gateway": summary_ms(write_full),
+            "direct": s["write_direct"],
+            "overhead_median_ms": round(
+                summary_ms(write_full)["median_ms"] - s["write_direct"]["median_ms"], 3
+            ),
+            "ratio_median": round(
+                summary_ms(write_full)["median_ms"] / s["write_direct"]["median_ms"], 2
+            ),
         },
     }
-    return {"cases": cases, "sql_profile": profile, "cpu": load.result,
-            "connect_ms": summary_ms(connects), "reads": reads, "writes": writes}
+    return {
+        "cases": cases,
+        "sql_profile": profile,
+        "cpu": load.result,
+        "connect_ms": summary_ms(connects),
+        "reads": reads,
+        "writes": writes,
+    }
 
 
 def render(db: str, data: dict[str, Any]) -> str:
     rows = []
     for name, case in data["cases"].items():
         gw, direct = case["gateway"], case["direct"]
-        rows.append([
-            name, gw["median_ms"], gw["p99_ms"],
-            direct["median_ms"] if direct else "— (no upstream call)",
-            direct["p99_ms"] if direct else "—",
-            case["overhead_median_ms"], f"{case['ratio_median']}×",
-        ])
+        rows.append(
+            [
+                name,
+                gw["median_ms"],
+                gw["p99_ms"],
+                direct["median_ms"] if direct else "— (no upstream call)",
+                direct["p99_ms"] if direct else "—",
+                case["overhead_median_ms"],
+                f"{case['ratio_median']}×",
+            ]
+        )
     cpu = data["cpu"]
-    out = [f"Database: **{db}**; {data['reads']} reads, {data['writes']} writes, interleaved. "
-           f"CPU during the timed part (% of one core): machine {cpu['machine_busy_pct']}, "
-           f"this process {cpu['ours_pct']}, others {cpu['others_pct']} (PostgreSQL included).",
-           "", md_table(["call", "gateway median ms", "gateway p99 ms", "direct client median ms",
-                         "direct p99 ms", "overhead median ms", "ratio (median)"], rows), "",
-           "Ratio of the first call of a write is against the direct create_order.", "",
-           "Statements per call and their time (ms), by part of the system:", ""]
+    out = [
+        f"Database: **{db}**; {data['reads']} reads, {data['writes']} writes, interleaved. "
+        f"CPU during the timed part (% of one core): machine {cpu['machine_busy_pct']}, "
+        f"this process {cpu['ours_pct']}, others {cpu['others_pct']} (PostgreSQL included).",
+        "",
+        md_table(
+            [
+                "call",
+                "gateway median ms",
+                "gateway p99 ms",
+                "direct client median ms",
+                "direct p99 ms",
+                "overhead median ms",
+                "ratio (median)",
+            ],
+            rows,
+        ),
+        "",
+        "Ratio of the first call of a write is against the direct create_order.",
+        "",
+        "Statements per call and their time (ms), by part of the system:",
+        "",
+    ]
     groups = sorted({g for p in data["sql_profile"].values() for g in p["groups"]})
     prow = []
     for name, prof in data["sql_profile"].items():
-        cells = [f"{prof['groups'][g]['statements']:g} / {prof['groups'][g]['ms']:.2f}"
-                 if g in prof["groups"] else "—" for g in groups]
+        cells = [
+            f"{prof['groups'][g]['statements']:g} / {prof['groups'][g]['ms']:.2f}"
+            if g in prof["groups"]
+            else "—"
+            for g in groups
+        ]
         sql_ms = sum(v["ms"] for v in prof["groups"].values())
         prow.append([name, prof["wall_ms"], round(sql_ms, 2), *cells])
     out.append(md_table(["call", "wall ms", "SQL+commit ms", *groups], prow))
-    out += ["", f"Connection setup (paid per request with CONN_MAX_AGE=0): median "
-                f"{data['connect_ms']['median_ms']} ms, p99 {data['connect_ms']['p99_ms']} ms "
-                "(not included above: the benchmark keeps one connection)."]
+    out += [
+        "",
+        f"Connection setup (paid per request with CONN_MAX_AGE=0): median "
+        f"{data['connect_ms']['median_ms']} ms, p99 {data['connect_ms']['p99_ms']} ms "
+        "(not included above: the benchmark keeps one connection).",
+    ]
     return "\n".join(out)
 
 

@@ -72,26 +72,37 @@ def uptime() -> str:
 def pg_backends(dbname: str) -> list[int]:
     import psycopg
 
-    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres",
-                         autocommit=True) as conn:
-        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s "
-                            "AND pid <> pg_backend_pid()", (dbname,)).fetchall()
+    with psycopg.connect(
+        host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True
+    ) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (dbname,),
+        ).fetchall()
     return [row[0] for row in rows]
 
 
 def reference_env(fake: str, port: int, state: str) -> dict[str, str]:
-    return {**os.environ, "INVOICEBOX_API_TOKEN": TOKEN, "INVOICEBOX_ENV": "production",
-            "INVOICEBOX_MERCHANT_ID": MERCHANT_ID, "INVOICEBOX_TOOLSETS": "read,write",
-            "INVOICEBOX_API_URL": fake, "INVOICEBOX_HTTP_PORT": str(port),
-            "INVOICEBOX_RATE_LIMIT": "1000000000/30", "INVOICEBOX_STATE_DIR": state,
-            "INVOICEBOX_LOG_LEVEL": "error"}
+    return {
+        **os.environ,
+        "INVOICEBOX_API_TOKEN": TOKEN,
+        "INVOICEBOX_ENV": "production",
+        "INVOICEBOX_MERCHANT_ID": MERCHANT_ID,
+        "INVOICEBOX_TOOLSETS": "read,write",
+        "INVOICEBOX_API_URL": fake,
+        "INVOICEBOX_HTTP_PORT": str(port),
+        "INVOICEBOX_RATE_LIMIT": "1000000000/30",
+        "INVOICEBOX_STATE_DIR": state,
+        "INVOICEBOX_LOG_LEVEL": "error",
+    }
 
 
 class Target:
     """One server under test: how to make a client call, and its process tree."""
 
-    def __init__(self, name: str, pids: Callable[[], list[int]],
-                 make: Callable[[], Awaitable[Call]]) -> None:
+    def __init__(
+        self, name: str, pids: Callable[[], list[int]], make: Callable[[], Awaitable[Call]]
+    ) -> None:
         self.name, self.pids, self.make = name, pids, make
 
 
@@ -109,8 +120,9 @@ async def _nothing() -> None:
     return None
 
 
-def mcp_target(name: str, port: int, pids: Callable[[], list[int]],
-               headers: dict[str, str] | None = None) -> Target:
+def mcp_target(
+    name: str, port: int, pids: Callable[[], list[int]], headers: dict[str, str] | None = None
+) -> Target:
     async def make() -> Call:
         client = await RawMcp(port, headers).open()
         count = 0
@@ -131,11 +143,17 @@ def mcp_target(name: str, port: int, pids: Callable[[], list[int]],
 
         call.maintain = renew  # type: ignore[attr-defined]
         return call
+
     return Target(name, pids, make)
 
 
-def rest_target(port: int, key: str, pids: Callable[[], list[int]],
-                name: str = "gateway REST get_order", path: str = "/api/v1/call") -> Target:
+def rest_target(
+    port: int,
+    key: str,
+    pids: Callable[[], list[int]],
+    name: str = "gateway REST get_order",
+    path: str = "/api/v1/call",
+) -> Target:
     body = json.dumps({"name": "get_order", "arguments": ARGS}).encode()
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
@@ -146,7 +164,9 @@ def rest_target(port: int, key: str, pids: Callable[[], list[int]],
             status, _, data = await http.request("POST", path, headers, body)
             if status != 200 or json.loads(data)["status"] != "ok":
                 raise RuntimeError(f"REST {status} {data[:200]!r}")
+
         return call
+
     return Target(name, pids, make)
 
 
@@ -156,10 +176,13 @@ def direct_target(port: int) -> Target:
 
         async def call() -> None:
             status, _, _ = await http.request(
-                "GET", f"/v3/filter/api/order/order?id={ORDER_ID}&_pageSize=1")
+                "GET", f"/v3/filter/api/order/order?id={ORDER_ID}&_pageSize=1"
+            )
             if status != 200:
                 raise RuntimeError(f"direct GET {status}")
+
         return call
+
     return Target("direct GET to the fake", list, make)
 
 
@@ -179,20 +202,23 @@ class PgMeter:
         self.pct = self.meter.result["ours_pct"]
 
 
-def figures(samples: list[float], ticks: int | None, pg_ticks: int | None, calls: int
-            ) -> dict[str, Any]:
+def figures(
+    samples: list[float], ticks: int | None, pg_ticks: int | None, calls: int
+) -> dict[str, Any]:
     """One client's p50, p99 and CPU per call (server tree, PostgreSQL) from 10 ms ticks;
     None where that part was not metered."""
     per_call = 1000 / CLOCK_TICKS / calls
-    return {"p50_ms": round(percentile(samples, 50) * 1000, 3),
-            "p99_ms": round(percentile(samples, 99) * 1000, 3),
-            "cpu_ms_per_call": round(ticks * per_call, 3) if ticks is not None else None,
-            "pg_cpu_ms_per_call": round(pg_ticks * per_call, 3) if pg_ticks is not None
-            else None}
+    return {
+        "p50_ms": round(percentile(samples, 50) * 1000, 3),
+        "p99_ms": round(percentile(samples, 99) * 1000, 3),
+        "cpu_ms_per_call": round(ticks * per_call, 3) if ticks is not None else None,
+        "pg_cpu_ms_per_call": round(pg_ticks * per_call, 3) if pg_ticks is not None else None,
+    }
 
 
-async def sequential(targets: list[Target], calls: int, warmup: int, dbname: str
-                     ) -> dict[str, dict[str, Any]]:
+async def sequential(
+    targets: list[Target], calls: int, warmup: int, dbname: str
+) -> dict[str, dict[str, Any]]:
     """Kind by kind, one call each in turn. CPU is read around every call (the process tree
     of that call's server, and the database's backends for the gateway's), so the REST and
     MCP calls of one gateway process are told apart; 10 ms ticks average out over the run."""
@@ -216,13 +242,20 @@ async def sequential(targets: list[Target], calls: int, warmup: int, dbname: str
             ticks[target.name] += _cpu_ticks(tree) - before
             pg_ticks[target.name] += (_cpu_ticks(pg) - pg_before) if on_pg else 0
             await maintain(call)
-    return {t.name: figures(samples[t.name], ticks[t.name] if tree else None,
-                            pg_ticks[t.name] if t.name.startswith("gateway") else None, calls)
-            for t, tree in zip(targets, pids, strict=True)}
+    return {
+        t.name: figures(
+            samples[t.name],
+            ticks[t.name] if tree else None,
+            pg_ticks[t.name] if t.name.startswith("gateway") else None,
+            calls,
+        )
+        for t, tree in zip(targets, pids, strict=True)
+    }
 
 
-async def alone(targets: list[Target], calls: int, warmup: int, dbname: str
-                ) -> dict[str, dict[str, Any]]:
+async def alone(
+    targets: list[Target], calls: int, warmup: int, dbname: str
+) -> dict[str, dict[str, Any]]:
     """Each kind by itself, one client, `calls` calls in a row: no other server runs between
     two of its calls (interleaving costs every server its warm caches; this tells how much).
     CPU over the whole series: the server's tree, and the database's backends for gateways."""
@@ -241,13 +274,18 @@ async def alone(targets: list[Target], calls: int, warmup: int, dbname: str
             await call()
             samples.append(time.perf_counter() - begin)
             await maintain(call)
-        out[target.name] = figures(samples, _cpu_ticks(tree) - before if tree else None,
-                                   _cpu_ticks(pg) - pg_before if on_pg else None, calls)
+        out[target.name] = figures(
+            samples,
+            _cpu_ticks(tree) - before if tree else None,
+            _cpu_ticks(pg) - pg_before if on_pg else None,
+            calls,
+        )
     return out
 
 
-async def loaded(target: Target, clients: int, duration: float, dbname: str | None
-                 ) -> dict[str, Any]:
+async def loaded(
+    target: Target, clients: int, duration: float, dbname: str | None
+) -> dict[str, Any]:
     made = [await target.make() for _ in range(clients)]
     latencies: list[float] = []
     errors = 0
@@ -270,13 +308,18 @@ async def loaded(target: Target, clients: int, duration: float, dbname: str | No
         await asyncio.gather(*(loop(call, started + duration) for call in made))
         elapsed = time.monotonic() - started
     done = max(1, len(latencies))
-    return {"server": target.name, "clients": clients, "rps": round(len(latencies) / elapsed, 1),
-            "p50_ms": round(percentile(latencies, 50) * 1000, 2),
-            "p99_ms": round(percentile(latencies, 99) * 1000, 2), "errors": errors,
-            "cpu_ms_per_call": round(cpu.result["ours_pct"] / 100 * elapsed * 1000 / done, 3),
-            "pg_cpu_ms_per_call": round(pg.pct / 100 * elapsed * 1000 / done, 3)
-            if dbname else None,
-            "machine_busy_pct": cpu.result["machine_busy_pct"], "uptime": uptime()}
+    return {
+        "server": target.name,
+        "clients": clients,
+        "rps": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 50) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 99) * 1000, 2),
+        "errors": errors,
+        "cpu_ms_per_call": round(cpu.result["ours_pct"] / 100 * elapsed * 1000 / done, 3),
+        "pg_cpu_ms_per_call": round(pg.pct / 100 * elapsed * 1000 / done, 3) if dbname else None,
+        "machine_busy_pct": cpu.result["machine_busy_pct"],
+        "uptime": uptime(),
+    }
 
 
 def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
@@ -289,60 +332,125 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     env = server_env(url, gw_port, **env_extra)
     result: dict[str, Any] = {"uptime_start": uptime(), "env": args.env}
     with contextlib.ExitStack() as stack:
-        stack.enter_context(process([sys.executable, "-m", "harness.fake_upstream",
-                                     "--port", str(fake_port)], fake_port, "fake upstream"))
-        floor = stack.enter_context(process(
-            [sys.executable, "-m", "uvicorn", "benchmarks.floor_server:app", "--port",
-             str(floor_port), "--no-access-log", "--log-level", "warning"], floor_port, "floor",
-            env={**os.environ, "FLOOR_UPSTREAM": fake}))
+        stack.enter_context(
+            process(
+                [sys.executable, "-m", "harness.fake_upstream", "--port", str(fake_port)],
+                fake_port,
+                "fake upstream",
+            )
+        )
+        floor = stack.enter_context(
+            process(
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "benchmarks.floor_server:app",
+                    "--port",
+                    str(floor_port),
+                    "--no-access-log",
+                    "--log-level",
+                    "warning",
+                ],
+                floor_port,
+                "floor",
+                env={**os.environ, "FLOOR_UPSTREAM": fake},
+            )
+        )
         gateway = stack.enter_context(Server(env, gw_port, 1))
 
-        targets = [direct_target(fake_port),
-                   rest_target(gw_port, key, gateway.pids),
-                   mcp_target("gateway MCP get_order", gw_port, gateway.pids,
-                              {"Authorization": f"Bearer {key}"}),
-                   mcp_target("floor MCP get_order", floor_port,
-                              lambda: process_tree(floor.pid))]
+        targets = [
+            direct_target(fake_port),
+            rest_target(gw_port, key, gateway.pids),
+            mcp_target(
+                "gateway MCP get_order", gw_port, gateway.pids, {"Authorization": f"Bearer {key}"}
+            ),
+            mcp_target("floor MCP get_order", floor_port, lambda: process_tree(floor.pid)),
+        ]
         if args.access_log:  # a second gateway, as the first but logging every request
-            logged = stack.enter_context(Server(server_env(url, ref_port + 1, **env_extra),
-                                                ref_port + 1, 1, access_log=True))
-            targets.append(mcp_target("gateway MCP get_order, access log on", ref_port + 1,
-                                      logged.pids, {"Authorization": f"Bearer {key}"}))
+            logged = stack.enter_context(
+                Server(server_env(url, ref_port + 1, **env_extra), ref_port + 1, 1, access_log=True)
+            )
+            targets.append(
+                mcp_target(
+                    "gateway MCP get_order, access log on",
+                    ref_port + 1,
+                    logged.pids,
+                    {"Authorization": f"Bearer {key}"},
+                )
+            )
         if args.granian:  # the same app and env served by granian (ASGI, one worker)
             port_g = ref_port + 3 + 2 * len(args.compare)  # past the compare trees' REST floors
-            rust = stack.enter_context(Server(server_env(url, port_g, **env_extra), port_g, 1,
-                                              granian=True))
-            targets.append(mcp_target("gateway MCP get_order, granian", port_g, rust.pids,
-                                      {"Authorization": f"Bearer {key}"}))
+            rust = stack.enter_context(
+                Server(server_env(url, port_g, **env_extra), port_g, 1, granian=True)
+            )
+            targets.append(
+                mcp_target(
+                    "gateway MCP get_order, granian",
+                    port_g,
+                    rust.pids,
+                    {"Authorization": f"Bearer {key}"},
+                )
+            )
             targets.append(rest_target(port_g, key, rust.pids, "gateway REST get_order, granian"))
         for index, tree in enumerate(args.compare):  # earlier versions, same database
             port_b = ref_port + 2 + index
-            other = stack.enter_context(Server(server_env(url, port_b, **env_extra), port_b, 1,
-                                               cwd=Path(tree).resolve()))
-            targets.append(mcp_target(f"gateway MCP get_order, {Path(tree).name}", port_b,
-                                      other.pids, {"Authorization": f"Bearer {key}"}))
-            targets.append(rest_target(port_b, key, other.pids,
-                                       f"gateway REST get_order, {Path(tree).name}"))
+            other = stack.enter_context(
+                Server(server_env(url, port_b, **env_extra), port_b, 1, cwd=Path(tree).resolve())
+            )
+            targets.append(
+                mcp_target(
+                    f"gateway MCP get_order, {Path(tree).name}",
+                    port_b,
+                    other.pids,
+                    {"Authorization": f"Bearer {key}"},
+                )
+            )
+            targets.append(
+                rest_target(port_b, key, other.pids, f"gateway REST get_order, {Path(tree).name}")
+            )
         # The REST floor: the same served app, a DRF view making the same GET, no database;
         # a --compare tree's too when its benchmarks/rest_floor.py is there (copy it in).
-        floors = [(ROOT, ""), *[(Path(tree).resolve(), f", {Path(tree).name}")
-                                for tree in args.compare]]
+        floors = [
+            (ROOT, ""),
+            *[(Path(tree).resolve(), f", {Path(tree).name}") for tree in args.compare],
+        ]
         for index, (tree, label) in enumerate(
-                [(t, label) for t, label in floors if (t / "benchmarks/rest_floor.py").exists()]):
+            [(t, label) for t, label in floors if (t / "benchmarks/rest_floor.py").exists()]
+        ):
             port_f = ref_port + 2 + len(args.compare) + index
-            served = stack.enter_context(Server(
-                server_env(url, port_f, **env_extra, FLOOR_UPSTREAM=fake), port_f, 1,
-                app="benchmarks.rest_floor:application", cwd=tree))
-            targets.append(rest_target(port_f, key, served.pids,
-                                       f"gateway REST floor (served app, no database){label}",
-                                       "/bench/rest-floor"))
+            served = stack.enter_context(
+                Server(
+                    server_env(url, port_f, **env_extra, FLOOR_UPSTREAM=fake),
+                    port_f,
+                    1,
+                    app="benchmarks.rest_floor:application",
+                    cwd=tree,
+                )
+            )
+            targets.append(
+                rest_target(
+                    port_f,
+                    key,
+                    served.pids,
+                    f"gateway REST floor (served app, no database){label}",
+                    "/bench/rest-floor",
+                )
+            )
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
-            ref = stack.enter_context(process(
-                [shutil.which("node") or "node", "dist/index.js"], ref_port, "reference",
-                env=reference_env(fake, ref_port, state), cwd=REFERENCE))
-            targets.append(mcp_target("reference MCP get_order", ref_port,
-                                      lambda: process_tree(ref.pid)))
+            ref = stack.enter_context(
+                process(
+                    [shutil.which("node") or "node", "dist/index.js"],
+                    ref_port,
+                    "reference",
+                    env=reference_env(fake, ref_port, state),
+                    cwd=REFERENCE,
+                )
+            )
+            targets.append(
+                mcp_target("reference MCP get_order", ref_port, lambda: process_tree(ref.pid))
+            )
         else:
             print("reference not built (sh benchmarks/reference_setup.sh): floor only")
         result["sequential"] = asyncio.run(sequential(targets, args.calls, 20, dbname))
@@ -354,8 +462,14 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         for _ in range(args.rounds):
             # Under load MCP only: REST is timed by the one-client part.
             for target in [t for t in targets[2:] if " REST " not in t.name]:
-                row = asyncio.run(loaded(target, args.clients, args.duration,
-                                         dbname if target.name.startswith("gateway") else None))
+                row = asyncio.run(
+                    loaded(
+                        target,
+                        args.clients,
+                        args.duration,
+                        dbname if target.name.startswith("gateway") else None,
+                    )
+                )
                 print(f"  {row}", flush=True)
                 result["load"].append(row)
     result["uptime_end"] = uptime()
@@ -364,26 +478,43 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--port", type=int, default=18110,
-                        help="five ports from here, two more per --compare tree, one with --access-log, "
-                        "one with --granian")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=18110,
+        help="five ports from here, two more per --compare tree, one with --access-log, "
+        "one with --granian",
+    )
     parser.add_argument("--env", action="append", default=[], help="NAME=value for the gateway")
-    parser.add_argument("--access-log", action="store_true",
-                        help="also a gateway with uvicorn's access log on (a fifth port)")
-    parser.add_argument("--granian", action="store_true",
-                        help="also the gateway served by granian instead of uvicorn (a port "
-                        "past the REST floors)")
-    parser.add_argument("--compare", action="append", default=[],
-                        help="a source tree (e.g. `git archive main` unpacked) whose gateway "
-                        "runs in the same run too (one more port each; may repeat)")
-    parser.add_argument("--alone", action="store_true",
-                        help="after the interleaved part, time each kind alone too (one client)")
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="also a gateway with uvicorn's access log on (a fifth port)",
+    )
+    parser.add_argument(
+        "--granian",
+        action="store_true",
+        help="also the gateway served by granian instead of uvicorn (a port past the REST floors)",
+    )
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        help="a source tree (e.g. `git archive main` unpacked) whose gateway "
+        "runs in the same run too (one more port each; may repeat)",
+    )
+    parser.add_argument(
+        "--alone",
+        action="store_true",
+        help="after the interleaved part, time each kind alone too (one client)",
+    )
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)
     started = time.monotonic()

@@ -32,8 +32,10 @@ GROWN_TABLES = ("audit_journalentry", "tools_pendingconfirmation")
 # call appends to (verify_journal would report its first entry as broken; nothing here runs
 # it). Hashes are unique 64-hex strings.
 PG_SERIES = "generate_series(%(start)s, %(end)s) AS s(g)"
-SQLITE_SERIES = ("(WITH RECURSIVE s(g) AS (SELECT %(start)s UNION ALL SELECT g + 1 FROM s "
-                 "WHERE g < %(end)s) SELECT g FROM s) AS s")
+SQLITE_SERIES = (
+    "(WITH RECURSIVE s(g) AS (SELECT %(start)s UNION ALL SELECT g + 1 FROM s "
+    "WHERE g < %(end)s) SELECT g FROM s) AS s"
+)
 
 
 def _pick(values: list[str], expr: str = "g") -> str:
@@ -57,7 +59,7 @@ def _expressions(vendor: str, contour_id: int) -> dict[str, dict[str, str]]:
     def later(moment: str, seconds: int) -> str:
         if pg:
             return f"({moment} + interval '{seconds} seconds')"
-        return (f"strftime('%%Y-%%m-%%d %%H:%%M:%%f', {moment}, '+{seconds} seconds')")
+        return f"strftime('%%Y-%%m-%%d %%H:%%M:%%f', {moment}, '+{seconds} seconds')"
 
     def json_args() -> str:
         if pg:
@@ -98,7 +100,7 @@ def _expressions(vendor: str, contour_id: int) -> dict[str, dict[str, str]]:
         "summary_data": "'{}'",
         "token_hash": hex64("t"),
         "status": f"(CASE WHEN {executed} THEN 'executed' WHEN g %% 10 < 9 THEN 'expired' "
-                  "ELSE 'pending' END)",
+        "ELSE 'pending' END)",
         "created_by": "'key:ibg_synthetic'",
         "created_at": created,
         "expires_at": later(created, 900),
@@ -128,8 +130,10 @@ def _insert(model: Any, exprs: dict[str, str], start: int, end: int) -> None:
         columns.append(connection.ops.quote_name(fld.column))
     pg = connection.vendor == "postgresql"
     series = PG_SERIES if pg else SQLITE_SERIES
-    sql = (f"INSERT INTO {model._meta.db_table} ({', '.join(columns)}) "  # noqa: S608
-           f"SELECT {', '.join(values)} FROM {series}")
+    sql = (
+        f"INSERT INTO {model._meta.db_table} ({', '.join(columns)}) "  # noqa: S608
+        f"SELECT {', '.join(values)} FROM {series}"
+    )
     if not pg:
         # SQLite's driver takes named parameters as :name.
         sql = re.sub(r"%\((\w+)\)s", r":\1", sql).replace("%%", "%")
@@ -160,8 +164,12 @@ def grow(contour_id: int, journal_rows: int, confirmations: int) -> float:
                     cursor.execute(statement)
         if confirmations:
             offset = PendingConfirmation.objects.count() + 1
-            _insert(PendingConfirmation, exprs["tools_pendingconfirmation"], offset,
-                    offset + confirmations - 1)
+            _insert(
+                PendingConfirmation,
+                exprs["tools_pendingconfirmation"],
+                offset,
+                offset + confirmations - 1,
+            )
     # VACUUM sets hint bits and the visibility map the way a settled table has them; without
     # it the first reads after a bulk insert write pages, which no production call would see.
     analyze = "VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE"
@@ -178,7 +186,10 @@ def export(url: str, fmt: str, extra: list[str] | None = None) -> dict[str, Any]
     with open(os.devnull, "wb") as sink:
         child = subprocess.Popen(  # noqa: S603
             [sys.executable, "manage.py", "export_journal", "--format", fmt, *(extra or [])],
-            cwd=ROOT, env=env, stdout=sink, stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.PIPE,
         )
         _, status, usage = os.wait4(child.pid, 0)
     seconds = time.monotonic() - start
@@ -186,7 +197,11 @@ def export(url: str, fmt: str, extra: list[str] | None = None) -> dict[str, Any]
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise RuntimeError(f"export_journal --format {fmt} failed: {stderr[-2000:]}")
-    return {"format": fmt, "seconds": round(seconds, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+    return {
+        "format": fmt,
+        "seconds": round(seconds, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
 
 
 def _short(sql: str) -> str:
@@ -200,8 +215,11 @@ def _explain(sql: str, params: Any) -> str:
 
     pg = connection.vendor == "postgresql"
     plain_select = sql.lstrip().upper().startswith("SELECT") and "FOR UPDATE" not in sql.upper()
-    prefix = ("EXPLAIN (ANALYZE, BUFFERS) " if plain_select else "EXPLAIN ") if pg else \
-        "EXPLAIN QUERY PLAN "
+    prefix = (
+        ("EXPLAIN (ANALYZE, BUFFERS) " if plain_select else "EXPLAIN ")
+        if pg
+        else "EXPLAIN QUERY PLAN "
+    )
     with connection.cursor() as cursor:
         cursor.execute(prefix + sql, params)
         rows = cursor.fetchall()
@@ -232,9 +250,9 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         grown = size
         # The direct client calls touch none of the grown tables: they are the control that
         # tells a slower machine from a slower query, so each size is judged by the ratio.
-        samples: dict[str, list[float]] = {k: [] for k in
-                                           ("read", "prepare", "execute", "direct_read",
-                                            "direct_write")}
+        samples: dict[str, list[float]] = {
+            k: [] for k in ("read", "prepare", "execute", "direct_read", "direct_write")
+        }
         meter.reset()
         with meter.installed(), CpuMeter() as load:
             meter.active = True
@@ -249,21 +267,29 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             meter.active = False
         templates[size] = {k: (v[0], v[1]) for k, v in meter.templates.items()}
         samples_of.update(meter.samples)
-        stage: dict[str, Any] = {"size": size, "fill_seconds": round(fill_seconds, 1),
-                                 "cpu": load.result,
-                                 **{k: summary_ms(v) for k, v in samples.items()}}
-        stage["read_vs_direct"] = round(stage["read"]["median_ms"]
-                                        / stage["direct_read"]["median_ms"], 2)
+        stage: dict[str, Any] = {
+            "size": size,
+            "fill_seconds": round(fill_seconds, 1),
+            "cpu": load.result,
+            **{k: summary_ms(v) for k, v in samples.items()},
+        }
+        stage["read_vs_direct"] = round(
+            stage["read"]["median_ms"] / stage["direct_read"]["median_ms"], 2
+        )
         for kind in ("prepare", "execute"):
-            stage[f"{kind}_vs_direct"] = round(stage[kind]["median_ms"]
-                                               / stage["direct_write"]["median_ms"], 2)
+            stage[f"{kind}_vs_direct"] = round(
+                stage[kind]["median_ms"] / stage["direct_write"]["median_ms"], 2
+            )
         if args.export:
             stage["export"] = [export(url, fmt) for fmt in ("csv", "jsonl")]
         stages.append(stage)
-        print(f"  size {size:>9}: read {stage['read']['median_ms']} ms "
-              f"({stage['read_vs_direct']}× direct), prepare {stage['prepare']['median_ms']} ms, "
-              f"execute {stage['execute']['median_ms']} ms ({stage['execute_vs_direct']}× direct)"
-              + (f", export {stage['export']}" if args.export else ""), flush=True)
+        print(
+            f"  size {size:>9}: read {stage['read']['median_ms']} ms "
+            f"({stage['read_vs_direct']}× direct), prepare {stage['prepare']['median_ms']} ms, "
+            f"execute {stage['execute']['median_ms']} ms ({stage['execute_vs_direct']}× direct)"
+            + (f", export {stage['export']}" if args.export else ""),
+            flush=True,
+        )
 
     # Which statements grew: mean time per execution, smallest size against the largest.
     small, large = templates[sizes[0]], templates[sizes[-1]]
@@ -272,13 +298,20 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         if sql in small and small[sql][0]:
             before = small[sql][1] / small[sql][0] * 1000
             after = seconds / count * 1000
-            growth.append({"sql": sql, "calls_per_stage": count,
-                           "mean_ms_small": round(before, 3), "mean_ms_large": round(after, 3),
-                           "ratio": round(after / before, 2) if before else None})
+            growth.append(
+                {
+                    "sql": sql,
+                    "calls_per_stage": count,
+                    "mean_ms_small": round(before, 3),
+                    "mean_ms_large": round(after, 3),
+                    "ratio": round(after / before, 2) if before else None,
+                }
+            )
     # Statements on tables that did not grow slow down only with the machine: their median
     # ratio is the control a grown-table statement is compared with.
-    control = [g["ratio"] for g in growth
-               if g["ratio"] and not any(t in g["sql"] for t in GROWN_TABLES)]
+    control = [
+        g["ratio"] for g in growth if g["ratio"] and not any(t in g["sql"] for t in GROWN_TABLES)
+    ]
     control_ratio = statistics.median(control) if control else 1.0
     for g in growth:
         g["grown_table"] = any(t in g["sql"] for t in GROWN_TABLES)
@@ -289,46 +322,103 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         if sql.lstrip().upper().startswith("SELECT") and any(t in sql for t in GROWN_TABLES):
             plans[_short(sql)] = _explain(sql, params)
     baseline_rss = export(url, "csv", ["--since", "2999-01-01"]) if args.export else None
-    return {"stages": stages, "statement_growth": growth, "control_ratio": round(control_ratio, 2),
-            "plans": plans,
-            "export_baseline_empty": baseline_rss, "calls": args.calls, "vendor": connection.vendor}
+    return {
+        "stages": stages,
+        "statement_growth": growth,
+        "control_ratio": round(control_ratio, 2),
+        "plans": plans,
+        "export_baseline_empty": baseline_rss,
+        "calls": args.calls,
+        "vendor": connection.vendor,
+    }
 
 
 def render(db: str, data: dict[str, Any]) -> str:
     stages = data["stages"]
     rows = []
     for st in stages:
-        rows.append([f"{st['size']:,}",
-                     st["read"]["median_ms"], st["read"]["p99_ms"],
-                     st["direct_read"]["median_ms"], f"{st['read_vs_direct']}×",
-                     st["prepare"]["median_ms"], st["prepare"]["p99_ms"],
-                     st["execute"]["median_ms"], st["execute"]["p99_ms"],
-                     st["direct_write"]["median_ms"], f"{st['execute_vs_direct']}×",
-                     st["cpu"]["others_pct"]])
-    out = [f"Database: **{db}**; synthetic journal entries and pending confirmations (same "
-           f"contour, same tool as the calls) at each size; {data['calls']} calls of each kind "
-           "per size. The direct client calls touch none of the grown tables: their time is "
-           "the control for machine load, so flat means a flat ratio.", "",
-           md_table(["rows in each table", "read median ms", "read p99", "direct read median",
-                     "read ÷ direct", "prepare median ms", "prepare p99", "execute median ms",
-                     "execute p99", "direct write median", "execute ÷ direct",
-                     "other load % of a core"], rows)]
+        rows.append(
+            [
+                f"{st['size']:,}",
+                st["read"]["median_ms"],
+                st["read"]["p99_ms"],
+                st["direct_read"]["median_ms"],
+                f"{st['read_vs_direct']}×",
+                st["prepare"]["median_ms"],
+                st["prepare"]["p99_ms"],
+                st["execute"]["median_ms"],
+                st["execute"]["p99_ms"],
+                st["direct_write"]["median_ms"],
+                f"{st['execute_vs_direct']}×",
+                st["cpu"]["others_pct"],
+            ]
+        )
+    out = [
+        f"Database: **{db}**; synthetic journal entries and pending confirmations (same "
+        f"contour, same tool as the calls) at each size; {data['calls']} calls of each kind "
+        "per size. The direct client calls touch none of the grown tables: their time is "
+        "the control for machine load, so flat means a flat ratio.",
+        "",
+        md_table(
+            [
+                "rows in each table",
+                "read median ms",
+                "read p99",
+                "direct read median",
+                "read ÷ direct",
+                "prepare median ms",
+                "prepare p99",
+                "execute median ms",
+                "execute p99",
+                "direct write median",
+                "execute ÷ direct",
+                "other load % of a core",
+            ],
+            rows,
+        ),
+    ]
     if "export" in stages[0]:
-        erows = [[f"{st['size']:,}", e["format"], e["seconds"], e["peak_rss_mb"]]
-                 for st in stages for e in st["export"]]
+        erows = [
+            [f"{st['size']:,}", e["format"], e["seconds"], e["peak_rss_mb"]]
+            for st in stages
+            for e in st["export"]
+        ]
         empty = data["export_baseline_empty"]
-        out += ["", "`manage.py export_journal --format csv|jsonl > /dev/null` (peak RSS of the "
-                "process, from wait4):", "", md_table(["entries", "format", "seconds",
-                                                      "peak RSS MB"], erows), "",
-                f"Same command selecting no rows (Django start-up only): peak RSS "
-                f"{empty['peak_rss_mb']} MB."]
+        out += [
+            "",
+            "`manage.py export_journal --format csv|jsonl > /dev/null` (peak RSS of the "
+            "process, from wait4):",
+            "",
+            md_table(["entries", "format", "seconds", "peak RSS MB"], erows),
+            "",
+            f"Same command selecting no rows (Django start-up only): peak RSS "
+            f"{empty['peak_rss_mb']} MB.",
+        ]
     grown = [g for g in data["statement_growth"] if g["grown_table"]]
-    out += ["", f"Per-call statements on the grown tables, mean time at the smallest and the "
-            f"largest size; control = median ratio of the statements on tables that did not "
-            f"grow ({data['control_ratio']}×):", ""]
-    out.append(md_table(["statement", "mean ms small", "mean ms large", "ratio", "÷ control"],
-                        [[f"`{_short(g['sql'])[:150]}`", g["mean_ms_small"], g["mean_ms_large"],
-                          g["ratio"], g["vs_control"]] for g in grown]) if grown else "none.")
+    out += [
+        "",
+        f"Per-call statements on the grown tables, mean time at the smallest and the "
+        f"largest size; control = median ratio of the statements on tables that did not "
+        f"grow ({data['control_ratio']}×):",
+        "",
+    ]
+    out.append(
+        md_table(
+            ["statement", "mean ms small", "mean ms large", "ratio", "÷ control"],
+            [
+                [
+                    f"`{_short(g['sql'])[:150]}`",
+                    g["mean_ms_small"],
+                    g["mean_ms_large"],
+                    g["ratio"],
+                    g["vs_control"],
+                ]
+                for g in grown
+            ],
+        )
+        if grown
+        else "none."
+    )
     return "\n".join(out)
 
 

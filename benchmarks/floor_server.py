@@ -25,8 +25,9 @@ async def get_order(order_id: str) -> dict[str, Any]:
     global _http
     if _http is None:  # pooled: one client (and its keep-alive connections) per process
         _http = httpx.AsyncClient(base_url=UPSTREAM, timeout=30)
-    response = await _http.get("/v3/filter/api/order/order",
-                               params={"id": order_id, "_pageSize": "1"})
+    response = await _http.get(
+        "/v3/filter/api/order/order", params={"id": order_id, "_pageSize": "1"}
+    )
     response.raise_for_status()
     return {"status": "ok", "data": response.json()}
 

@@ -73,8 +73,10 @@ class Drive:
 async def rest_clients(base: str, key: str, order_id: str, n: int) -> AsyncIterator[list[Call]]:
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
     body = {"name": "get_order", "arguments": {"order_id": order_id}}
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60,
-                                 headers={"Authorization": f"Bearer {key}"}) as http:
+    async with httpx.AsyncClient(
+        base_url=base, limits=limits, timeout=60, headers={"Authorization": f"Bearer {key}"}
+    ) as http:
+
         async def call() -> bool:
             response = await http.post("/api/v1/call", json=body)
             return response.status_code == 200 and response.json()["status"] == "ok"
@@ -91,10 +93,12 @@ async def mcp_clients(base: str, key: str, order_id: str, n: int) -> AsyncIterat
     async with contextlib.AsyncExitStack() as stack:
         calls: list[Call] = []
         for _ in range(n):
-            http = await stack.enter_async_context(httpx2.AsyncClient(
-                headers={"Authorization": f"Bearer {key}"}, timeout=60))
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60)
+            )
             client = await stack.enter_async_context(
-                Client(streamable_http_client(f"{base}/mcp", http_client=http)))
+                Client(streamable_http_client(f"{base}/mcp", http_client=http))
+            )
 
             async def call(client: Any = client) -> bool:
                 result = await client.call_tool("get_order", {"order_id": order_id})
@@ -126,8 +130,10 @@ class LockWaits(threading.Thread):
             return
         import psycopg
 
-        query = ("SELECT query FROM pg_stat_activity WHERE datname = %s AND wait_event_type = "
-                 "'Lock' AND backend_type = 'client backend'")
+        query = (
+            "SELECT query FROM pg_stat_activity WHERE datname = %s AND wait_event_type = "
+            "'Lock' AND backend_type = 'client backend'"
+        )
         with psycopg.connect(**{**PG_ADMIN, "dbname": self.dbname}, autocommit=True) as conn:
             while not self.stop.wait(self.every):
                 self.samples += 1
@@ -139,13 +145,23 @@ class LockWaits(threading.Thread):
         if not self.samples:
             return {"lock_waiters_avg": None, "lock_top": ""}
         top = self.waiting.most_common(1)
-        return {"lock_waiters_avg": round(sum(self.waiting.values()) / self.samples, 2),
-                "lock_top": f"{top[0][0]} ({top[0][1] / self.samples:.2f})" if top else ""}
+        return {
+            "lock_waiters_avg": round(sum(self.waiting.values()) / self.samples, 2),
+            "lock_top": f"{top[0][0]} ({top[0][1] / self.samples:.2f})" if top else "",
+        }
 
 
-async def cell(server: Server, protocol: str, key: str, order_id: str, clients: int,
-               duration: float, budget: int, warmup: float, pg_url: str | None
-               ) -> dict[str, Any]:
+async def cell(
+    server: Server,
+    protocol: str,
+    key: str,
+    order_id: str,
+    clients: int,
+    duration: float,
+    budget: int,
+    warmup: float,
+    pg_url: str | None,
+) -> dict[str, Any]:
     async with PROTOCOLS[protocol](server.base, key, order_id, clients) as calls:
         await Drive(calls, warmup, budget).run()
         drive = Drive(calls, duration, budget)
@@ -157,12 +173,19 @@ async def cell(server: Server, protocol: str, key: str, order_id: str, clients: 
         locks.join(timeout=5)
     done = len(drive.latencies)
     return {
-        "protocol": protocol, "workers": server.workers, "clients": clients,
-        "ok": done, "errors": drive.errors, "first_error": drive.first_error,
-        "seconds": round(elapsed, 2), "rps": round(done / elapsed, 1),
+        "protocol": protocol,
+        "workers": server.workers,
+        "clients": clients,
+        "ok": done,
+        "errors": drive.errors,
+        "first_error": drive.first_error,
+        "seconds": round(elapsed, 2),
+        "rps": round(done / elapsed, 1),
         **{k: v for k, v in summary_ms(drive.latencies).items() if k != "n"},
-        "server_cpu_pct": served.result["ours_pct"], "loadgen_cpu_pct": loadgen.result["ours_pct"],
-        "machine_busy_pct": served.result["machine_busy_pct"], **locks.result(),
+        "server_cpu_pct": served.result["ours_pct"],
+        "loadgen_cpu_pct": loadgen.result["ours_pct"],
+        "machine_busy_pct": served.result["machine_busy_pct"],
+        **locks.result(),
     }
 
 
@@ -171,11 +194,19 @@ def _create_order(base: str, key: str) -> str:
 
     headers = {"Authorization": f"Bearer {key}"}
     args = order_args()
-    first = httpx.post(f"{base}/api/v1/call", json={"name": "create_order", "arguments": args},
-                       headers=headers, timeout=30).json()
+    first = httpx.post(
+        f"{base}/api/v1/call",
+        json={"name": "create_order", "arguments": args},
+        headers=headers,
+        timeout=30,
+    ).json()
     token = first["confirmation"]["token"]
-    done = httpx.post(f"{base}/api/v1/call", headers=headers, timeout=30, json={
-        "name": "create_order", "arguments": {**args, "confirmation_token": token}}).json()
+    done = httpx.post(
+        f"{base}/api/v1/call",
+        headers=headers,
+        timeout=30,
+        json={"name": "create_order", "arguments": {**args, "confirmation_token": token}},
+    ).json()
     return done["data"]["order_id"]
 
 
@@ -201,16 +232,29 @@ def run(args: argparse.Namespace, url: str) -> list[dict[str, Any]]:
                 connections.close_all()
                 for protocol in args.protocols.split(","):
                     for clients in _ints(args.clients):
-                        row = asyncio.run(cell(server, protocol, key, order_id, clients,
-                                               args.duration, args.budget, args.warmup,
-                                               url if url.startswith("postgres") else None))
+                        row = asyncio.run(
+                            cell(
+                                server,
+                                protocol,
+                                key,
+                                order_id,
+                                clients,
+                                args.duration,
+                                args.budget,
+                                args.warmup,
+                                url if url.startswith("postgres") else None,
+                            )
+                        )
                         row["latency_ms"] = latency
                         rows.append(row)
-                        print(f"  {protocol:4} workers={workers} latency={latency:3} ms "
-                              f"clients={clients:2}: {row['rps']:7.1f} req/s, median "
-                              f"{row['median_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
-                              f"errors {row['errors']} {row['first_error']}; waiting on locks "
-                              f"{row['lock_waiters_avg']} {row['lock_top']}", flush=True)
+                        print(
+                            f"  {protocol:4} workers={workers} latency={latency:3} ms "
+                            f"clients={clients:2}: {row['rps']:7.1f} req/s, median "
+                            f"{row['median_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
+                            f"errors {row['errors']} {row['first_error']}; waiting on locks "
+                            f"{row['lock_waiters_avg']} {row['lock_top']}",
+                            flush=True,
+                        )
     set_faults(DEMO_TOKEN, latency_ms=0)
     connections.close_all()
     return rows
@@ -224,17 +268,45 @@ def render(db: str, rows: list[dict[str, Any]]) -> str:
         one = by.get((protocol, latency, clients, workers[0]))
         scale = f"{r['rps'] / one['rps']:.2f}×" if one and one["rps"] and w != workers[0] else ""
         ideal = f"{clients * 1000 / latency:.0f}" if latency else "—"
-        table.append([protocol, latency, clients, w, r["rps"], scale, ideal, r["median_ms"],
-                      r["p99_ms"], r["errors"], r["server_cpu_pct"], r["loadgen_cpu_pct"],
-                      r["machine_busy_pct"],
-                      f"{r['lock_waiters_avg']}: {r['lock_top']}" if r.get("lock_top") else "—"])
-    headers = ["protocol", "sandbox latency ms", "clients", "workers", "req/s",
-               f"vs {workers[0]} worker", "ceiling if upstream waits overlap (req/s)",
-               "median ms", "p99 ms", "errors", "server CPU %", "load generator CPU %",
-               "machine busy %", "DB sessions waiting on a lock (avg): top table (avg)"]
-    return (f"Database: **{db}**; tool get_order (one sandbox request per call). CPU in % of "
-            "one core; the machine has 2, and the load generator (this process, asyncio + "
-            "httpx / the MCP SDK client) runs on them too.\n\n" + md_table(headers, table))
+        table.append(
+            [
+                protocol,
+                latency,
+                clients,
+                w,
+                r["rps"],
+                scale,
+                ideal,
+                r["median_ms"],
+                r["p99_ms"],
+                r["errors"],
+                r["server_cpu_pct"],
+                r["loadgen_cpu_pct"],
+                r["machine_busy_pct"],
+                f"{r['lock_waiters_avg']}: {r['lock_top']}" if r.get("lock_top") else "—",
+            ]
+        )
+    headers = [
+        "protocol",
+        "sandbox latency ms",
+        "clients",
+        "workers",
+        "req/s",
+        f"vs {workers[0]} worker",
+        "ceiling if upstream waits overlap (req/s)",
+        "median ms",
+        "p99 ms",
+        "errors",
+        "server CPU %",
+        "load generator CPU %",
+        "machine busy %",
+        "DB sessions waiting on a lock (avg): top table (avg)",
+    ]
+    return (
+        f"Database: **{db}**; tool get_order (one sandbox request per call). CPU in % of "
+        "one core; the machine has 2, and the load generator (this process, asyncio + "
+        "httpx / the MCP SDK client) runs on them too.\n\n" + md_table(headers, table)
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -247,9 +319,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=4.0, help="seconds measured per cell")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds discarded per cell")
     parser.add_argument("--budget", type=int, default=3000, help="most calls per cell")
-    parser.add_argument("--app", default="config.asgi:application",
-                        help="ASGI app to serve (benchmarks.asgi_wide_executor:application for "
-                             "the thread-pool experiment)")
+    parser.add_argument(
+        "--app",
+        default="config.asgi:application",
+        help="ASGI app to serve (benchmarks.asgi_wide_executor:application for "
+        "the thread-pool experiment)",
+    )
     parser.add_argument("--name", default="", help="suffix of the results file")
     args = parser.parse_args(argv)
     started = time.monotonic()

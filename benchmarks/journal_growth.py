@@ -48,9 +48,11 @@ def _empty() -> None:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE audit_journalentry, audit_chainhead, audit_signedcheckpoint, "
-                       "tools_operation, tools_pendingconfirmation_barred_approvers, "
-                       "tools_pendingconfirmation CASCADE")
+        cursor.execute(
+            "TRUNCATE audit_journalentry, audit_chainhead, audit_signedcheckpoint, "
+            "tools_operation, tools_pendingconfirmation_barred_approvers, "
+            "tools_pendingconfirmation CASCADE"
+        )
 
 
 def _fill_journal(count: int, end: datetime) -> None:
@@ -61,8 +63,10 @@ def _fill_journal(count: int, end: datetime) -> None:
     key_id = journal.signing_key_id()
     secret = journal.journal_keys()[key_id]
     heads = {h.chain: h for h in ChainHead.objects.all()}
-    state = {c: (heads[c].last_seq, heads[c].last_hash) if c in heads else (0, "0" * 64)
-             for c in CONTOURS}
+    state = {
+        c: (heads[c].last_seq, heads[c].last_hash) if c in heads else (0, "0" * 64)
+        for c in CONTOURS
+    }
     step = timedelta(days=30) / max(count, 1)
     start = end - timedelta(days=30)
     batch: list[JournalEntry] = []
@@ -70,11 +74,23 @@ def _fill_journal(count: int, end: datetime) -> None:
         contour = CONTOURS[n % len(CONTOURS)]
         seq, prev = state[contour]
         entry = JournalEntry(
-            at=start + step * n, contour=contour, channel=("rest", "mcp-http")[n % 2],
-            actor="key:ibg_synthetic", tool=("get_order", "find_orders", "create_order")[n % 3],
-            phase="read", arguments={"order_id": f"ord-{n}", "page": n % 10}, status="ok",
-            code="", message="Счёт по идентификатору: готово", duration_ms=n % 200,
-            chain=contour, seq=seq + 1, form=2, prev_hash=prev, key_id=key_id)
+            at=start + step * n,
+            contour=contour,
+            channel=("rest", "mcp-http")[n % 2],
+            actor="key:ibg_synthetic",
+            tool=("get_order", "find_orders", "create_order")[n % 3],
+            phase="read",
+            arguments={"order_id": f"ord-{n}", "page": n % 10},
+            status="ok",
+            code="",
+            message="Счёт по идентификатору: готово",
+            duration_ms=n % 200,
+            chain=contour,
+            seq=seq + 1,
+            form=2,
+            prev_hash=prev,
+            key_id=key_id,
+        )
         entry.hash = journal.entry_hash(prev, entry, secret)
         state[contour] = (seq + 1, entry.hash)
         batch.append(entry)
@@ -85,8 +101,10 @@ def _fill_journal(count: int, end: datetime) -> None:
     for contour, (seq, last_hash) in state.items():
         if seq:
             last_id = JournalEntry.objects.get(chain=contour, seq=seq).id
-            ChainHead.objects.update_or_create(chain=contour, defaults={
-                "last_seq": seq, "last_id": last_id, "last_hash": last_hash})
+            ChainHead.objects.update_or_create(
+                chain=contour,
+                defaults={"last_seq": seq, "last_id": last_id, "last_hash": last_hash},
+            )
 
 
 def _fill_operations(contour: Any, count: int) -> None:
@@ -97,19 +115,45 @@ def _fill_operations(contour: Any, count: int) -> None:
     now = timezone.now()
     for first in range(0, count, BATCH):
         rows = range(first, min(first + BATCH, count))
-        confirmations = [PendingConfirmation(
-            id=uuid.uuid4(), contour=contour, tool="create_order", arguments={"n": n},
-            args_hash=hashlib.sha256(f"args{n}".encode()).hexdigest(), summary="s",
-            token_hash=uuid.uuid4().hex + uuid.uuid4().hex, status="executed",
-            expires_at=now) for n in rows]
+        confirmations = [
+            PendingConfirmation(
+                id=uuid.uuid4(),
+                contour=contour,
+                tool="create_order",
+                arguments={"n": n},
+                args_hash=hashlib.sha256(f"args{n}".encode()).hexdigest(),
+                summary="s",
+                token_hash=uuid.uuid4().hex + uuid.uuid4().hex,
+                status="executed",
+                expires_at=now,
+            )
+            for n in rows
+        ]
         PendingConfirmation.objects.bulk_create(confirmations)
-        Operation.objects.bulk_create([Operation(
-            key=uuid.uuid4().hex, contour=contour, tool="create_order", confirmation=c,
-            merchant_order_id=uuid.uuid4().hex, state="done") for c in confirmations])
+        Operation.objects.bulk_create(
+            [
+                Operation(
+                    key=uuid.uuid4().hex,
+                    contour=contour,
+                    tool="create_order",
+                    confirmation=c,
+                    merchant_order_id=uuid.uuid4().hex,
+                    state="done",
+                )
+                for c in confirmations
+            ]
+        )
 
 
-def _measure(label: str, contour: Any, admin: Any, day: datetime, tmp: Path,
-             write_new: Callable[[int], None], full_walk: bool) -> dict[str, Any]:
+def _measure(
+    label: str,
+    contour: Any,
+    admin: Any,
+    day: datetime,
+    tmp: Path,
+    write_new: Callable[[int], None],
+    full_walk: bool,
+) -> dict[str, Any]:
     from django.core.management import call_command
     from django.urls import reverse
 
@@ -123,24 +167,40 @@ def _measure(label: str, contour: Any, admin: Any, day: datetime, tmp: Path,
     result["admin_page_ms"] = _median_ms(lambda: admin.get(page_url), 5)
     out = StringIO()
     since, until = day.date().isoformat(), (day + timedelta(days=1)).date().isoformat()
-    result["contour_day_export_ms"] = _median_ms(lambda: call_command(
-        "export_journal", "--format", "jsonl", "--contour", "bench", "--since", since,
-        "--until", until, stdout=out), 3)
+    result["contour_day_export_ms"] = _median_ms(
+        lambda: call_command(
+            "export_journal",
+            "--format",
+            "jsonl",
+            "--contour",
+            "bench",
+            "--since",
+            since,
+            "--until",
+            until,
+            stdout=out,
+        ),
+        3,
+    )
     result["contour_day_rows"] = out.getvalue().count("\n") // 3
     checkpoint = tmp / f"cp-{label}-{time.time_ns()}.json"
     call_command("journal_checkpoint", "--output", str(checkpoint), stdout=StringIO())
     write_new(1000)
     verify_out = StringIO()
-    result["verify_after_checkpoint_ms"] = _median_ms(lambda: call_command(
-        "verify_journal", "--checkpoint", str(checkpoint), stdout=verify_out), 1)
+    result["verify_after_checkpoint_ms"] = _median_ms(
+        lambda: call_command("verify_journal", "--checkpoint", str(checkpoint), stdout=verify_out),
+        1,
+    )
     result["verify_after_checkpoint_read"] = verify_out.getvalue().split()[1]
     if full_walk:
         full_out = StringIO()
-        result["verify_full_ms"] = _median_ms(lambda: call_command(
-            "verify_journal", stdout=full_out), 1)
+        result["verify_full_ms"] = _median_ms(
+            lambda: call_command("verify_journal", stdout=full_out), 1
+        )
     spec = catalog.get("create_order")
     result["unresolved_lookup_ms"] = _median_ms(
-        lambda: unresolved_operation(contour, spec, {"amount": 100}), 50)
+        lambda: unresolved_operation(contour, spec, {"amount": 100}), 50
+    )
     return result
 
 
@@ -164,9 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     admin = Client()
     admin.force_login(user)
     from tools.models import Contour
-    contour = (Contour.objects.filter(slug="bench").first()
-               or create_contour("bench", mode="sandbox", name="Bench", toolsets=["read", "write"],
-                                 actor=SCAFFOLDING))
+
+    contour = Contour.objects.filter(slug="bench").first() or create_contour(
+        "bench", mode="sandbox", name="Bench", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     for slug in CONTOURS[1:]:
         if not Contour.objects.filter(slug=slug).exists():
             create_contour(slug, mode="sandbox", name=slug, actor=SCAFFOLDING)
@@ -182,24 +243,60 @@ def main(argv: list[str] | None = None) -> int:
     _fill_operations(contour, args.operations)
     fill_s = round(time.perf_counter() - fill_start, 1)
     grown = _measure("grown", contour, admin, day, tmp, new, full_walk=True)
-    rows = [[r["size"], r["entries"], r["admin_page_ms"], r["contour_day_export_ms"],
-             r["contour_day_rows"], r["verify_after_checkpoint_ms"],
-             r["verify_after_checkpoint_read"], r.get("verify_full_ms", ""),
-             r["unresolved_lookup_ms"]] for r in (small, grown)]
-    ratio = [["grown / small", "", round(grown["admin_page_ms"] / small["admin_page_ms"], 2),
-              round(grown["contour_day_export_ms"] / max(small["contour_day_export_ms"], 0.01),
-                    2), "", round(grown["verify_after_checkpoint_ms"]
-                                  / small["verify_after_checkpoint_ms"], 2), "",
-              round(grown["verify_full_ms"] / small["verify_full_ms"], 2),
-              round(grown["unresolved_lookup_ms"] / small["unresolved_lookup_ms"], 2)]]
+    rows = [
+        [
+            r["size"],
+            r["entries"],
+            r["admin_page_ms"],
+            r["contour_day_export_ms"],
+            r["contour_day_rows"],
+            r["verify_after_checkpoint_ms"],
+            r["verify_after_checkpoint_read"],
+            r.get("verify_full_ms", ""),
+            r["unresolved_lookup_ms"],
+        ]
+        for r in (small, grown)
+    ]
+    ratio = [
+        [
+            "grown / small",
+            "",
+            round(grown["admin_page_ms"] / small["admin_page_ms"], 2),
+            round(grown["contour_day_export_ms"] / max(small["contour_day_export_ms"], 0.01), 2),
+            "",
+            round(grown["verify_after_checkpoint_ms"] / small["verify_after_checkpoint_ms"], 2),
+            "",
+            round(grown["verify_full_ms"] / small["verify_full_ms"], 2),
+            round(grown["unresolved_lookup_ms"] / small["unresolved_lookup_ms"], 2),
+        ]
+    ]
     markdown = md_table(
-        ["size", "entries", "admin page, ms", "contour-day export, ms", "export rows",
-         "verify --checkpoint (+1000), ms", "entries read", "full verify, ms",
-         "unresolved lookup, ms"], rows + ratio)
+        [
+            "size",
+            "entries",
+            "admin page, ms",
+            "contour-day export, ms",
+            "export rows",
+            "verify --checkpoint (+1000), ms",
+            "entries read",
+            "full verify, ms",
+            "unresolved lookup, ms",
+        ],
+        rows + ratio,
+    )
     markdown += f"\n\nfill: {args.entries} entries + {args.operations} operations in {fill_s} s\n"
-    save("journal_growth", {"small": small, "grown": grown, "fill_seconds": fill_s,
-                            "entries": args.entries, "operations": args.operations},
-         markdown, started)
+    save(
+        "journal_growth",
+        {
+            "small": small,
+            "grown": grown,
+            "fill_seconds": fill_s,
+            "entries": args.entries,
+            "operations": args.operations,
+        },
+        markdown,
+        started,
+    )
     return 0
 
 

@@ -22,14 +22,18 @@ class RawHttp:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
-    async def request(self, method: str, path: str, headers: dict[str, str] | None = None,
-                      body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+    async def request(
+        self, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
+    ) -> tuple[int, dict[str, str], bytes]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         assert self.reader is not None
-        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}:{self.port}",
-                 f"Content-Length: {len(body)}",
-                 *(f"{name}: {value}" for name, value in (headers or {}).items())]
+        lines = [
+            f"{method} {path} HTTP/1.1",
+            f"Host: {self.host}:{self.port}",
+            f"Content-Length: {len(body)}",
+            *(f"{name}: {value}" for name, value in (headers or {}).items()),
+        ]
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
         head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         status = int(head[0].split(" ", 2)[1])
@@ -74,22 +78,32 @@ def jsonrpc_answer(content_type: str, data: bytes) -> dict[str, Any]:
 class RawMcp:
     """One MCP client session over one keep-alive connection."""
 
-    def __init__(self, port: int, headers: dict[str, str] | None = None, path: str = "/mcp"
-                 ) -> None:
+    def __init__(
+        self, port: int, headers: dict[str, str] | None = None, path: str = "/mcp"
+    ) -> None:
         self.http, self.path, self.next_id = RawHttp(port), path, 1
         self.headers = {"Content-Type": "application/json", "Accept": ACCEPT, **(headers or {})}
 
     async def post(self, message: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
         status, fields, data = await self.http.request(
-            "POST", self.path, self.headers, json.dumps(message).encode())
+            "POST", self.path, self.headers, json.dumps(message).encode()
+        )
         answer = jsonrpc_answer(fields.get("content-type", ""), data) if data else {}
         return status, fields, answer
 
     async def open(self, capabilities: dict[str, Any] | None = None) -> RawMcp:
-        status, fields, answer = await self.post({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": VERSION, "capabilities": capabilities or {},
-                "clientInfo": {"name": "raw-bench", "version": "1"}}})
+        status, fields, answer = await self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": VERSION,
+                    "capabilities": capabilities or {},
+                    "clientInfo": {"name": "raw-bench", "version": "1"},
+                },
+            }
+        )
         if status != 200 or "result" not in answer:
             raise RuntimeError(f"initialize failed: {status} {answer}")
         if "mcp-session-id" in fields:
@@ -100,9 +114,14 @@ class RawMcp:
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
-        status, _, answer = await self.post({"jsonrpc": "2.0", "id": self.next_id,
-                                             "method": "tools/call",
-                                             "params": {"name": name, "arguments": arguments}})
+        status, _, answer = await self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": self.next_id,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
         if status != 200 or "result" not in answer:
             raise RuntimeError(f"tools/call failed: {status} {str(answer)[:300]}")
         return answer["result"]

@@ -46,17 +46,32 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     trees = [(ROOT, "this tree"), (Path(args.other).resolve(), Path(args.other).name)]
     rounds: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
-        stack.enter_context(process([sys.executable, "-m", "harness.fake_upstream",
-                                     "--port", str(port)], port, "fake upstream"))
+        stack.enter_context(
+            process(
+                [sys.executable, "-m", "harness.fake_upstream", "--port", str(port)],
+                port,
+                "fake upstream",
+            )
+        )
         targets = [direct_target(port)]
         for index, (tree, label) in enumerate(trees[::-1] if args.swap else trees):
             gw, floor = port + 1 + 2 * index, port + 2 + 2 * index
             served = stack.enter_context(Server(server_env(url, gw, **extra), gw, 1, cwd=tree))
-            bare = stack.enter_context(Server(server_env(url, floor, **extra), floor, 1,
-                                              cwd=tree, app="benchmarks.rest_floor:application"))
+            bare = stack.enter_context(
+                Server(
+                    server_env(url, floor, **extra),
+                    floor,
+                    1,
+                    cwd=tree,
+                    app="benchmarks.rest_floor:application",
+                )
+            )
             targets.append(rest_target(gw, key, served.pids, f"gateway REST get_order, {label}"))
-            targets.append(rest_target(floor, key, bare.pids, f"gateway REST floor, {label}",
-                                       "/bench/rest-floor"))
+            targets.append(
+                rest_target(
+                    floor, key, bare.pids, f"gateway REST floor, {label}", "/bench/rest-floor"
+                )
+            )
         for _ in range(args.rounds):
             start = uptime()
             result = asyncio.run(sequential(targets, args.calls, 20, url.rsplit("/", 1)[1]))
@@ -65,17 +80,38 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
-    rows = [[f"{i + 1}", name, s["p50_ms"], s["cpu_ms_per_call"] or "",
-             s["pg_cpu_ms_per_call"] if s["pg_cpu_ms_per_call"] is not None else "",
-             r["uptime_start"]]
-            for i, r in enumerate(result["rounds"]) for name, s in r["calls"].items()]
-    return md_table(["round", "one client, interleaved", "p50 ms", "CPU ms/call",
-                     "PostgreSQL CPU ms/call", "load average"], rows) + "\n"
+    rows = [
+        [
+            f"{i + 1}",
+            name,
+            s["p50_ms"],
+            s["cpu_ms_per_call"] or "",
+            s["pg_cpu_ms_per_call"] if s["pg_cpu_ms_per_call"] is not None else "",
+            r["uptime_start"],
+        ]
+        for i, r in enumerate(result["rounds"])
+        for name, s in r["calls"].items()
+    ]
+    return (
+        md_table(
+            [
+                "round",
+                "one client, interleaved",
+                "p50 ms",
+                "CPU ms/call",
+                "PostgreSQL CPU ms/call",
+                "load average",
+            ],
+            rows,
+        )
+        + "\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("other", help="the other source tree")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)

@@ -16,8 +16,7 @@ import httpx
 
 from config.asgi import application  # first: sets Django up
 
-_http = httpx.Client(base_url=os.environ.get("FLOOR_UPSTREAM", "http://127.0.0.1:8765"),
-                     timeout=30)
+_http = httpx.Client(base_url=os.environ.get("FLOOR_UPSTREAM", "http://127.0.0.1:8765"), timeout=30)
 
 from django.urls import path  # noqa: E402 - after Django is set up
 from rest_framework.request import Request  # noqa: E402
@@ -35,8 +34,9 @@ class FloorView(APIView):
 
     def post(self, request: Request) -> Response:
         order_id = request.data["arguments"]["order_id"]
-        response = _http.get("/v3/filter/api/order/order",
-                             params={"id": order_id, "_pageSize": "1"})
+        response = _http.get(
+            "/v3/filter/api/order/order", params={"id": order_id, "_pageSize": "1"}
+        )
         response.raise_for_status()
         return Response({"status": "ok", "data": response.json()})
 

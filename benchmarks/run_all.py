@@ -20,10 +20,27 @@ SUITE: list[tuple[str, list[str], bool]] = [
     ("core_overhead-sqlite", ["benchmarks.core_overhead", "--db", "sqlite"], False),
     ("core_overhead-postgres", ["benchmarks.core_overhead", "--db", "postgres"], True),
     ("http_load-postgres", ["benchmarks.http_load", "--db", "postgres"], True),
-    ("http_load-postgres-wide-executor",
-     ["benchmarks.http_load", "--db", "postgres", "--workers", "1", "--latency", "100",
-      "--protocols", "mcp", "--clients", "8,32", "--app",
-      "benchmarks.asgi_wide_executor:application", "--name", "wide-executor"], True),
+    (
+        "http_load-postgres-wide-executor",
+        [
+            "benchmarks.http_load",
+            "--db",
+            "postgres",
+            "--workers",
+            "1",
+            "--latency",
+            "100",
+            "--protocols",
+            "mcp",
+            "--clients",
+            "8,32",
+            "--app",
+            "benchmarks.asgi_wide_executor:application",
+            "--name",
+            "wide-executor",
+        ],
+        True,
+    ),
     ("data_growth-postgres", ["benchmarks.data_growth", "--db", "postgres"], True),
     ("text_parser", ["benchmarks.text_parser"], False),
     ("tool_sizes", ["benchmarks.tool_sizes"], False),
@@ -72,8 +89,11 @@ def refresh_readme(names: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true",
-                        help="small counts: checks that everything runs, figures are noisy")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small counts: checks that everything runs, figures are noisy",
+    )
     parser.add_argument("--only", default="", help="comma-separated results names to run")
     parser.add_argument("--no-readme", dest="readme", action="store_false")
     args = parser.parse_args(argv)
@@ -92,14 +112,20 @@ def main(argv: list[str] | None = None) -> None:
             continue
         extra = QUICK.get(command[0], []) if args.quick else []
         print(f"-- {name}: {' '.join(command + extra)}", flush=True)
-        done = subprocess.run([sys.executable, "-m", *command, *extra], cwd=ROOT,  # noqa: S603
-                              env=env, check=False)
+        done = subprocess.run(  # noqa: S603
+            [sys.executable, "-m", *command, *extra],
+            cwd=ROOT,
+            env=env,
+            check=False,
+        )
         if done.returncode != 0:
             failed.append(name)
     if args.readme and not args.quick:
         refresh_readme([name for name, _, _ in SUITE])
-    print(f"-- done in {time.monotonic() - started:.0f} s"
-          + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    print(
+        f"-- done in {time.monotonic() - started:.0f} s"
+        + (f"; FAILED: {', '.join(failed)}" if failed else "")
+    )
     if failed:
         sys.exit(1)
 

@@ -45,25 +45,39 @@ def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
     assert sessions.resume("micro-session", key.pk) is not None
     account = limits.account_key("micro-token")
     assert limits.admit(account) is None
-    entry = journal.build(contour="micro", channel="rest", actor="key:ibg_0123456789",
-                          tool="get_order", phase="read", arguments={"order_id": "x" * 36},
-                          status="ok", code="ok", message="")
+    entry = journal.build(
+        contour="micro",
+        channel="rest",
+        actor="key:ibg_0123456789",
+        tool="get_order",
+        phase="read",
+        arguments={"order_id": "x" * 36},
+        status="ok",
+        code="ok",
+        message="",
+    )
     entry.chain, entry.seq, entry.at = "micro", 1, journal._now()
     entry.prev_hash, entry.key_id, entry.hash = "0" * 64, "k1", "a" * 64
-    for work in (lambda: ApiKey.authenticate(raw), lambda: limits.admit(account),
-                 lambda: lanes._insert_sql(entry)):
+    for work in (
+        lambda: ApiKey.authenticate(raw),
+        lambda: limits.admit(account),
+        lambda: lanes._insert_sql(entry),
+    ):
         per_call_us(work, 200, 1)  # warm
-    return {"key_lookup_us": per_call_us(lambda: ApiKey.authenticate(raw), calls, rounds),
-            "mcp_session_us": per_call_us(lambda: sessions.resume("micro-session", key.pk),
-                                          calls, rounds),
-            "circuit_and_budget_us": per_call_us(lambda: limits.admit(account), calls, rounds),
-            "journal_insert_sql_us": per_call_us(lambda: lanes._insert_sql(entry), calls * 5,
-                                                 rounds)}
+    return {
+        "key_lookup_us": per_call_us(lambda: ApiKey.authenticate(raw), calls, rounds),
+        "mcp_session_us": per_call_us(
+            lambda: sessions.resume("micro-session", key.pk), calls, rounds
+        ),
+        "circuit_and_budget_us": per_call_us(lambda: limits.admit(account), calls, rounds),
+        "journal_insert_sql_us": per_call_us(lambda: lanes._insert_sql(entry), calls * 5, rounds),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", default="postgres")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)

@@ -37,8 +37,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = "0c1d2e3f-0000-4000-8000-000000000001"
 PATH = f"/v3/filter/api/order/order?id={ORDER}"
-HEADERS = {"Authorization": "Bearer bench-token", "Content-Type": "application/json",
-           "Accept": "application/json", "User-Agent": "transport-ladder/1.0"}
+HEADERS = {
+    "Authorization": "Bearer bench-token",
+    "Content-Type": "application/json",
+    "Accept": "application/json",
+    "User-Agent": "transport-ladder/1.0",
+}
 
 SyncGet = Callable[[], bytes]
 AsyncGet = Callable[[], Awaitable[bytes]]
@@ -46,11 +50,15 @@ AsyncGet = Callable[[], Awaitable[bytes]]
 
 # -- sync rungs: each returns (get, close) ------------------------------------------------------
 
+
 def raw_socket(host: str, port: int) -> tuple[SyncGet, Callable[[], None]]:
     """The floor: a kept-alive socket, the request bytes, the answer read by Content-Length."""
     local = threading.local()
-    head = (f"GET {PATH} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items()) + "\r\n").encode()
+    head = (
+        f"GET {PATH} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        + "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items())
+        + "\r\n"
+    ).encode()
 
     def get() -> bytes:
         sock = getattr(local, "sock", None)
@@ -137,8 +145,9 @@ def httpx_gateway(host: str, port: int) -> tuple[SyncGet, Callable[[], None]]:
     params = [("id", ORDER)]
 
     def get() -> bytes:
-        return client.request("GET", "/filter/api/order/order", params=params, content=None,
-                              headers=HEADERS).content
+        return client.request(
+            "GET", "/filter/api/order/order", params=params, content=None, headers=HEADERS
+        ).content
 
     return get, client.close
 
@@ -152,8 +161,9 @@ def gateway_send(host: str, port: int) -> tuple[SyncGet, Callable[[], None]]:
     params = [("id", ORDER)]
 
     def get() -> bytes:
-        return connections.send(client, "GET", "/filter/api/order/order", params=params,
-                                content=None, headers=HEADERS).content
+        return connections.send(
+            client, "GET", "/filter/api/order/order", params=params, content=None, headers=HEADERS
+        ).content
 
     return get, client.close
 
@@ -172,9 +182,13 @@ SYNC_RUNGS: dict[str, Callable[[str, int], tuple[SyncGet, Callable[[], None]]]] 
 
 # -- async rungs --------------------------------------------------------------------------------
 
+
 def asyncio_streams(host: str, port: int) -> tuple[Callable[[], AsyncGet], Callable[[], Any]]:
-    head = (f"GET {PATH} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items()) + "\r\n").encode()
+    head = (
+        f"GET {PATH} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        + "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items())
+        + "\r\n"
+    ).encode()
 
     def make() -> AsyncGet:
         streams: list[Any] = []
@@ -242,6 +256,7 @@ ASYNC_RUNGS = {
 
 # -- measuring ----------------------------------------------------------------------------------
 
+
 def measure_sync(get: SyncGet, requests: int, clients: int) -> tuple[float, float]:
     """(CPU µs, wall µs) per request, `clients` threads sharing `get`."""
     per = requests // clients
@@ -263,8 +278,9 @@ def measure_sync(get: SyncGet, requests: int, clients: int) -> tuple[float, floa
     return ((time.process_time() - cpu) / done * 1e6, (time.perf_counter() - wall) / done * 1e6)
 
 
-def measure_async(make: Callable[[], AsyncGet], requests: int, clients: int, loop: Any
-                  ) -> tuple[float, float]:
+def measure_async(
+    make: Callable[[], AsyncGet], requests: int, clients: int, loop: Any
+) -> tuple[float, float]:
     per = requests // clients
 
     async def worker(get: AsyncGet) -> None:
@@ -281,8 +297,17 @@ def measure_async(make: Callable[[], AsyncGet], requests: int, clients: int, loo
 
 
 def start_upstream(port: int) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen([sys.executable, "-m", "benchmarks.fake_upstream", "--port",  # noqa: S603
-                               str(port)], cwd=ROOT, stdout=subprocess.PIPE)
+    server = subprocess.Popen(  # noqa: S603
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.fake_upstream",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
     assert server.stdout is not None
     server.stdout.readline()  # "fake upstream on ..."
     return server
@@ -326,10 +351,13 @@ def main() -> None:
                     measure_async(runner, 50 * clients, clients, loop)
             for round_no in range(args.rounds):
                 # Interleaved, the order rotated every round: a neighbour's load hits all rungs.
-                order = rungs[round_no % len(rungs):] + rungs[:round_no % len(rungs)]
+                order = rungs[round_no % len(rungs) :] + rungs[: round_no % len(rungs)]
                 for name, kind, runner, _ in order:
-                    figure = (measure_sync(runner, args.requests, clients) if kind == "sync"
-                              else measure_async(runner, args.requests, clients, loop))
+                    figure = (
+                        measure_sync(runner, args.requests, clients)
+                        if kind == "sync"
+                        else measure_async(runner, args.requests, clients, loop)
+                    )
                     results.setdefault(name, {}).setdefault(clients, []).append(figure)
         for _, _kind, _, close in rungs:
             if close is not None:
@@ -340,10 +368,15 @@ def main() -> None:
         upstream.terminate()
         upstream.wait(timeout=10)
         loop.close()
-    print(f"CPU µs per request (median [min–max] over {args.rounds} rounds of "
-          f"{args.requests}), wall µs median; fake upstream in its own process")
-    header = "| rung | " + " | ".join(f"CPU, {c} client{'s' * (c > 1)} | wall"
-                                      for c in args.clients) + " |"
+    print(
+        f"CPU µs per request (median [min–max] over {args.rounds} rounds of "
+        f"{args.requests}), wall µs median; fake upstream in its own process"
+    )
+    header = (
+        "| rung | "
+        + " | ".join(f"CPU, {c} client{'s' * (c > 1)} | wall" for c in args.clients)
+        + " |"
+    )
     print(header)
     print("|---" * (1 + 2 * len(args.clients)) + "|")
     for name, by_clients in results.items():
@@ -355,9 +388,15 @@ def main() -> None:
             cells.append(f"{statistics.median(wall):.0f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
     if args.json:
-        args.json.write_text(json.dumps(
-            {name: {str(c): figures for c, figures in by.items()} for name, by in results.items()},
-            indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    name: {str(c): figures for c, figures in by.items()}
+                    for name, by in results.items()
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,10 @@ from tools.contours import sites  # noqa: E402
 from tools.ops.health import report  # noqa: E402
 
 # django-stubs and a2wsgi type a WSGI app each their own way (dict or TypedDict environ).
-django_application = PooledWSGI(_wsgi_application,  # type: ignore[arg-type]
-                                workers=settings.GATEWAY_SYNC_THREADS)
+django_application = PooledWSGI(
+    _wsgi_application,  # type: ignore[arg-type]
+    workers=settings.GATEWAY_SYNC_THREADS,
+)
 mcp_application, mcp_sessions = build_mcp_app()
 
 
@@ -71,11 +73,13 @@ async def health(request: Request) -> JSONResponse:
     # Django's ALLOWED_HOSTS and security headers, as on every Django route.
     host_allowed, headers = asgi_guard(request.scope)
     if not host_allowed:
-        return JSONResponse({"detail": "недопустимый заголовок Host"}, status_code=400,
-                            headers=headers)
+        return JSONResponse(
+            {"detail": "недопустимый заголовок Host"}, status_code=400, headers=headers
+        )
     if request.method not in ("GET", "HEAD"):
-        return JSONResponse({"detail": "только GET"}, status_code=405,
-                            headers={**headers, "Allow": "GET"})
+        return JSONResponse(
+            {"detail": "только GET"}, status_code=405, headers={**headers, "Allow": "GET"}
+        )
     status, body = await run_sync(report)
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -96,25 +100,42 @@ mcp_endpoint = with_cors(DatabaseDown(mcp_application, MCP_CHANNEL))
 routes = Starlette(
     # CORS outermost on /mcp: a browser's preflight is answered before the key is asked for,
     # and every answer (a 401, a 503 too) tells an allowed origin it may read it.
-    routes=[Route(PATH, endpoint=mcp_endpoint),
-            Route(f"{PATH}/", endpoint=mcp_endpoint),  # the slash the docs omit, accepted
-            # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
-            *[Route(health_path, endpoint=health,
-                    methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
-              for health_path in ("/health", "/health/")],
-            *[_guarded(route) for route in oauth_routes()],
-            # a2wsgi and starlette type an ASGI app each their own way.
-            Mount("/", app=django_application)],  # type: ignore[arg-type]
+    routes=[
+        Route(PATH, endpoint=mcp_endpoint),
+        Route(f"{PATH}/", endpoint=mcp_endpoint),  # the slash the docs omit, accepted
+        # Every method, so that a POST gets its 405 here and not Django's CSRF 403.
+        *[
+            Route(
+                health_path,
+                endpoint=health,
+                methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+            )
+            for health_path in ("/health", "/health/")
+        ],
+        *[_guarded(route) for route in oauth_routes()],
+        # a2wsgi and starlette type an ASGI app each their own way.
+        Mount("/", app=django_application),
+    ],  # type: ignore[arg-type]
     lifespan=lifespan,
 )
 # Past GATEWAY_MAX_INFLIGHT requests in flight (and a short wait) a fast 503 `overloaded`,
 # not a place in the pool's unbounded queue (adapters/inflight.py).
-admitted = (InflightLimit(routes, limit=settings.GATEWAY_MAX_INFLIGHT,
-                          queue=settings.GATEWAY_INFLIGHT_QUEUE,
-                          wait_seconds=settings.GATEWAY_INFLIGHT_WAIT_SECONDS,
-                          retry_after=settings.GATEWAY_OVERLOAD_RETRY_AFTER, mcp_path=PATH)
-            if settings.GATEWAY_MAX_INFLIGHT else routes)
+admitted = (
+    InflightLimit(
+        routes,
+        limit=settings.GATEWAY_MAX_INFLIGHT,
+        queue=settings.GATEWAY_INFLIGHT_QUEUE,
+        wait_seconds=settings.GATEWAY_INFLIGHT_WAIT_SECONDS,
+        retry_after=settings.GATEWAY_OVERLOAD_RETRY_AFTER,
+        mcp_path=PATH,
+    )
+    if settings.GATEWAY_MAX_INFLIGHT
+    else routes
+)
 # Every body is read on the loop, bounded in size and time, before a route (or a pool thread)
 # sees it: a client trickling a body holds no thread (adapters/bounded_body.py), nor a slot.
-application = BoundedBody(admitted, max_bytes=settings.GATEWAY_MAX_BODY_BYTES,
-                          read_seconds=settings.GATEWAY_BODY_READ_SECONDS)
+application = BoundedBody(
+    admitted,
+    max_bytes=settings.GATEWAY_MAX_BODY_BYTES,
+    read_seconds=settings.GATEWAY_BODY_READ_SECONDS,
+)

@@ -33,16 +33,24 @@ urlpatterns = [
     path("health/", health_view),  # the slash the docs omit, accepted
     path("metrics/", metrics_view),
     # The people's login; in front of an OAuth consent it names the assistant that asks.
-    path("accounts/login/", ConsentLoginView.as_view(
-        template_name="oauth/login.html", authentication_form=OperatorLoginForm), name="login"),
+    path(
+        "accounts/login/",
+        ConsentLoginView.as_view(
+            template_name="oauth/login.html", authentication_form=OperatorLoginForm
+        ),
+        name="login",
+    ),
     path("oauth/", include("adapters.oauth.urls")),  # the owner's consent (OAuth for /mcp)
     path("api/v1/", include("audit.urls")),  # the journal for auditors
     path("api/v1/", include("adapters.rest.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     # Invoicebox payment notifications (webhook), one URL per contour.
-    path("invoicebox/notifications/<slug:slug>", notifications.receive,
-         name="invoicebox-notifications"),
+    path(
+        "invoicebox/notifications/<slug:slug>",
+        notifications.receive,
+        name="invoicebox-notifications",
+    ),
 ]
 
 if settings.GATEWAY_SANDBOX:

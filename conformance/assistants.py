@@ -22,9 +22,11 @@ from adapters.text.local_loop import LocalLoop
 from conformance.gateway import GatewayLink, KitError
 from conformance.report import Report
 
-ASK = ("Покажи мои неоплаченные счета. Потом выставь ООО «Проверка» (ИНН 7710044140) счёт: "
-       "одна услуга «Проверка совместимости», 1 шт, 10,00 ₽ без НДС (VATNONE), код единицы 796, "
-       "срок оплаты — {expires}. Сумма в копейках: 1000.")
+ASK = (
+    "Покажи мои неоплаченные счета. Потом выставь ООО «Проверка» (ИНН 7710044140) счёт: "
+    "одна услуга «Проверка совместимости», 1 шт, 10,00 ₽ без НДС (VATNONE), код единицы 796, "
+    "срок оплаты — {expires}. Сумма в копейках: 1000."
+)
 AGREE = "Да, подтверждаю: выставляй этот счёт."
 # GigaChat counts the function block against a 4096-token cap.
 GIGACHAT_FUNCTION_BUDGET = 4096
@@ -42,8 +44,9 @@ class Exchange:
 Converse = Callable[[list[Any]], Exchange]
 
 # Targets driven by the openai SDK alone, named by their platform's slug.
-OPENAI_SDK_TARGETS: dict[str, Platform] = {platform.slug: platform for platform in PLATFORMS
-                                           if platform.openai_sdk is not None}
+OPENAI_SDK_TARGETS: dict[str, Platform] = {
+    platform.slug: platform for platform in PLATFORMS if platform.openai_sdk is not None
+}
 
 
 INSTALL = 'pip install -e ".[conformance]"'
@@ -54,8 +57,9 @@ def sdk(module: str, package: str) -> Any:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError:
-        raise KitError(f"не установлен SDK {package}: {INSTALL} (SDK всех платформ набора "
-                       "проверки)") from None
+        raise KitError(
+            f"не установлен SDK {package}: {INSTALL} (SDK всех платформ набора проверки)"
+        ) from None
 
 
 def need(*names: str) -> str:
@@ -68,7 +72,10 @@ def need(*names: str) -> str:
 
 # -- each platform's client, from its own SDK's environment variables --------------------------
 
-def gigachat(link: GatewayLink, report: Report, contract: str) -> tuple[Converse, Callable[[str], Any]]:
+
+def gigachat(
+    link: GatewayLink, report: Report, contract: str
+) -> tuple[Converse, Callable[[str], Any]]:
     need("GIGACHAT_CREDENTIALS", "GIGACHAT_ACCESS_TOKEN", "GIGACHAT_USER")
     model = os.environ.get("GIGACHAT_MODEL", "GigaChat")
     # The SDK reads GIGACHAT_* itself (base URL, scope, TLS).
@@ -76,8 +83,9 @@ def gigachat(link: GatewayLink, report: Report, contract: str) -> tuple[Converse
     report.platform = {"sdk": "gigachat", "model": model, "contract": contract}
 
     def converse(history: list[Any]) -> Exchange:
-        turn = loop.gigachat_turn(client, history, gateway_url=link.url, api_key=link.key,
-                                  contract=contract, model=model)
+        turn = loop.gigachat_turn(
+            client, history, gateway_url=link.url, api_key=link.key, contract=contract, model=model
+        )
         return Exchange(turn.answer, turn.outcomes, turn.messages)
 
     def user(text: str) -> Any:
@@ -87,22 +95,26 @@ def gigachat(link: GatewayLink, report: Report, contract: str) -> tuple[Converse
     return converse, user
 
 
-def _count_function_tokens(client: Any, link: GatewayLink, report: Report, model: str,
-                           contract: str) -> None:
+def _count_function_tokens(
+    client: Any, link: GatewayLink, report: Report, model: str, contract: str
+) -> None:
     """The API's own token count of the exported block, against GigaChat's cap."""
     with link.http() as http:
-        block = http.get("/api/v1/tools",
-                         params={"format": "gigachat-v2" if contract == "v2" else "gigachat"}
-                         ).json()
+        block = http.get(
+            "/api/v1/tools", params={"format": "gigachat-v2" if contract == "v2" else "gigachat"}
+        ).json()
     text = json.dumps(block, ensure_ascii=False)
     try:
         counted = client.tokens_count([text], model=model)[0].tokens
     except Exception as error:  # the endpoint's refusal is the finding
         report.add("function block tokens", False, f"tokens/count: {error}")
         return
-    report.add("function block tokens", counted <= GIGACHAT_FUNCTION_BUDGET,
-               f"{counted} токенов из {GIGACHAT_FUNCTION_BUDGET} ({len(text)} символов, "
-               f"{len(text) / max(counted, 1):.2f} символа на токен)")
+    report.add(
+        "function block tokens",
+        counted <= GIGACHAT_FUNCTION_BUDGET,
+        f"{counted} токенов из {GIGACHAT_FUNCTION_BUDGET} ({len(text)} символов, "
+        f"{len(text) / max(counted, 1):.2f} символа на токен)",
+    )
 
 
 def yandexgpt(link: GatewayLink, report: Report) -> tuple[Converse, Callable[[str], Any]]:
@@ -117,75 +129,95 @@ def yandexgpt(link: GatewayLink, report: Report) -> tuple[Converse, Callable[[st
     if double:
         if not double.startswith("127.0.0.1:"):
             raise KitError("CONFORMANCE_YANDEX_GRPC принимает только 127.0.0.1:порт")
-        extra = {"endpoint": None, "verify": False,
-                 "service_map": {"ai-foundation-models": double}}
+        extra = {"endpoint": None, "verify": False, "service_map": {"ai-foundation-models": double}}
     client = studio.AIStudio(folder_id=folder, auth=auth.APIKeyAuth(key), **extra)
     report.platform = {"sdk": "yandex-ai-studio-sdk", "model": model}
 
     def converse(history: list[Any]) -> Exchange:
-        turn = loop.yandexgpt_turn(client, history, gateway_url=link.url, api_key=link.key,
-                                   model=model)
+        turn = loop.yandexgpt_turn(
+            client, history, gateway_url=link.url, api_key=link.key, model=model
+        )
         return Exchange(turn.answer, turn.outcomes, turn.messages)
 
     return converse, lambda text: {"role": "user", "text": text}
 
 
-def yandexgpt_openai(link: GatewayLink, report: Report, model_option: str
-                     ) -> tuple[Converse, Callable[[str], Any]]:
+def yandexgpt_openai(
+    link: GatewayLink, report: Report, model_option: str
+) -> tuple[Converse, Callable[[str], Any]]:
     folder = need("YC_FOLDER_ID")
     key = need("YC_API_KEY")
     # Yandex wants an API key (not an IAM token), the folder as the project, a gpt:// URI.
-    client = sdk("openai", "openai").OpenAI(api_key=key, project=folder, max_retries=0,
-                    base_url=os.environ.get("YANDEX_OPENAI_BASE_URL",
-                                            "https://llm.api.cloud.yandex.net/v1"))
+    client = sdk("openai", "openai").OpenAI(
+        api_key=key,
+        project=folder,
+        max_retries=0,
+        base_url=os.environ.get("YANDEX_OPENAI_BASE_URL", "https://llm.api.cloud.yandex.net/v1"),
+    )
     model = model_option or f"gpt://{folder}/yandexgpt/latest"
     return _openai_converse(link, report, client, model, "yandexgpt-openai", "openai")
 
 
-def openai_sdk(link: GatewayLink, report: Report, platform: Platform, model_option: str
-               ) -> tuple[Converse, Callable[[str], Any]]:
+def openai_sdk(
+    link: GatewayLink, report: Report, platform: Platform, model_option: str
+) -> tuple[Converse, Callable[[str], Any]]:
     """Any platform that declares an `OpenAISdk`: its own variables, its first format, its own
     call endpoint."""
     target = platform.openai_sdk
     assert target is not None, platform.slug
     key = need(target.key_variable)
     client = sdk("openai", "openai").OpenAI(
-        api_key=key, max_retries=0,
-        base_url=os.environ.get(target.base_url_variable) or target.base_url)
+        api_key=key,
+        max_retries=0,
+        base_url=os.environ.get(target.base_url_variable) or target.base_url,
+    )
     model = model_option or need(target.model_variable)
-    return _openai_converse(link, report, client, model, platform.default_format,
-                            platform.slug)
+    return _openai_converse(link, report, client, model, platform.default_format, platform.slug)
 
 
-def _openai_converse(link: GatewayLink, report: Report, client: Any, model: str, fmt: str,
-                     platform: str) -> tuple[Converse, Callable[[str], Any]]:
+def _openai_converse(
+    link: GatewayLink, report: Report, client: Any, model: str, fmt: str, platform: str
+) -> tuple[Converse, Callable[[str], Any]]:
     report.platform = {"sdk": "openai", "model": model, "format": fmt}
 
     def converse(history: list[Any]) -> Exchange:
-        turn = loop.openai_turn(client, history, model=model, gateway_url=link.url,
-                                api_key=link.key, fmt=fmt, platform=platform)
+        turn = loop.openai_turn(
+            client,
+            history,
+            model=model,
+            gateway_url=link.url,
+            api_key=link.key,
+            fmt=fmt,
+            platform=platform,
+        )
         return Exchange(turn.answer, turn.outcomes, turn.messages)
 
     return converse, lambda text: {"role": "user", "content": text}
 
 
-def hermes(link: GatewayLink, report: Report, model_url: str, model: str
-           ) -> tuple[Converse, Callable[[str], Any]]:
+def hermes(
+    link: GatewayLink, report: Report, model_url: str, model: str
+) -> tuple[Converse, Callable[[str], Any]]:
     if not model_url or not model:
         raise KitError("hermes: укажите --model-url (OpenAI-совместимый сервер) и --model")
-    local = LocalLoop(model_url=model_url, model=model, gateway_url=link.url,
-                      gateway_key=link.key, model_key=os.environ.get("HERMES_API_KEY", ""))
+    local = LocalLoop(
+        model_url=model_url,
+        model=model,
+        gateway_url=link.url,
+        gateway_key=link.key,
+        model_key=os.environ.get("HERMES_API_KEY", ""),
+    )
     report.platform = {"server": model_url, "model": model}
     state: dict[str, Any] = {"messages": []}
 
     def converse(history: list[Any]) -> Exchange:
         text = history[-1]
-        result = (local.resume(state["messages"], text) if state["messages"]
-                  else local.start(text))
+        result = local.resume(state["messages"], text) if state["messages"] else local.start(text)
         state["messages"] = result.messages
         outcomes = [envelope for exchange in result.exchanges for envelope in exchange["results"]]
-        return Exchange(result.answer if result.stopped == "answer" else
-                        _last_text(result.messages), outcomes)
+        return Exchange(
+            result.answer if result.stopped == "answer" else _last_text(result.messages), outcomes
+        )
 
     return converse, lambda text: text
 
@@ -197,45 +229,75 @@ def _last_text(messages: list[dict[str, str]]) -> str | None:
 
 # -- the conversation and its checks -----------------------------------------------------------
 
+
 def outcomes_of(exchange: Exchange, tool_status: str) -> list[dict[str, Any]]:
     return [o for o in exchange.outcomes if o.get("status") == tool_status]
 
 
 def created_ids(exchange: Exchange) -> set[str]:
-    return {o["data"]["order_id"] for o in outcomes_of(exchange, "ok")
-            if isinstance(o.get("data"), dict) and "order_id" in o["data"]
-            and "payment_url" in o["data"]}
+    return {
+        o["data"]["order_id"]
+        for o in outcomes_of(exchange, "ok")
+        if isinstance(o.get("data"), dict)
+        and "order_id" in o["data"]
+        and "payment_url" in o["data"]
+    }
 
 
-def converse_and_check(report: Report, link: GatewayLink, converse: Converse,
-                       user: Callable[[str], Any]) -> None:
+def converse_and_check(
+    report: Report, link: GatewayLink, converse: Converse, user: Callable[[str], Any]
+) -> None:
     started = timezone.now().replace(microsecond=0)
     expires = (started + timedelta(days=1)).isoformat()
     history: list[Any] = [user(ASK.format(expires=expires))]
     first = converse(history)
-    listed = [o for o in first.outcomes if o.get("status") == "ok" and "orders" in
-              (o.get("data") or {})]
-    report.add("model calls find_orders", bool(listed),
-               f"вызовы: {[o.get('code') for o in first.outcomes]}", secrets=[link.key])
+    listed = [
+        o for o in first.outcomes if o.get("status") == "ok" and "orders" in (o.get("data") or {})
+    ]
+    report.add(
+        "model calls find_orders",
+        bool(listed),
+        f"вызовы: {[o.get('code') for o in first.outcomes]}",
+        secrets=[link.key],
+    )
     waiting = outcomes_of(first, "confirmation_required")
-    stopped = report.add("create_order stops at the confirmation",
-                         bool(waiting) and not created_ids(first),
-                         f"статусы: {[o.get('status') for o in first.outcomes]}",
-                         secrets=[link.key])
-    report.add("answer is text", isinstance(first.answer, str) and bool(first.answer.strip()),
-               (first.answer or "")[:200], secrets=[link.key])
+    stopped = report.add(
+        "create_order stops at the confirmation",
+        bool(waiting) and not created_ids(first),
+        f"статусы: {[o.get('status') for o in first.outcomes]}",
+        secrets=[link.key],
+    )
+    report.add(
+        "answer is text",
+        isinstance(first.answer, str) and bool(first.answer.strip()),
+        (first.answer or "")[:200],
+        secrets=[link.key],
+    )
     if not stopped:
         return
     history += [*first.messages, user(AGREE)]
     second = converse(history)
     ids = created_ids(second)
-    report.add("confirmed create_order is ok", len(ids) == 1,
-               f"статусы: {[o.get('status') for o in second.outcomes]}", secrets=[link.key])
-    report.add("final answer is text", isinstance(second.answer, str)
-               and bool(second.answer.strip()), (second.answer or "")[:200], secrets=[link.key])
+    report.add(
+        "confirmed create_order is ok",
+        len(ids) == 1,
+        f"статусы: {[o.get('status') for o in second.outcomes]}",
+        secrets=[link.key],
+    )
+    report.add(
+        "final answer is text",
+        isinstance(second.answer, str) and bool(second.answer.strip()),
+        (second.answer or "")[:200],
+        secrets=[link.key],
+    )
     with link.http() as http:
-        since = link.call(http, "find_orders", {"created_from": started.isoformat(),
-                                                 "page_size": 50})
+        since = link.call(
+            http, "find_orders", {"created_from": started.isoformat(), "page_size": 50}
+        )
     made = [o["order_id"] for o in (since.get("data") or {}).get("orders") or []]
-    report.add("exactly one order exists", len(made) == 1 and set(made) == ids,
-               f"счета с начала проверки: {len(made)}", secrets=[link.key])
+    report.add(
+        "exactly one order exists",
+        len(made) == 1 and set(made) == ids,
+        f"счета с начала проверки: {len(made)}",
+        secrets=[link.key],
+    )

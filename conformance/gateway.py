@@ -27,8 +27,9 @@ class GatewayLink:
     contour: Contour
 
     def http(self, timeout: float = 60.0) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=timeout,
-                            headers={"Authorization": f"Bearer {self.key}"})
+        return httpx.Client(
+            base_url=self.url, timeout=timeout, headers={"Authorization": f"Bearer {self.key}"}
+        )
 
     def call(self, http: httpx.Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """POST /api/v1/call: the envelope, whatever the HTTP status (the envelope says why)."""
@@ -36,8 +37,9 @@ class GatewayLink:
         try:
             body = response.json()
         except ValueError:
-            raise KitError(f"шлюз ответил HTTP {response.status_code} не JSON: "
-                           f"{response.text[:200]}") from None
+            raise KitError(
+                f"шлюз ответил HTTP {response.status_code} не JSON: {response.text[:200]}"
+            ) from None
         if not isinstance(body, dict):
             raise KitError(f"шлюз ответил HTTP {response.status_code}: {str(body)[:200]}")
         return body
@@ -62,8 +64,9 @@ def served_here() -> Iterator[str]:
     from config.asgi import application
 
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(application, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     thread = threading.Thread(target=server.run, name="conformance-gateway", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -34,13 +34,17 @@ async def connect(link: GatewayLink, transport: str) -> AsyncIterator[Client]:
         params = StdioServerParameters(
             command=sys.executable,
             args=[str(ROOT / "manage.py"), "mcp_stdio", "--contour", link.contour.slug],
-            cwd=str(ROOT), env=dict(os.environ))
+            cwd=str(ROOT),
+            env=dict(os.environ),
+        )
         async with Client(params) as client:
             yield client
         return
     headers = {"Authorization": f"Bearer {link.key}"}
-    async with (httpx2.AsyncClient(headers=headers, timeout=60) as http,
-                Client(streamable_http_client(f"{link.url}/mcp", http_client=http)) as client):
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(f"{link.url}/mcp", http_client=http)) as client,
+    ):
         yield client
 
 
@@ -58,8 +62,12 @@ async def _cycle(report: Report, link: GatewayLink, transport: str, allow_write:
     async with connect(link, transport) as client:
         listed = await client.list_tools()
         names = sorted(tool.name for tool in listed.tools)
-        report.add("tools/list", "find_orders" in names, f"{len(names)} инструментов: "
-                   f"{', '.join(names)}", secrets=secrets)
+        report.add(
+            "tools/list",
+            "find_orders" in names,
+            f"{len(names)} инструментов: {', '.join(names)}",
+            secrets=secrets,
+        )
         found = await _call(client, "find_orders", {})
         report.add("find_orders", found.get("status") == "ok", explain(found), secrets=secrets)
         if "create_order" not in names:
@@ -71,27 +79,37 @@ async def _cycle(report: Report, link: GatewayLink, transport: str, allow_write:
         arguments = probe_order(link.contour.slug)
         first = await _call(client, "create_order", arguments)
         token = (first.get("confirmation") or {}).get("token")
-        report.add("create_order prepares", first.get("status") == "confirmation_required"
-                   and bool(token), explain(first), secrets=secrets)
+        report.add(
+            "create_order prepares",
+            first.get("status") == "confirmation_required" and bool(token),
+            explain(first),
+            secrets=secrets,
+        )
         if not token:
             return
         created = await _call(client, "create_order", {**arguments, "confirmation_token": token})
         again = await _call(client, "create_order", {**arguments, "confirmation_token": token})
         order = created.get("data") or {}
-        report.add("create_order executes once", created.get("status") == "ok"
-                   and again.get("replayed") is True
-                   and (again.get("data") or {}).get("order_id") == order.get("order_id"),
-                   f"{explain(created)}; повтор: {explain(again)}", secrets=secrets)
+        report.add(
+            "create_order executes once",
+            created.get("status") == "ok"
+            and again.get("replayed") is True
+            and (again.get("data") or {}).get("order_id") == order.get("order_id"),
+            f"{explain(created)}; повтор: {explain(again)}",
+            secrets=secrets,
+        )
         if created.get("status") != "ok":
             return
         got = await _call(client, "get_order", {"order_id": order["order_id"]})
         report.add("get_order", got.get("status") == "ok", explain(got), secrets=secrets)
         first = await _call(client, "cancel_order", {"order_id": order["order_id"]})
         token = (first.get("confirmation") or {}).get("token") or ""
-        cancelled = await _call(client, "cancel_order", {"order_id": order["order_id"],
-                                                         "confirmation_token": token})
-        report.add("cancel_order", cancelled.get("status") == "ok", explain(cancelled),
-                   secrets=secrets)
+        cancelled = await _call(
+            client, "cancel_order", {"order_id": order["order_id"], "confirmation_token": token}
+        )
+        report.add(
+            "cancel_order", cancelled.get("status") == "ok", explain(cancelled), secrets=secrets
+        )
 
 
 def run(report: Report, link: GatewayLink, transport: str, *, allow_write: bool) -> None:
@@ -107,14 +125,30 @@ def _inspector(report: Report, link: GatewayLink) -> None:
         report.skip("inspector tools/list", "npx не установлен (нужен Node 22)")
         return
     done = subprocess.run(  # noqa: S603 - fixed argv, our own URL
-        [npx, "-y", INSPECTOR, "--cli", f"{link.url}/mcp", "--method", "tools/list",
-         "--header", f"Authorization: Bearer {link.key}"],
-        capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "MCP_AUTO_OPEN_ENABLED": "false",
-             "npm_config_update_notifier": "false"})
+        [
+            npx,
+            "-y",
+            INSPECTOR,
+            "--cli",
+            f"{link.url}/mcp",
+            "--method",
+            "tools/list",
+            "--header",
+            f"Authorization: Bearer {link.key}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "MCP_AUTO_OPEN_ENABLED": "false", "npm_config_update_notifier": "false"},
+    )
     try:
         names = [tool["name"] for tool in json.loads(done.stdout)["tools"]]
     except (ValueError, KeyError, TypeError):
         names = []
-    report.add("inspector tools/list", done.returncode == 0 and "find_orders" in names,
-               f"{len(names)} инструментов" if names else done.stderr[-300:], secrets=[link.key])
+    report.add(
+        "inspector tools/list",
+        done.returncode == 0 and "find_orders" in names,
+        f"{len(names)} инструментов" if names else done.stderr[-300:],
+        secrets=[link.key],
+    )

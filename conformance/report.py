@@ -17,9 +17,16 @@ from audit.redaction import scrub
 Verdict = Literal["pass", "fail", "skipped"]
 REPORTS_DIR = Path(__file__).resolve().parent.parent / "docs" / "conformance"
 # Environment variables whose values are credentials: masked wherever they would appear.
-SECRET_ENV = ("GIGACHAT_CREDENTIALS", "GIGACHAT_ACCESS_TOKEN", "GIGACHAT_PASSWORD",
-              "OPENAI_API_KEY", "YC_API_KEY", "YC_IAM_TOKEN", "HERMES_API_KEY",
-              "INVOICEBOX_TOKEN")
+SECRET_ENV = (
+    "GIGACHAT_CREDENTIALS",
+    "GIGACHAT_ACCESS_TOKEN",
+    "GIGACHAT_PASSWORD",
+    "OPENAI_API_KEY",
+    "YC_API_KEY",
+    "YC_IAM_TOKEN",
+    "HERMES_API_KEY",
+    "INVOICEBOX_TOKEN",
+)
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"']+")
 DETAIL_LIMIT = 600
 
@@ -46,19 +53,30 @@ class Report:
     catalog_fingerprint: str = ""
     platform: dict[str, str] = field(default_factory=dict)
     contour_mode: str = ""
-    date: str = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0)
-                      .isoformat())
+    date: str = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0).isoformat())
     steps: list[Step] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return bool(self.steps) and all(s.verdict != "fail" for s in self.steps) and any(
-            s.verdict == "pass" for s in self.steps)
+        return (
+            bool(self.steps)
+            and all(s.verdict != "fail" for s in self.steps)
+            and any(s.verdict == "pass" for s in self.steps)
+        )
 
-    def add(self, name: str, ok: bool, detail: str = "", request_ids: Iterable[str] = (),
-            secrets: Iterable[str] = ()) -> bool:
-        self.steps.append(Step(name, "pass" if ok else "fail", mask(detail, secrets),
-                               [r for r in request_ids if r]))
+    def add(
+        self,
+        name: str,
+        ok: bool,
+        detail: str = "",
+        request_ids: Iterable[str] = (),
+        secrets: Iterable[str] = (),
+    ) -> bool:
+        self.steps.append(
+            Step(
+                name, "pass" if ok else "fail", mask(detail, secrets), [r for r in request_ids if r]
+            )
+        )
         return ok
 
     def skip(self, name: str, why: str) -> None:
@@ -71,15 +89,15 @@ class Report:
 
     def fingerprint(self) -> str:
         """sha256 of the report's canonical JSON: the README's table cites it."""
-        canonical = json.dumps(self.body(), ensure_ascii=False, sort_keys=True,
-                               separators=(",", ":"))
+        canonical = json.dumps(
+            self.body(), ensure_ascii=False, sort_keys=True, separators=(",", ":")
+        )
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         document = {**self.body(), "fingerprint": self.fingerprint()}
-        path.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n",
-                        encoding="utf-8")
+        path.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
 def default_path(target: str, date: str) -> Path:

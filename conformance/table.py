@@ -19,8 +19,9 @@ class TableError(ValueError):
 
 def is_live(report: dict[str, Any]) -> bool:
     """A run against Invoicebox itself that went to the bundled sandbox proves nothing of it."""
-    return not (report["target"].startswith("invoicebox-")
-                and report.get("contour_mode") == "sandbox")
+    return not (
+        report["target"].startswith("invoicebox-") and report.get("contour_mode") == "sandbox"
+    )
 
 
 def newest_passing(reports: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -41,9 +42,12 @@ def render(targets: tuple[str, ...], reports: list[dict[str, Any]]) -> str:
     newest = newest_passing(reports)
     for target in targets:
         report = newest.get(target)
-        cell = ("not run" if report is None else
-                f"{report['date'][:10]}, gateway {report['gateway_version']}, "
-                f"report `{report['fingerprint']}` ({report['_file']})")
+        cell = (
+            "not run"
+            if report is None
+            else f"{report['date'][:10]}, gateway {report['gateway_version']}, "
+            f"report `{report['fingerprint']}` ({report['_file']})"
+        )
         rows.append(f"| `{target}` | {cell} |")
     return "\n".join(rows) + "\n"
 
@@ -55,8 +59,9 @@ def current_block(readme: str) -> str:
     return match.group(1)
 
 
-def rewrite(targets: tuple[str, ...], readme_path: Path = README,
-            directory: Path = REPORTS_DIR) -> bool:
+def rewrite(
+    targets: tuple[str, ...], readme_path: Path = README, directory: Path = REPORTS_DIR
+) -> bool:
     text = readme_path.read_text(encoding="utf-8")
     table = render(targets, load_reports(directory))
     if current_block(text) == table:

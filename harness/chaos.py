@@ -52,11 +52,21 @@ from harness.cluster import Cluster, Server, build, scratch_database
 MAIN, CEILING = "chaos", "chaos-ceiling"
 ORDER_AMOUNT = 36600
 # Answers after which an assistant repeats the same call, as their hints say.
-RETRY_CODES = {"duplicate_call", "outcome_unknown", "upstream_unavailable", "rate_limited",
-               "database_unavailable"}
+RETRY_CODES = {
+    "duplicate_call",
+    "outcome_unknown",
+    "upstream_unavailable",
+    "rate_limited",
+    "database_unavailable",
+}
 # Answers a chaos run may legitimately give; anything else is an anomaly (a 500 above all).
-EXPECTED_CODES = RETRY_CODES | {"ok", "confirmation_required", "confirmation_expired",
-                                "ceiling_exceeded", "not_found"}
+EXPECTED_CODES = RETRY_CODES | {
+    "ok",
+    "confirmation_required",
+    "confirmation_expired",
+    "ceiling_exceeded",
+    "not_found",
+}
 FAULT_KINDS = ("lost", "latency", "5xx", "429", "reset", "503")
 # Issue 27: the lying upstream, then the database, the broker and the worker.
 ALL_FAULTS = FAULT_KINDS + tuple(UPSTREAM_LIES) + INFRA_KINDS
@@ -168,22 +178,38 @@ def plan_kills(rng: random.Random, cfg: Config) -> list[tuple[float, str]]:
     """One kill in each of `kills` equal slices of the first 70 % of the run: a restart on a
     loaded machine can take half a minute, and a kill planned after the end never happens."""
     width = 0.7 * cfg.duration / max(cfg.kills, 1)
-    return [(0.1 * cfg.duration + width * (n + rng.random()), rng.choice("ab"))
-            for n in range(cfg.kills)]
+    return [
+        (0.1 * cfg.duration + width * (n + rng.random()), rng.choice("ab"))
+        for n in range(cfg.kills)
+    ]
 
 
 def order_args(description: str) -> dict[str, Any]:
     expires = datetime.now(UTC).replace(microsecond=0) + timedelta(days=3)
     return {
         "description": description,
-        "customer": {"type": "legal", "name": "ООО «Ромашка»", "vat_number": "7710044140",
-                     "tax_registration_reason_code": "770201001"},
-        "basket_items": [{
-            "sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт.", "quantity": 3,
-            "amount": "12200", "total_amount": "36600", "total_vat_amount": "6600",
-            "vat_code": "RUS_VAT22", "type": "service",
-        }],
-        "amount": str(ORDER_AMOUNT), "vat_amount": "6600", "currency_id": "RUB",
+        "customer": {
+            "type": "legal",
+            "name": "ООО «Ромашка»",
+            "vat_number": "7710044140",
+            "tax_registration_reason_code": "770201001",
+        },
+        "basket_items": [
+            {
+                "sku": "ROOM-STD",
+                "name": "Бронирование номера",
+                "measure": "шт.",
+                "quantity": 3,
+                "amount": "12200",
+                "total_amount": "36600",
+                "total_vat_amount": "6600",
+                "vat_code": "RUS_VAT22",
+                "type": "service",
+            }
+        ],
+        "amount": str(ORDER_AMOUNT),
+        "vat_amount": "6600",
+        "currency_id": "RUB",
         "expiration_date": expires.isoformat(),
     }
 
@@ -214,15 +240,30 @@ class Campaign:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def call(self, assistant: int, rng: random.Random, contour: str, name: str,
-             arguments: dict[str, Any], kind: str, description: str = "") -> Answer:
+    def call(
+        self,
+        assistant: int,
+        rng: random.Random,
+        contour: str,
+        name: str,
+        arguments: dict[str, Any],
+        kind: str,
+        description: str = "",
+    ) -> Answer:
         with self.lock:
             up = [n for n in self.servers if n not in self.down] or list(self.servers)
         server_name = rng.choice(sorted(up))
         server = self.servers[server_name]
-        answer = Answer(assistant=assistant, contour=contour, kind=kind, server=server_name,
-                        at=self.elapsed(), seconds=0.0, description=description,
-                        sent_token=str(arguments.get("confirmation_token", "")))
+        answer = Answer(
+            assistant=assistant,
+            contour=contour,
+            kind=kind,
+            server=server_name,
+            at=self.elapsed(),
+            seconds=0.0,
+            description=description,
+            sent_token=str(arguments.get("confirmation_token", "")),
+        )
         with self.lock:
             self.in_flight[(server_name, kind)] += 1
             self.max_in_flight = max(self.max_in_flight, sum(self.in_flight.values()))
@@ -285,8 +326,10 @@ class Campaign:
             with self.lock:
                 self.intents.append(intent)
             self.pursue_together(index, rng, intent)
-            order = next((a for a in reversed(self.answers)
-                          if a.description == description and a.order_id), None)
+            order = next(
+                (a for a in reversed(self.answers) if a.description == description and a.order_id),
+                None,
+            )
             if order is not None:
                 issued.append((contour, order.order_id))
 
@@ -296,23 +339,26 @@ class Campaign:
             self.call(index, rng, contour, "get_order", {"order_id": order_id}, "read")
         else:
             contour = rng.choice([MAIN, CEILING])
-            self.call(index, rng, contour, "find_orders",
-                      {"status": ["created"], "page_size": 5}, "read")
+            self.call(
+                index, rng, contour, "find_orders", {"status": ["created"], "page_size": 5}, "read"
+            )
 
     def pursue_together(self, index: int, rng: random.Random, intent: Intent) -> None:
         """The members make identical first calls together, then execute the token together."""
         barrier = threading.Barrier(intent.members)
         seeds = [rng.random() for _ in range(intent.members)]
-        threads = [threading.Thread(target=self.pursue,
-                                    args=(index, random.Random(seed), intent, barrier))
-                   for seed in seeds]
+        threads = [
+            threading.Thread(target=self.pursue, args=(index, random.Random(seed), intent, barrier))
+            for seed in seeds
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
 
-    def pursue(self, index: int, rng: random.Random, intent: Intent,
-               barrier: threading.Barrier) -> None:
+    def pursue(
+        self, index: int, rng: random.Random, intent: Intent, barrier: threading.Barrier
+    ) -> None:
         try:
             barrier.wait(timeout=30)
         except threading.BrokenBarrierError:
@@ -320,25 +366,41 @@ class Campaign:
         token, first = "", True
         while time.monotonic() < self.hard_deadline:
             if not token:
-                answer = self.call(index, rng, intent.contour, "create_order", intent.args,
-                                   "prepare", intent.description)
+                answer = self.call(
+                    index,
+                    rng,
+                    intent.contour,
+                    "create_order",
+                    intent.args,
+                    "prepare",
+                    intent.description,
+                )
                 if first and answer.code == "confirmation_required":
                     with self.lock:
                         intent.first_tokens.append(answer.token)
                 first = False
                 if answer.code == "ok":
                     return self._outcome(intent, "ok")
-                if answer.token and answer.code in ("confirmation_required", "outcome_unknown",
-                                                    "duplicate_call"):
+                if answer.token and answer.code in (
+                    "confirmation_required",
+                    "outcome_unknown",
+                    "duplicate_call",
+                ):
                     token = answer.token  # a new one, or the unresolved operation's own
                     continue
                 if answer.cut or answer.code in RETRY_CODES:
                     self.pause(rng, answer)
                     continue
                 return self._outcome(intent, answer.code)
-            answer = self.call(index, rng, intent.contour, "create_order",
-                               {**intent.args, "confirmation_token": token}, "execute",
-                               intent.description)
+            answer = self.call(
+                index,
+                rng,
+                intent.contour,
+                "create_order",
+                {**intent.args, "confirmation_token": token},
+                "execute",
+                intent.description,
+            )
             if answer.code == "ok":
                 return self._outcome(intent, "ok")
             if answer.code == "confirmation_expired":
@@ -359,8 +421,7 @@ class Campaign:
             if self.stop_new.is_set() and outcome != "unsettled":
                 # Settling waits for intents to finish, not for a duration: each one that does
                 # gives the rest `settle` seconds more, so a loaded host only makes it slower.
-                self.hard_deadline = max(self.hard_deadline,
-                                         time.monotonic() + self.cfg.settle)
+                self.hard_deadline = max(self.hard_deadline, time.monotonic() + self.cfg.settle)
 
     # -- controllers -------------------------------------------------------------------------
 
@@ -396,8 +457,11 @@ class Campaign:
             server = self.servers[name]
             # Aim at a call that moves money: wait (briefly) for an execution in flight there.
             waited = time.monotonic()
-            while (self.in_flight[(name, "execute")] == 0 and time.monotonic() - waited < 5
-                   and not self.stop_new.is_set()):
+            while (
+                self.in_flight[(name, "execute")] == 0
+                and time.monotonic() - waited < 5
+                and not self.stop_new.is_set()
+            ):
                 time.sleep(0.02)
             time.sleep(rng.uniform(0.0, 0.3))
             executing = self.in_flight[(name, "execute")]
@@ -409,10 +473,15 @@ class Campaign:
             restart_failures = self._restart(server)
             with self.lock:
                 self.down.discard(name)
-            self.kills.append({"at": round(killed_at, 2), "server": name,
-                               "executions_in_flight": executing,
-                               "down_seconds": round(self.elapsed() - killed_at, 2),
-                               "restart_failures": restart_failures})
+            self.kills.append(
+                {
+                    "at": round(killed_at, 2),
+                    "server": name,
+                    "executions_in_flight": executing,
+                    "down_seconds": round(self.elapsed() - killed_at, 2),
+                    "restart_failures": restart_failures,
+                }
+            )
 
     @staticmethod
     def _restart(server: Server) -> int:
@@ -437,8 +506,10 @@ class Campaign:
 
     def run(self) -> dict[str, Any]:
         controllers = [threading.Thread(target=self.faults), threading.Thread(target=self.killer)]
-        assistants = [threading.Thread(target=self.assistant, args=(index,))
-                      for index in range(self.cfg.assistants)]
+        assistants = [
+            threading.Thread(target=self.assistant, args=(index,))
+            for index in range(self.cfg.assistants)
+        ]
         for thread in controllers + assistants:
             thread.start()
         time.sleep(max(0.0, self.cfg.duration - self.elapsed()))
@@ -449,8 +520,10 @@ class Campaign:
         settle_from = self.elapsed()
         for thread in assistants:
             thread.join()
-        return {"campaign_seconds": round(settle_from, 1),
-                "settle_seconds": round(self.elapsed() - settle_from, 1)}
+        return {
+            "campaign_seconds": round(settle_from, 1),
+            "settle_seconds": round(self.elapsed() - settle_from, 1),
+        }
 
 
 def summarize(campaign: Campaign, timing: dict[str, Any]) -> dict[str, Any]:
@@ -472,8 +545,10 @@ def summarize(campaign: Campaign, timing: dict[str, Any]) -> dict[str, Any]:
         "ok_executions": sum(a.code == "ok" and not a.replayed for a in executions),
         "intent_outcomes": dict(Counter(o for i in campaign.intents for o in i.outcomes)),
         "expired_then_new_first_call": sum(i.expired_then_new for i in campaign.intents),
-        "fault_phases": [{"from": round(p.start, 1), "to": round(p.end, 1), "kind": p.kind,
-                          **p.switches} for p in campaign.applied],
+        "fault_phases": [
+            {"from": round(p.start, 1), "to": round(p.end, 1), "kind": p.kind, **p.switches}
+            for p in campaign.applied
+        ],
         "kills": campaign.kills,
     }
 
@@ -488,16 +563,25 @@ def run(cfg: Config) -> dict[str, Any]:
         state_dir = logs / "state"
         state_dir.mkdir(exist_ok=True)
         with scratch_database(params, cfg.db_prefix) as dbname:
-            cluster = build(logs, params, dbname, [MAIN, CEILING], mode="custom",
-                            extra_env={"GATEWAY_STALE_IN_FLIGHT_SECONDS": stale,
-                                       "GATEWAY_CONFIRMATION_TTL_SECONDS":
-                                           str(cfg.confirmation_ttl),
-                                       "INVOICEBOX_BREAKER_OPEN_SECONDS":
-                                           str(cfg.breaker_seconds)})
+            cluster = build(
+                logs,
+                params,
+                dbname,
+                [MAIN, CEILING],
+                mode="custom",
+                extra_env={
+                    "GATEWAY_STALE_IN_FLIGHT_SECONDS": stale,
+                    "GATEWAY_CONFIRMATION_TTL_SECONDS": str(cfg.confirmation_ttl),
+                    "INVOICEBOX_BREAKER_OPEN_SECONDS": str(cfg.breaker_seconds),
+                },
+            )
             limit = cfg.ceiling_orders * ORDER_AMOUNT
-            cluster.sql('insert into tools_ceiling (contour_id, kind, currency, "limit") '
-                        "select id, 'per_day', 'RUB', %s from tools_contour where slug = %s",
-                        limit, CEILING)
+            cluster.sql(
+                'insert into tools_ceiling (contour_id, kind, currency, "limit") '
+                "select id, 'per_day', 'RUB', %s from tools_contour where slug = %s",
+                limit,
+                CEILING,
+            )
             infra = Infra.wire(cluster, params, dbname, state_dir, cfg.skew)
             notify_gateway_a(cluster)
             try:
@@ -514,15 +598,18 @@ def run(cfg: Config) -> dict[str, Any]:
                 summary["left_after_settling"] = wait_until_settled(cluster, state_dir)
                 summary["infra_events"] = infra.events
                 summary["anomalies"], summary["reconciliation"] = reconcile(
-                    cluster, campaign, ceiling_limit=limit, state_dir=state_dir)
+                    cluster, campaign, ceiling_limit=limit, state_dir=state_dir
+                )
                 # POSTed (seen on the wire, refused ones too) and stored or refused as a
                 # repeat by the upstream's store (a second POST of one merchantOrderId).
                 summary["create_posts"] = len(infra.posts.at)
                 summary["create_posts_reaching_the_store"] = cluster.scalar(
                     "select count(*) + coalesce(sum(repeated_creates), 0) "
-                    "from invoicebox_sandboxmerchantorderid")
-                summary["per_fault"] = per_fault_table(campaign, cluster, infra.posts,
-                                                       summary["anomalies"])
+                    "from invoicebox_sandboxmerchantorderid"
+                )
+                summary["per_fault"] = per_fault_table(
+                    campaign, cluster, infra.posts, summary["anomalies"]
+                )
             finally:
                 infra.stop()
                 cluster.stop()
@@ -533,8 +620,12 @@ def run(cfg: Config) -> dict[str, Any]:
 
 def _pg_params(url: str) -> dict[str, Any]:
     parts = urlsplit(url)
-    return {"host": parts.hostname or "127.0.0.1", "port": parts.port or 5432,
-            "user": parts.username or "postgres", "password": parts.password or ""}
+    return {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 5432,
+        "user": parts.username or "postgres",
+        "password": parts.password or "",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -543,36 +634,64 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=60, help="seconds of chaos")
     parser.add_argument("--assistants", type=int, default=8)
     parser.add_argument("--kills", type=int, default=2, help="SIGKILLs of a gateway worker")
-    parser.add_argument("--faults", default=",".join(FAULT_KINDS),
-                        help=f"fault mix, comma-separated from {','.join(ALL_FAULTS)}, or all")
-    parser.add_argument("--skew", type=float, default=0.0,
-                        help="seconds gateway b's clock runs ahead (libfaketime)")
-    parser.add_argument("--settle", type=float, default=90,
-                        help="after the chaos, seconds without any intent finishing before the "
-                             "rest are given up (each one that finishes restarts it)")
-    parser.add_argument("--ceiling-orders", type=int, default=6,
-                        help="daily ceiling of the ceiling contour, in 366 ₽ orders")
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULT_KINDS),
+        help=f"fault mix, comma-separated from {','.join(ALL_FAULTS)}, or all",
+    )
+    parser.add_argument(
+        "--skew", type=float, default=0.0, help="seconds gateway b's clock runs ahead (libfaketime)"
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=90,
+        help="after the chaos, seconds without any intent finishing before the "
+        "rest are given up (each one that finishes restarts it)",
+    )
+    parser.add_argument(
+        "--ceiling-orders",
+        type=int,
+        default=6,
+        help="daily ceiling of the ceiling contour, in 366 ₽ orders",
+    )
     parser.add_argument("--confirmation-ttl", type=int, default=20, help="seconds")
-    parser.add_argument("--breaker-seconds", type=int, default=10,
-                        help="how long the circuit breaker stays open")
+    parser.add_argument(
+        "--breaker-seconds", type=int, default=10, help="how long the circuit breaker stays open"
+    )
     parser.add_argument("--no-worker", action="store_true", help="without the Celery worker")
     parser.add_argument("--db-prefix", default="gw_chaos")
-    parser.add_argument("--database-url", default=os.environ.get(
-        "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
-        help="PostgreSQL server to make the scratch database on (its name is not used)")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
+        help="PostgreSQL server to make the scratch database on (its name is not used)",
+    )
     parser.add_argument("--keep-dir", default="", help="keep the processes' logs here")
     args = parser.parse_args(argv)
-    faults = ALL_FAULTS if args.faults == "all" else tuple(
-        kind for kind in args.faults.split(",") if kind)
+    faults = (
+        ALL_FAULTS
+        if args.faults == "all"
+        else tuple(kind for kind in args.faults.split(",") if kind)
+    )
     unknown = set(faults) - set(ALL_FAULTS)
     if unknown:
         parser.error(f"unknown faults {sorted(unknown)}")
-    cfg = Config(seed=args.seed, duration=args.duration, assistants=args.assistants,
-                 kills=args.kills, faults=faults, settle=args.settle, skew=args.skew,
-                 ceiling_orders=args.ceiling_orders, worker=not args.no_worker,
-                 confirmation_ttl=args.confirmation_ttl, breaker_seconds=args.breaker_seconds,
-                 db_prefix=args.db_prefix, database_url=args.database_url,
-                 keep_dir=args.keep_dir)
+    cfg = Config(
+        seed=args.seed,
+        duration=args.duration,
+        assistants=args.assistants,
+        kills=args.kills,
+        faults=faults,
+        settle=args.settle,
+        skew=args.skew,
+        ceiling_orders=args.ceiling_orders,
+        worker=not args.no_worker,
+        confirmation_ttl=args.confirmation_ttl,
+        breaker_seconds=args.breaker_seconds,
+        db_prefix=args.db_prefix,
+        database_url=args.database_url,
+        keep_dir=args.keep_dir,
+    )
     summary = run(cfg)
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 1 if summary["anomalies"] else 0

@@ -40,9 +40,13 @@ FAKETIME_LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 EXHAUSTED_CONNECTIONS = 8
 SLOW_CHUNK_SECONDS = 0.05
 # The background work runs often in a campaign: the recovery and outbox sweeps and the spool.
-WORKER_SETTINGS = {"GATEWAY_RECOVERY_EVERY_SECONDS": "3", "GATEWAY_OUTBOX_EVERY_SECONDS": "3",
-                   "GATEWAY_SPOOL_EVERY_SECONDS": "3", "GATEWAY_OUTBOX_LEASE_SECONDS": "5",
-                   "CELERY_VISIBILITY_TIMEOUT_SECONDS": "20"}
+WORKER_SETTINGS = {
+    "GATEWAY_RECOVERY_EVERY_SECONDS": "3",
+    "GATEWAY_OUTBOX_EVERY_SECONDS": "3",
+    "GATEWAY_SPOOL_EVERY_SECONDS": "3",
+    "GATEWAY_OUTBOX_LEASE_SECONDS": "5",
+    "CELERY_VISIBILITY_TIMEOUT_SECONDS": "20",
+}
 
 
 # The request line of an order create, as the gateways send it (invoicebox/orders.py).
@@ -80,33 +84,42 @@ class Infra:
     _restarting: threading.Thread | None = None
 
     @classmethod
-    def wire(cls, cluster: Cluster, params: dict[str, Any], dbname: str, state_dir: Path,
-             skew_seconds: float) -> Infra:
+    def wire(
+        cls,
+        cluster: Cluster,
+        params: dict[str, Any],
+        dbname: str,
+        state_dir: Path,
+        skew_seconds: float,
+    ) -> Infra:
         """Start the proxies and point the gateways and the worker at them (before start)."""
         redis_parts = urlsplit(REDIS_URL)
         pg = TcpProxy(target_port=int(params["port"]), target_host=params["host"]).start()
-        redis = TcpProxy(target_port=redis_parts.port or 6379,
-                         target_host=redis_parts.hostname or "127.0.0.1").start()
+        redis = TcpProxy(
+            target_port=redis_parts.port or 6379, target_host=redis_parts.hostname or "127.0.0.1"
+        ).start()
         # The contours already name the sandbox's port: a counting proxy takes it, and the
         # sandbox (started later) moves to another one.
         posts = CreatePosts()
         front = cluster.sandbox.port
         cluster.sandbox.port = server_port()
-        upstream = TcpProxy(target_port=cluster.sandbox.port, listen_port=front,
-                            tap=posts.see).start()
+        upstream = TcpProxy(
+            target_port=cluster.sandbox.port, listen_port=front, tap=posts.see
+        ).start()
         proxied = {
-            "DATABASE_URL": database_url({**params, "host": "127.0.0.1", "port": pg.port},
-                                         dbname),
-            "CELERY_BROKER_URL": urlunsplit(redis_parts._replace(
-                netloc=f"{redis_parts.hostname or '127.0.0.1'}:{redis.port}")),
+            "DATABASE_URL": database_url({**params, "host": "127.0.0.1", "port": pg.port}, dbname),
+            "CELERY_BROKER_URL": urlunsplit(
+                redis_parts._replace(netloc=f"{redis_parts.hostname or '127.0.0.1'}:{redis.port}")
+            ),
             "GATEWAY_STATE_DIR": str(state_dir),
             **WORKER_SETTINGS,
         }
         for server in (cluster.a, cluster.b):
             server.env = {**server.env, **proxied}
         if skew_seconds:
-            cluster.b.env.update({"LD_PRELOAD": FAKETIME_LIBRARY,
-                                  "FAKETIME": f"{skew_seconds:+.0f}s"})
+            cluster.b.env.update(
+                {"LD_PRELOAD": FAKETIME_LIBRARY, "FAKETIME": f"{skew_seconds:+.0f}s"}
+            )
         cluster.worker_env = {**cluster.env, **proxied}
         cluster.beat_dir = state_dir
         return cls(cluster=cluster, pg=pg, redis=redis, upstream=upstream, posts=posts)
@@ -223,22 +236,26 @@ def notify_gateway_a(cluster: Cluster) -> None:
     """
     key = secrets.token_hex(16)
     cluster.sandbox.env = {**cluster.sandbox.env, "INVOICEBOX_SANDBOX_NOTIFICATION_KEY": key}
-    code = (f"CONTOURS = {cluster.contours!r}\nKEY = {key!r}\n"
-            f"BASE = {cluster.a.base + '/invoicebox/notifications/'!r}\n" + NOTIFY_SETUP)
+    code = (
+        f"CONTOURS = {cluster.contours!r}\nKEY = {key!r}\n"
+        f"BASE = {cluster.a.base + '/invoicebox/notifications/'!r}\n" + NOTIFY_SETUP
+    )
     cluster.manage("shell", "-c", code)
 
 
 def resend_paid_notifications(cluster: Cluster) -> dict[str, list[str]]:
     """Invoicebox retries a notification until it is accepted: each paid order's, here."""
     merchants = [c["merchant_id"] for c in cluster.contours.values()]
-    code = (f"MERCHANTS = {merchants!r}\nROUNDS_WITHOUT_PROGRESS = {ROUNDS_WITHOUT_PROGRESS}\n"
-            + RESEND)
+    code = (
+        f"MERCHANTS = {merchants!r}\nROUNDS_WITHOUT_PROGRESS = {ROUNDS_WITHOUT_PROGRESS}\n" + RESEND
+    )
     out = cluster.manage("shell", "-c", code, timeout=None, env=cluster.sandbox.env)
     return json.loads(out.split("RESENT=", 1)[1])
 
 
-def wait_until_settled(cluster: Cluster, state_dir: Path, quiet_seconds: float = 60
-                       ) -> dict[str, int]:
+def wait_until_settled(
+    cluster: Cluster, state_dir: Path, quiet_seconds: float = 60
+) -> dict[str, int]:
     """Wait for the background work: operations resolved, outbox done, spool drained.
 
     Waits for that state, not for a duration: as long as what is left keeps shrinking it
@@ -249,9 +266,11 @@ def wait_until_settled(cluster: Cluster, state_dir: Path, quiet_seconds: float =
     while True:
         left = {
             "unresolved_operations": cluster.scalar(
-                "select count(*) from tools_operation where state in ('in_flight', 'unknown')"),
+                "select count(*) from tools_operation where state in ('in_flight', 'unknown')"
+            ),
             "outbox_pending": cluster.scalar(
-                "select count(*) from tools_outboxtask where done_at is null"),
+                "select count(*) from tools_outboxtask where done_at is null"
+            ),
             "spooled_entries": len(list((state_dir / "journal-spool").glob("*.json"))),
         }
         total = sum(left.values())
@@ -264,23 +283,38 @@ def wait_until_settled(cluster: Cluster, state_dir: Path, quiet_seconds: float =
         time.sleep(1)
 
 
-def per_fault_table(campaign: Any, cluster: Cluster, posts: CreatePosts,
-                    anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def per_fault_table(
+    campaign: Any, cluster: Cluster, posts: CreatePosts, anomalies: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """For each fault, over its phases: the calls made, the upstream orders created and the
     creates POSTed then, the answers by code, and the anomalies tied to a moment inside."""
     from collections import Counter
 
     started = campaign.wall_started
-    created = [(moment - started).total_seconds() for (moment,) in cluster.sql(
-        "select created_at from invoicebox_sandboxorder where merchant_id = any(%s)",
-        [_uuid(c["merchant_id"]) for c in cluster.contours.values()])]
+    created = [
+        (moment - started).total_seconds()
+        for (moment,) in cluster.sql(
+            "select created_at from invoicebox_sandboxorder where merchant_id = any(%s)",
+            [_uuid(c["merchant_id"]) for c in cluster.contours.values()],
+        )
+    ]
     posted = [moment - campaign.started for moment in posts.at]
     timed = [a["at"] for a in anomalies if isinstance(a.get("at"), int | float)]
     table: dict[str, dict[str, Any]] = {}
     for phase in campaign.applied:
-        row = table.setdefault(phase.kind, {"fault": phase.kind, "phases": 0, "seconds": 0.0,
-                                            "calls": 0, "orders": 0, "posts": 0,
-                                            "answers": Counter(), "anomalies": 0})
+        row = table.setdefault(
+            phase.kind,
+            {
+                "fault": phase.kind,
+                "phases": 0,
+                "seconds": 0.0,
+                "calls": 0,
+                "orders": 0,
+                "posts": 0,
+                "answers": Counter(),
+                "anomalies": 0,
+            },
+        )
         row["phases"] += 1
         row["seconds"] += phase.end - phase.start
         inside = [a for a in campaign.answers if phase.start <= a.at < phase.end]
@@ -290,8 +324,10 @@ def per_fault_table(campaign: Any, cluster: Cluster, posts: CreatePosts,
         row["orders"] += sum(phase.start <= at < phase.end + 1 for at in created)
         row["posts"] += sum(phase.start <= at < phase.end for at in posted)
         row["anomalies"] += sum(phase.start <= at < phase.end for at in timed)
-    return [{**row, "seconds": round(row["seconds"], 1), "answers": dict(row["answers"])}
-            for row in table.values()]
+    return [
+        {**row, "seconds": round(row["seconds"], 1), "answers": dict(row["answers"])}
+        for row in table.values()
+    ]
 
 
 def _answer_code(answer: Any) -> str:

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from harness.cluster import Cluster
 
 
-def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
-              state_dir: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def reconcile(
+    cluster: Cluster, campaign: Campaign, *, ceiling_limit: int, state_dir: Path | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from harness.chaos import CEILING, EXPECTED_CODES
 
     anomalies: list[dict[str, Any]] = []
@@ -27,16 +28,24 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
         anomalies.append({"anomaly": name, **details})
 
     answers = campaign.answers
-    merchants = {slug: uuid.UUID(cluster.contours[slug]["merchant_id"])
-                 for slug in cluster.contours}
+    merchants = {
+        slug: uuid.UUID(cluster.contours[slug]["merchant_id"]) for slug in cluster.contours
+    }
     slug_of = {merchant: slug for slug, merchant in merchants.items()}
     upstream = [
-        {"order_id": str(order_id), "contour": slug_of[merchant], "merchant_order_id": number,
-         "amount": amount, "description": description}
+        {
+            "order_id": str(order_id),
+            "contour": slug_of[merchant],
+            "merchant_order_id": number,
+            "amount": amount,
+            "description": description,
+        }
         for order_id, merchant, number, amount, description in cluster.sql(
             "select order_id, merchant_id, merchant_order_id, amount, "
             "request_json::json->>'description' from invoicebox_sandboxorder "
-            "where merchant_id = any(%s)", list(merchants.values()))
+            "where merchant_id = any(%s)",
+            list(merchants.values()),
+        )
     ]
     upstream_ids = {order["order_id"]: order for order in upstream}
 
@@ -45,12 +54,20 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
     for (contour, description), count in per_description.items():
         if count > 1:
             told = [i.outcomes for i in campaign.intents if i.description == description]
-            anomaly("orders_per_description", contour=contour, description=description,
-                    orders=count, intent_outcomes=told)
+            anomaly(
+                "orders_per_description",
+                contour=contour,
+                description=description,
+                orders=count,
+                intent_outcomes=told,
+            )
 
     # 2. Every ok answer names an order that exists, in its own contour.
-    ok_orders = {(a.contour, a.order_id) for a in answers if a.code == "ok" and a.order_id
-                 and a.kind in ("prepare", "execute")}
+    ok_orders = {
+        (a.contour, a.order_id)
+        for a in answers
+        if a.code == "ok" and a.order_id and a.kind in ("prepare", "execute")
+    }
     for contour, order_id in sorted(ok_orders):
         found = upstream_ids.get(order_id)
         if found is None or found["contour"] != contour:
@@ -61,9 +78,13 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
     for order in upstream:
         if order["order_id"] not in reported:
             told = [i.outcomes for i in campaign.intents if i.description == order["description"]]
-            anomaly("unreported_order", contour=order["contour"],
-                    description=order["description"], order_id=order["order_id"],
-                    intent_outcomes=told)
+            anomaly(
+                "unreported_order",
+                contour=order["contour"],
+                description=order["description"],
+                order_id=order["order_id"],
+                intent_outcomes=told,
+            )
 
     # 4. No token answered with two order ids.
     per_token: dict[str, set[str]] = defaultdict(set)
@@ -77,8 +98,12 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
     # 5. Concurrent identical first calls got one token.
     for intent in campaign.intents:
         if len(set(intent.first_tokens)) > 1:
-            anomaly("first_calls_two_tokens", description=intent.description,
-                    tokens=len(set(intent.first_tokens)), members=intent.members)
+            anomaly(
+                "first_calls_two_tokens",
+                description=intent.description,
+                tokens=len(set(intent.first_tokens)),
+                members=intent.members,
+            )
 
     # 6. The ceiling against the upstream total.
     total = sum(int(Decimal(o["amount"]) * 100) for o in upstream if o["contour"] == CEILING)
@@ -88,27 +113,42 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
     # 7. Every intent ended with a definitive answer; no operation is left unresolved.
     for intent in campaign.intents:
         if "unsettled" in intent.outcomes or len(intent.outcomes) != intent.members:
-            anomaly("unsettled_intent", description=intent.description,
-                    outcomes=intent.outcomes, members=intent.members)
+            anomaly(
+                "unsettled_intent",
+                description=intent.description,
+                outcomes=intent.outcomes,
+                members=intent.members,
+            )
     slugs = list(cluster.contours)
     operations = cluster.sql(
         "select o.confirmation_id::text, o.state, o.attempts, o.merchant_order_id, o.result "
         "from tools_operation o join tools_contour c on c.id = o.contour_id "
-        "where c.slug = any(%s)", slugs)
+        "where c.slug = any(%s)",
+        slugs,
+    )
     for confirmation_id, state, _, number, _ in operations:
         if state not in ("done", "failed"):
-            anomaly("unresolved_operation", confirmation_id=confirmation_id, state=state,
-                    merchant_order_id=number)
+            anomaly(
+                "unresolved_operation",
+                confirmation_id=confirmation_id,
+                state=state,
+                merchant_order_id=number,
+            )
     by_number = {o["merchant_order_id"]: o for o in upstream}
     for confirmation_id, state, _, number, result in operations:
         landed = by_number.get(number)
         if state == "failed" and landed is not None:
-            anomaly("failed_operation_landed", confirmation_id=confirmation_id,
-                    order_id=landed["order_id"])
-        if state == "done" and (landed is None or (result or {}).get("order_id")
-                                != landed["order_id"]):
-            anomaly("done_operation_mismatch", confirmation_id=confirmation_id,
-                    merchant_order_id=number)
+            anomaly(
+                "failed_operation_landed",
+                confirmation_id=confirmation_id,
+                order_id=landed["order_id"],
+            )
+        if state == "done" and (
+            landed is None or (result or {}).get("order_id") != landed["order_id"]
+        ):
+            anomaly(
+                "done_operation_mismatch", confirmation_id=confirmation_id, merchant_order_id=number
+            )
     orphans = set(by_number) - {number for _, _, _, number, _ in operations}
     for number in sorted(orphans):
         anomaly("order_without_operation", merchant_order_id=number)
@@ -117,17 +157,28 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
     for a in answers:
         if a.cut or a.code in EXPECTED_CODES:
             continue
-        anomaly("unexpected_answer", kind=a.kind, code=a.code, http_status=a.http_status,
-                contour=a.contour, at=round(a.at, 2))
+        anomaly(
+            "unexpected_answer",
+            kind=a.kind,
+            code=a.code,
+            http_status=a.http_status,
+            contour=a.contour,
+            at=round(a.at, 2),
+        )
 
     # 9. The journal: each answered call has its entry; outcome entries lie between the
     # answered calls and those plus the cut ones; each attempt has its started entry.
     # Entries of no contour too: a call refused before its key could be read (the database
     # away) is journaled, through the spool, without one.
-    entries = {row[0]: row for row in cluster.sql(
-        "select id, contour, phase, code, confirmation_id, channel, "
-        "nullif(spool_id, ''), at, tool, actor, duplicate_of from audit_journalentry "
-        "where contour = any(%s) or contour = ''", slugs)}
+    entries = {
+        row[0]: row
+        for row in cluster.sql(
+            "select id, contour, phase, code, confirmation_id, channel, "
+            "nullif(spool_id, ''), at, tool, actor, duplicate_of from audit_journalentry "
+            "where contour = any(%s) or contour = ''",
+            slugs,
+        )
+    }
     spooled = {row[6]: row for row in entries.values() if row[6]}
     answered = [a for a in answers if not a.cut]
     matched: set[int] = set()
@@ -138,34 +189,59 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
         if entry is not None:
             matched.add(entry[0])
         contour_ok = entry is not None and (
-            entry[1] == a.contour or (entry[1] == "" and a.code == "database_unavailable"))
+            entry[1] == a.contour or (entry[1] == "" and a.code == "database_unavailable")
+        )
         if entry is None or not contour_ok or entry[3] != a.code:
-            anomaly("answer_without_entry", kind=a.kind, code=a.code, journal_id=a.journal_id,
-                    journal_pending=a.journal_pending,
-                    entry=list(entry[1:4]) if entry else None)
+            anomaly(
+                "answer_without_entry",
+                kind=a.kind,
+                code=a.code,
+                journal_id=a.journal_id,
+                journal_pending=a.journal_pending,
+                entry=list(entry[1:4]) if entry else None,
+            )
     # A write whose commit landed while its connection died is in the journal twice: the
     # committed row and its spooled copy, which says `duplicate_of` (audit/spool.py). One call.
     duplicated = {e[10] for e in entries.values() if e[10] is not None}
-    outcome_entries = sum(1 for e in entries.values()
-                          if e[5] == "rest" and e[3] != "execution_started"
-                          and e[0] not in duplicated)
+    outcome_entries = sum(
+        1
+        for e in entries.values()
+        if e[5] == "rest" and e[3] != "execution_started" and e[0] not in duplicated
+    )
     cut = sum(a.cut == "cut" for a in answers)
     if not len(answered) <= outcome_entries <= len(answered) + cut:
         # The entries no answer names: which calls they were, to tell how they came about.
-        unnamed = [[str(v) for v in (e[0], e[7], e[1], e[8], e[2], e[3], e[9], e[6])]
-                   for e in sorted(entries.values(), key=lambda e: e[0])
-                   if e[5] == "rest" and e[3] != "execution_started"
-                   and e[0] not in matched | duplicated]
-        anomaly("entries_vs_calls", outcome_entries=outcome_entries, answered=len(answered),
-                cut=cut, unnamed_entries=unnamed[:10])
+        unnamed = [
+            [str(v) for v in (e[0], e[7], e[1], e[8], e[2], e[3], e[9], e[6])]
+            for e in sorted(entries.values(), key=lambda e: e[0])
+            if e[5] == "rest" and e[3] != "execution_started" and e[0] not in matched | duplicated
+        ]
+        anomaly(
+            "entries_vs_calls",
+            outcome_entries=outcome_entries,
+            answered=len(answered),
+            cut=cut,
+            unnamed_entries=unnamed[:10],
+        )
     started = Counter(e[4] for e in entries.values() if e[3] == "execution_started")
     for confirmation_id, state, attempts, _, _ in operations:
         if started[confirmation_id] != attempts:
-            anomaly("attempts_vs_started_entries", confirmation_id=confirmation_id,
-                    state=state, attempts=attempts, started_entries=started[confirmation_id])
-    verified = subprocess.run([sys.executable, "manage.py", "verify_journal"],
-                              cwd=cluster_root(), env=cluster.env, capture_output=True,
-                              text=True, timeout=300, check=False)
+            anomaly(
+                "attempts_vs_started_entries",
+                confirmation_id=confirmation_id,
+                state=state,
+                attempts=attempts,
+                started_entries=started[confirmation_id],
+            )
+    verified = subprocess.run(
+        [sys.executable, "manage.py", "verify_journal"],
+        cwd=cluster_root(),
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     if verified.returncode != 0:
         anomaly("verify_journal", output=(verified.stdout + verified.stderr)[-500:])
 
@@ -187,12 +263,18 @@ def reconcile(cluster: Cluster, campaign: Campaign, *, ceiling_limit: int,
         "journal_started_entries": sum(started.values()),
         "answered_calls": len(answered),
         "verify_journal": verified.returncode,
-        "webhook_answers": dict(cluster.sql(
-            "select code, count(*) from audit_journalentry where channel = 'webhook' "
-            "group by code")),
-        "recovered_in_background": dict(cluster.sql(
-            "select code, count(*) from audit_journalentry where channel = 'celery' "
-            "and code like 'operation_%%' group by code")),
+        "webhook_answers": dict(
+            cluster.sql(
+                "select code, count(*) from audit_journalentry where channel = 'webhook' "
+                "group by code"
+            )
+        ),
+        "recovered_in_background": dict(
+            cluster.sql(
+                "select code, count(*) from audit_journalentry where channel = 'celery' "
+                "and code like 'operation_%%' group by code"
+            )
+        ),
     }
     if figures_evidence:
         figures["evidence"] = figures_evidence
@@ -204,27 +286,34 @@ def issue27(cluster: Cluster, anomaly: Any, state_dir: Path | None) -> None:
     order's notification accepted; the outbox done; the journal spool drained."""
     merchants = [uuid.UUID(c["merchant_id"]) for c in cluster.contours.values()]
     for number, repeated in cluster.sql(
-            "select merchant_order_id, repeated_creates from invoicebox_sandboxmerchantorderid "
-            "where merchant_id = any(%s) and repeated_creates > 0", merchants):
+        "select merchant_order_id, repeated_creates from invoicebox_sandboxmerchantorderid "
+        "where merchant_id = any(%s) and repeated_creates > 0",
+        merchants,
+    ):
         anomaly("posted_twice", merchant_order_id=number, repeated_creates=repeated)
     for entry_id, facts in cluster.sql(
-            "select id, arguments from audit_journalentry where channel = 'webhook' "
-            "and code = 'order_not_found'"):
+        "select id, arguments from audit_journalentry where channel = 'webhook' "
+        "and code = 'order_not_found'"
+    ):
         anomaly("notification_order_not_found", journal_id=entry_id, facts=facts)
     for order_id, number in cluster.sql(
-            "select o.order_id::text, o.merchant_order_id from invoicebox_sandboxorder o "
-            "where o.merchant_id = any(%s) and o.status = 'completed' and not exists ("
-            "select 1 from tools_processednotification p "
-            "where p.notification_id = o.order_id::text and p.status = 'completed')", merchants):
+        "select o.order_id::text, o.merchant_order_id from invoicebox_sandboxorder o "
+        "where o.merchant_id = any(%s) and o.status = 'completed' and not exists ("
+        "select 1 from tools_processednotification p "
+        "where p.notification_id = o.order_id::text and p.status = 'completed')",
+        merchants,
+    ):
         anomaly("paid_notification_unaccepted", order_id=order_id, merchant_order_id=number)
     for task, args, attempts in cluster.sql(
-            "select task, args, attempts from tools_outboxtask where done_at is null"):
+        "select task, args, attempts from tools_outboxtask where done_at is null"
+    ):
         anomaly("outbox_not_done", task=task, args=args, attempts=attempts)
     # One clock: a record stamped by a skewed gateway's own clock lies in the database's future.
     for table in ("tools_operation", "tools_pendingconfirmation"):
         for row_id, created in cluster.sql(
-                f"select id::text, created_at from {table} "  # noqa: S608  (fixed names)
-                "where created_at > statement_timestamp()"):
+            f"select id::text, created_at from {table} "  # noqa: S608  (fixed names)
+            "where created_at > statement_timestamp()"
+        ):
             anomaly("stamped_by_a_worker_clock", table=table, id=row_id, created_at=str(created))
     if state_dir is not None:
         left = sorted((state_dir / "journal-spool").glob("*.json"))
@@ -232,27 +321,42 @@ def issue27(cluster: Cluster, anomaly: Any, state_dir: Path | None) -> None:
             anomaly("journal_spool_not_drained", files=len(left))
 
 
-def evidence(cluster: Cluster, campaign: Campaign, anomalies: list[dict[str, Any]]
-             ) -> dict[str, Any]:
+def evidence(
+    cluster: Cluster, campaign: Campaign, anomalies: list[dict[str, Any]]
+) -> dict[str, Any]:
     """For each description named by an anomaly: its calls, confirmations, operations and
     journal entries in time order, to tell which interleaving produced it."""
     found: dict[str, Any] = {}
     for description in {str(a["description"]) for a in anomalies if "description" in a}:
-        calls = [{"at": round(a.at, 3), "s": round(a.seconds, 3), "kind": a.kind,
-                  "server": a.server, "code": a.code or a.cut, "sent": a.sent_token[-6:],
-                  "got": a.token[-6:], "order": a.order_id[-6:], "replayed": a.replayed,
-                  "journal_id": a.journal_id}
-                 for a in sorted(campaign.answers, key=lambda a: a.at)
-                 if a.description == description]
+        calls = [
+            {
+                "at": round(a.at, 3),
+                "s": round(a.seconds, 3),
+                "kind": a.kind,
+                "server": a.server,
+                "code": a.code or a.cut,
+                "sent": a.sent_token[-6:],
+                "got": a.token[-6:],
+                "order": a.order_id[-6:],
+                "replayed": a.replayed,
+                "journal_id": a.journal_id,
+            }
+            for a in sorted(campaign.answers, key=lambda a: a.at)
+            if a.description == description
+        ]
         confirmations = cluster.sql(
             "select p.id::text, p.status, p.created_at, p.expires_at, p.executed_at, o.state, "
             "o.attempts, o.merchant_order_id, o.created_at from tools_pendingconfirmation p "
             "left join tools_operation o on o.confirmation_id = p.id "
-            "where p.arguments->>'description' = %s order by p.created_at", description)
+            "where p.arguments->>'description' = %s order by p.created_at",
+            description,
+        )
         ids = [row[0] for row in confirmations]
         journal = cluster.sql(
             "select id, at, phase, code, confirmation_id, message from audit_journalentry "
-            "where confirmation_id = any(%s) order by id", ids)
+            "where confirmation_id = any(%s) order by id",
+            ids,
+        )
         found[description] = {
             "campaign_started_at": campaign.wall_started.isoformat(),
             "calls": calls,

@@ -56,8 +56,12 @@ def postgres_params() -> dict[str, Any]:
     db = settings.DATABASES["default"]
     if "postgresql" not in db["ENGINE"]:
         raise RuntimeError("a test that needs PostgreSQL lacks the `postgres` marker")
-    return {"host": db.get("HOST") or "127.0.0.1", "port": int(db.get("PORT") or 5432),
-            "user": db.get("USER") or "postgres", "password": db.get("PASSWORD") or ""}
+    return {
+        "host": db.get("HOST") or "127.0.0.1",
+        "port": int(db.get("PORT") or 5432),
+        "user": db.get("USER") or "postgres",
+        "password": db.get("PASSWORD") or "",
+    }
 
 
 def database_url(params: dict[str, Any], name: str) -> str:
@@ -96,9 +100,24 @@ class Server:
     def start(self) -> None:
         handle = self.log.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-             "--port", str(self.port), "--workers", "1", "--log-level", "warning"],
-            cwd=ROOT, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "config.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
         )
         # /health, not /api/schema/: building the schema can outlast the 2 s poll timeout on a
         # loaded machine, and every poll then starts it over.
@@ -119,8 +138,7 @@ class Server:
                 self.process.kill()
 
 
-def wait_http(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 60
-              ) -> None:
+def wait_http(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -153,14 +171,26 @@ class Cluster:
     def sandbox_api(self) -> str:
         return f"{self.sandbox.base}/sandbox/invoicebox/v3"
 
-    def manage(self, *args: str, stdin: str | None = None, timeout: float | None = 180,
-               env: dict[str, str] | None = None) -> str:
+    def manage(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        timeout: float | None = 180,
+        env: dict[str, str] | None = None,
+    ) -> str:
         """A management command against the cluster's database (in `env`, the cluster's by
         default); timeout None for one that bounds itself by what it waits for
         (harness/chaos_faults.py's resend)."""
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env or self.env,
-                              input=stdin, capture_output=True, text=True, timeout=timeout,
-                              check=False)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env or self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
 
@@ -172,35 +202,67 @@ class Cluster:
     def scalar(self, query: str, *params: Any) -> Any:
         return self.sql(query, *params)[0][0]
 
-    def call(self, server: Server, slug: str, name: str, arguments: dict[str, Any],
-             timeout: float = 30) -> httpx.Response:
-        return httpx.post(f"{server.base}/api/v1/call", json={"name": name, "arguments": arguments},
-                          headers={"Authorization": f"Bearer {self.contours[slug]['key']}"},
-                          timeout=timeout)
+    def call(
+        self, server: Server, slug: str, name: str, arguments: dict[str, Any], timeout: float = 30
+    ) -> httpx.Response:
+        return httpx.post(
+            f"{server.base}/api/v1/call",
+            json={"name": name, "arguments": arguments},
+            headers={"Authorization": f"Bearer {self.contours[slug]['key']}"},
+            timeout=timeout,
+        )
 
-    def sandbox_request(self, method: str, path: str, slug: str, body: Any = None
-                        ) -> httpx.Response:
-        return httpx.request(method, f"{self.sandbox_api}{path}", json=body, timeout=30,
-                             headers={"Authorization": f"Bearer {self.contours[slug]['token']}",
-                                      "User-Agent": "cluster-tests/1.0"})
+    def sandbox_request(
+        self, method: str, path: str, slug: str, body: Any = None
+    ) -> httpx.Response:
+        return httpx.request(
+            method,
+            f"{self.sandbox_api}{path}",
+            json=body,
+            timeout=30,
+            headers={
+                "Authorization": f"Bearer {self.contours[slug]['token']}",
+                "User-Agent": "cluster-tests/1.0",
+            },
+        )
 
     def set_faults(self, slug: str, **switches: Any) -> None:
         response = self.sandbox_request("PUT", "/_sandbox/faults", slug, switches)
         assert response.status_code == 200, response.text
 
     def upstream_orders(self, slug: str) -> int:
-        return self.scalar("select count(*) from invoicebox_sandboxorder where merchant_id = %s",
-                           uuid.UUID(self.contours[slug]["merchant_id"]))
+        return self.scalar(
+            "select count(*) from invoicebox_sandboxorder where merchant_id = %s",
+            uuid.UUID(self.contours[slug]["merchant_id"]),
+        )
 
     def start_worker(self) -> None:
         handle = self.worker_log.open("ab")
         start = self.worker_log.stat().st_size if self.worker_log.exists() else 0
         beat = ["-B", "--schedule", str(self.beat_dir / "beat-schedule")] if self.beat_dir else []
         self.worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo", "-Q",
-             self.queue, "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "-l", "info", *beat],
-            cwd=ROOT, env=self.worker_env or self.env, stdout=handle, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-P",
+                "solo",
+                "-Q",
+                self.queue,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "info",
+                *beat,
+            ],
+            cwd=ROOT,
+            env=self.worker_env or self.env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
             # A group of its own: with -B the beat is a child process, and a killed worker
             # must not leave its beat behind (a lost host takes both).
             start_new_session=True,
@@ -274,8 +336,15 @@ print("CONTOURS=" + json.dumps(out))
 """
 
 
-def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str], *,
-          mode: str = "sandbox", extra_env: dict[str, str] | None = None) -> Cluster:
+def build(
+    tmp: Path,
+    params: dict[str, Any],
+    dbname: str,
+    slugs: list[str],
+    *,
+    mode: str = "sandbox",
+    extra_env: dict[str, str] | None = None,
+) -> Cluster:
     ports = [server_port() for _ in range(3)]
     queue = f"gateway-tests-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     base_env = {
@@ -302,17 +371,27 @@ def build(tmp: Path, params: dict[str, Any], dbname: str, slugs: list[str], *,
         **(extra_env or {}),
     }
     db = {**params, "dbname": dbname}
-    sandbox = Server("sandbox", ports[0], {**base_env,
-                                           "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[0]}"},
-                     tmp / "sandbox.log")
+    sandbox = Server(
+        "sandbox",
+        ports[0],
+        {**base_env, "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[0]}"},
+        tmp / "sandbox.log",
+    )
     a = Server("a", ports[1], base_env, tmp / "a.log")
-    b = Server("b", ports[2], {**base_env, "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[2]}"},
-               tmp / "b.log")
-    cluster = Cluster(env=base_env, db=db, sandbox=sandbox, a=a, b=b,
-                      worker_log=tmp / "worker.log", queue=queue)
+    b = Server(
+        "b",
+        ports[2],
+        {**base_env, "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[2]}"},
+        tmp / "b.log",
+    )
+    cluster = Cluster(
+        env=base_env, db=db, sandbox=sandbox, a=a, b=b, worker_log=tmp / "worker.log", queue=queue
+    )
     cluster.manage("migrate", "--noinput", "-v", "0")
-    code = (f"SLUGS = {slugs!r}\nMODE = {mode!r}\n"
-            f"BASE = {sandbox.base + '/sandbox/invoicebox'!r}\n" + CREATE_CONTOURS)
+    code = (
+        f"SLUGS = {slugs!r}\nMODE = {mode!r}\n"
+        f"BASE = {sandbox.base + '/sandbox/invoicebox'!r}\n" + CREATE_CONTOURS
+    )
     out = cluster.manage("shell", "-c", code)
     cluster.contours = json.loads(out.split("CONTOURS=", 1)[1])
     return cluster

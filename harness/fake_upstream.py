@@ -21,10 +21,16 @@ MERCHANT_ID = "7b3f4a9e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
 
 def order(order_id: str, merchant_order_id: str = "bench-1") -> dict[str, Any]:
     return {
-        "id": order_id, "merchantOrderId": merchant_order_id, "status": "created",
-        "amount": 366.0, "vatAmount": 66.0, "currencyId": "RUB",
-        "description": "Бронирование номера, 3 ночи", "createdAt": "2026-01-01T10:00:00+03:00",
-        "expirationDate": "2026-12-31T10:00:00+03:00", "paidAt": None,
+        "id": order_id,
+        "merchantOrderId": merchant_order_id,
+        "status": "created",
+        "amount": 366.0,
+        "vatAmount": 66.0,
+        "currencyId": "RUB",
+        "description": "Бронирование номера, 3 ночи",
+        "createdAt": "2026-01-01T10:00:00+03:00",
+        "expirationDate": "2026-12-31T10:00:00+03:00",
+        "paidAt": None,
         "paymentUrl": f"https://pay.example/{order_id}",
         "customer": {"type": "legal", "name": "ООО «Ромашка»", "vatNumber": "7710044140"},
     }
@@ -81,8 +87,13 @@ class Handler(BaseHTTPRequestHandler):
             # Pages as asked (the vendor's _page/_pageSize): the client checks the echo.
             page = int((query.get("_page") or query.get("page") or ["1"])[0])
             size = int((query.get("_pageSize") or query.get("pageSize") or ["20"])[0])
-            self._answer(200, {"data": rows, "metaData": {"totalCount": len(rows), "page": page,
-                                                          "pageSize": size}})
+            self._answer(
+                200,
+                {
+                    "data": rows,
+                    "metaData": {"totalCount": len(rows), "page": page, "pageSize": size},
+                },
+            )
         elif "/billing/api/order/order/" in url.path:  # the reference reads one order by path
             self._answer(200, {"data": order(url.path.rsplit("/", 1)[1])})
         elif url.path.endswith("/security/api/auth/auth"):
@@ -94,8 +105,14 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         if urlsplit(self.path).path.endswith("/billing/api/order/order"):
-            self._answer(200, {"data": order("0c1d2e3f-0000-4000-8000-000000000002",
-                                             body.get("merchantOrderId", ""))})
+            self._answer(
+                200,
+                {
+                    "data": order(
+                        "0c1d2e3f-0000-4000-8000-000000000002", body.get("merchantOrderId", "")
+                    )
+                },
+            )
         else:
             self._answer(404, {"error": {"code": "not_found", "message": "not found"}})
 

@@ -39,7 +39,9 @@ VALID_ORDER: dict[str, Any] = {
 
 def order_args(**changes: Any) -> dict[str, Any]:
     args = copy.deepcopy(VALID_ORDER)
-    args["expiration_date"] = (timezone.now() + timedelta(days=3)).replace(microsecond=0).isoformat()
+    args["expiration_date"] = (
+        (timezone.now() + timedelta(days=3)).replace(microsecond=0).isoformat()
+    )
     args.update(changes)
     return args
 

@@ -62,8 +62,9 @@ class TcpProxy:
                 _close(sock)
         return len(pairs)
 
-    def set(self, *, refuse: bool = False, delay: float = 0.0,
-            max_connections: int | None = None) -> None:
+    def set(
+        self, *, refuse: bool = False, delay: float = 0.0, max_connections: int | None = None
+    ) -> None:
         self.refuse, self.delay, self.max_connections = refuse, delay, max_connections
 
     def _accept(self) -> None:
@@ -74,8 +75,7 @@ class TcpProxy:
             except OSError:
                 return
             with self._lock:
-                full = (self.max_connections is not None
-                        and len(self._pairs) >= self.max_connections)
+                full = self.max_connections is not None and len(self._pairs) >= self.max_connections
             if self.refuse or full:
                 self.refused += 1
                 _close(client)

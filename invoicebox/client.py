@@ -42,10 +42,29 @@ from invoicebox.shipments import (
 from invoicebox.transport import MAX_BODY_BYTES, set_upstream_observer
 
 __all__ = [
-    "MAX_BODY_BYTES", "RETRYABLE_KINDS", "UPSTREAM_MESSAGES", "BasketLine", "Company",
-    "Customer", "ErrorKind", "InvoiceboxClient", "InvoiceboxError", "NewOrder", "NewRefund",
-    "NewShipment", "Order", "OrderPage", "OrderUpdate", "Refund", "RefundableItem", "Shipment",
-    "ShipmentItem", "ShipmentPage", "atom", "is_local_sandbox", "make_client",
+    "MAX_BODY_BYTES",
+    "RETRYABLE_KINDS",
+    "UPSTREAM_MESSAGES",
+    "BasketLine",
+    "Company",
+    "Customer",
+    "ErrorKind",
+    "InvoiceboxClient",
+    "InvoiceboxError",
+    "NewOrder",
+    "NewRefund",
+    "NewShipment",
+    "Order",
+    "OrderPage",
+    "OrderUpdate",
+    "Refund",
+    "RefundableItem",
+    "Shipment",
+    "ShipmentItem",
+    "ShipmentPage",
+    "atom",
+    "is_local_sandbox",
+    "make_client",
     "set_upstream_observer",
 ]
 
@@ -71,16 +90,26 @@ def serve_in_process(transport: Callable[[], httpx.BaseTransport]) -> None:
     _in_process[:] = [transport]
 
 
-def make_client(*, base_url: str, token: str, merchant_id: str,
-                api_prefix: str = "v3", timeout: float | None = None,
-                read_attempts: int | None = None,
-                transport: httpx.BaseTransport | None = None) -> InvoiceboxClient:
+def make_client(
+    *,
+    base_url: str,
+    token: str,
+    merchant_id: str,
+    api_prefix: str = "v3",
+    timeout: float | None = None,
+    read_attempts: int | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> InvoiceboxClient:
     """`transport`: the network's (the core passes a public-only one for custom contours);
     this process's own sandbox is answered in-process whatever it says."""
     if settings.INVOICEBOX_SANDBOX_IN_PROCESS and is_local_sandbox(base_url):
         transport = _in_process[0]() if _in_process else None
     return InvoiceboxClient(
-        base_url=base_url, token=token, merchant_id=merchant_id, transport=transport,
-        api_prefix=api_prefix, timeout=timeout, read_attempts=read_attempts,
+        base_url=base_url,
+        token=token,
+        merchant_id=merchant_id,
+        transport=transport,
+        api_prefix=api_prefix,
+        timeout=timeout,
+        read_attempts=read_attempts,
     )
-

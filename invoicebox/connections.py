@@ -47,8 +47,13 @@ def _no_cookies() -> httpx.Cookies:
 API_PREFIXES = ("v3", "l3")
 
 
-def build(base_url: str, *, timeout: float, transport: httpx.BaseTransport | None = None,
-          prefix: str = "v3") -> httpx.Client:
+def build(
+    base_url: str,
+    *,
+    timeout: float,
+    transport: httpx.BaseTransport | None = None,
+    prefix: str = "v3",
+) -> httpx.Client:
     """A client for the API under base_url and its prefix, with the shared SSL context."""
     if prefix not in API_PREFIXES:
         raise ValueError(f"unknown API prefix {prefix!r}")
@@ -63,10 +68,15 @@ def build(base_url: str, *, timeout: float, transport: httpx.BaseTransport | Non
     )
 
 
-def send(client: httpx.Client, method: str, path: str, *,
-         params: list[tuple[str, str | int | float | bool | None]] | None = None,
-         content: bytes | None = None,
-         headers: dict[str, str] | None = None) -> httpx.Response:
+def send(
+    client: httpx.Client,
+    method: str,
+    path: str,
+    *,
+    params: list[tuple[str, str | int | float | bool | None]] | None = None,
+    content: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
     """`client.request(...)` without httpx.Client's per-request machinery (issue 44): the same
     request (the client's base URL, default headers and timeout) handed straight to the
     client's transport, and the answer read whole.
@@ -82,9 +92,14 @@ def send(client: httpx.Client, method: str, path: str, *,
     request_headers = client.headers.copy()
     if headers:
         request_headers.update(headers)
-    request = httpx.Request(method, url, params=params, content=content,
-                            headers=request_headers,
-                            extensions={"timeout": client.timeout.as_dict()})
+    request = httpx.Request(
+        method,
+        url,
+        params=params,
+        content=content,
+        headers=request_headers,
+        extensions={"timeout": client.timeout.as_dict()},
+    )
     response = client._transport_for_url(request.url).handle_request(request)
     try:
         response.read()
@@ -94,8 +109,7 @@ def send(client: httpx.Client, method: str, path: str, *,
     return response
 
 
-def _key(base_url: str, token: str, timeout: float, prefix: str
-         ) -> tuple[str, str, float, str]:
+def _key(base_url: str, token: str, timeout: float, prefix: str) -> tuple[str, str, float, str]:
     # Only a digest of the token is kept, as the limiter does: the secret is not a dict key.
     return base_url.rstrip("/"), hashlib.sha256(token.encode()).hexdigest(), timeout, prefix
 

@@ -43,20 +43,26 @@ class Company:
     def parse(cls, raw: Any) -> Company:
         up = UpstreamCompany.model_validate(raw)
         return cls(
-            id=up.id, inn=up.vat_number, kpp=up.tax_registration_reason_code or None,
-            name=up.name, name_full=up.name_full, registration_number=up.registration_number,
-            registration_date=up.registration_date, registration_address=up.registration_address,
-            post_address=up.post_address, post_address_zip=up.post_address_zip,
+            id=up.id,
+            inn=up.vat_number,
+            kpp=up.tax_registration_reason_code or None,
+            name=up.name,
+            name_full=up.name_full,
+            registration_number=up.registration_number,
+            registration_date=up.registration_date,
+            registration_address=up.registration_address,
+            post_address=up.post_address,
+            post_address_zip=up.post_address_zip,
         )
 
 
 class CounterpartiesApi(Transport):
     def lookup_company(self, inn: str) -> list[Company]:
         """The directory's rows for an INN; an unknown INN is an empty list, not an error."""
-        data, _ = self._request("GET", "/filter/api/counterparty-detail",
-                                params=[("vatNumber", inn)])
+        data, _ = self._request(
+            "GET", "/filter/api/counterparty-detail", params=[("vatNumber", inn)]
+        )
         rows = self._rows(data, "реквизиты пришли не массивом")
         companies = [self._parse(Company.parse, row, "реквизиты компании") for row in rows]
         self._refuse_repeats(companies, "реквизиты {} пришли в списке дважды")
         return companies
-

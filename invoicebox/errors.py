@@ -13,8 +13,14 @@ import httpx
 logger = logging.getLogger(__name__)
 
 ErrorKind = Literal[
-    "unauthorized", "forbidden", "rejected", "not_found", "rate_limited", "unavailable",
-    "unknown_outcome", "bad_response",
+    "unauthorized",
+    "forbidden",
+    "rejected",
+    "not_found",
+    "rate_limited",
+    "unavailable",
+    "unknown_outcome",
+    "bad_response",
 ]
 
 # Russian wording of the documented 422 codes, relayed by assistants.
@@ -65,7 +71,6 @@ class InvoiceboxError(Exception):
         self.retry_after = retry_after
 
 
-
 # Transient kinds: a later identical read may succeed. The only home of this rule: the
 # transport's in-call retries and the Celery tasks' retries (tools/background/tasks.py) both read it.
 # A bad_response is not among them (the same server would answer the same shape again), nor
@@ -81,12 +86,17 @@ def worth_waiting_for(error: InvoiceboxError) -> bool:
     return error.kind in RETRYABLE_KINDS and (error.retry_after or 0) <= MAX_RETRY_AFTER_SECONDS
 
 
-def bad_response(detail: str, *, write: bool, http_status: int | None,
-                 request_id: str) -> InvoiceboxError:
+def bad_response(
+    detail: str, *, write: bool, http_status: int | None, request_id: str
+) -> InvoiceboxError:
     """An answer we cannot read: for a write its outcome is unknown, for a read it is refused."""
     kind: ErrorKind = "unknown_outcome" if write else "bad_response"
-    return InvoiceboxError(kind, f"Инвойсбокс ответил непонятно: {detail}",
-                           http_status=http_status, request_id=request_id)
+    return InvoiceboxError(
+        kind,
+        f"Инвойсбокс ответил непонятно: {detail}",
+        http_status=http_status,
+        request_id=request_id,
+    )
 
 
 class _Details(TypedDict):
@@ -99,8 +109,7 @@ class _Details(TypedDict):
     retry_after: float | None
 
 
-def from_http_answer(response: httpx.Response, *, write: bool, request_id: str
-                     ) -> InvoiceboxError:
+def from_http_answer(response: httpx.Response, *, write: bool, request_id: str) -> InvoiceboxError:
     """The failure an HTTP answer of 300 or more stands for."""
     status = response.status_code
     code, message, fields = "", "", []
@@ -113,14 +122,20 @@ def from_http_answer(response: httpx.Response, *, write: bool, request_id: str
             fields = [f for f in err.get("fields") or [] if isinstance(f, dict)]
     except ValueError:
         pass
-    common: _Details = {"code": code, "http_status": status, "request_id": request_id,
-              "fields": fields, "retry_after": _retry_after(response)}
+    common: _Details = {
+        "code": code,
+        "http_status": status,
+        "request_id": request_id,
+        "fields": fields,
+        "retry_after": _retry_after(response),
+    }
     text = UPSTREAM_MESSAGES.get(code) or (
         f"Инвойсбокс отказал: HTTP {status}" + (f", код {code}" if code else "")
     )
     if status < 400:  # a redirect: the base URL is wrong, never follow it with a token
-        return bad_response(f"перенаправление HTTP {status}", write=write, http_status=status,
-                            request_id=request_id)
+        return bad_response(
+            f"перенаправление HTTP {status}", write=write, http_status=status, request_id=request_id
+        )
     if status == 401:
         return InvoiceboxError("unauthorized", UPSTREAM_MESSAGES["unauthorized"], **common)
     if status == 403:
@@ -132,13 +147,19 @@ def from_http_answer(response: httpx.Response, *, write: bool, request_id: str
     if status in RETRYABLE_STATUSES and not (write and status >= 500):
         # A write answered 5xx may have been stored before the failure: it is an unknown
         # outcome below, recovered by lookup, never a plain "unavailable".
-        return InvoiceboxError("unavailable", f"Инвойсбокс временно недоступен (HTTP {status})",
-                               **common)
+        return InvoiceboxError(
+            "unavailable", f"Инвойсбокс временно недоступен (HTTP {status})", **common
+        )
     if status >= 500:
         kind: ErrorKind = "unknown_outcome" if write else "unavailable"
         return InvoiceboxError(kind, f"сбой на стороне Инвойсбокс (HTTP {status})", **common)
-    logger.info("Invoicebox refused (HTTP %s, code %s, request %s): %s",
-                status, code, request_id, message[:200])
+    logger.info(
+        "Invoicebox refused (HTTP %s, code %s, request %s): %s",
+        status,
+        code,
+        request_id,
+        message[:200],
+    )
     return InvoiceboxError("rejected", text, **common)
 
 

@@ -38,9 +38,14 @@ def is_own_sandbox(url: str) -> bool:
     if url == sandbox:
         return True
     parts, mount = urlsplit(url), urlsplit(sandbox).path.rstrip("/")
-    return (parts.scheme in ("http", "https") and parts.path.rstrip("/") == mount
-            and (is_loopback(parts.hostname) or parts.hostname == own_host())
-            and not parts.query and not parts.fragment and not parts.username)
+    return (
+        parts.scheme in ("http", "https")
+        and parts.path.rstrip("/") == mount
+        and (is_loopback(parts.hostname) or parts.hostname == own_host())
+        and not parts.query
+        and not parts.fragment
+        and not parts.username
+    )
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -49,8 +54,13 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 def _address(url: str) -> tuple[str, str, int | None, str] | None:
     """(scheme, host, port, path) of a plain http(s) URL, the default port filled in."""
     parts = urlsplit(url.strip())
-    if (parts.scheme not in DEFAULT_PORTS or not parts.hostname or parts.query
-            or parts.fragment or parts.username is not None):
+    if (
+        parts.scheme not in DEFAULT_PORTS
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+    ):
         return None
     try:
         port = parts.port or DEFAULT_PORTS[parts.scheme]
@@ -69,6 +79,8 @@ def is_in_process_sandbox(url: str) -> bool:
     address = _address(url)
     if address is None:
         return False
-    own = [settings.INVOICEBOX_SANDBOX_BASE_URL,
-           *getattr(settings, "INVOICEBOX_SANDBOX_IN_PROCESS_URLS", [])]
+    own = [
+        settings.INVOICEBOX_SANDBOX_BASE_URL,
+        *getattr(settings, "INVOICEBOX_SANDBOX_IN_PROCESS_URLS", []),
+    ]
     return any(address == _address(candidate) for candidate in own)

@@ -80,8 +80,7 @@ def _window(account: str, now: float) -> tuple[int, int, list[str | int | float]
     return start, period, [account, start, limit, *previous, limit, *previous]
 
 
-def _taken(account: str, count: int | None, start: int, period: int, now: float
-           ) -> Refusal | None:
+def _taken(account: str, count: int | None, start: int, period: int, now: float) -> Refusal | None:
     if count is None:
         return Refusal("rate", max(0.1, math.ceil((start + period - now) * 10) / 10))
     if count == 1:  # this request opened the window: the ones before the previous are done
@@ -105,10 +104,13 @@ def _take(account: str, now: float) -> Refusal | None:
 _CIRCUITS = f'"{CircuitState._meta.db_table}"'
 _ADMIT_SQL = f"""
 WITH circuit AS (SELECT failures, opened_until FROM {_CIRCUITS} WHERE account = %s),
-taken AS ({_TAKE_SQL.replace(
-    "SELECT %s, %s, 1 WHERE",
-    "SELECT %s, %s, 1 WHERE NOT EXISTS (SELECT 1 FROM circuit WHERE opened_until IS NOT NULL) AND",
-    1)})
+taken AS ({
+    _TAKE_SQL.replace(
+        "SELECT %s, %s, 1 WHERE",
+        "SELECT %s, %s, 1 WHERE NOT EXISTS (SELECT 1 FROM circuit WHERE opened_until IS NOT NULL) AND",
+        1,
+    )
+})
 SELECT (SELECT failures FROM circuit), (SELECT opened_until FROM circuit),
        (SELECT count FROM taken)
 """  # noqa: S608
@@ -132,8 +134,10 @@ _seen = threading.local()
 
 
 # The circuit is read on every upstream request: one plain statement, no ORM query to build.
-_CIRCUIT_SQL = (f'SELECT failures, opened_until FROM "{CircuitState._meta.db_table}" '  # noqa: S608
-                "WHERE account = %s")
+_CIRCUIT_SQL = (
+    f'SELECT failures, opened_until FROM "{CircuitState._meta.db_table}" '  # noqa: S608
+    "WHERE account = %s"
+)
 
 
 def _read_circuit(account: str) -> tuple[int, datetime | None]:
@@ -160,7 +164,8 @@ def _circuit(account: str, failures: int, opened_until: datetime | None) -> Refu
     # the others keep failing fast until it answers.
     probe_until = now + timedelta(seconds=settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
     won = CircuitState.objects.filter(account=account, opened_until=opened_until).update(
-        opened_until=probe_until)
+        opened_until=probe_until
+    )
     if won:
         return None
     return Refusal("circuit", settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
@@ -181,6 +186,6 @@ def record(account: str, *, server_fault: bool) -> None:
         state.failures += 1
         if state.failures >= settings.INVOICEBOX_BREAKER_FAILURES:
             state.opened_until = timezone.now() + timedelta(
-                seconds=settings.INVOICEBOX_BREAKER_OPEN_SECONDS)
+                seconds=settings.INVOICEBOX_BREAKER_OPEN_SECONDS
+            )
         state.save(update_fields=["failures", "opened_until"])
-

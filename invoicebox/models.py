@@ -17,8 +17,9 @@ class UpstreamWindow(models.Model):
     class Meta:
         verbose_name = "upstream rate window"
         constraints = [
-            models.UniqueConstraint(fields=["account", "window_start"],
-                                    name="invoicebox_one_window_per_account"),
+            models.UniqueConstraint(
+                fields=["account", "window_start"], name="invoicebox_one_window_per_account"
+            ),
         ]
 
     def __str__(self) -> str:

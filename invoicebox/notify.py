@@ -33,8 +33,12 @@ MAX_BODY_BYTES = 256 * 1024
 # order_wrong_status and Bitrix's order_wrong_currency are not on it: Invoicebox may not know
 # them, so a currency mismatch is answered as order_wrong_amount.
 ErrorCode = Literal[
-    "out_of_service", "order_wrong_amount", "order_already_paid", "order_not_found",
-    "shipping_unavailable", "signature_error",
+    "out_of_service",
+    "order_wrong_amount",
+    "order_already_paid",
+    "order_not_found",
+    "shipping_unavailable",
+    "signature_error",
 ]
 
 # The signature method: only HMAC. The SDK's other method, `hash`, calls PHP's
@@ -45,15 +49,23 @@ DEFAULT_METHOD = "hmac"
 # Algorithms by their PHP hash_algos() names (what the SDK passes to hash_hmac), mapped to
 # hashlib's; only ones every Python build guarantees. SHA-1 is the documented default.
 SIGNATURE_ALGORITHMS = {
-    "sha1": "sha1", "sha224": "sha224", "sha256": "sha256", "sha384": "sha384",
-    "sha512": "sha512", "sha3-224": "sha3_224", "sha3-256": "sha3_256",
-    "sha3-384": "sha3_384", "sha3-512": "sha3_512", "md5": "md5",
+    "sha1": "sha1",
+    "sha224": "sha224",
+    "sha256": "sha256",
+    "sha384": "sha384",
+    "sha512": "sha512",
+    "sha3-224": "sha3_224",
+    "sha3-256": "sha3_256",
+    "sha3-384": "sha3_384",
+    "sha3-512": "sha3_512",
+    "md5": "md5",
 }
 DEFAULT_ALGORITHM = "sha1"
 
 
-def sign(body: bytes, key: str, *, method: str = DEFAULT_METHOD,
-         algorithm: str = DEFAULT_ALGORITHM) -> str:
+def sign(
+    body: bytes, key: str, *, method: str = DEFAULT_METHOD, algorithm: str = DEFAULT_ALGORITHM
+) -> str:
     """X-Signature of a raw body: lowercase hex HMAC with the notification key.
 
     ValueError for a method or algorithm not offered (a contour can't store one).
@@ -62,20 +74,29 @@ def sign(body: bytes, key: str, *, method: str = DEFAULT_METHOD,
         raise ValueError(f"метод подписи {method!r} не поддерживается; только hmac")
     digest = SIGNATURE_ALGORITHMS.get(algorithm)
     if digest is None:
-        raise ValueError(f"алгоритм подписи {algorithm!r} не поддерживается; "
-                         f"доступны {', '.join(SIGNATURE_ALGORITHMS)}")
+        raise ValueError(
+            f"алгоритм подписи {algorithm!r} не поддерживается; "
+            f"доступны {', '.join(SIGNATURE_ALGORITHMS)}"
+        )
     return hmac.new(key.encode("utf-8"), body, digest).hexdigest()
 
 
-def signature_valid(body: bytes, signature: str | None, key: str, *,
-                    method: str = DEFAULT_METHOD, algorithm: str = DEFAULT_ALGORITHM) -> bool:
+def signature_valid(
+    body: bytes,
+    signature: str | None,
+    key: str,
+    *,
+    method: str = DEFAULT_METHOD,
+    algorithm: str = DEFAULT_ALGORITHM,
+) -> bool:
     """Constant-time check; no key or no signature is never valid."""
     if not key or not signature:
         return False
     expected = sign(body, key, method=method, algorithm=algorithm)
     # Compare bytes: compare_digest refuses non-ASCII str, and a forged header may carry any.
-    return hmac.compare_digest(expected.encode("ascii"),
-                               signature.strip().lower().encode("utf-8", "replace"))
+    return hmac.compare_digest(
+        expected.encode("ascii"), signature.strip().lower().encode("utf-8", "replace")
+    )
 
 
 class OrderNotification(BaseModel):
@@ -116,10 +137,13 @@ class OrderNotification(BaseModel):
 
     def facts(self) -> dict[str, Any]:
         """What the journal keeps of it: no customer data, no signature, no key."""
-        return {"notification_id": self.id, "status": self.status,
-                "merchant_order_id": self.merchant_order_id,
-                "amount": str(self.amount) if self.amount is not None else None,
-                "currency": self.currency_id}
+        return {
+            "notification_id": self.id,
+            "status": self.status,
+            "merchant_order_id": self.merchant_order_id,
+            "amount": str(self.amount) if self.amount is not None else None,
+            "currency": self.currency_id,
+        }
 
 
 class NotificationError(ValueError):
@@ -137,8 +161,9 @@ def parse(body: bytes) -> OrderNotification:
         raise NotificationError("тело уведомления не JSON-объект")
     if isinstance(data.get("id"), str) and data["id"].lower() == PROBE_ID:
         return _probe(data)
-    if isinstance(data.get("amount"), bool) or not isinstance(data.get("amount"),
-                                                               int | Decimal | None):
+    if isinstance(data.get("amount"), bool) or not isinstance(
+        data.get("amount"), int | Decimal | None
+    ):
         raise NotificationError("amount уведомления не число")
     try:
         return OrderNotification.model_validate(data)
@@ -153,8 +178,13 @@ def _probe(data: dict[str, Any]) -> OrderNotification:
     if not isinstance(merchant_id, str) or not merchant_id:
         raise NotificationError("в проверочном уведомлении нет merchantId")
     return OrderNotification.model_construct(
-        id=PROBE_ID, status=str(data.get("status") or "")[:32], merchant_id=merchant_id[:36],
-        merchant_order_id="", amount=None, currency_id="")
+        id=PROBE_ID,
+        status=str(data.get("status") or "")[:32],
+        merchant_id=merchant_id[:36],
+        merchant_order_id="",
+        amount=None,
+        currency_id="",
+    )
 
 
 @dataclass(frozen=True)
@@ -178,8 +208,9 @@ def answer_from(stored: dict[str, Any]) -> Answer:
     """The Answer a processed notification got, from its as_dict() form."""
     if stored.get("status") != "error":
         return SUCCESS
-    return Answer("error", str(stored.get("code") or "out_of_service"),
-                  str(stored.get("message") or ""))
+    return Answer(
+        "error", str(stored.get("code") or "out_of_service"), str(stored.get("message") or "")
+    )
 
 
 def error(code: ErrorCode, message: str) -> Answer:

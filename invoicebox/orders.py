@@ -15,8 +15,11 @@ from invoicebox.shapes import Money, Upstream, atom, paging
 from invoicebox.transport import Transport
 
 # (API filter name, Order attribute) of the date filters.
-DATE_FILTERS = (("createdAt", "created_at"), ("expirationDate", "expiration_date"),
-                ("paidAt", "paid_at"))
+DATE_FILTERS = (
+    ("createdAt", "created_at"),
+    ("expirationDate", "expiration_date"),
+    ("paidAt", "paid_at"),
+)
 
 
 class UpstreamCustomer(Upstream):
@@ -112,12 +115,18 @@ class BasketLine:
 
     def as_api(self) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "sku": self.sku, "name": self.name, "measure": self.measure,
-            "measureCode": self.measure_code, "quantity": self.quantity,
-            "amount": to_roubles(self.amount), "amountWoVat": to_roubles(self.amount_wo_vat),
+            "sku": self.sku,
+            "name": self.name,
+            "measure": self.measure,
+            "measureCode": self.measure_code,
+            "quantity": self.quantity,
+            "amount": to_roubles(self.amount),
+            "amountWoVat": to_roubles(self.amount_wo_vat),
             "totalAmount": to_roubles(self.total_amount),
             "totalVatAmount": to_roubles(self.total_vat_amount),
-            "vatCode": self.vat_code, "type": self.type, "paymentType": self.payment_type,
+            "vatCode": self.vat_code,
+            "type": self.type,
+            "paymentType": self.payment_type,
         }
         if self.group_name is not None:
             body["groupName"] = self.group_name
@@ -138,9 +147,12 @@ class Customer:
 
     def as_api(self) -> dict[str, Any]:
         pairs = {
-            "type": self.type, "name": self.name, "vatNumber": self.vat_number,
+            "type": self.type,
+            "name": self.name,
+            "vatNumber": self.vat_number,
             "taxRegistrationReasonCode": self.tax_registration_reason_code,
-            "registrationAddress": self.registration_address, "email": self.email,
+            "registrationAddress": self.registration_address,
+            "email": self.email,
             "phone": self.phone,
         }
         return {k: v for k, v in pairs.items() if v is not None}
@@ -187,8 +199,12 @@ class NewOrder:
             body["merchantOrderIdVisible"] = self.merchant_order_id_visible
         if self.invoice_setting:
             body["invoiceSetting"] = self.invoice_setting
-        api_names = {"success_url": "successUrl", "fail_url": "failUrl",
-                      "return_url": "returnUrl", "notification_url": "notificationUrl"}
+        api_names = {
+            "success_url": "successUrl",
+            "fail_url": "failUrl",
+            "return_url": "returnUrl",
+            "notification_url": "notificationUrl",
+        }
         body.update({api_names[k]: v for k, v in self.urls.items()})
         return body
 
@@ -246,7 +262,8 @@ class OrdersApi(Transport):
         page_size: int = 20,
     ) -> OrderPage:
         params: list[tuple[str, str]] = [
-            *paging(page, page_size), ("_order[createdAt]", "desc"),
+            *paging(page, page_size),
+            ("_order[createdAt]", "desc"),
         ]
         if self.merchant_id:
             # One token may see several shops: the contour's only (the SDK's FindOrderTest).
@@ -257,17 +274,30 @@ class OrdersApi(Transport):
             params.append(("merchantOrderId", merchant_order_id))
         params.extend(("status[]", status) for status in statuses)
         # Documented filters (docs merchant/order/get.md): createdAt, expirationDate, paidAt.
-        bounds = dict(zip(DATE_FILTERS, ((created_from, created_to),
-                                         (expiration_from, expiration_to), (paid_from, paid_to)),
-                          strict=True))
+        bounds = dict(
+            zip(
+                DATE_FILTERS,
+                (
+                    (created_from, created_to),
+                    (expiration_from, expiration_to),
+                    (paid_from, paid_to),
+                ),
+                strict=True,
+            )
+        )
         for (api_name, _), (low, high) in bounds.items():
-            params.extend((f"{api_name}[{op}]", atom(moment))
-                          for op, moment in (("_ge", low), ("_le", high)) if moment)
+            params.extend(
+                (f"{api_name}[{op}]", atom(moment))
+                for op, moment in (("_ge", low), ("_le", high))
+                if moment
+            )
         # The docs' comparison operators (api/filters.md:14-22: amount[_gt]=1000, _ne).
         amounts = (amount_from, amount_to)
-        params.extend((f"amount[{op}]", str(to_roubles(value)))
-                      for op, value in zip(("_ge", "_le"), amounts, strict=True)
-                      if value is not None)
+        params.extend(
+            (f"amount[{op}]", str(to_roubles(value)))
+            for op, value in zip(("_ge", "_le"), amounts, strict=True)
+            if value is not None
+        )
         if status_not:
             params.append(("status[_ne]", status_not))
         data, envelope = self._request("GET", "/filter/api/order/order", params=params)
@@ -278,11 +308,13 @@ class OrdersApi(Transport):
         self._check_merchant(orders, "счёт")
         for order in orders:
             outside = _outside(order, statuses, bounds) or _outside_amount(
-                order, amounts, status_not)
+                order, amounts, status_not
+            )
             if outside:
                 raise self._bad_response(
                     f"Инвойсбокс вернул счёт {order.id} с {outside}, вне запрошенного фильтра: "
-                    "фильтр не применён, ответ не используется")
+                    "фильтр не применён, ответ не используется"
+                )
         self._refuse_repeats(orders, "счёт {} пришёл в списке дважды")
         meta = self._meta(envelope, page, page_size, rows=len(orders))
         # A larger first page than asked (a server that read neither paging name) is cut to
@@ -301,12 +333,15 @@ class OrdersApi(Transport):
             # outcome, recovered by a lookup of our own merchantOrderId; never reported as ours.
             raise self._bad_response(
                 f"на создание счёта {order.merchant_order_id} пришёл счёт "
-                f"{created.merchant_order_id[:64]}", write=True)
+                f"{created.merchant_order_id[:64]}",
+                write=True,
+            )
         return created
 
     def update_order(self, order_id: str, update: OrderUpdate) -> Order:
-        data, _ = self._request("PUT", f"/billing/api/order/order/{order_id}",
-                                body=update.as_api(), write=True)
+        data, _ = self._request(
+            "PUT", f"/billing/api/order/order/{order_id}", body=update.as_api(), write=True
+        )
         return self._parse_order(data, write=True)
 
     def cancel_order(self, order_id: str) -> Order:
@@ -317,9 +352,9 @@ class OrdersApi(Transport):
         return self._parse(Order.parse, raw, "счёт", write=write)
 
 
-
-def _outside_amount(order: Order, amounts: tuple[int | None, int | None],
-                    status_not: str | None) -> str:
+def _outside_amount(
+    order: Order, amounts: tuple[int | None, int | None], status_not: str | None
+) -> str:
     low, high = amounts
     if (low is not None and order.amount < low) or (high is not None and order.amount > high):
         return f"суммой {order.amount} коп."
@@ -328,8 +363,11 @@ def _outside_amount(order: Order, amounts: tuple[int | None, int | None],
     return ""
 
 
-def _outside(order: Order, statuses: Sequence[str],
-             bounds: dict[tuple[str, str], tuple[datetime | None, datetime | None]]) -> str:
+def _outside(
+    order: Order,
+    statuses: Sequence[str],
+    bounds: dict[tuple[str, str], tuple[datetime | None, datetime | None]],
+) -> str:
     """What of the row lies outside the filter that was sent ("" when nothing does, or when
     the row doesn't carry the field: an absent field is a shape, not a contradiction)."""
     if statuses and order.status not in statuses:

@@ -60,14 +60,22 @@ class RefundableItem(BasketLine):
         up = UpstreamRefundableItem.model_validate(raw)
         total = to_kopecks(up.total_amount)
         return cls(
-            sku=up.sku, name=up.name, measure=up.measure, measure_code=up.measure_code,
-            quantity=up.quantity, amount=to_kopecks(up.amount),
-            amount_wo_vat=to_kopecks(up.amount_wo_vat), total_amount=total,
-            total_vat_amount=to_kopecks(up.total_vat_amount), vat_code=up.vat_code,
-            type=up.type, payment_type=up.payment_type,
+            sku=up.sku,
+            name=up.name,
+            measure=up.measure,
+            measure_code=up.measure_code,
+            quantity=up.quantity,
+            amount=to_kopecks(up.amount),
+            amount_wo_vat=to_kopecks(up.amount_wo_vat),
+            total_amount=total,
+            total_vat_amount=to_kopecks(up.total_vat_amount),
+            vat_code=up.vat_code,
+            type=up.type,
+            payment_type=up.payment_type,
             # The docs say plain BasketItems: without the field, the whole line is available.
-            available_amount=total if up.available_amount is None else to_kopecks(
-                up.available_amount),
+            available_amount=total
+            if up.available_amount is None
+            else to_kopecks(up.available_amount),
             available_vat_amount=kopecks_or_none(up.available_vat_amount),
             available_sent=up.available_amount is not None,
         )
@@ -119,14 +127,25 @@ class Refund:
     def parse(cls, raw: Any) -> Refund:
         up = UpstreamRefund.model_validate(raw)
         return cls(
-            id=up.id, parent_id=up.parent_id, merchant_order_id=up.merchant_order_id,
-            status=up.status, amount=to_kopecks(up.amount),
-            vat_amount=kopecks_or_none(up.vat_amount), currency=up.currency_id,
-            created_at=up.created_at, merchant_id=up.merchant_id,
-            items=None if up.basket_items is None else tuple(
-                RefundLine(sku=i.sku, total_amount=to_kopecks(i.total_amount),
-                           total_vat_amount=to_kopecks(i.total_vat_amount))
-                for i in up.basket_items),
+            id=up.id,
+            parent_id=up.parent_id,
+            merchant_order_id=up.merchant_order_id,
+            status=up.status,
+            amount=to_kopecks(up.amount),
+            vat_amount=kopecks_or_none(up.vat_amount),
+            currency=up.currency_id,
+            created_at=up.created_at,
+            merchant_id=up.merchant_id,
+            items=None
+            if up.basket_items is None
+            else tuple(
+                RefundLine(
+                    sku=i.sku,
+                    total_amount=to_kopecks(i.total_amount),
+                    total_vat_amount=to_kopecks(i.total_vat_amount),
+                )
+                for i in up.basket_items
+            ),
         )
 
 
@@ -159,8 +178,9 @@ class RefundsApi(Transport):
         return [self._parse(RefundableItem.parse, row, "позицию к возврату") for row in rows]
 
     def create_refund(self, refund: NewRefund) -> Refund:
-        data, _ = self._request("POST", "/billing/api/order/refund-order", body=refund.as_api(),
-                                write=True)
+        data, _ = self._request(
+            "POST", "/billing/api/order/refund-order", body=refund.as_api(), write=True
+        )
         return self._parse(Refund.parse, data, "возврат", write=True)
 
     def find_refunds(
@@ -176,15 +196,19 @@ class RefundsApi(Transport):
 
         def fetch(page: int, size: int) -> tuple[list[Refund], PageMeta]:
             params = [*paging(page, size), ("_order[createdAt]", "asc"), *filters]
-            data, envelope = self._request("GET", "/filter/api/order/refund-order",
-                                           params=params)
+            data, envelope = self._request("GET", "/filter/api/order/refund-order", params=params)
             rows = self._rows(data, "список возвратов пришёл не массивом")
             found = [self._parse(Refund.parse, row, "возврат") for row in rows]
-            self._check_filtered(found, "возврат", parent_id=parent_id,
-                                 merchant_order_id=merchant_order_id)
+            self._check_filtered(
+                found, "возврат", parent_id=parent_id, merchant_order_id=merchant_order_id
+            )
             self._check_merchant(found, "возврат")
             self._refuse_repeats(found, "возврат {} пришёл в списке дважды")
             return found, self._meta(envelope, page, size, rows=len(found))
 
-        return self._read_all(fetch, "возврат {} пришёл на двух страницах", page_size=REFUND_PAGE_SIZE,
-                              max_pages=MAX_REFUND_PAGES)
+        return self._read_all(
+            fetch,
+            "возврат {} пришёл на двух страницах",
+            page_size=REFUND_PAGE_SIZE,
+            max_pages=MAX_REFUND_PAGES,
+        )

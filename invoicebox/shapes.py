@@ -15,8 +15,12 @@ from invoicebox.money import to_kopecks
 def paging(page: int, page_size: int) -> list[tuple[str, str]]:
     """Both spellings with the same values: the docs' page/pageSize (docs/api/filters.md:34-36)
     and the vendor code's _page/_pageSize (MCP src/tools/reads.ts:222-223)."""
-    return [("_page", str(page)), ("page", str(page)),
-            ("_pageSize", str(page_size)), ("pageSize", str(page_size))]
+    return [
+        ("_page", str(page)),
+        ("page", str(page)),
+        ("_pageSize", str(page_size)),
+        ("pageSize", str(page_size)),
+    ]
 
 
 @dataclass(frozen=True)
@@ -61,5 +65,3 @@ def atom(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError("a naive datetime has no offset to send")
     return moment.isoformat(timespec="seconds")
-
-

@@ -77,18 +77,30 @@ class Shipment:
     def parse(cls, raw: Any) -> Shipment:
         up = UpstreamShipment.model_validate(raw)
         items = [
-            ShipmentItem(sku=i.sku, name=i.name, quantity=i.quantity,
-                         total_amount=to_kopecks(i.total_amount),
-                         total_vat_amount=to_kopecks(i.total_vat_amount))
+            ShipmentItem(
+                sku=i.sku,
+                name=i.name,
+                quantity=i.quantity,
+                total_amount=to_kopecks(i.total_amount),
+                total_vat_amount=to_kopecks(i.total_vat_amount),
+            )
             for i in up.basket_items
         ]
         # Without a sent amount the shipment is worth its lines (that is how the API sums it).
-        amount = to_kopecks(up.amount) if up.amount is not None else sum(
-            i.total_amount for i in items)
+        amount = (
+            to_kopecks(up.amount) if up.amount is not None else sum(i.total_amount for i in items)
+        )
         return cls(
-            id=up.id, order_id=up.order_id, status=up.status, final=up.final, amount=amount,
-            vat_amount=kopecks_or_none(up.vat_amount), document_number=up.document_number,
-            document_date=up.document_date, created_at=up.created_at, items=items,
+            id=up.id,
+            order_id=up.order_id,
+            status=up.status,
+            final=up.final,
+            amount=amount,
+            vat_amount=kopecks_or_none(up.vat_amount),
+            document_number=up.document_number,
+            document_date=up.document_date,
+            created_at=up.created_at,
+            items=items,
             merchant_id=up.merchant_id,
         )
 
@@ -171,9 +183,13 @@ class ShipmentsApi(Transport):
         self._check_merchant(shipments, "отгрузку")
         self._refuse_repeats(shipments, "отгрузка {} пришла в списке дважды")
         meta = self._meta(envelope, page, page_size, rows=len(shipments))
-        return ShipmentPage(shipments=shipments, page=page, page_size=meta.size,
-                            total_count=len(shipments) if meta.total is None else meta.total,
-                            total_known=meta.total is not None)
+        return ShipmentPage(
+            shipments=shipments,
+            page=page,
+            page_size=meta.size,
+            total_count=len(shipments) if meta.total is None else meta.total,
+            total_known=meta.total is not None,
+        )
 
     def shipment_list_path(self) -> str:
         return _answering_path.get(str(self._http.base_url), SHIPMENT_LIST_PATHS[0])
@@ -201,18 +217,25 @@ class ShipmentsApi(Transport):
         The docs' ShipmentResponse defines no createdAt to sort by, and a sort the server
         ignores must not decide what counts as shipped; a row seen twice, a list that ends
         before its totalCount or doesn't end is refused, never summed (transport._read_all)."""
+
         def fetch(page: int, size: int) -> tuple[list[Shipment], PageMeta]:
             batch = self.find_shipments(order_id=order_id, page=page, page_size=size)
             return batch.shipments, PageMeta(
-                total=batch.total_count if batch.total_known else None, page=page,
-                size=batch.page_size)
+                total=batch.total_count if batch.total_known else None,
+                page=page,
+                size=batch.page_size,
+            )
 
-        found = self._read_all(fetch, "отгрузка {} пришла на двух страницах", page_size=SHIPMENT_PAGE_SIZE,
-                               max_pages=MAX_SHIPMENT_PAGES)
+        found = self._read_all(
+            fetch,
+            "отгрузка {} пришла на двух страницах",
+            page_size=SHIPMENT_PAGE_SIZE,
+            max_pages=MAX_SHIPMENT_PAGES,
+        )
         return sorted(found, key=_oldest_first)
 
     def create_shipment(self, shipment: NewShipment) -> Shipment:
-        data, _ = self._request("POST", "/billing/api/order/shipment", body=shipment.as_api(),
-                                write=True)
+        data, _ = self._request(
+            "POST", "/billing/api/order/shipment", body=shipment.as_api(), write=True
+        )
         return self._parse(Shipment.parse, data, "отгрузку", write=True)
-

@@ -88,10 +88,11 @@ class Transport:
         # in-process sandbox's transport, or a custom timeout, gets a client of its own.
         timeout = timeout or settings.INVOICEBOX_TIMEOUT_SECONDS
         self._owns_http = transport is not None or timeout != settings.INVOICEBOX_TIMEOUT_SECONDS
-        self._http = (connections.build(base_url, timeout=timeout, transport=transport,
-                                        prefix=api_prefix)
-                      if self._owns_http else connections.shared(base_url, token, timeout=timeout,
-                                                                 prefix=api_prefix))
+        self._http = (
+            connections.build(base_url, timeout=timeout, transport=transport, prefix=api_prefix)
+            if self._owns_http
+            else connections.shared(base_url, token, timeout=timeout, prefix=api_prefix)
+        )
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return connections.send(self._http, method, path, **kwargs)
@@ -110,8 +111,12 @@ class Transport:
         data, _ = self._request("GET", "/security/api/auth/auth")
         user_id = (data or {}).get("userId") if isinstance(data, dict) else None
         if not user_id:  # no token also answers 200 with userId null
-            raise InvoiceboxError("unauthorized", UPSTREAM_MESSAGES["unauthorized"],
-                                  code="unauthorized", request_id=self.last_request_id)
+            raise InvoiceboxError(
+                "unauthorized",
+                UPSTREAM_MESSAGES["unauthorized"],
+                code="unauthorized",
+                request_id=self.last_request_id,
+            )
         return str(user_id)
 
     def _check_filtered(self, rows: list[Any], what: str, **asked: str | None) -> None:
@@ -123,16 +128,20 @@ class Transport:
                 if value and str(got).lower() != str(value).lower():
                     raise self._bad_response(
                         f"Инвойсбокс вернул {what} с {name}={got!s:.40}, хотя запрошен "
-                        f"{name}={value!s:.40}: фильтр не применён, ответ не используется")
+                        f"{name}={value!s:.40}: фильтр не применён, ответ не используется"
+                    )
 
     def _parse(self, parse: Callable[[Any], T], raw: Any, what: str, *, write: bool = False) -> T:
         try:
             return parse(raw)
         except (ValidationError, ValueError) as error:
-            logger.warning("unexpected %s shape from Invoicebox (request %s): %s",
-                           what, self.last_request_id, str(error)[:500])
-            raise self._bad_response(f"ответ Инвойсбокс не похож на {what}",
-                                     write=write) from None
+            logger.warning(
+                "unexpected %s shape from Invoicebox (request %s): %s",
+                what,
+                self.last_request_id,
+                str(error)[:500],
+            )
+            raise self._bad_response(f"ответ Инвойсбокс не похож на {what}", write=write) from None
 
     def _rows(self, data: Any, detail: str) -> list[Any]:
         if not isinstance(data, list):
@@ -147,10 +156,10 @@ class Transport:
             if got and self.merchant_id and str(got).lower() != self.merchant_id.lower():
                 raise self._bad_response(
                     f"Инвойсбокс вернул {what} другого магазина (merchantId {got!s:.40}): "
-                    "ответ не используется")
+                    "ответ не используется"
+                )
 
-    def _meta(self, envelope: dict[str, Any], page: int, page_size: int, *, rows: int
-              ) -> PageMeta:
+    def _meta(self, envelope: dict[str, Any], page: int, page_size: int, *, rows: int) -> PageMeta:
         """What metaData says of this page, checked against what was asked for.
 
         Both spellings of the paging names go out (`paging`), so a server that reads either
@@ -165,17 +174,26 @@ class Transport:
             got_size = None if meta.get("pageSize") is None else int(meta["pageSize"])
         except (AttributeError, TypeError, ValueError):
             raise self._bad_response("metaData списка не прочитать") from None
-        if (got_page is not None and got_page != page) or (page > 1 and (
-                rows > page_size or (got_size is not None and got_size != page_size))):
+        if (got_page is not None and got_page != page) or (
+            page > 1 and (rows > page_size or (got_size is not None and got_size != page_size))
+        ):
             raise self._bad_response(
                 f"запрошена страница {page} по {page_size} строк, а пришла страница "
                 f"{got_page or '?'} по {got_size or '?'} ({rows} строк): постраничная выборка "
-                "не выполнена, ответ не используется")
-        return PageMeta(total=total, page=page,
-                        size=got_size if got_size is not None else max(page_size, rows))
+                "не выполнена, ответ не используется"
+            )
+        return PageMeta(
+            total=total, page=page, size=got_size if got_size is not None else max(page_size, rows)
+        )
 
-    def _refuse_repeats(self, rows: list[R], repeated: str, seen: dict[str, R] | None = None,
-                        *, key: Callable[[R], str | None] = _row_id) -> None:
+    def _refuse_repeats(
+        self,
+        rows: list[R],
+        repeated: str,
+        seen: dict[str, R] | None = None,
+        *,
+        key: Callable[[R], str | None] = _row_id,
+    ) -> None:
         """The one rule for repeated rows, in every list read from the upstream: a row whose id
         was seen before on this page, or (with `seen`, filled here) on an earlier page, is a
         bad answer; refused whole, never shown or summed twice, never silently dropped.
@@ -186,14 +204,21 @@ class Transport:
             if not ident:
                 continue
             if ident in page or (seen is not None and ident in seen):
-                raise self._bad_response(repeated.format(ident) + ": ответ не используется, "
-                                         "ничего не посчитано")
+                raise self._bad_response(
+                    repeated.format(ident) + ": ответ не используется, ничего не посчитано"
+                )
             page.add(ident)
             if seen is not None:
                 seen[ident] = row
 
-    def _read_all(self, fetch: Callable[[int, int], tuple[list[R], PageMeta]], repeated: str,
-                  *, page_size: int, max_pages: int) -> list[R]:
+    def _read_all(
+        self,
+        fetch: Callable[[int, int], tuple[list[R], PageMeta]],
+        repeated: str,
+        *,
+        page_size: int,
+        max_pages: int,
+    ) -> list[R]:
         """Every row of a list that is summed (shipped, refunded): all pages, at the server's
         own page size once it names one; a row seen twice (`repeated` says so, "{}" is its
         id), a list that ends before its totalCount or never ends is refused, never summed."""
@@ -208,14 +233,17 @@ class Transport:
                 return list(found.values())
             if not batch:
                 raise self._bad_response(
-                    f"список кончился на {len(found)} из {meta.total} строк: сумма не посчитана")
+                    f"список кончился на {len(found)} из {meta.total} строк: сумма не посчитана"
+                )
             size = meta.size
         raise self._bad_response(
-            f"строк больше {max_pages} страниц: все не прочитать, сумма не посчитана")
+            f"строк больше {max_pages} страниц: все не прочитать, сумма не посчитана"
+        )
 
     def _bad_response(self, detail: str, *, write: bool = False) -> InvoiceboxError:
-        return bad_response(detail, write=write, http_status=self.last_status,
-                            request_id=self.last_request_id)
+        return bad_response(
+            detail, write=write, http_status=self.last_status, request_id=self.last_request_id
+        )
 
     def _request(
         self,
@@ -231,8 +259,11 @@ class Transport:
         if not self._token:
             # Cleared when the contour's address changed: nothing goes out without a token.
             raise InvoiceboxError(
-                "unauthorized", "токен Инвойсбокс не задан: адрес API или режим контура "
-                "изменились, владельцу нужно ввести токен заново", code="token_missing")
+                "unauthorized",
+                "токен Инвойсбокс не задан: адрес API или режим контура "
+                "изменились, владельцу нужно ввести токен заново",
+                code="token_missing",
+            )
         headers = {"Authorization": f"Bearer {self._token}", "Content-Type": "application/json"}
         content = None
         if body is not None:
@@ -242,7 +273,11 @@ class Transport:
             self._admit()
             try:
                 response = _observer(
-                    self._send, method, path, params=params, content=content,
+                    self._send,
+                    method,
+                    path,
+                    params=params,
+                    content=content,
                     headers=headers,
                 )
             except httpx.TimeoutException:
@@ -250,9 +285,11 @@ class Transport:
             except httpx.HTTPError as exc:
                 if getattr(exc.__cause__, "nothing_sent", False):  # tools/public_http.py
                     raise InvoiceboxError(
-                        "unavailable", f"адрес API не разрешён: {exc.__cause__}; внутренние "
+                        "unavailable",
+                        f"адрес API не разрешён: {exc.__cause__}; внутренние "
                         "адреса открывает GATEWAY_ALLOW_PRIVATE_UPSTREAM=true",
-                        code="address_not_public") from None
+                        code="address_not_public",
+                    ) from None
                 error = self._transport_failure(
                     write, f"нет связи с Инвойсбокс ({type(exc).__name__})"
                 )
@@ -262,8 +299,7 @@ class Transport:
                 limits.record(self._account, server_fault=response.status_code >= 500)
                 if response.status_code < 300:
                     return self._decode(response, write)
-                error = from_http_answer(response, write=write,
-                                         request_id=self.last_request_id)
+                error = from_http_answer(response, write=write, request_id=self.last_request_id)
             if self.last_status is None:
                 limits.record(self._account, server_fault=True)
             if attempt == attempts or not worth_waiting_for(error):
@@ -305,8 +341,11 @@ class Transport:
         try:
             envelope = json.loads(response.content, parse_float=Decimal)
         except ValueError:
-            logger.warning("non-JSON success body from Invoicebox (request %s): %r",
-                           self.last_request_id, response.content[:300])
+            logger.warning(
+                "non-JSON success body from Invoicebox (request %s): %r",
+                self.last_request_id,
+                response.content[:300],
+            )
             raise self._bad_response("тело ответа не JSON", write=write) from None
         if not isinstance(envelope, dict) or "data" not in envelope:
             raise self._bad_response("нет поля data", write=write)

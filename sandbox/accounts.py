@@ -70,8 +70,7 @@ def _account_for_token(token: str) -> SandboxAccount | None:
     return account
 
 
-def register_account(token: str, merchant_id: str, *, notification_url: str | None = None
-                     ) -> None:
+def register_account(token: str, merchant_id: str, *, notification_url: str | None = None) -> None:
     """Let `token` act for `merchant_id` in the sandbox; only the token's sha256 is stored.
 
     `notification_url`, when given, becomes the account's shop-level notification URL.

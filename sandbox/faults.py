@@ -157,8 +157,12 @@ def _apply_faults(
     if faults.reset_next and _take_fail_next(account, "reset_next"):
         raise _ConnectionReset
     if faults.rate_limit_next and _take_fail_next(account, "rate_limit_next"):
-        return _ApiError(429, "too_many_requests", "Too Many Requests",
-                         headers={"Retry-After": RATE_LIMIT_RETRY_AFTER}), False
+        return _ApiError(
+            429,
+            "too_many_requests",
+            "Too Many Requests",
+            headers={"Retry-After": RATE_LIMIT_RETRY_AFTER},
+        ), False
     timed_out = False
     if faults.latency_ms:
         delay = faults.latency_ms / 1000
@@ -194,7 +198,9 @@ def _put_faults(call: _Call) -> SandboxResponse:
     if not problems:
         problems = _fault_problems(values)
     if problems:
-        raise _validation_error([_field_error(name, "wrong_value", hint) for name, hint in problems])
+        raise _validation_error(
+            [_field_error(name, "wrong_value", hint) for name, hint in problems]
+        )
     faults = _store_faults(call.account, values)
     return call.ok({"data": _faults_payload(faults), "extendedData": []})
 

@@ -56,8 +56,10 @@ PREFIX = r"/(?:v3|l3)"
 # A path no route of the sandbox has (a person's wrong address, most often the bare mount): said
 # in Russian with where the paths are. A known route's missing object keeps the API's own
 # "Not Found", as the real API answers it.
-_NO_SUCH_PATH = ("В песочнице Инвойсбокс нет такого адреса: методы API — под /v3/ (например "
-                 "/v3/filter/api/order/order), их список — в docs/invoicebox-api.md")
+_NO_SUCH_PATH = (
+    "В песочнице Инвойсбокс нет такого адреса: методы API — под /v3/ (например "
+    "/v3/filter/api/order/order), их список — в docs/invoicebox-api.md"
+)
 
 # What a reverse proxy answers when the upstream never replied: deliberately not JSON.
 _PROXY_TIMEOUT_PAGE = (
@@ -92,8 +94,10 @@ _ROUTES: tuple[_Route, ...] = (
         {"GET": _get_refundable_items},
     ),
     # GET here is the MCP server's list path (src/tools/reads.ts:273, writes.ts:395).
-    _Route(re.compile(PREFIX + r"/billing/api/order/shipment"),
-           {"POST": _create_shipment, "GET": _list_shipments}),
+    _Route(
+        re.compile(PREFIX + r"/billing/api/order/shipment"),
+        {"POST": _create_shipment, "GET": _list_shipments},
+    ),
     _Route(re.compile(PREFIX + r"/filter/api/order/shipment"), {"GET": _list_shipments}),
     _Route(re.compile(PREFIX + r"/billing/api/order/refund-order"), {"POST": _create_refund}),
     _Route(re.compile(PREFIX + r"/filter/api/order/refund-order"), {"GET": _list_refunds}),
@@ -105,11 +109,16 @@ _ROUTES: tuple[_Route, ...] = (
         contract=False,
     ),
     _Route(
-        re.compile(PREFIX + r"/_sandbox/pay/(?P<order_id>[^/]+)"), {"POST": _pay}, faults=False,
+        re.compile(PREFIX + r"/_sandbox/pay/(?P<order_id>[^/]+)"),
+        {"POST": _pay},
+        faults=False,
         contract=False,
     ),
-    _Route(re.compile(r"/pay/(?P<container_id>[^/]+)"),
-           {"GET": _payment_page, "POST": _pay_from_page}, api=False),
+    _Route(
+        re.compile(r"/pay/(?P<container_id>[^/]+)"),
+        {"GET": _payment_page, "POST": _pay_from_page},
+        api=False,
+    ),
 )
 
 
@@ -168,8 +177,12 @@ def _dispatch(
             try:
                 failure, timed_out = _apply_faults(call.faults, call.account, timeout)
             except _ConnectionReset:
-                return SandboxResponse(status=502, headers={"X-Request-Id": request_id},
-                                       body=_PROXY_BAD_GATEWAY_PAGE, reset=True)
+                return SandboxResponse(
+                    status=502,
+                    headers={"X-Request-Id": request_id},
+                    body=_PROXY_BAD_GATEWAY_PAGE,
+                    reset=True,
+                )
             if failure is not None:
                 # An injected 5xx means the request never reached the application: no effect.
                 return replace(_error_response(failure, request_id), dropped=timed_out)
@@ -257,8 +270,12 @@ def sandbox_view(request: HttpRequest, rest: str = "") -> HttpResponse:
             result = handle(request.method or "GET", f"/{rest}", query, request.headers, body)
     if result.reset:
         # A Django view cannot reset its own TCP connection: answer what a front proxy would.
-        return HttpResponse(_PROXY_BAD_GATEWAY_PAGE, status=502, content_type="text/html",
-                            headers={"X-Request-Id": result.headers.get("X-Request-Id", "")})
+        return HttpResponse(
+            _PROXY_BAD_GATEWAY_PAGE,
+            status=502,
+            content_type="text/html",
+            headers={"X-Request-Id": result.headers.get("X-Request-Id", "")},
+        )
     if result.dropped:
         return HttpResponse(
             _PROXY_TIMEOUT_PAGE,
@@ -304,8 +321,9 @@ class InProcessTransport(httpx.BaseTransport):
                     timeout=timeout,
                 )
         if result.reset:
-            raise httpx.ReadError("[Errno 104] Connection reset by peer (sandbox fault switch)",
-                                  request=request)
+            raise httpx.ReadError(
+                "[Errno 104] Connection reset by peer (sandbox fault switch)", request=request
+            )
         if result.dropped:
             raise httpx.ReadTimeout(
                 "sandbox: the response was lost (fault switch)", request=request

@@ -181,9 +181,7 @@ def _filters(
     return condition
 
 
-def _ordering(
-    raw: _QueryValue | None, listing: _Listing = _ORDER_LISTING
-) -> list[OrderBy | str]:
+def _ordering(raw: _QueryValue | None, listing: _Listing = _ORDER_LISTING) -> list[OrderBy | str]:
     # [sandbox] the default order (newest first) is our choice.
     if raw is None:
         return [F("created_at").desc(), f"-{listing.tie}"]

@@ -36,12 +36,20 @@ class Delivery:
 
     @property
     def accepted(self) -> bool:
-        return self.http_status == 200 and isinstance(self.answer, dict) and (
-            self.answer.get("status") == "success")
+        return (
+            self.http_status == 200
+            and isinstance(self.answer, dict)
+            and (self.answer.get("status") == "success")
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "http_status": self.http_status, "answer": self.answer,
-                "error": self.error, "in_process": self.in_process}
+        return {
+            "url": self.url,
+            "http_status": self.http_status,
+            "answer": self.answer,
+            "error": self.error,
+            "in_process": self.in_process,
+        }
 
 
 NOTIFICATION_TIMEOUT_SECONDS = 20.0  # Invoicebox waits 20 s for the answer (vendor docs)
@@ -56,7 +64,9 @@ def _notification_target(order: SandboxOrder) -> str:
         return own.strip()
     account = (
         SandboxAccount.objects.filter(merchant_id=order.merchant_id)
-        .exclude(notification_url="").order_by("pk").first()
+        .exclude(notification_url="")
+        .order_by("pk")
+        .first()
     )
     return account.notification_url if account is not None else ""
 
@@ -68,8 +78,9 @@ def notification_body(order_id: str | uuid.UUID) -> bytes:
     if order is None:
         raise LookupError(f"no sandbox order {order_id}")
     payload = _order_payload(order, timezone.now())
-    return simplejson.dumps(payload, use_decimal=True, ensure_ascii=False,
-                            separators=(",", ":")).encode("utf-8")
+    return simplejson.dumps(
+        payload, use_decimal=True, ensure_ascii=False, separators=(",", ":")
+    ).encode("utf-8")
 
 
 def send_notification(order_id: str | uuid.UUID) -> Delivery:
@@ -96,8 +107,14 @@ def send_notification(order_id: str | uuid.UUID) -> Delivery:
         delivery = _deliver_in_process(url, body, headers)
     else:
         delivery = _deliver_over_http(url, body, headers)
-    logger.info("sandbox: notification for order %s to %s: HTTP %s %s %s", order.order_id, url,
-                delivery.http_status, delivery.answer, delivery.error)
+    logger.info(
+        "sandbox: notification for order %s to %s: HTTP %s %s %s",
+        order.order_id,
+        url,
+        delivery.http_status,
+        delivery.answer,
+        delivery.error,
+    )
     return delivery
 
 
@@ -106,15 +123,21 @@ def _is_own_url(url: str) -> bool:
     if parts.hostname == TEST_CLIENT_HOST:
         return True
     same_host = parts.hostname == own.hostname or (
-        is_loopback(parts.hostname) and is_loopback(own.hostname))
+        is_loopback(parts.hostname) and is_loopback(own.hostname)
+    )
     default = 443 if parts.scheme == "https" else 80
     return same_host and (parts.port or default) == (own.port or default)
 
 
 def _deliver_over_http(url: str, body: bytes, headers: dict[str, str]) -> Delivery:
     try:
-        response = httpx.post(url, content=body, headers=headers,
-                              timeout=NOTIFICATION_TIMEOUT_SECONDS, follow_redirects=False)
+        response = httpx.post(
+            url,
+            content=body,
+            headers=headers,
+            timeout=NOTIFICATION_TIMEOUT_SECONDS,
+            follow_redirects=False,
+        )
     except httpx.HTTPError as exc:
         return Delivery(url=url, error=f"{type(exc).__name__}: {exc}"[:300])
     try:
@@ -140,14 +163,23 @@ def _deliver_in_process(url: str, body: bytes, headers: dict[str, str]) -> Deliv
     except Resolver404:
         return Delivery(url=url, http_status=404, error="no such route", in_process=True)
     environ = {
-        "REQUEST_METHOD": "POST", "PATH_INFO": parts.path, "SCRIPT_NAME": "",
-        "QUERY_STRING": parts.query, "SERVER_NAME": parts.hostname or "testserver",
-        "SERVER_PORT": str(parts.port or 80), "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1", "wsgi.input": io.BytesIO(body),
-        "wsgi.url_scheme": parts.scheme or "http", "CONTENT_LENGTH": str(len(body)),
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": parts.path,
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": parts.query,
+        "SERVER_NAME": parts.hostname or "testserver",
+        "SERVER_PORT": str(parts.port or 80),
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.url_scheme": parts.scheme or "http",
+        "CONTENT_LENGTH": str(len(body)),
         "CONTENT_TYPE": headers["Content-Type"],
-        **{f"HTTP_{name.upper().replace('-', '_')}": value for name, value in headers.items()
-           if name != "Content-Type"},
+        **{
+            f"HTTP_{name.upper().replace('-', '_')}": value
+            for name, value in headers.items()
+            if name != "Content-Type"
+        },
     }
     try:
         response = match.func(WSGIRequest(environ), *match.args, **match.kwargs)

@@ -60,6 +60,7 @@ _ORDER_SPEC: dict[str, _Spec] = {
     "processable": _Spec("bool"),
 }
 
+
 def _validate_order(data: Mapping[str, Any]) -> dict[str, Any]:
     return _validate(data, _ORDER_SPEC)
 
@@ -117,7 +118,8 @@ def _create_order(call: _Call) -> SandboxResponse:
     except IntegrityError:
         # The unique (merchant, merchantOrderId) constraints: correct under concurrent creates.
         SandboxMerchantOrderId.objects.filter(
-            merchant_id=call.merchant_id, merchant_order_id=order["merchantOrderId"],
+            merchant_id=call.merchant_id,
+            merchant_order_id=order["merchantOrderId"],
         ).update(repeated_creates=F("repeated_creates") + 1)
         raise _duplicate_merchant_order_id() from None
     payload = _order_payload(row, call.now)
@@ -127,8 +129,9 @@ def _create_order(call: _Call) -> SandboxResponse:
     return call.created({"data": payload, "extendedData": []})
 
 
-def _lie_after_create(call: _Call, row: SandboxOrder, payload: dict[str, Any]
-                      ) -> SandboxResponse | None:
+def _lie_after_create(
+    call: _Call, row: SandboxOrder, payload: dict[str, Any]
+) -> SandboxResponse | None:
     """The lying-upstream faults, once the order is stored (SandboxFaults)."""
     faults = call.faults
     if faults is None:

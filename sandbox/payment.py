@@ -20,8 +20,9 @@ from sandbox.order_rows import _order_or_404, _order_payload, _wrong_order_statu
 from sandbox.responses import SandboxResponse, _ApiError
 
 
-def pay_order(order_id: str | uuid.UUID, *, notify: bool = True, guarantee: bool = False
-              ) -> dict[str, Any]:
+def pay_order(
+    order_id: str | uuid.UUID, *, notify: bool = True, guarantee: bool = False
+) -> dict[str, Any]:
     """Mark a sandbox order paid (`completed`, paidAt now); returns the order as the API shows it.
 
     With `notify`, the signed payment notification is sent once the payment has committed.
@@ -60,8 +61,9 @@ def _pay(call: _Call) -> SandboxResponse:
     order = _order_or_404(call)
     try:
         # ?guarantee=true: a guarantee payment (docs order/delete.md:52-54).
-        payload = pay_order(order.order_id, notify=False,
-                            guarantee=("guarantee", "true") in list(call.query))
+        payload = pay_order(
+            order.order_id, notify=False, guarantee=("guarantee", "true") in list(call.query)
+        )
     except ValueError:
         raise _wrong_order_status() from None
     delivery = send_notification(order.order_id)
@@ -83,8 +85,14 @@ _NO_PAGE = "Страницы оплаты с таким адресом нет"
 
 def _money(amount: Decimal, currency: str) -> str:
     """366,00 ₽ as a Russian payer reads it: a decimal comma, thin groups of thousands."""
-    text = numberformat.format(amount, decimal_sep=",", decimal_pos=2, grouping=3,
-                               thousand_sep="\u00a0", force_grouping=True)
+    text = numberformat.format(
+        amount,
+        decimal_sep=",",
+        decimal_pos=2,
+        grouping=3,
+        thousand_sep="\u00a0",
+        force_grouping=True,
+    )
     return f"{text}\u00a0₽" if currency == "RUB" else f"{text}\u00a0{currency}"
 
 
@@ -111,8 +119,11 @@ def _pay_from_page(call: _Call) -> SandboxResponse:
     except ValueError:
         pass  # paid or canceled meanwhile: the page shows its status now
     # Relative to .../pay/<container_id>: the same page, wherever the sandbox is mounted.
-    return SandboxResponse(status=303, body=b"", headers={
-        "Location": call.params["container_id"], "X-Request-Id": call.request_id})
+    return SandboxResponse(
+        status=303,
+        body=b"",
+        headers={"Location": call.params["container_id"], "X-Request-Id": call.request_id},
+    )
 
 
 def _payment_page(call: _Call) -> SandboxResponse:
@@ -123,9 +134,12 @@ def _payment_page(call: _Call) -> SandboxResponse:
         "<li><span class='what'>Счёт {}</span> — <strong>{}</strong> — "
         "<span class='status'>{}</span>{}</li>",
         (
-            (_shown_number(o), _money(o.amount, o.currency_id),
-             _STATUS_RU.get(o.effective_status(call.now), o.effective_status(call.now)),
-             _pay_button(o) if o.effective_status(call.now) in _PAYABLE else "")
+            (
+                _shown_number(o),
+                _money(o.amount, o.currency_id),
+                _STATUS_RU.get(o.effective_status(call.now), o.effective_status(call.now)),
+                _pay_button(o) if o.effective_status(call.now) in _PAYABLE else "",
+            )
             for o in orders
         ),
     )
@@ -136,7 +150,8 @@ def _payment_page(call: _Call) -> SandboxResponse:
         "<h1>Песочница Инвойсбокс: оплата счёта</h1><p>Настоящих денег здесь нет: кнопка "
         "отмечает счёт оплаченным и отправляет магазину подписанное уведомление, как "
         "Инвойсбокс после оплаты.</p><ul>{}</ul></body></html>",
-        _STYLE, rows,
+        _STYLE,
+        rows,
     )
     return SandboxResponse(
         status=200,
@@ -145,10 +160,12 @@ def _payment_page(call: _Call) -> SandboxResponse:
     )
 
 
-_STYLE = ("body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}"
-          "ul{padding:0;list-style:none}li{padding:.75rem 0;border-bottom:1px solid #ddd}"
-          "form{display:inline;margin-left:.5rem}button{font:inherit;padding:.3rem 1rem;"
-          "background:#0b6e4f;color:#fff;border:0;border-radius:4px;cursor:pointer}")
+_STYLE = (
+    "body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}"
+    "ul{padding:0;list-style:none}li{padding:.75rem 0;border-bottom:1px solid #ddd}"
+    "form{display:inline;margin-left:.5rem}button{font:inherit;padding:.3rem 1rem;"
+    "background:#0b6e4f;color:#fff;border:0;border-radius:4px;cursor:pointer}"
+)
 
 
 def _shown_number(order: SandboxOrder) -> str:
@@ -163,5 +180,8 @@ def _shown_number(order: SandboxOrder) -> str:
 
 
 def _pay_button(order: SandboxOrder) -> str:
-    return format_html("<form method='post'><input type='hidden' name='order' value='{}'>"
-                       "<button type='submit'>Оплатить</button></form>", order.order_id)
+    return format_html(
+        "<form method='post'><input type='hidden' name='order' value='{}'>"
+        "<button type='submit'>Оплатить</button></form>",
+        order.order_id,
+    )

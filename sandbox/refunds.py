@@ -144,8 +144,7 @@ def _create_refund(call: _Call) -> SandboxResponse:
         raise _ApiError(
             422, "wrong_refund_amount", "Refund amount must be positive", [_field_error("amount")]
         )
-    _check_lines(data["basketItems"],
-                 order_round_policy(call, data["parentId"]))
+    _check_lines(data["basketItems"], order_round_policy(call, data["parentId"]))
     _check_totals(data)
     with transaction.atomic():
         # The parent's row lock serialises its refunds: two cannot both take the same remainder.

@@ -61,7 +61,9 @@ def _validation_error(fields: list[dict[str, str]]) -> _ApiError:
 
 def _filter_error(name: str, message: str) -> _ApiError:
     """A malformed list query: backend-test-app's WrongFilterFormat (422, "wrong_filter_format")."""
-    return _ApiError(422, "wrong_filter_format", message, [_field_error(name, "wrong_value", message)])
+    return _ApiError(
+        422, "wrong_filter_format", message, [_field_error(name, "wrong_value", message)]
+    )
 
 
 def _calculation_error(code: str, name: str) -> _ApiError:

@@ -66,9 +66,14 @@ def _shipment_payload(row: SandboxShipment) -> dict[str, Any]:
     # [sandbox] looser than the docs promise (INVOICEBOX_SANDBOX_DOCUMENTED_ONLY omits them):
     # status always `completed` (the MCP server claims draft/pending/completed/canceled),
     # `final` as sent, the sums of the lines, and createdAt.
-    return {**payload, "status": row.status, "final": row.final,
-            "amount": _money_out(row.amount), "vatAmount": _money_out(row.vat_amount),
-            "createdAt": _atom(row.created_at)}
+    return {
+        **payload,
+        "status": row.status,
+        "final": row.final,
+        "amount": _money_out(row.amount),
+        "vatAmount": _money_out(row.vat_amount),
+        "createdAt": _atom(row.created_at),
+    }
 
 
 def _create_shipment(call: _Call) -> SandboxResponse:

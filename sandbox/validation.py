@@ -215,7 +215,8 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
         return True, _clean_fields(value, _INVOICE_SETTING_SPEC, f"{name}.", problems)
     if kind == "customer_fields":
         if not isinstance(value, list) or not all(
-                isinstance(v, str) and v in _CUSTOMER_SPEC for v in value):
+            isinstance(v, str) and v in _CUSTOMER_SPEC for v in value
+        ):
             return wrong("wrong_value", f"A list of: {', '.join(_CUSTOMER_SPEC)}.")
         return True, value
     if kind == "customer":
@@ -250,8 +251,12 @@ def _validate(data: Mapping[str, Any], specs: Mapping[str, _Spec]) -> dict[str, 
 # Docs create.md:202 OrderSetting.roundPolicy: how quantity × amount must meet totalAmount.
 # [sandbox] the rounding is read as to the kopeck (the cell says "к целому").
 ROUND_POLICIES: dict[str, str | None] = {
-    "strict": None, "none": None, "floor": ROUND_FLOOR, "ceil": ROUND_CEILING,
-    "halfUp": ROUND_HALF_UP, "halfDown": ROUND_HALF_DOWN,
+    "strict": None,
+    "none": None,
+    "floor": ROUND_FLOOR,
+    "ceil": ROUND_CEILING,
+    "halfUp": ROUND_HALF_UP,
+    "halfDown": ROUND_HALF_DOWN,
 }
 
 
@@ -263,9 +268,15 @@ def round_policy_of(request: Mapping[str, Any]) -> str:
     if stated is None:
         return str(getattr(settings, "INVOICEBOX_SANDBOX_ROUND_POLICY", "halfUp"))
     if stated not in ROUND_POLICIES:
-        raise _validation_error([_field_error(
-            "orderSetting.roundPolicy", "wrong_value",
-            f"One of: {', '.join(ROUND_POLICIES)}.")])
+        raise _validation_error(
+            [
+                _field_error(
+                    "orderSetting.roundPolicy",
+                    "wrong_value",
+                    f"One of: {', '.join(ROUND_POLICIES)}.",
+                )
+            ]
+        )
     return str(stated)
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 SANDBOX = "/sandbox/invoicebox/v3"
 
+
 @dataclass
 class Assistant:
     """An assistant holding one contour key and speaking the REST wire contract."""
@@ -51,9 +52,12 @@ class Assistant:
         return self.post("/api/v1/call", {"name": name, "arguments": arguments})
 
     def post(self, path: str, body: Any) -> tuple[int, dict[str, Any]]:
-        response = self.http.post(path, data=json.dumps(body, ensure_ascii=False),
-                                  content_type="application/json",
-                                  HTTP_AUTHORIZATION=f"Bearer {self.key}")
+        response = self.http.post(
+            path,
+            data=json.dumps(body, ensure_ascii=False),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {self.key}",
+        )
         return response.status_code, response.json()
 
     def get(self, path: str) -> tuple[int, Any]:
@@ -80,11 +84,19 @@ def group_by_shared_servers(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("xdist_group") is not None:
             continue
         definitions = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
-        shared = sorted({defs[-1].baseid for name, defs in definitions.items()
-                         if defs and defs[-1].scope == "session" and defs[-1].baseid
-                         and name != "anyio_backend"})
-        item.add_marker(pytest.mark.xdist_group(shared[0] if shared
-                                                else item.nodeid.split("::", 1)[0]))
+        shared = sorted(
+            {
+                defs[-1].baseid
+                for name, defs in definitions.items()
+                if defs
+                and defs[-1].scope == "session"
+                and defs[-1].baseid
+                and name != "anyio_backend"
+            }
+        )
+        item.add_marker(
+            pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::", 1)[0])
+        )
 
 
 def skip_postgres_tests_elsewhere(items: list[pytest.Item]) -> None:
@@ -92,9 +104,10 @@ def skip_postgres_tests_elsewhere(items: list[pytest.Item]) -> None:
     suites prove nothing on SQLite, so without PostgreSQL they are skipped, never run."""
     if on_postgres():
         return
-    skip = pytest.mark.skip(reason="needs PostgreSQL (marker `postgres`): set DATABASE_URL="
-                                   "postgres://...; it points at " + settings.DATABASES[
-                                       "default"]["ENGINE"].rsplit(".", 1)[-1])
+    skip = pytest.mark.skip(
+        reason="needs PostgreSQL (marker `postgres`): set DATABASE_URL="
+        "postgres://...; it points at " + settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    )
     for item in items:
         if item.get_closest_marker("postgres") is not None:
             item.add_marker(skip)
@@ -116,7 +129,9 @@ def _empty_cache() -> None:
 
 @pytest.fixture
 def contour(db: None) -> Contour:
-    return create_contour("acme", mode="sandbox", name="Acme", toolsets=["read", "write"], actor=SCAFFOLDING)
+    return create_contour(
+        "acme", mode="sandbox", name="Acme", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
 
 
 @pytest.fixture
@@ -131,15 +146,22 @@ def assistant(contour: Contour) -> Assistant:
 
 @pytest.fixture
 def reader(read_only_contour: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(read_only_contour,
-                                                  actor=SCAFFOLDING), contour=read_only_contour)
+    return Assistant(
+        http=Client(),
+        key=issue_key(read_only_contour, actor=SCAFFOLDING),
+        contour=read_only_contour,
+    )
 
 
 def sandbox_orders(http: Client, **filters: str) -> list[dict[str, Any]]:
     """What the sandbox holds for the demo merchant, read over its own HTTP API."""
-    response = http.get(f"{SANDBOX}/filter/api/order/order", data={"_pageSize": "100", **filters},
-                        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}", HTTP_USER_AGENT="tests/1.0",
-                        CONTENT_TYPE="application/json")
+    response = http.get(
+        f"{SANDBOX}/filter/api/order/order",
+        data={"_pageSize": "100", **filters},
+        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}",
+        HTTP_USER_AGENT="tests/1.0",
+        CONTENT_TYPE="application/json",
+    )
     assert response.status_code == 200, response.content
     return response.json()["data"]
 
@@ -155,11 +177,13 @@ def grant_everywhere(user: Any, *groups: str) -> None:
 
     for group in groups:
         for contour in Contour.objects.all():
-            ContourRole.objects.get_or_create(user=user, contour=contour,
-                                              role=GROUP_ROLES.get(group, group))
+            ContourRole.objects.get_or_create(
+                user=user, contour=contour, role=GROUP_ROLES.get(group, group)
+            )
 
 
 # -- the clock ---------------------------------------------------------------------------------
+
 
 class Clock:
     """The clocks the code reads, moved on without sleeping: the wall clock (datetime, time.time:
@@ -196,6 +220,7 @@ def clock(time_machine: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch) -> 
 
 # -- the cast: one set of people for every test ------------------------------------------------
 
+
 def password_of(name: str) -> str:
     return f"pw-{name}-123"
 
@@ -216,8 +241,9 @@ def make_user(db: None) -> Callable[..., User]:
     from django.contrib.auth.models import User
 
     def _make(name: str, *groups: str, staff: bool = False, superuser: bool = False) -> User:
-        user = User.objects.create_user(name, password=password_of(name), is_staff=staff,
-                                        is_superuser=superuser)
+        user = User.objects.create_user(
+            name, password=password_of(name), is_staff=staff, is_superuser=superuser
+        )
         grant_everywhere(user, *groups)
         return user
 

@@ -25,8 +25,14 @@ MAY_IMPORT = {
 }
 # The sandbox may use the API's vocabulary (statuses, signatures, hosts, units) and the client's two
 # hooks it plugs into (in-process transport, contour signal), never the client itself.
-SANDBOX_MAY_USE = {"invoicebox.statuses", "invoicebox.notify", "invoicebox.hosts", "invoicebox.okei",
-                   "invoicebox.signals", "invoicebox.client"}
+SANDBOX_MAY_USE = {
+    "invoicebox.statuses",
+    "invoicebox.notify",
+    "invoicebox.hosts",
+    "invoicebox.okei",
+    "invoicebox.signals",
+    "invoicebox.client",
+}
 
 
 def imports_of(path: Path) -> set[str]:
@@ -36,8 +42,11 @@ def imports_of(path: Path) -> set[str]:
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             # `from invoicebox import statuses` imports the module invoicebox.statuses
-            submodules = {f"{node.module}.{alias.name}" for alias in node.names
-                          if is_module(f"{node.module}.{alias.name}")}
+            submodules = {
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if is_module(f"{node.module}.{alias.name}")
+            }
             found |= submodules or {node.module}
     return {name for name in found if name.split(".")[0] in OURS}
 
@@ -53,31 +62,48 @@ def sources(package: str) -> list[Path]:
 
 @pytest.mark.parametrize("package", sorted(MAY_IMPORT))
 def test_no_import_runs_back_up_the_layers(package: str):
-    wrong = sorted(f"{path.relative_to(ROOT)}: {name}" for path in sources(package)
-                   for name in imports_of(path)
-                   if name.split(".")[0] not in MAY_IMPORT[package])
+    wrong = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sources(package)
+        for name in imports_of(path)
+        if name.split(".")[0] not in MAY_IMPORT[package]
+    )
     assert wrong == []
 
 
 def test_the_sandbox_uses_the_apis_vocabulary_not_the_client():
-    wrong = sorted(f"{path.relative_to(ROOT)}: {name}" for path in sources("sandbox")
-                   for name in imports_of(path)
-                   if name.startswith("invoicebox") and name not in SANDBOX_MAY_USE)
-    client_users = sorted(str(path.relative_to(ROOT)) for path in sources("sandbox")
-                          if "invoicebox.client" in imports_of(path))
+    wrong = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sources("sandbox")
+        for name in imports_of(path)
+        if name.startswith("invoicebox") and name not in SANDBOX_MAY_USE
+    )
+    client_users = sorted(
+        str(path.relative_to(ROOT))
+        for path in sources("sandbox")
+        if "invoicebox.client" in imports_of(path)
+    )
     assert wrong == []
     assert client_users == ["sandbox/apps.py"]  # only to hand in its in-process transport
 
 
 def test_a_deployment_without_the_sandbox_boots_without_it():
     env = {**os.environ, "GATEWAY_SANDBOX": "false", "DJANGO_SETTINGS_MODULE": "config.settings"}
-    probe = ("import django; django.setup()\n"
-             "from django.apps import apps\n"
-             "from django.urls import Resolver404, resolve\n"
-             "assert not apps.is_installed('sandbox')\n"
-             "try:\n    resolve('/sandbox/invoicebox/v3/billing/api/order/order')\n"
-             "except Resolver404:\n    print('not routed')\n")
-    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    probe = (
+        "import django; django.setup()\n"
+        "from django.apps import apps\n"
+        "from django.urls import Resolver404, resolve\n"
+        "assert not apps.is_installed('sandbox')\n"
+        "try:\n    resolve('/sandbox/invoicebox/v3/billing/api/order/order')\n"
+        "except Resolver404:\n    print('not routed')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "not routed"

@@ -13,7 +13,8 @@ def deprecated_settings(app_configs: Any, **kwargs: Any) -> list[checks.CheckMes
     return [
         checks.Warning(
             f"{old} is deprecated: its value was always in kopecks; rename it to {RENAMED[old]}",
-            hint=f"{RENAMED[old]}=10000000 means 100 000,00 ₽", id="gateway.W001",
+            hint=f"{RENAMED[old]}=10000000 means 100 000,00 ₽",
+            id="gateway.W001",
         )
         for old in getattr(settings, "GATEWAY_DEPRECATED_SETTINGS", [])
     ]
@@ -40,7 +41,8 @@ class ToolsConfig(AppConfig):
 
         set_filter_sources(
             contours=lambda: list(Contour.objects.order_by("slug").values_list("slug", flat=True)),
-            tools=catalog.names)
+            tools=catalog.names,
+        )
 
         from tools.ops import metrics
 

@@ -121,7 +121,8 @@ class JournalState:
 
 
 JOURNAL_UNAVAILABLE_MESSAGE = (
-    "запись журнала не сохранена: база данных и локальная очередь журнала недоступны")
+    "запись журнала не сохранена: база данных и локальная очередь журнала недоступны"
+)
 
 
 @dataclass
@@ -170,8 +171,10 @@ class Outcome:
         if self.journal_state:
             body["journal_state"] = self.journal_state
         if self.journal_state == JournalState.UNAVAILABLE:
-            body["journal_error"] = {"code": "journal_unavailable",
-                                     "message": JOURNAL_UNAVAILABLE_MESSAGE}
+            body["journal_error"] = {
+                "code": "journal_unavailable",
+                "message": JOURNAL_UNAVAILABLE_MESSAGE,
+            }
         return body
 
 

@@ -84,16 +84,19 @@ def resolve_unit(item: UnitLike) -> Unit | str:
         known = ", ".join(f"{c} {n}" for c, n in OKEI_UNITS.items())
         return f"measure_code {item.measure_code} не из таблицы шлюза; известны: {known}"
     if ambiguous:
-        code_from_name: str | None = (item.measure_code if item.measure_code in ("625", "112")
-                                      else "625")
+        code_from_name: str | None = (
+            item.measure_code if item.measure_code in ("625", "112") else "625"
+        )
     else:
         code_from_name = measure_code_of(item.measure) if item.measure else None
     if item.measure and code_from_name is None:
         known = ", ".join(sorted(set(OKEI_UNITS.values())))
         return f"единица «{item.measure}» не из справочника ОКЕИ; известны: {known}"
     if item.measure_code and code_from_name and item.measure_code != code_from_name:
-        return (f"measure «{item.measure}» (код {code_from_name}) противоречит "
-                f"measure_code {item.measure_code} ({OKEI_UNITS[item.measure_code]})")
+        return (
+            f"measure «{item.measure}» (код {code_from_name}) противоречит "
+            f"measure_code {item.measure_code} ({OKEI_UNITS[item.measure_code]})"
+        )
     code = item.measure_code or code_from_name
     if code is None:
         return "нужна единица измерения: measure (например «шт») или measure_code (например 796)"
@@ -103,8 +106,9 @@ def resolve_unit(item: UnitLike) -> Unit | str:
 def default_amount_wo_vat(item: BasketItemLike) -> int:
     """The unit price without VAT as the vendor's server computes it when none is given:
     round((line total − line VAT) ÷ quantity) to the kopeck (MCP src/tools/writes.ts:103-106)."""
-    return unit_price_wo_vat(int(item.total_amount), int(item.total_vat_amount),
-                             quantity_decimal(item.quantity))
+    return unit_price_wo_vat(
+        int(item.total_amount), int(item.total_vat_amount), quantity_decimal(item.quantity)
+    )
 
 
 def unit_price_wo_vat(total: int, vat: int, qty: Decimal) -> int:
@@ -164,11 +168,12 @@ def wo_vat_fits(wo_vat: int, total: int, vat: int, qty: Decimal) -> bool:
 
 def _fix(field: str, value: int) -> str:
     # One fixed phrase naming the value that is accepted as it is: the hint converges.
-    return f" Исправление: {field} = \"{value}\"."
+    return f' Исправление: {field} = "{value}".'
 
 
-def _check_line(item: BasketItemLike, where: str, label: str, currency: str
-                ) -> tuple[list[Problem], int, int]:
+def _check_line(
+    item: BasketItemLike, where: str, label: str, currency: str
+) -> tuple[list[Problem], int, int]:
     """The arithmetic of one line: its problems, and its total and VAT as they would be once
     every named correction is applied (the order's sums are checked against those)."""
     problems: list[Problem] = []
@@ -179,32 +184,51 @@ def _check_line(item: BasketItemLike, where: str, label: str, currency: str
     if total != fixed_total:
         exact = str(exact_line / 100).replace(".", ",")
         rounded = "" if exact_line == fixed_total else f" (точно {exact} ₽, до копейки)"
-        problems.append(Problem(f"{where}.total_amount", (
-            f"{label}: цена {format_rub(price, currency)} × {shown_qty} = "
-            f"{format_rub(fixed_total, currency)}{rounded}, а total_amount "
-            f"{format_rub(total, currency)}." + _fix("total_amount", fixed_total))))
+        problems.append(
+            Problem(
+                f"{where}.total_amount",
+                (
+                    f"{label}: цена {format_rub(price, currency)} × {shown_qty} = "
+                    f"{format_rub(fixed_total, currency)}{rounded}, а total_amount "
+                    f"{format_rub(total, currency)}." + _fix("total_amount", fixed_total)
+                ),
+            )
+        )
     fixed_vat = vat
     # Above the line as given or as corrected: a hint must not leave VAT above a fixed total.
     too_much = vat > min(total, fixed_total)
     # The line's VAT at the rate, or the merchant's per-unit VAT × quantity, sent as given.
-    fits = (vat_fits_rate(vat, fixed_total, item.vat_code)
-            or (total == fixed_total and vat == per_unit_vat(price, qty, item.vat_code)))
+    fits = vat_fits_rate(vat, fixed_total, item.vat_code) or (
+        total == fixed_total and vat == per_unit_vat(price, qty, item.vat_code)
+    )
     if too_much or not fits:
         fixed_vat = expected_vat(fixed_total, item.vat_code)
         above = f"НДС {format_rub(vat, currency)} больше суммы позиции; " if too_much else ""
-        problems.append(Problem(f"{where}.total_vat_amount", (
-            f"{label}: {above}по ставке {item.vat_code} НДС с {format_rub(fixed_total, currency)} — "
-            f"{format_rub(fixed_vat, currency)}, а передано {format_rub(vat, currency)}."
-            + _fix("total_vat_amount", fixed_vat))))
+        problems.append(
+            Problem(
+                f"{where}.total_vat_amount",
+                (
+                    f"{label}: {above}по ставке {item.vat_code} НДС с {format_rub(fixed_total, currency)} — "
+                    f"{format_rub(fixed_vat, currency)}, а передано {format_rub(vat, currency)}."
+                    + _fix("total_vat_amount", fixed_vat)
+                ),
+            )
+        )
     if item.amount_wo_vat is not None:
         wo_vat = int(item.amount_wo_vat)
         if not wo_vat_fits(wo_vat, fixed_total, fixed_vat, qty):
             fixed_wo_vat = unit_price_wo_vat(fixed_total, fixed_vat, qty)
-            problems.append(Problem(f"{where}.amount_wo_vat", (
-                f"{label}: цена без НДС {format_rub(wo_vat, currency)} × {shown_qty} + НДС "
-                f"{format_rub(fixed_vat, currency)} не даёт {format_rub(fixed_total, currency)}; "
-                "цена без НДС за единицу — (сумма позиции − НДС) ÷ количество."
-                + _fix("amount_wo_vat", fixed_wo_vat))))
+            problems.append(
+                Problem(
+                    f"{where}.amount_wo_vat",
+                    (
+                        f"{label}: цена без НДС {format_rub(wo_vat, currency)} × {shown_qty} + НДС "
+                        f"{format_rub(fixed_vat, currency)} не даёт {format_rub(fixed_total, currency)}; "
+                        "цена без НДС за единицу — (сумма позиции − НДС) ÷ количество."
+                        + _fix("amount_wo_vat", fixed_wo_vat)
+                    ),
+                )
+            )
     return problems, fixed_total, fixed_vat
 
 
@@ -226,51 +250,86 @@ def check_basket(
         if isinstance(unit, str):
             problems.append(Problem(f"{where}.measure", f"{label}: {unit}"))
         if item.sku in seen_skus:
-            problems.append(Problem(f"{where}.sku", f"{label}: артикул {item.sku} уже есть в "
-                                                    f"позиции {seen_skus[item.sku] + 1}"))
+            problems.append(
+                Problem(
+                    f"{where}.sku",
+                    f"{label}: артикул {item.sku} уже есть в позиции {seen_skus[item.sku] + 1}",
+                )
+            )
         seen_skus.setdefault(item.sku, index)
         line_problems, fixed_total, fixed_vat = _check_line(item, where, label, currency)
         problems += line_problems
         fixed_totals.append(fixed_total)
         fixed_vats.append(fixed_vat)
     total_sum, vat_sum = sum(fixed_totals), sum(fixed_vats)
-    corrected = " (с исправленными позициями)" if any(
-        p.field.startswith("basket_items") for p in problems) else ""
+    corrected = (
+        " (с исправленными позициями)"
+        if any(p.field.startswith("basket_items") for p in problems)
+        else ""
+    )
     if total_sum != int(amount):
-        problems.append(Problem("amount", (
-            f"сумма позиций{corrected} {format_rub(total_sum, currency)} не сходится с суммой "
-            f"заказа {format_rub(int(amount), currency)}." + _fix("amount", total_sum))))
+        problems.append(
+            Problem(
+                "amount",
+                (
+                    f"сумма позиций{corrected} {format_rub(total_sum, currency)} не сходится с суммой "
+                    f"заказа {format_rub(int(amount), currency)}." + _fix("amount", total_sum)
+                ),
+            )
+        )
     if vat_sum != int(vat_amount):
-        problems.append(Problem("vat_amount", (
-            f"НДС позиций{corrected} {format_rub(vat_sum, currency)} не сходится с НДС заказа "
-            f"{format_rub(int(vat_amount), currency)}." + _fix("vat_amount", vat_sum))))
+        problems.append(
+            Problem(
+                "vat_amount",
+                (
+                    f"НДС позиций{corrected} {format_rub(vat_sum, currency)} не сходится с НДС заказа "
+                    f"{format_rub(int(vat_amount), currency)}." + _fix("vat_amount", vat_sum)
+                ),
+            )
+        )
     elif int(vat_amount) > int(amount):
         problems.append(Problem("vat_amount", "НДС заказа больше суммы заказа"))
     return problems
 
 
-def check_customer(customer: CustomerLike, path: str = "customer") -> tuple[list[Problem], list[str]]:
+def check_customer(
+    customer: CustomerLike, path: str = "customer"
+) -> tuple[list[Problem], list[str]]:
     """Hard contradictions are problems; gaps that only weaken the documents are warnings."""
     problems: list[Problem] = []
     warnings: list[str] = []
     inn, kpp = customer.vat_number, customer.tax_registration_reason_code
     if customer.type == "private":
         if inn and len(inn) == 10:
-            problems.append(Problem(f"{path}.vat_number",
-                                    "ИНН из десяти цифр принадлежит организации: у физлица их 12"))
+            problems.append(
+                Problem(
+                    f"{path}.vat_number",
+                    "ИНН из десяти цифр принадлежит организации: у физлица их 12",
+                )
+            )
         if kpp:
-            problems.append(Problem(f"{path}.tax_registration_reason_code",
-                                    "у физлица КПП не бывает: уберите КПП или укажите type legal"))
+            problems.append(
+                Problem(
+                    f"{path}.tax_registration_reason_code",
+                    "у физлица КПП не бывает: уберите КПП или укажите type legal",
+                )
+            )
         if not (customer.name or customer.email or customer.phone):
             warnings.append("у физлица нет ни имени, ни почты, ни телефона: чек некуда отправить")
     else:
         if inn and len(inn) == 12 and kpp:
-            problems.append(Problem(f"{path}.tax_registration_reason_code",
-                                    "ИНН из двенадцати цифр принадлежит ИП, а у ИП нет КПП"))
+            problems.append(
+                Problem(
+                    f"{path}.tax_registration_reason_code",
+                    "ИНН из двенадцати цифр принадлежит ИП, а у ИП нет КПП",
+                )
+            )
         if not customer.name:
             warnings.append("у организации не указано название")
         if not inn:
-            warnings.append("не указан ИНН покупателя: закрывающих документов не будет, уйдёт только чек")
+            warnings.append(
+                "не указан ИНН покупателя: закрывающих документов не будет, уйдёт только чек"
+            )
         if not customer.registration_address:
             warnings.append("не указан юридический адрес покупателя")
         if inn and len(inn) == 10 and not kpp:

@@ -11,8 +11,9 @@ from pydantic_core import PydanticCustomError
 
 from invoicebox import okei
 
-KOPECKS_MESSAGE = ("сумма в копейках целым числом строкой из цифр 0–9 без ведущих нулей: "
-                   "12200 — это 122,00 ₽")
+KOPECKS_MESSAGE = (
+    "сумма в копейках целым числом строкой из цифр 0–9 без ведущих нулей: 12200 — это 122,00 ₽"
+)
 
 
 class StrictModel(BaseModel):
@@ -24,7 +25,8 @@ class StrictModel(BaseModel):
 def _kopecks_before(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, str):
         raise PydanticCustomError(
-            "kopecks", KOPECKS_MESSAGE + "; пришло не строкой: {value}",
+            "kopecks",
+            KOPECKS_MESSAGE + "; пришло не строкой: {value}",
             {"value": repr(value)[:40]},
         )
     return value
@@ -71,12 +73,14 @@ def inn_checksum_ok(inn: str) -> bool:
 def _inn(value: str) -> str:
     if not re.fullmatch(r"[0-9]{10}|[0-9]{12}", value):
         raise PydanticCustomError(
-            "inn_format", "ИНН — 10 цифр (организация) или 12 цифр (ИП, физлицо); пришло {value}",
+            "inn_format",
+            "ИНН — 10 цифр (организация) или 12 цифр (ИП, физлицо); пришло {value}",
             {"value": repr(value)[:40]},
         )
     if not inn_checksum_ok(value):
         raise PydanticCustomError(
-            "inn_checksum", "контрольная сумма ИНН {value} не сходится: проверьте цифры",
+            "inn_checksum",
+            "контрольная сумма ИНН {value} не сходится: проверьте цифры",
             {"value": value},
         )
     return value
@@ -88,7 +92,8 @@ Inn = Annotated[str, AfterValidator(_inn), Field(pattern=r"^([0-9]{10}|[0-9]{12}
 def _kpp(value: str) -> str:
     if not re.fullmatch(r"[0-9]{4}[0-9A-Z]{2}[0-9]{3}", value):
         raise PydanticCustomError(
-            "kpp_format", "КПП — 9 знаков (например 770201001); пришло {value}",
+            "kpp_format",
+            "КПП — 9 знаков (например 770201001); пришло {value}",
             {"value": repr(value)[:40]},
         )
     return value
@@ -103,9 +108,18 @@ ResponseFormat = Literal["concise", "detailed"]
 PaymentType = Literal["full_prepayment", "prepayment", "advance", "full_payment"]
 ItemType = Literal["commodity", "service"]
 VatCode = Literal[
-    "VATNONE", "RUS_VAT0",
-    "RUS_VAT5", "RUS_VAT7", "RUS_VAT10", "RUS_VAT20", "RUS_VAT22",
-    "RUS_VAT5_ADDED", "RUS_VAT7_ADDED", "RUS_VAT10_ADDED", "RUS_VAT20_ADDED", "RUS_VAT22_ADDED",
+    "VATNONE",
+    "RUS_VAT0",
+    "RUS_VAT5",
+    "RUS_VAT7",
+    "RUS_VAT10",
+    "RUS_VAT20",
+    "RUS_VAT22",
+    "RUS_VAT5_ADDED",
+    "RUS_VAT7_ADDED",
+    "RUS_VAT10_ADDED",
+    "RUS_VAT20_ADDED",
+    "RUS_VAT22_ADDED",
 ]
 Timestamp = AwareDatetime
 
@@ -122,7 +136,11 @@ def vat_rate(code: str) -> int:
 OKEI_UNITS: dict[str, str] = {unit.code: unit.sign for unit in okei.UNITS}
 # Words an assistant may type that are names, not signs ("год": the sign "г" is also грамм).
 MEASURE_ALIASES: dict[str, str] = {
-    "год": "366", "лист": "625", "штука": "796", "пог.м": "018", "погонный метр": "018",
+    "год": "366",
+    "лист": "625",
+    "штука": "796",
+    "пог.м": "018",
+    "погонный метр": "018",
     "рулон": "736",
 }
 # "л." is the sign of лист, but reads as литр with a habitual dot: never guess which.

@@ -25,8 +25,7 @@ def read_message(spec: ToolSpec, data: dict[str, Any]) -> str:
     if not items:
         return success.nothing
     count = len(items)
-    return (f"Найдено по запросу: {count} "
-            f"{plural(count, success.one, success.few, success.many)}.")
+    return f"Найдено по запросу: {count} {plural(count, success.one, success.few, success.many)}."
 
 
 def done_message(spec: ToolSpec, *, replayed: bool) -> str:

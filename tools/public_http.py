@@ -88,16 +88,22 @@ def _resolve(host: str, port: int) -> list[IPAddress]:
 class PublicOnlyBackend(httpcore.SyncBackend):
     """httpcore's own sync backend, connecting only to checked public addresses."""
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
         addresses = _resolve(host, port)
         refused = [str(a) for a in addresses if not is_public(a)]
         if refused or not addresses:
-            raise NonPublicAddress(f"{host} ведёт на внутренний адрес "
-                                   f"{', '.join(refused) or '(нет адресов)'}: запрещено")
-        return super().connect_tcp(str(addresses[0]), port, timeout, local_address,
-                                   socket_options)
+            raise NonPublicAddress(
+                f"{host} ведёт на внутренний адрес "
+                f"{', '.join(refused) or '(нет адресов)'}: запрещено"
+            )
+        return super().connect_tcp(str(addresses[0]), port, timeout, local_address, socket_options)
 
 
 class PublicOnlyTransport(httpx.HTTPTransport):
@@ -107,5 +113,6 @@ class PublicOnlyTransport(httpx.HTTPTransport):
         super().__init__()
         # httpx builds its pool without a way to name the backend; rebuilt with the same TLS
         # context (tests/tools/test_webhook_egress.py fails if this stops taking effect).
-        self._pool = httpcore.ConnectionPool(ssl_context=self._pool._ssl_context,
-                                             network_backend=PublicOnlyBackend())
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=self._pool._ssl_context, network_backend=PublicOnlyBackend()
+        )

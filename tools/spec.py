@@ -142,7 +142,7 @@ class ToolSpec:
 
 
 def _nfc(value: Any) -> Any:
-    """"й" typed as one code point or as "и" + a combining breve is the same text."""
+    """ "й" typed as one code point or as "и" + a combining breve is the same text."""
     if isinstance(value, str):
         return unicodedata.normalize("NFC", value)
     if isinstance(value, dict):

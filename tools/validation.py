@@ -54,7 +54,7 @@ PATTERN_WORDS: dict[str, str] = {
     r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "адрес почты вида name@example.ru, без пробелов",
     r"^([0-9]{10}|[0-9]{12})$": "10 цифр (организация) или 12 цифр (ИП, физическое лицо)",
     r"^[0-9]{4}[0-9A-Z]{2}[0-9]{3}$": "9 знаков: 4 цифры, 2 цифры или заглавные латинские "
-                                      "буквы, 3 цифры, например 770201001",
+    "буквы, 3 цифры, например 770201001",
 }
 
 
@@ -151,14 +151,18 @@ def shape_problem(value: Any, limit: int = MAX_NESTING) -> str:
         item, depth = stack.pop()
         if isinstance(item, str):
             if _has_surrogate(item):
-                return ("строка содержит одиночный суррогат UTF-16 (например \\ud800): это не "
-                        "текст; передайте символы целиком")
+                return (
+                    "строка содержит одиночный суррогат UTF-16 (например \\ud800): это не "
+                    "текст; передайте символы целиком"
+                )
             continue
         if not isinstance(item, dict | list):
             continue
         if depth > limit:
-            return (f"вложенность аргументов глубже {limit} уровней: так глубоко не "
-                    "вкладывается ни один параметр")
+            return (
+                f"вложенность аргументов глубже {limit} уровней: так глубоко не "
+                "вкладывается ни один параметр"
+            )
         children = list(item.items()) if isinstance(item, dict) else [(None, v) for v in item]
         for key, child in children:
             if isinstance(key, str) and _has_surrogate(key):
@@ -177,4 +181,6 @@ def _has_surrogate(text: str) -> bool:
 
 def printable(text: str) -> str:
     """Text that every encoder takes: lone surrogates written as \\udXXX escapes."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(text) else text
+    return (
+        text.encode("utf-8", "backslashreplace").decode("utf-8") if _has_surrogate(text) else text
+    )

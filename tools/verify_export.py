@@ -35,12 +35,41 @@ from cryptography.hazmat.primitives import serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey  # noqa: E402
 
 ZERO_HASH = "0" * 64
-SIGNED_FIELDS = ("v", "type", "chain", "from_seq", "to_seq", "prev_hash", "last_hash",
-                 "last_id", "digest", "first_at", "last_at", "at", "key", "rows",
-                 "checkpoints")
-CONTENT_FIELDS = ("id", "at", "contour", "channel", "actor", "tool", "phase", "arguments",
-                  "status", "code", "message", "confirmation_id", "operation_key",
-                  "upstream_request_id", "upstream_status", "duration_ms")
+SIGNED_FIELDS = (
+    "v",
+    "type",
+    "chain",
+    "from_seq",
+    "to_seq",
+    "prev_hash",
+    "last_hash",
+    "last_id",
+    "digest",
+    "first_at",
+    "last_at",
+    "at",
+    "key",
+    "rows",
+    "checkpoints",
+)
+CONTENT_FIELDS = (
+    "id",
+    "at",
+    "contour",
+    "channel",
+    "actor",
+    "tool",
+    "phase",
+    "arguments",
+    "status",
+    "code",
+    "message",
+    "confirmation_id",
+    "operation_key",
+    "upstream_request_id",
+    "upstream_status",
+    "duration_ms",
+)
 
 
 class Bad(Exception):
@@ -87,19 +116,25 @@ def load_keys(paths: list[str]) -> dict[str, Ed25519PublicKey]:
     return keys
 
 
-def check_signature(record: dict[str, Any], keys: dict[str, Ed25519PublicKey],
-                    where: str) -> None:
+def check_signature(record: dict[str, Any], keys: dict[str, Ed25519PublicKey], where: str) -> None:
     key = keys.get(record.get("key", ""))
     if key is None:
-        raise Bad(f"{where}: signed with key {record.get('key')!r}, not one of the public "
-                  "keys given")
-    message = json.dumps({n: record[n] for n in SIGNED_FIELDS if n in record},
-                         sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        raise Bad(
+            f"{where}: signed with key {record.get('key')!r}, not one of the public keys given"
+        )
+    message = json.dumps(
+        {n: record[n] for n in SIGNED_FIELDS if n in record},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
     try:
         key.verify(base64.b64decode(record.get("signature", "")), message)
     except (InvalidSignature, ValueError):
-        raise Bad(f"{where}: the signature does not match (the record was changed or not "
-                  "signed by that key)") from None
+        raise Bad(
+            f"{where}: the signature does not match (the record was changed or not "
+            "signed by that key)"
+        ) from None
 
 
 def describe(row: dict[str, Any]) -> str:
@@ -109,8 +144,9 @@ def describe(row: dict[str, Any]) -> str:
 class Export:
     """One pass over the file: the open stretch, the rows so far, the checkpoints carried."""
 
-    def __init__(self, keys: dict[str, Ed25519PublicKey],
-                 kept: dict[tuple[str, int], dict[str, Any]]) -> None:
+    def __init__(
+        self, keys: dict[str, Ed25519PublicKey], kept: dict[tuple[str, int], dict[str, Any]]
+    ) -> None:
         self.keys, self.kept = keys, kept
         self.open: dict[str, Any] | None = None
         self.rows = 0
@@ -120,57 +156,76 @@ class Export:
 
     def checkpoint(self, record: dict[str, Any], where: str) -> None:
         self.close(where)
-        check_signature(record, self.keys, f"{where}: checkpoint of chain "
-                                           f"{record.get('chain')!r} to place {record.get('to_seq')}")
+        check_signature(
+            record,
+            self.keys,
+            f"{where}: checkpoint of chain {record.get('chain')!r} to place {record.get('to_seq')}",
+        )
         self.carried.update(record["signature"].encode())
         self.signatures.add(record["signature"])
         first, last = self.spans.get(record["chain"], (record["from_seq"], record["to_seq"]))
-        self.spans[record["chain"]] = (min(first, record["from_seq"]),
-                                       max(last, record["to_seq"]))
-        self.open = {**record, "sealed": record["digest"], "next": record["from_seq"],
-                     "prev": record["prev_hash"], "digest": ZERO_HASH, "where": where}
+        self.spans[record["chain"]] = (min(first, record["from_seq"]), max(last, record["to_seq"]))
+        self.open = {
+            **record,
+            "sealed": record["digest"],
+            "next": record["from_seq"],
+            "prev": record["prev_hash"],
+            "digest": ZERO_HASH,
+            "where": where,
+        }
 
     def row(self, row: dict[str, Any], where: str) -> None:
         stretch = self.open
         if stretch is None:
-            raise Bad(f"{where}: {describe(row)} is covered by no signed checkpoint "
-                      "(added, or moved)")
+            raise Bad(
+                f"{where}: {describe(row)} is covered by no signed checkpoint (added, or moved)"
+            )
         if row.get("chain") != stretch["chain"] or row.get("seq", 0) < stretch["next"]:
-            raise Bad(f"{where}: {describe(row)} does not belong here: the checkpoint on "
-                      f"{stretch['where']} expects place {stretch['next']} of chain "
-                      f"{stretch['chain']!r} (an added or duplicated row)")
+            raise Bad(
+                f"{where}: {describe(row)} does not belong here: the checkpoint on "
+                f"{stretch['where']} expects place {stretch['next']} of chain "
+                f"{stretch['chain']!r} (an added or duplicated row)"
+            )
         if row["seq"] > stretch["next"]:
-            raise Bad(f"{where}: the row at place {stretch['next']} of chain "
-                      f"{stretch['chain']!r} is missing before {describe(row)}")
+            raise Bad(
+                f"{where}: the row at place {stretch['next']} of chain "
+                f"{stretch['chain']!r} is missing before {describe(row)}"
+            )
         if row["prev_hash"] != stretch["prev"]:
             raise Bad(f"{where}: {describe(row)}: prev_hash is not the previous row's hash")
         digest = step(stretch["digest"], row)
         if digest != row.get("digest"):
-            raise Bad(f"{where}: {describe(row)} was changed: its content does not give the "
-                      "sealed digest")
+            raise Bad(
+                f"{where}: {describe(row)} was changed: its content does not give the sealed digest"
+            )
         stretch.update(next=row["seq"] + 1, prev=row["hash"], digest=digest)
         self.rows += 1
         if row["seq"] == stretch["to_seq"]:
             if digest != stretch["sealed"] or row["hash"] != stretch["last_hash"]:
-                raise Bad(f"{where}: {describe(row)} ends the stretch but does not match its "
-                          f"checkpoint on {stretch['where']}")
+                raise Bad(
+                    f"{where}: {describe(row)} ends the stretch but does not match its "
+                    f"checkpoint on {stretch['where']}"
+                )
             self.open = None
 
     def close(self, where: str) -> None:
         stretch = self.open
         if stretch is not None:
-            raise Bad(f"{where}: the row at place {stretch['next']} of chain "
-                      f"{stretch['chain']!r} is missing (the checkpoint on {stretch['where']} "
-                      f"seals places up to {stretch['to_seq']})")
+            raise Bad(
+                f"{where}: the row at place {stretch['next']} of chain "
+                f"{stretch['chain']!r} is missing (the checkpoint on {stretch['where']} "
+                f"seals places up to {stretch['to_seq']})"
+            )
 
     def manifest(self, record: dict[str, Any], where: str) -> None:
         self.close(where)
         check_signature(record, self.keys, f"{where}: the manifest")
-        if record.get("rows") != self.rows or \
-                record.get("checkpoints") != self.carried.hexdigest():
-            raise Bad(f"{where}: the manifest names {record.get('rows')} rows and other "
-                      f"checkpoints than the {self.rows} rows above: rows or stretches were "
-                      "removed or added")
+        if record.get("rows") != self.rows or record.get("checkpoints") != self.carried.hexdigest():
+            raise Bad(
+                f"{where}: the manifest names {record.get('rows')} rows and other "
+                f"checkpoints than the {self.rows} rows above: rows or stretches were "
+                "removed or added"
+            )
 
     def agrees_with_kept(self) -> None:
         for (chain, to_seq), record in sorted(self.kept.items()):
@@ -178,12 +233,15 @@ class Export:
             if span is None or not span[0] <= to_seq <= span[1]:
                 continue
             if record["signature"] not in self.signatures:
-                raise Bad(f"the kept checkpoint of chain {chain!r} to place {to_seq} is not "
-                          "in the export: that stretch of the journal was rewritten")
+                raise Bad(
+                    f"the kept checkpoint of chain {chain!r} to place {to_seq} is not "
+                    "in the export: that stretch of the journal was rewritten"
+                )
 
 
-def load_kept(paths: list[str], keys: dict[str, Ed25519PublicKey]
-              ) -> dict[tuple[str, int], dict[str, Any]]:
+def load_kept(
+    paths: list[str], keys: dict[str, Ed25519PublicKey]
+) -> dict[tuple[str, int], dict[str, Any]]:
     kept = {}
     for path in paths:
         for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
@@ -194,8 +252,9 @@ def load_kept(paths: list[str], keys: dict[str, Ed25519PublicKey]
     return kept
 
 
-def verify(path: str, keys: dict[str, Ed25519PublicKey],
-           kept: dict[tuple[str, int], dict[str, Any]]) -> int:
+def verify(
+    path: str, keys: dict[str, Ed25519PublicKey], kept: dict[tuple[str, int], dict[str, Any]]
+) -> int:
     export = Export(keys, kept)
     number, manifest_seen = 0, False
     with open(path, encoding="utf-8") as handle:
@@ -222,8 +281,9 @@ def verify(path: str, keys: dict[str, Ed25519PublicKey],
                     raise Bad(f"{where}: {describe(record)} lacks a field ({exc})") from None
     if not manifest_seen:
         export.close(f"after line {number} (the end of the file)")
-        raise Bad(f"the export ends after line {number} without its signed manifest: "
-                  "its tail was cut")
+        raise Bad(
+            f"the export ends after line {number} without its signed manifest: its tail was cut"
+        )
     export.agrees_with_kept()
     return export.rows
 
@@ -231,8 +291,13 @@ def verify(path: str, keys: dict[str, Ed25519PublicKey],
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--public-key", action="append", required=True, metavar="KEY.pem")
-    parser.add_argument("--checkpoints", action="append", default=[], metavar="KEPT.jsonl",
-                        help="signed checkpoints kept apart (mail, webhook); repeatable")
+    parser.add_argument(
+        "--checkpoints",
+        action="append",
+        default=[],
+        metavar="KEPT.jsonl",
+        help="signed checkpoints kept apart (mail, webhook); repeatable",
+    )
     parser.add_argument("export", metavar="EXPORT.jsonl")
     args = parser.parse_args(argv)
     try:

@@ -45,15 +45,19 @@ def read(model: type[M], body: Any) -> M:
         raise Malformed(problems_from(error, model)) from None
 
 
-def refuse(contour: Contour, malformed: Malformed, *, platform: str, channel: str, actor: str,
-           body: Any) -> Reply:
+def refuse(
+    contour: Contour, malformed: Malformed, *, platform: str, channel: str, actor: str, body: Any
+) -> Reply:
     """A 400 with the envelope, journaled like any refusal."""
     outcome = gateway.reject(
-        contour, "invalid_arguments",
+        contour,
+        "invalid_arguments",
         f"сообщение {platform} не разобрано: {malformed}"[:500],
-        channel=channel, actor=actor,
+        channel=channel,
+        actor=actor,
         # Only the shape: raw platform text may carry a confirmation token in a JSON string.
-        arguments={"_keys": sorted(map(str, body))[:20]} if isinstance(body, dict)
+        arguments={"_keys": sorted(map(str, body))[:20]}
+        if isinstance(body, dict)
         else {"_type": type(body).__name__},
         hint=f"передайте сообщение ассистента из ответа {platform} целиком, без изменений",
     )

@@ -33,6 +33,7 @@ def tokens_of(functions: list[dict[str, Any]]) -> int:
     characters = schema.measure(functions)["characters"]
     return math.ceil(characters / settings.GIGACHAT_CHARS_PER_TOKEN)
 
+
 # Russian requests a user would type, with the arguments the model should produce. They must
 # pass the tool's own validation (a test runs each through it).
 @dataclass(frozen=True)
@@ -57,18 +58,23 @@ def profile_of(level: _Level) -> schema.Profile:
     return dataclasses.replace(schema.MINIMAL, field_limit=level.field_limit)
 
 
-def specification(spec: ToolSpec, level: _Level = LEVELS[0],
-                  parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+def specification(
+    spec: ToolSpec, level: _Level = LEVELS[0], parameters: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One function as both contracts define it: name, description, parameters, extras."""
     out: dict[str, Any] = {
         "name": spec.name,
         "description": schema.describe(spec, short=True),
-        "parameters": (parameters if parameters is not None
-                       else schema.parameters(spec.params, profile_of(level))),
+        "parameters": (
+            parameters
+            if parameters is not None
+            else schema.parameters(spec.params, profile_of(level))
+        ),
     }
     if level.examples and spec.examples_ru:
-        out["few_shot_examples"] = [{"request": e.request, "params": e.arguments}
-                                    for e in spec.examples_ru]
+        out["few_shot_examples"] = [
+            {"request": e.request, "params": e.arguments} for e in spec.examples_ru
+        ]
     return out
 
 
@@ -78,8 +84,12 @@ def fit(specs: list[ToolSpec]) -> list[dict[str, Any]]:
     for count in range(len(specs), 0, -1):
         for level in LEVELS:
             shown = specs[:count]
-            functions = [specification(spec, level, params) for spec, params in zip(
-                shown, schema.parameters_for(shown, profile_of(level)), strict=True)]
+            functions = [
+                specification(spec, level, params)
+                for spec, params in zip(
+                    shown, schema.parameters_for(shown, profile_of(level)), strict=True
+                )
+            ]
             if tokens_of(functions) <= settings.GIGACHAT_FUNCTION_TOKEN_BUDGET:
                 return functions
     # Not even one tool fits: the leanest first tool, so the block is never silently empty.
@@ -92,11 +102,14 @@ def export_v1(specs: list[ToolSpec]) -> dict[str, Any]:
 
 
 def export_v2(specs: list[ToolSpec]) -> dict[str, Any]:
-    return {"tools": [{"functions": {"specifications": fit(specs)}}],
-            "tool_config": {"mode": "auto"}}
+    return {
+        "tools": [{"functions": {"specifications": fit(specs)}}],
+        "tool_config": {"mode": "auto"},
+    }
 
 
 # -- calls -----------------------------------------------------------------------------------
+
 
 class _FunctionCall(PlatformModel):
     name: str
@@ -119,8 +132,9 @@ class _MessageV2(PlatformModel):
     content: list[_Part]
     function_call: _FunctionCall | None = None
     # The SDK writes tools_state_id; the API answers tool_state_id; v1 had functions_state_id.
-    tools_state_id: str | None = Field(None, validation_alias=AliasChoices(
-        "tools_state_id", "tool_state_id", "functions_state_id"))
+    tools_state_id: str | None = Field(
+        None, validation_alias=AliasChoices("tools_state_id", "tool_state_id", "functions_state_id")
+    )
 
 
 def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
@@ -132,23 +146,30 @@ def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
             calls = [part.function_call for part in message.content if part.function_call]
             calls += [message.function_call] if message.function_call else []
             if len(calls) != 1:
-                raise Malformed([Problem("content", f"нужен ровно один function_call, а их "
-                                                    f"{len(calls)}: GigaChat вызывает одну "
-                                                    "функцию за сообщение")])
+                raise Malformed(
+                    [
+                        Problem(
+                            "content",
+                            f"нужен ровно один function_call, а их "
+                            f"{len(calls)}: GigaChat вызывает одну "
+                            "функцию за сообщение",
+                        )
+                    ]
+                )
             call, state = calls[0], message.tools_state_id
         else:
             v1 = read(_MessageV1, body)
             call, state = v1.function_call, v1.functions_state_id
     except Malformed as malformed:
-        return refuse(contour, malformed, platform="GigaChat", channel=CHANNEL, actor=actor,
-                      body=body)
+        return refuse(
+            contour, malformed, platform="GigaChat", channel=CHANNEL, actor=actor, body=body
+        )
     outcome = gateway.call(contour, call.name, call.arguments, channel=CHANNEL, actor=actor)
     if v2:
         reply: dict[str, Any] = {"role": "tool"}
         if state:
             reply["tools_state_id"] = state
-        reply["content"] = [{"function_result": {"name": call.name,
-                                                 "result": outcome.as_dict()}}]
+        reply["content"] = [{"function_result": {"name": call.name, "result": outcome.as_dict()}}]
         return Reply(200, reply)
     reply = {"role": "function", "name": call.name, "content": as_text(outcome)}
     if state:
@@ -157,18 +178,34 @@ def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
 
 
 PLATFORM = Platform(
-    slug="gigachat", name="GigaChat", channel=CHANNEL, label="GigaChat",
-    formats={"gigachat": export_v1, "gigachat-v2": export_v2}, respond=respond,
+    slug="gigachat",
+    name="GigaChat",
+    channel=CHANNEL,
+    label="GigaChat",
+    formats={"gigachat": export_v1, "gigachat-v2": export_v2},
+    respond=respond,
     summary="Вызов функции GigaChat: v1 function_call или v2 content",
     examples=(
-        OpenApiExample("GigaChat v1: function_call", request_only=True, value={
-            "role": "assistant", "content": "",
-            "function_call": {"name": "find_orders", "arguments": FIND},
-            "functions_state_id": "77d3fb14-457a-46ba-937e-8d856156d003"}),
-        OpenApiExample("GigaChat v1: ответ role function", response_only=True,
-                       status_codes=["200"], value={
-                           "role": "function", "name": "find_orders",
-                           "content": '{"status": "ok", "code": "ok", ...}',
-                           "functions_state_id": "77d3fb14-457a-46ba-937e-8d856156d003"}),
+        OpenApiExample(
+            "GigaChat v1: function_call",
+            request_only=True,
+            value={
+                "role": "assistant",
+                "content": "",
+                "function_call": {"name": "find_orders", "arguments": FIND},
+                "functions_state_id": "77d3fb14-457a-46ba-937e-8d856156d003",
+            },
+        ),
+        OpenApiExample(
+            "GigaChat v1: ответ role function",
+            response_only=True,
+            status_codes=["200"],
+            value={
+                "role": "function",
+                "name": "find_orders",
+                "content": '{"status": "ok", "code": "ok", ...}',
+                "functions_state_id": "77d3fb14-457a-46ba-937e-8d856156d003",
+            },
+        ),
     ),
 )

@@ -53,8 +53,9 @@ class GatewayError(RuntimeError):
 class Gateway:
     """The two requests a loop makes: the definitions, and a platform message to execute."""
 
-    def __init__(self, url: str, api_key: str, http: httpx.Client | None = None,
-                 timeout: float = 60.0) -> None:
+    def __init__(
+        self, url: str, api_key: str, http: httpx.Client | None = None, timeout: float = 60.0
+    ) -> None:
         self.url = url.rstrip("/")
         self.owned = http is None
         self.http = http or httpx.Client(timeout=timeout)
@@ -68,13 +69,15 @@ class Gateway:
             self.http.close()
 
     def definitions(self, fmt: str) -> dict[str, Any]:
-        response = self.http.get(f"{self.url}/api/v1/tools", params={"format": fmt},
-                                 headers=self.headers)
+        response = self.http.get(
+            f"{self.url}/api/v1/tools", params={"format": fmt}, headers=self.headers
+        )
         return self._body(response)
 
     def execute(self, platform: str, message: dict[str, Any]) -> Any:
-        response = self.http.post(f"{self.url}/api/v1/{platform}/call", json=message,
-                                  headers=self.headers)
+        response = self.http.post(
+            f"{self.url}/api/v1/{platform}/call", json=message, headers=self.headers
+        )
         return self._body(response)
 
     @staticmethod
@@ -85,18 +88,34 @@ class Gateway:
         return body
 
 
-def gigachat_turn(client: GigaChat, messages: list[dict[str, Any]], *, gateway_url: str,
-                  api_key: str, contract: str = "v1", model: str | None = None,
-                  http: httpx.Client | None = None, max_rounds: int = 5) -> Turn:
+def gigachat_turn(
+    client: GigaChat,
+    messages: list[dict[str, Any]],
+    *,
+    gateway_url: str,
+    api_key: str,
+    contract: str = "v1",
+    model: str | None = None,
+    http: httpx.Client | None = None,
+    max_rounds: int = 5,
+) -> Turn:
     """GigaChat: v1 `client.chat()` with `functions`, or v2 `client.chat.create()` with `tools`.
     ``messages`` are dicts in that contract's shape."""
     with Gateway(gateway_url, api_key, http) as gateway:
-        return _gigachat(client, messages, gateway, v2=contract == "v2", model=model,
-                         max_rounds=max_rounds)
+        return _gigachat(
+            client, messages, gateway, v2=contract == "v2", model=model, max_rounds=max_rounds
+        )
 
 
-def _gigachat(client: GigaChat, messages: list[dict[str, Any]], gateway: Gateway, *, v2: bool,
-              model: str | None, max_rounds: int) -> Turn:
+def _gigachat(
+    client: GigaChat,
+    messages: list[dict[str, Any]],
+    gateway: Gateway,
+    *,
+    v2: bool,
+    model: str | None,
+    max_rounds: int,
+) -> Turn:
     definitions = gateway.definitions("gigachat-v2" if v2 else "gigachat")
     turn = Turn(answer=None)
     for _ in range(max_rounds):
@@ -118,24 +137,40 @@ def _gigachat(client: GigaChat, messages: list[dict[str, Any]], gateway: Gateway
             return turn
         result = gateway.execute("gigachat", message)
         turn.messages.append(result)
-        turn.outcomes.append(result["content"][0]["function_result"]["result"] if v2
-                             else json.loads(result["content"]))
+        turn.outcomes.append(
+            result["content"][0]["function_result"]["result"]
+            if v2
+            else json.loads(result["content"])
+        )
     return turn
 
 
-def yandexgpt_turn(sdk: AIStudio, messages: list[Any], *, gateway_url: str, api_key: str,
-                   model: str = "yandexgpt", http: httpx.Client | None = None,
-                   max_rounds: int = 5) -> Turn:
+def yandexgpt_turn(
+    sdk: AIStudio,
+    messages: list[Any],
+    *,
+    gateway_url: str,
+    api_key: str,
+    model: str = "yandexgpt",
+    http: httpx.Client | None = None,
+    max_rounds: int = 5,
+) -> Turn:
     """YandexGPT native completions through the AI Studio SDK (`sdk.models.completions`)."""
     with Gateway(gateway_url, api_key, http) as gateway:
         return _yandexgpt(sdk, messages, gateway, model=model, max_rounds=max_rounds)
 
 
-def _yandexgpt(sdk: AIStudio, messages: list[Any], gateway: Gateway, *, model: str,
-               max_rounds: int) -> Turn:
-    tools = [sdk.tools.function(tool["function"]["parameters"], name=tool["function"]["name"],
-                                description=tool["function"]["description"])
-             for tool in gateway.definitions("yandexgpt")["tools"]]
+def _yandexgpt(
+    sdk: AIStudio, messages: list[Any], gateway: Gateway, *, model: str, max_rounds: int
+) -> Turn:
+    tools = [
+        sdk.tools.function(
+            tool["function"]["parameters"],
+            name=tool["function"]["name"],
+            description=tool["function"]["description"],
+        )
+        for tool in gateway.definitions("yandexgpt")["tools"]
+    ]
     gpt = sdk.models.completions(model).configure(tools=tools)
     turn = Turn(answer=None)
     for _ in range(max_rounds):
@@ -146,45 +181,85 @@ def _yandexgpt(sdk: AIStudio, messages: list[Any], gateway: Gateway, *, model: s
             return turn
         # The REST message (proto3 JSON) built from the SDK's public fields.
         # The SDK types `function` as optional, yet raises on any tool call but a function's.
-        message = {"role": "assistant", "toolCallList": {"toolCalls": [
-            {"functionCall": {"name": call.function.name,  # type: ignore[union-attr]
-                              "arguments": call.function.arguments}}  # type: ignore[union-attr]
-            for call in result.tool_calls
-        ]}}
-        results = [item["functionResult"] for item in
-                   gateway.execute("yandexgpt", message)["toolResultList"]["toolResults"]]
+        message = {
+            "role": "assistant",
+            "toolCallList": {
+                "toolCalls": [
+                    {
+                        "functionCall": {
+                            "name": call.function.name,  # type: ignore[union-attr]
+                            "arguments": call.function.arguments,
+                        }
+                    }  # type: ignore[union-attr]
+                    for call in result.tool_calls
+                ]
+            },
+        }
+        results = [
+            item["functionResult"]
+            for item in gateway.execute("yandexgpt", message)["toolResultList"]["toolResults"]
+        ]
         # The SDK echoes its own result object as the assistant message.
         turn.messages += [result, {"role": "user", "tool_results": results}]
         turn.outcomes += [json.loads(item["content"]) for item in results]
     return turn
 
 
-def openai_turn(client: OpenAI, messages: list[dict[str, Any]], *, model: str, gateway_url: str,
-                api_key: str, fmt: str = "openai", platform: str = "openai",
-                http: httpx.Client | None = None, max_rounds: int = 5) -> Turn:
+def openai_turn(
+    client: OpenAI,
+    messages: list[dict[str, Any]],
+    *,
+    model: str,
+    gateway_url: str,
+    api_key: str,
+    fmt: str = "openai",
+    platform: str = "openai",
+    http: httpx.Client | None = None,
+    max_rounds: int = 5,
+) -> Turn:
     """OpenAI Chat Completions (fmt openai or openai-strict), YandexGPT's OpenAI-compatible
     endpoint (fmt yandexgpt-openai, the client's base_url pointing there), or any platform
     whose calls arrive in the OpenAI shape: ``platform`` names its `/api/v1/<platform>/call`."""
     with Gateway(gateway_url, api_key, http) as gateway:
-        return _openai(client, messages, gateway, model=model, fmt=fmt, platform=platform,
-                       max_rounds=max_rounds)
+        return _openai(
+            client,
+            messages,
+            gateway,
+            model=model,
+            fmt=fmt,
+            platform=platform,
+            max_rounds=max_rounds,
+        )
 
 
-def _openai(client: OpenAI, messages: list[dict[str, Any]], gateway: Gateway, *, model: str,
-            fmt: str, platform: str, max_rounds: int) -> Turn:
+def _openai(
+    client: OpenAI,
+    messages: list[dict[str, Any]],
+    gateway: Gateway,
+    *,
+    model: str,
+    fmt: str,
+    platform: str,
+    max_rounds: int,
+) -> Turn:
     definitions = gateway.definitions(fmt)
     turn = Turn(answer=None)
     for _ in range(max_rounds):
         history: list[Any] = [*messages, *turn.messages]  # dicts in the OpenAI shape
-        reply = client.chat.completions.create(
-            model=model, messages=history, **definitions
-        ).choices[0].message
+        reply = (
+            client.chat.completions.create(model=model, messages=history, **definitions)
+            .choices[0]
+            .message
+        )
         if not reply.tool_calls:
             turn.messages.append({"role": "assistant", "content": reply.content})
             turn.answer = reply.content
             return turn
-        message = {"role": "assistant", "content": reply.content,
-                   "tool_calls": [call.model_dump(exclude_none=True) for call in reply.tool_calls]}
+        message = {
+            "role": "assistant",
+            "content": reply.content,
+            "tool_calls": [call.model_dump(exclude_none=True) for call in reply.tool_calls],
+        }
         results = gateway.execute(platform, message)
         turn.messages += [message, *results]
         turn.outcomes += [json.loads(item["content"]) for item in results]

@@ -23,16 +23,23 @@ CHANNEL = Channel.OPENAI
 
 
 def function(spec: ToolSpec, parameters: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": spec.name,
-        "description": schema.describe(spec, short=True),
-        "parameters": parameters,
-    }}
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": schema.describe(spec, short=True),
+            "parameters": parameters,
+        },
+    }
 
 
 def export(specs: list[ToolSpec]) -> dict[str, Any]:
-    return {"tools": [function(spec, params) for spec, params
-                      in zip(specs, schema.parameters_for(specs), strict=True)]}
+    return {
+        "tools": [
+            function(spec, params)
+            for spec, params in zip(specs, schema.parameters_for(specs), strict=True)
+        ]
+    }
 
 
 def export_strict(specs: list[ToolSpec]) -> dict[str, Any]:
@@ -48,12 +55,18 @@ def export_responses(specs: list[ToolSpec]) -> dict[str, Any]:
     """The Responses API (`client.responses.create(tools=...)`): the function's fields sit on
     the tool itself, not under "function", and `strict` is a field every tool states. Strict,
     with the same closed, all-required schemas as `openai-strict`."""
-    return {"tools": [
-        {"type": "function", "name": spec.name,
-         "description": schema.describe(spec, short=True),
-         "parameters": schema.strict(params), "strict": True}
-        for spec, params in zip(specs, schema.parameters_for(specs, schema.STRICT), strict=True)
-    ]}
+    return {
+        "tools": [
+            {
+                "type": "function",
+                "name": spec.name,
+                "description": schema.describe(spec, short=True),
+                "parameters": schema.strict(params),
+                "strict": True,
+            }
+            for spec, params in zip(specs, schema.parameters_for(specs, schema.STRICT), strict=True)
+        ]
+    }
 
 
 def parallel_tool_calls(body: dict[str, Any], value: str) -> dict[str, Any]:
@@ -66,6 +79,7 @@ def parallel_tool_calls(body: dict[str, Any], value: str) -> dict[str, Any]:
 
 
 # -- calls -----------------------------------------------------------------------------------
+
 
 class _Function(PlatformModel):
     name: str
@@ -100,8 +114,11 @@ def without_nulls(schema_node: dict[str, Any], value: Any) -> Any:
     if schema_node.get("type") == "object" and isinstance(value, dict):
         props = schema_node.get("properties", {})
         required = set(schema_node.get("required", []))
-        return {key: without_nulls(props.get(key, {}), item) for key, item in value.items()
-                if not (item is None and key in props and key not in required)}
+        return {
+            key: without_nulls(props.get(key, {}), item)
+            for key, item in value.items()
+            if not (item is None and key in props and key not in required)
+        }
     if schema_node.get("type") == "array" and isinstance(value, list):
         return [without_nulls(schema_node.get("items", {}), item) for item in value]
     return value
@@ -112,17 +129,21 @@ def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
     try:
         message = read(_Message, body)
     except Malformed as malformed:
-        return refuse(contour, malformed, platform="OpenAI", channel=CHANNEL, actor=actor,
-                      body=body)
+        return refuse(
+            contour, malformed, platform="OpenAI", channel=CHANNEL, actor=actor, body=body
+        )
     outcomes: dict[int, Outcome] = {}
     batch: list[tuple[int, str, Any]] = []
     for index, call in enumerate(message.tool_calls):
         arguments, reason = parse_arguments(call.function.arguments)
         if reason:
             outcomes[index] = gateway.reject(
-                contour, "invalid_json",
+                contour,
+                "invalid_json",
                 f"arguments вызова {call.function.name[:64]} — не JSON: {reason}",
-                channel=CHANNEL, actor=actor, tool=call.function.name[:64],
+                channel=CHANNEL,
+                actor=actor,
+                tool=call.function.name[:64],
                 arguments={"_invalid_json_length": len(call.function.arguments)},
                 hint="повторите вызов с arguments — JSON-объектом в строке; значения не угадываются",
             )
@@ -131,32 +152,58 @@ def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
         if spec is not None:
             arguments = without_nulls(schema.parameters(spec.params), arguments)
         batch.append((index, call.function.name, arguments))
-    items = gateway.call_batch(contour, [(name, args) for _, name, args in batch],
-                               channel=CHANNEL, actor=actor)
+    items = gateway.call_batch(
+        contour, [(name, args) for _, name, args in batch], channel=CHANNEL, actor=actor
+    )
     for (index, _, _), item in zip(batch, items, strict=True):
         outcomes[index] = item.outcome
-    return Reply(200, [
-        {"role": "tool", "tool_call_id": call.id, "content": as_text(outcomes[index])}
-        for index, call in enumerate(message.tool_calls)
-    ])
+    return Reply(
+        200,
+        [
+            {"role": "tool", "tool_call_id": call.id, "content": as_text(outcomes[index])}
+            for index, call in enumerate(message.tool_calls)
+        ],
+    )
 
 
 PLATFORM = Platform(
-    slug="openai", name="OpenAI", channel=CHANNEL, label="OpenAI-совместимые модели",
-    formats={"openai": export, "openai-strict": export_strict,
-             "openai-responses": export_responses},
-    options={fmt: {"parallel_tool_calls": parallel_tool_calls}
-             for fmt in ("openai", "openai-strict", "openai-responses")},
+    slug="openai",
+    name="OpenAI",
+    channel=CHANNEL,
+    label="OpenAI-совместимые модели",
+    formats={
+        "openai": export,
+        "openai-strict": export_strict,
+        "openai-responses": export_responses,
+    },
+    options={
+        fmt: {"parallel_tool_calls": parallel_tool_calls}
+        for fmt in ("openai", "openai-strict", "openai-responses")
+    },
     respond=respond,
     summary="Вызовы инструментов OpenAI: tool_calls -> сообщения role: tool",
     examples=(
-        OpenApiExample("OpenAI: tool_calls", request_only=True, value={
-            "role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function",
-                 "function": {"name": "find_orders", "arguments": '{"status": ["created"]}'}}]}),
-        OpenApiExample("OpenAI: сообщения role tool", response_only=True, status_codes=["200"],
-                       value=[{"role": "tool", "tool_call_id": "call_1",
-                               "content": '{"status": "ok", ...}'}]),
+        OpenApiExample(
+            "OpenAI: tool_calls",
+            request_only=True,
+            value={
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "find_orders", "arguments": '{"status": ["created"]}'},
+                    }
+                ],
+            },
+        ),
+        OpenApiExample(
+            "OpenAI: сообщения role tool",
+            response_only=True,
+            status_codes=["200"],
+            value=[{"role": "tool", "tool_call_id": "call_1", "content": '{"status": "ok", ...}'}],
+        ),
     ),
     # OPENAI_API_KEY, OPENAI_MODEL and OPENAI_BASE_URL, as the SDK itself names them.
     openai_sdk=OpenAISdk(env="OPENAI"),

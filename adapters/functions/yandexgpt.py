@@ -23,11 +23,18 @@ CHANNEL = Channel.YANDEXGPT
 
 def export(specs: list[ToolSpec]) -> dict[str, Any]:
     """The REST (proto3 JSON, camelCase) `tools` of a completion request."""
-    return {"tools": [{"function": {
-        "name": spec.name,
-        "description": schema.describe(spec, short=True),
-        "parameters": params,
-    }} for spec, params in zip(specs, schema.parameters_for(specs), strict=True)]}
+    return {
+        "tools": [
+            {
+                "function": {
+                    "name": spec.name,
+                    "description": schema.describe(spec, short=True),
+                    "parameters": params,
+                }
+            }
+            for spec, params in zip(specs, schema.parameters_for(specs), strict=True)
+        ]
+    }
 
 
 def export_openai(specs: list[ToolSpec]) -> dict[str, Any]:
@@ -37,6 +44,7 @@ def export_openai(specs: list[ToolSpec]) -> dict[str, Any]:
 
 
 # -- calls -----------------------------------------------------------------------------------
+
 
 class _FunctionCall(PlatformModel):
     name: str
@@ -76,33 +84,70 @@ def respond(contour: Contour, body: Any, *, actor: str) -> Reply:
     try:
         message = read(_Message, body)
     except Malformed as malformed:
-        return refuse(contour, malformed, platform="YandexGPT", channel=CHANNEL, actor=actor,
-                      body=body)
+        return refuse(
+            contour, malformed, platform="YandexGPT", channel=CHANNEL, actor=actor, body=body
+        )
     calls = []
     for tool_call in message.tool_call_list.tool_calls:
         call = tool_call.function_call
         spec = catalog.get(call.name)
-        arguments = (whole_numbers(schema.parameters(spec.params), call.arguments)
-                     if spec is not None else call.arguments)
+        arguments = (
+            whole_numbers(schema.parameters(spec.params), call.arguments)
+            if spec is not None
+            else call.arguments
+        )
         calls.append((call.name, arguments))
     items = gateway.call_batch(contour, calls, channel=CHANNEL, actor=actor)
-    return Reply(200, {"role": "user", "toolResultList": {"toolResults": [
-        {"functionResult": {"name": name, "content": as_text(item.outcome)}}
-        for (name, _), item in zip(calls, items, strict=True)
-    ]}})
+    return Reply(
+        200,
+        {
+            "role": "user",
+            "toolResultList": {
+                "toolResults": [
+                    {"functionResult": {"name": name, "content": as_text(item.outcome)}}
+                    for (name, _), item in zip(calls, items, strict=True)
+                ]
+            },
+        },
+    )
 
 
 PLATFORM = Platform(
-    slug="yandexgpt", name="YandexGPT", channel=CHANNEL, label="YandexGPT",
-    formats={"yandexgpt": export, "yandexgpt-openai": export_openai}, respond=respond,
+    slug="yandexgpt",
+    name="YandexGPT",
+    channel=CHANNEL,
+    label="YandexGPT",
+    formats={"yandexgpt": export, "yandexgpt-openai": export_openai},
+    respond=respond,
     summary="Вызовы функций YandexGPT: toolCallList -> toolResultList",
     examples=(
-        OpenApiExample("YandexGPT: toolCallList", request_only=True, value={
-            "role": "assistant", "toolCallList": {"toolCalls": [
-                {"functionCall": {"name": "find_orders", "arguments": FIND}}]}}),
-        OpenApiExample("YandexGPT: toolResultList", response_only=True, status_codes=["200"],
-                       value={"role": "user", "toolResultList": {"toolResults": [
-                           {"functionResult": {"name": "find_orders",
-                                               "content": '{"status": "ok", ...}'}}]}}),
+        OpenApiExample(
+            "YandexGPT: toolCallList",
+            request_only=True,
+            value={
+                "role": "assistant",
+                "toolCallList": {
+                    "toolCalls": [{"functionCall": {"name": "find_orders", "arguments": FIND}}]
+                },
+            },
+        ),
+        OpenApiExample(
+            "YandexGPT: toolResultList",
+            response_only=True,
+            status_codes=["200"],
+            value={
+                "role": "user",
+                "toolResultList": {
+                    "toolResults": [
+                        {
+                            "functionResult": {
+                                "name": "find_orders",
+                                "content": '{"status": "ok", ...}',
+                            }
+                        }
+                    ]
+                },
+            },
+        ),
     ),
 )

@@ -48,25 +48,49 @@ def is_call(body: bytes | None) -> bool:
 def unsupported_version(version: str, body: bytes) -> Response:
     """A session request naming a protocol version this server does not speak: HTTP 400."""
     supported = [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
-    body_out = JSONRPCError(jsonrpc="2.0", id=_request_id(body), error=ErrorData(
-        code=UNSUPPORTED_PROTOCOL_VERSION, message="Unsupported protocol version",
-        data={"supported": supported, "requested": version}))
-    return Response(body_out.model_dump_json(by_alias=True, exclude_unset=True),
-                    status_code=400, media_type="application/json")
+    body_out = JSONRPCError(
+        jsonrpc="2.0",
+        id=_request_id(body),
+        error=ErrorData(
+            code=UNSUPPORTED_PROTOCOL_VERSION,
+            message="Unsupported protocol version",
+            data={"supported": supported, "requested": version},
+        ),
+    )
+    return Response(
+        body_out.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=400,
+        media_type="application/json",
+    )
 
 
 def refused(refusal: sessions.SessionRefused, body: bytes, caller: Caller | None) -> Response:
     """A new session over a cap: HTTP 429 with a JSON-RPC error whose data is the journaled
     envelope (its stable code too_many_sessions)."""
-    envelope: dict[str, Any] = {"status": "rejected", "code": sessions.REFUSED_CODE,
-                                "message": str(refusal)}
+    envelope: dict[str, Any] = {
+        "status": "rejected",
+        "code": sessions.REFUSED_CODE,
+        "message": str(refusal),
+    }
     if caller is not None:
-        envelope = gateway.reject(caller.contour, sessions.REFUSED_CODE, str(refusal),
-                                  channel=caller.channel, actor=caller.actor, tool="/mcp",
-                                  hint="закройте неиспользуемые подключения").as_dict()
+        envelope = gateway.reject(
+            caller.contour,
+            sessions.REFUSED_CODE,
+            str(refusal),
+            channel=caller.channel,
+            actor=caller.actor,
+            tool="/mcp",
+            hint="закройте неиспользуемые подключения",
+        ).as_dict()
     envelope["scope"] = refusal.scope
-    error = JSONRPCError(jsonrpc="2.0", id=_request_id(body), error=ErrorData(
-        code=SESSION_REFUSED, message=str(refusal), data=envelope))
-    return Response(error.model_dump_json(by_alias=True, exclude_unset=True), status_code=429,
-                    headers={"Retry-After": str(settings.MCP_SESSION_UNUSED_SECONDS)},
-                    media_type="application/json")
+    error = JSONRPCError(
+        jsonrpc="2.0",
+        id=_request_id(body),
+        error=ErrorData(code=SESSION_REFUSED, message=str(refusal), data=envelope),
+    )
+    return Response(
+        error.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=429,
+        headers={"Retry-After": str(settings.MCP_SESSION_UNUSED_SECONDS)},
+        media_type="application/json",
+    )

@@ -19,8 +19,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 METHODS = ("GET", "POST", "DELETE", "OPTIONS")
 # What MCP clients send: the key, the session, the protocol era and its routing headers.
-REQUEST_HEADERS = ("Authorization", "Content-Type", "Accept", "Mcp-Session-Id",
-                   "MCP-Protocol-Version", "Last-Event-ID", "Mcp-Method", "Mcp-Name")
+REQUEST_HEADERS = (
+    "Authorization",
+    "Content-Type",
+    "Accept",
+    "Mcp-Session-Id",
+    "MCP-Protocol-Version",
+    "Last-Event-ID",
+    "Mcp-Method",
+    "Mcp-Name",
+)
 EXPOSED_HEADERS = ("Mcp-Session-Id", "WWW-Authenticate", "MCP-Protocol-Version")
 MAX_AGE_SECONDS = 3600
 
@@ -30,8 +38,9 @@ def origin_pattern(origins: Iterable[str]) -> str:
     parts = []
     for origin in origins:
         escaped = re.escape(origin.rstrip("/"))
-        parts.append(escaped[:-len(re.escape(":*"))] + r":[0-9]+"
-                     if origin.endswith(":*") else escaped)
+        parts.append(
+            escaped[: -len(re.escape(":*"))] + r":[0-9]+" if origin.endswith(":*") else escaped
+        )
     return "|".join(f"(?:{part})" for part in parts) or r"(?!)"
 
 
@@ -47,6 +56,11 @@ class McpCors(CORSMiddleware):
 
 
 def with_cors(app: ASGIApp) -> ASGIApp:
-    return McpCors(app, allow_origin_regex=origin_pattern(settings.MCP_ALLOWED_ORIGINS),
-                   allow_methods=METHODS, allow_headers=REQUEST_HEADERS,
-                   expose_headers=EXPOSED_HEADERS, max_age=MAX_AGE_SECONDS)
+    return McpCors(
+        app,
+        allow_origin_regex=origin_pattern(settings.MCP_ALLOWED_ORIGINS),
+        allow_methods=METHODS,
+        allow_headers=REQUEST_HEADERS,
+        expose_headers=EXPOSED_HEADERS,
+        max_age=MAX_AGE_SECONDS,
+    )

@@ -17,8 +17,9 @@ DRAIN_SECONDS = 120.0
 
 
 @asynccontextmanager
-async def drained(read_stream: Any, write_stream: Any, *, seconds: float = DRAIN_SECONDS
-                  ) -> AsyncIterator[tuple[Any, Any]]:
+async def drained(
+    read_stream: Any, write_stream: Any, *, seconds: float = DRAIN_SECONDS
+) -> AsyncIterator[tuple[Any, Any]]:
     """Streams for `server.run` that hold the read side open until in-flight requests are
     answered (or `seconds` pass) after the client's stdin ends."""
     in_send, in_recv = anyio.create_memory_object_stream[Any](0)
@@ -77,4 +78,5 @@ def _is_request(message: Any) -> TypeGuard[JSONRPCRequest]:
 
 def _is_answer(message: Any) -> TypeGuard[JSONRPCResponse | JSONRPCError]:
     return getattr(message, "method", None) is None and (
-        hasattr(message, "result") or hasattr(message, "error"))
+        hasattr(message, "result") or hasattr(message, "error")
+    )

@@ -80,8 +80,9 @@ class Admission:
     forget: bool = False  # the 401 ended the named session: drop this worker's copy
 
 
-def _authenticate(header: str, address: str | None, session_id: str | None, use: bool
-                  ) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
+def _authenticate(
+    header: str, address: str | None, session_id: str | None, use: bool
+) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
     """The key behind a contour key or an OAuth access token, whether it was the latter, and
     the key's live session named by the request (`use`: the request is a call, see
     sessions.resume)."""
@@ -96,14 +97,29 @@ def _authenticate(header: str, address: str | None, session_id: str | None, use:
 
 
 def _unauthenticated(header: str, session_id: str | None) -> Admission:
-    message = ("ключ API не найден, отозван или истёк (или токен выдан для другого сервера)"
-               if header else "нужен ключ API контура: Authorization: Bearer <ключ>")
-    outcome = gateway.reject(None, "unauthenticated", message, channel=CHANNEL,
-                             actor=anonymous.actor_of_unverified(header), tool=PATH)
+    message = (
+        "ключ API не найден, отозван или истёк (или токен выдан для другого сервера)"
+        if header
+        else "нужен ключ API контура: Authorization: Bearer <ключ>"
+    )
+    outcome = gateway.reject(
+        None,
+        "unauthenticated",
+        message,
+        channel=CHANNEL,
+        actor=anonymous.actor_of_unverified(header),
+        tool=PATH,
+    )
     forget = bool(session_id) and sessions.end_if_key_inactive(session_id or "")
-    return Admission(None, forget=forget, response=JSONResponse(
-        outcome.as_dict(), status_code=401,
-        headers={"WWW-Authenticate": challenge.unauthorized(bool(header))}))
+    return Admission(
+        None,
+        forget=forget,
+        response=JSONResponse(
+            outcome.as_dict(),
+            status_code=401,
+            headers={"WWW-Authenticate": challenge.unauthorized(bool(header))},
+        ),
+    )
 
 
 def _called_tools(body: bytes) -> list[str]:
@@ -113,9 +129,13 @@ def _called_tools(body: bytes) -> list[str]:
     except strict_json.JsonRefused:
         return []
     batch = parsed if isinstance(parsed, list) else [parsed]
-    return [str(item.get("params", {}).get("name", "")) for item in batch
-            if isinstance(item, dict) and item.get("method") == "tools/call"
-            and isinstance(item.get("params"), dict)]
+    return [
+        str(item.get("params", {}).get("name", ""))
+        for item in batch
+        if isinstance(item, dict)
+        and item.get("method") == "tools/call"
+        and isinstance(item.get("params"), dict)
+    ]
 
 
 def _scope_refusal(key: ApiKey, tools: list[str]) -> Response | None:
@@ -127,30 +147,59 @@ def _scope_refusal(key: ApiKey, tools: list[str]) -> Response | None:
     if not lacking:
         return None
     tool, toolset = next(iter(lacking.items()))
-    outcome = gateway.reject(key.contour, "insufficient_scope",
-                             challenge.refusal_message(key, tool, toolset),
-                             channel=CHANNEL, actor=keys.actor_of(key), tool=tool,
-                             hint=challenge.REFUSAL_HINT)
-    return JSONResponse(outcome.as_dict(), status_code=403, headers={
-        "WWW-Authenticate": challenge.insufficient_scope(key, sorted(set(lacking.values())))})
+    outcome = gateway.reject(
+        key.contour,
+        "insufficient_scope",
+        challenge.refusal_message(key, tool, toolset),
+        channel=CHANNEL,
+        actor=keys.actor_of(key),
+        tool=tool,
+        hint=challenge.REFUSAL_HINT,
+    )
+    return JSONResponse(
+        outcome.as_dict(),
+        status_code=403,
+        headers={
+            "WWW-Authenticate": challenge.insufficient_scope(key, sorted(set(lacking.values())))
+        },
+    )
 
 
 def _parse_error(key: ApiKey, problem: str, length: int) -> Response:
     """A body the SDK could not parse (bad syntax, nesting past its limit), journaled in the
     key's name as REST journals it, and answered as the SDK answers it (JSON-RPC's parse
     error, HTTP 400, id null) with the gateway's envelope (invalid_json) in its data."""
-    outcome = gateway.reject(key.contour, "invalid_json",
-                             "тело запроса не разобрано как JSON: " + problem,
-                             channel=CHANNEL, actor=keys.actor_of(key), tool=PATH,
-                             arguments={"_body_length": length})
-    return JSONResponse({"jsonrpc": "2.0", "id": None,
-                         "error": {"code": types.PARSE_ERROR, "message": outcome.message,
-                                   "data": outcome.as_dict()}},
-                        status_code=outcome.http_status)
+    outcome = gateway.reject(
+        key.contour,
+        "invalid_json",
+        "тело запроса не разобрано как JSON: " + problem,
+        channel=CHANNEL,
+        actor=keys.actor_of(key),
+        tool=PATH,
+        arguments={"_body_length": length},
+    )
+    return JSONResponse(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": types.PARSE_ERROR,
+                "message": outcome.message,
+                "data": outcome.as_dict(),
+            },
+        },
+        status_code=outcome.http_status,
+    )
 
 
-def admit(header: str, address: str | None, session_id: str | None, use: bool,
-          body: bytes | None, call: lean.LeanCall | None) -> Admission:
+def admit(
+    header: str,
+    address: str | None,
+    session_id: str | None,
+    use: bool,
+    body: bytes | None,
+    call: lean.LeanCall | None,
+) -> Admission:
     """The request's one thread hop (sync): the key, the session, a body that is no JSON, a
     grant's scope, and when `call` (the fast path's) may be answered without the SDK, the
     call itself."""
@@ -167,8 +216,9 @@ def admit(header: str, address: str | None, session_id: str | None, use: bool,
         if refusal is not None:
             return Admission(key, by_oauth, facts, refusal)
     if call is not None and session_id and lean.may_answer(call, facts):
-        return Admission(key, by_oauth, facts,
-                         lean.answer(call, Caller.of_key(key, CHANNEL), session_id))
+        return Admission(
+            key, by_oauth, facts, lean.answer(call, Caller.of_key(key, CHANNEL), session_id)
+        )
     return Admission(key, by_oauth, facts)
 
 
@@ -180,8 +230,12 @@ class ContourKeyAuth:
     session id is answered as if the session did not exist (404).
     """
 
-    def __init__(self, app: ASGIApp, security: TransportSecuritySettings,
-                 sessions_manager: SharedSessionManager) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        security: TransportSecuritySettings,
+        sessions_manager: SharedSessionManager,
+    ) -> None:
         self.app = app
         self.security = TransportSecurityMiddleware(security)
         self.sessions = sessions_manager
@@ -203,11 +257,16 @@ class ContourKeyAuth:
             receive = _replaying(messages, receive)
         # a GET stream or a DELETE makes no session a used one
         use = bool(session_id) and scope["method"] == "POST" and answers.is_call(body)
-        call = (lean.call_of(request, body)
-                if settings.MCP_LEAN and session_id and body else None)
-        admitted = await run_sync(admit, request.headers.get("authorization", ""),
-                                  request.client.host if request.client else None,
-                                  session_id, use, body, call)
+        call = lean.call_of(request, body) if settings.MCP_LEAN and session_id and body else None
+        admitted = await run_sync(
+            admit,
+            request.headers.get("authorization", ""),
+            request.client.host if request.client else None,
+            session_id,
+            use,
+            body,
+            call,
+        )
         if admitted.forget and session_id:
             await self.sessions.forget(session_id)  # a revoked key ends its sessions
         if admitted.response is not None:
@@ -216,11 +275,23 @@ class ContourKeyAuth:
         key = admitted.key
         assert key is not None
         caller = Caller.of_key(key, CHANNEL)
-        user = AuthenticatedUser(AccessToken(token=key.prefix, client_id=f"api-key:{key.pk}",
-                                             scopes=[], subject=key.contour.slug))
-        await self.app({**scope, "user": user, "auth": AuthCredentials([]), CALLER: caller,
-                        KEY_ID: key.pk, RESUMED: admitted.facts},
-                       receive, send)
+        user = AuthenticatedUser(
+            AccessToken(
+                token=key.prefix, client_id=f"api-key:{key.pk}", scopes=[], subject=key.contour.slug
+            )
+        )
+        await self.app(
+            {
+                **scope,
+                "user": user,
+                "auth": AuthCredentials([]),
+                CALLER: caller,
+                KEY_ID: key.pk,
+                RESUMED: admitted.facts,
+            },
+            receive,
+            send,
+        )
 
 
 async def caller_of_request(ctx: ServerRequestContext[Any, Any]) -> Caller:
@@ -240,9 +311,12 @@ def build_mcp_app() -> tuple[ASGIApp, SharedSessionManager]:
     relay = relays.configured()
     # Without a relay an answer posted to another worker is never heard (the call would wait
     # MCP_ELICITATION_TIMEOUT_SECONDS): where several workers may serve, no dialog is offered.
-    server = build_server(caller_of_request,
-                          dialogs=relay is not None or settings.MCP_WORKERS <= 1)
+    server = build_server(caller_of_request, dialogs=relay is not None or settings.MCP_WORKERS <= 1)
     security = transport_security()
-    manager = SharedSessionManager(server, security_settings=security,
-                                   idle_seconds=settings.MCP_SESSION_IDLE_SECONDS, relay=relay)
+    manager = SharedSessionManager(
+        server,
+        security_settings=security,
+        idle_seconds=settings.MCP_SESSION_IDLE_SECONDS,
+        relay=relay,
+    )
     return ContourKeyAuth(StreamableHTTPASGIApp(manager), security, manager), manager

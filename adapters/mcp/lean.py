@@ -65,18 +65,28 @@ def call_of(request: Request, body: bytes) -> LeanCall | None:
     well-formed request with the headers the SDK's transport would accept, naming a 2025-era
     version, its params checked as the SDK's kernel checks them (surface, then model)."""
     version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
-    if (request.method != "POST" or len(body) > PEEK_LIMIT or b"tools/call" not in body
-            or version is None or version in MODERN_PROTOCOL_VERSIONS
-            or not request.headers.get("content-type", "").startswith(CONTENT_TYPE_JSON)
-            or not check_accept_headers(request)[0]):
+    if (
+        request.method != "POST"
+        or len(body) > PEEK_LIMIT
+        or b"tools/call" not in body
+        or version is None
+        or version in MODERN_PROTOCOL_VERSIONS
+        or not request.headers.get("content-type", "").startswith(CONTENT_TYPE_JSON)
+        or not check_accept_headers(request)[0]
+    ):
         return None
     try:
-        message = jsonrpc_message_adapter.validate_python(pydantic_core.from_json(body),
-                                                          by_name=False)
+        message = jsonrpc_message_adapter.validate_python(
+            pydantic_core.from_json(body), by_name=False
+        )
     except ValueError:  # pydantic's ValidationError is one too
         return None
-    if (not isinstance(message, JSONRPCRequest) or message.method != METHOD
-            or message.params is None or "_meta" in message.params):
+    if (
+        not isinstance(message, JSONRPCRequest)
+        or message.method != METHOD
+        or message.params is None
+        or "_meta" in message.params
+    ):
         return None  # a _meta (progress token, envelope) is the SDK's to interpret
     try:
         spec_methods.validate_client_request(METHOD, version, message.params)
@@ -89,8 +99,11 @@ def call_of(request: Request, body: bytes) -> LeanCall | None:
 def may_answer(call: LeanCall, facts: sessions.SessionFacts | None) -> bool:
     """A live session of this key whose client declared no elicitation, named with its own
     version: nothing can be asked in the middle of its call."""
-    return (facts is not None and not sessions.declares_elicitation(facts.client_params)
-            and call.protocol_version == facts.protocol_version)
+    return (
+        facts is not None
+        and not sessions.declares_elicitation(facts.client_params)
+        and call.protocol_version == facts.protocol_version
+    )
 
 
 def answer(call: LeanCall, caller: Caller, session_id: str) -> Response:
@@ -101,10 +114,15 @@ def answer(call: LeanCall, caller: Caller, session_id: str) -> Response:
     try:
         result = call_result(call_core(caller, call.params), call.params.name)
         dumped = spec_methods.serialize_server_result(
-            METHOD, call.protocol_version,
-            result.model_dump(by_alias=True, mode="json", exclude_none=True))
+            METHOD,
+            call.protocol_version,
+            result.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
         message = JSONRPCResponse(jsonrpc="2.0", id=call.request_id, result=dumped)
     except Exception as exc:  # mapped to the wire as the SDK maps it
         message = JSONRPCError(jsonrpc="2.0", id=call.request_id, error=modern_error_data(exc))
-    return Response(message.model_dump_json(by_alias=True, exclude_unset=True),
-                    headers={MCP_SESSION_ID_HEADER: session_id}, media_type=CONTENT_TYPE_JSON)
+    return Response(
+        message.model_dump_json(by_alias=True, exclude_unset=True),
+        headers={MCP_SESSION_ID_HEADER: session_id},
+        media_type=CONTENT_TYPE_JSON,
+    )

@@ -72,10 +72,14 @@ RESUMED = "invoicebox_gateway.resumed"
 
 def not_found() -> Response:
     """The SDK's answer for a session it does not know: the client opens a new one."""
-    body = JSONRPCError(jsonrpc="2.0", id=None,
-                        error=ErrorData(code=INVALID_REQUEST, message="Session not found"))
-    return Response(body.model_dump_json(by_alias=True, exclude_unset=True), status_code=404,
-                    media_type="application/json")
+    body = JSONRPCError(
+        jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message="Session not found")
+    )
+    return Response(
+        body.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=404,
+        media_type="application/json",
+    )
 
 
 def _replayed(body: bytes, receive: Receive) -> Receive:
@@ -107,13 +111,24 @@ def _initialize_facts(body: bytes) -> tuple[str, dict[str, Any]] | None:
 
 
 class SharedSessionManager(StreamableHTTPSessionManager):
-    def __init__(self, app: Server[Any], *, security_settings: TransportSecuritySettings,
-                 idle_seconds: float, relay: Relay | None) -> None:
+    def __init__(
+        self,
+        app: Server[Any],
+        *,
+        security_settings: TransportSecuritySettings,
+        idle_seconds: float,
+        relay: Relay | None,
+    ) -> None:
         # No per-process cap: the shared one (sessions.record) bounds the copies as well.
         # json_response here is what 2026-07-28 requests get (they carry no dialog); a
         # 2025-11-25 session picks its own in _transport().
-        super().__init__(app, security_settings=security_settings, json_response=True,
-                         session_idle_timeout=idle_seconds, max_sessions=None)
+        super().__init__(
+            app,
+            security_settings=security_settings,
+            json_response=True,
+            session_idle_timeout=idle_seconds,
+            max_sessions=None,
+        )
         self.relay = relay
         # This worker's request ids (tag * 2**ID_BITS + n): an answer says whose it is.
         self.tag = secrets.randbelow(2**31) + 1
@@ -124,8 +139,7 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             async with super().run():
                 if self.relay is not None:
                     assert self._task_group is not None
-                    self._task_group.start_soon(self.relay.listen, self.tag,
-                                                self._deliver_answer)
+                    self._task_group.start_soon(self.relay.listen, self.tag, self._deliver_answer)
                 yield
         finally:  # after the listener is cancelled with the manager's task group
             if self.relay is not None:
@@ -148,9 +162,12 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         refused as such (the SDK's modern path would ask for a _meta it never needs)."""
         request = Request(scope, receive)
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
-        if (version is not None and request.headers.get(MCP_SESSION_ID_HEADER)
-                and version not in HANDSHAKE_PROTOCOL_VERSIONS
-                and version not in MODERN_PROTOCOL_VERSIONS):
+        if (
+            version is not None
+            and request.headers.get(MCP_SESSION_ID_HEADER)
+            and version not in HANDSHAKE_PROTOCOL_VERSIONS
+            and version not in MODERN_PROTOCOL_VERSIONS
+        ):
             body = await request.body() if request.method == "POST" else b""
             await answers.unsupported_version(version, body)(scope, receive, send)
             return
@@ -165,8 +182,11 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         if session_id is None:
             await self._open(key_id, body, scope, receive, send)
             return
-        facts = (scope[RESUMED] if RESUMED in scope
-                 else await run_sync(sessions.resume, session_id, key_id, answers.is_call(body)))
+        facts = (
+            scope[RESUMED]
+            if RESUMED in scope
+            else await run_sync(sessions.resume, session_id, key_id, answers.is_call(body))
+        )
         if facts is None:  # closed, expired, evicted, unknown, or another key's
             await self.forget(session_id)
             await not_found()(scope, receive, send)
@@ -186,8 +206,9 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         if transport.is_terminated:
             await self._discard_session(session_id, transport)
 
-    async def _open(self, key_id: int, body: bytes, scope: Scope, receive: Receive,
-                    send: Send) -> None:
+    async def _open(
+        self, key_id: int, body: bytes, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         """A request without a session id: only an initialize opens one, within the key's,
         its contour's and the deployment's caps. It is recorded before it is answered, so the
         client's next request may go to any worker. Any other answer names no session."""
@@ -200,8 +221,9 @@ class SharedSessionManager(StreamableHTTPSessionManager):
                 closed = await run_sync(sessions.record, session_id, key_id, *facts)
             except sessions.SessionRefused as refusal:
                 caller = scope.get(CALLER)
-                response = await run_sync(answers.refused, refusal, body,
-                                          caller if isinstance(caller, Caller) else None)
+                response = await run_sync(
+                    answers.refused, refusal, body, caller if isinstance(caller, Caller) else None
+                )
                 await response(scope, receive, send)
                 return
             for other in closed:
@@ -211,8 +233,9 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         try:
             assert self._task_group is not None
             await self._task_group.start(self._serve_session, transport, None)
-            status = await _status_of(transport.handle_request, scope, receive, send,
-                                      keep_session_id=facts is not None)
+            status = await _status_of(
+                transport.handle_request, scope, receive, send, keep_session_id=facts is not None
+            )
             established = facts is not None and status is not None and status < 400
         finally:
             if not established:
@@ -233,59 +256,82 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         logger.debug("MCP session %s restored on this worker", facts.session_id[:8])
         return transport
 
-    def _transport(self, session_id: str, client_params: dict[str, Any] | None
-                   ) -> StreamableHTTPServerTransport:
+    def _transport(
+        self, session_id: str, client_params: dict[str, Any] | None
+    ) -> StreamableHTTPServerTransport:
         """The SDK's transport for one session: a JSON body per request, or an SSE stream when
         the client declared elicitation (the dialog confirmation asks it in the middle of a
         tools/call, which only a stream can carry). JSON costs a third less CPU per call."""
         return StreamableHTTPServerTransport(
             mcp_session_id=session_id,
             is_json_response_enabled=not sessions.declares_elicitation(client_params),
-            event_store=self.event_store, security_settings=self.security_settings,
-            retry_interval=self.retry_interval, idle_timeout=self.session_idle_timeout)
+            event_store=self.event_store,
+            security_settings=self.security_settings,
+            retry_interval=self.retry_interval,
+            idle_timeout=self.session_idle_timeout,
+        )
 
-    async def _serve_session(self, transport: StreamableHTTPServerTransport,
-                             facts: sessions.SessionFacts | None, *,
-                             task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _serve_session(
+        self,
+        transport: StreamableHTTPServerTransport,
+        facts: sessions.SessionFacts | None,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         """The SDK's session task (serve_loop under the idle scope), with a connection that is
         born initialized when `facts` restore it."""
         session_id = transport.mcp_session_id
         assert session_id is not None
         async with transport.connect() as (read_stream, write_stream):
             dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
-                read_stream, write_stream, inline_methods=frozenset({"initialize"}))
+                read_stream, write_stream, inline_methods=frozenset({"initialize"})
+            )
             # The SDK counts ids from 0 per dispatcher; these name this worker, and a random
             # start keeps a rebuilt copy from reusing the ids of the copy before it.
             dispatcher._next_id = (self.tag << ID_BITS) + secrets.randbelow(2 ** (ID_BITS - 1))
             connection = Connection.for_loop(dispatcher, session_id=session_id)
             if facts is not None:
                 connection.client_params = InitializeRequestParams.model_validate(
-                    facts.client_params, by_name=False)
+                    facts.client_params, by_name=False
+                )
                 connection.protocol_version = facts.protocol_version
                 connection.initialized.set()
             task_status.started()
             try:
                 idle_scope = transport.idle_scope or anyio.CancelScope()
                 with idle_scope:
-                    await serve_connection(self.app, dispatcher, connection=connection,
-                                           lifespan_state=self._lifespan_state)
+                    await serve_connection(
+                        self.app,
+                        dispatcher,
+                        connection=connection,
+                        lifespan_state=self._lifespan_state,
+                    )
             except Exception:
                 logger.exception("MCP session %s crashed", session_id[:8])
             finally:
                 await self._discard_session(session_id, transport)
 
-    async def _deliver_answer(self, session_id: str, headers: list[tuple[bytes, bytes]],
-                              body: bytes) -> None:
+    async def _deliver_answer(
+        self, session_id: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
         """An answer another worker received for this one: posted into the local copy, as the
         client would have posted it here."""
         transport = self._server_instances.get(session_id)
         if transport is None:
-            logger.info("MCP: an answer came for session %s, no longer held here",
-                        session_id[:8])
+            logger.info("MCP: an answer came for session %s, no longer held here", session_id[:8])
             return
-        scope: Scope = {"type": "http", "method": "POST", "path": "/mcp", "raw_path": b"/mcp",
-                        "query_string": b"", "headers": headers, "http_version": "1.1",
-                        "scheme": "http", "client": None, "server": None}
+        scope: Scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "query_string": b"",
+            "headers": headers,
+            "http_version": "1.1",
+            "scheme": "http",
+            "client": None,
+            "server": None,
+        }
         await transport.handle_request(scope, _replayed(body, _disconnected), _discard)
 
 
@@ -298,8 +344,9 @@ async def _discard(message: Message) -> None:
     return None
 
 
-async def _status_of(app: Any, scope: Scope, receive: Receive, send: Send, *,
-                     keep_session_id: bool = True) -> int | None:
+async def _status_of(
+    app: Any, scope: Scope, receive: Receive, send: Send, *, keep_session_id: bool = True
+) -> int | None:
     """The status `app` answered with. An error answer, or any answer when not
     `keep_session_id`, loses the Mcp-Session-Id header: that session is never stored."""
     status: int | None = None
@@ -310,8 +357,12 @@ async def _status_of(app: Any, scope: Scope, receive: Receive, send: Send, *,
         if message["type"] == "http.response.start":
             status = message["status"]
             if not keep_session_id or status >= 400:
-                message = {**message, "headers": [(k, v) for k, v in message.get("headers", [])
-                                                  if k.lower() != header]}
+                message = {
+                    **message,
+                    "headers": [
+                        (k, v) for k, v in message.get("headers", []) if k.lower() != header
+                    ],
+                }
         await send(message)
 
     await app(scope, receive, watch)

@@ -11,8 +11,9 @@ class McpSession(models.Model):
     session_id = models.CharField("сессия", max_length=64, primary_key=True)
     # The key that opened it: another key is answered as if the session did not exist, and a
     # revoked (or deleted) key ends it.
-    key = models.ForeignKey(ApiKey, models.CASCADE, related_name="mcp_sessions",
-                            verbose_name="ключ API")
+    key = models.ForeignKey(
+        ApiKey, models.CASCADE, related_name="mcp_sessions", verbose_name="ключ API"
+    )
     protocol_version = models.CharField("версия протокола", max_length=32)
     # The initialize params as the client sent them: capabilities, clientInfo.
     client_params = models.JSONField("параметры клиента")
@@ -29,8 +30,9 @@ class McpSession(models.Model):
             # A key's live sessions counted, and its least recently used one found, by index.
             models.Index(fields=["key", "last_seen"], name="mcp_session_key_seen"),
             # The beat's expiry of never-used sessions reads only them.
-            models.Index(fields=["last_seen"], condition=models.Q(used=False),
-                         name="mcp_session_unused_seen"),
+            models.Index(
+                fields=["last_seen"], condition=models.Q(used=False), name="mcp_session_unused_seen"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -35,23 +35,40 @@ CHANNEL_PREFIX = "invoicebox-gateway:mcp-answer:"
 ID_BITS = 20
 # The headers the owner's transport checks, as the client sent them; never Authorization (the
 # owner's copy is bound to the key already, and a secret has no business in Redis).
-RELAYED_HEADERS = frozenset({b"host", b"origin", b"content-type", b"accept",
-                             b"mcp-session-id", b"mcp-protocol-version"})
+RELAYED_HEADERS = frozenset(
+    {b"host", b"origin", b"content-type", b"accept", b"mcp-session-id", b"mcp-protocol-version"}
+)
 
 # PostgreSQL's NOTIFY payload must be shorter than 8000 bytes; a dialog answer is ~100.
 NOTIFY_LIMIT = 7999
 # Options of Django's that are not libpq connection parameters.
-NOT_LIBPQ = frozenset({"pool", "assume_role", "isolation_level", "server_side_binding",
-                       "prepare_threshold", "cursor_factory", "context"})
+NOT_LIBPQ = frozenset(
+    {
+        "pool",
+        "assume_role",
+        "isolation_level",
+        "server_side_binding",
+        "prepare_threshold",
+        "cursor_factory",
+        "context",
+    }
+)
 
 Deliver = Callable[[str, list[tuple[bytes, bytes]], bytes], Awaitable[None]]
 
 
 def _payload(session_id: str, headers: list[tuple[bytes, bytes]], body: bytes) -> str:
-    return json.dumps({
-        "session": session_id, "body": body.decode("utf-8", "replace"),
-        "headers": [[k.decode("latin-1"), v.decode("latin-1")] for k, v in headers
-                    if k.lower() in RELAYED_HEADERS]})
+    return json.dumps(
+        {
+            "session": session_id,
+            "body": body.decode("utf-8", "replace"),
+            "headers": [
+                [k.decode("latin-1"), v.decode("latin-1")]
+                for k, v in headers
+                if k.lower() in RELAYED_HEADERS
+            ],
+        }
+    )
 
 
 async def _deliver(data: str | bytes, deliver: Deliver) -> None:
@@ -69,8 +86,11 @@ def owner_of(body: bytes) -> int | None:
         message = strict_json.parse_body(body)
     except strict_json.JsonRefused:  # not JSON, or nested past the parser's limit
         return None
-    if (not isinstance(message, dict) or "method" in message
-            or ("result" not in message and "error" not in message)):
+    if (
+        not isinstance(message, dict)
+        or "method" in message
+        or ("result" not in message and "error" not in message)
+    ):
         return None
     request_id = message.get("id")
     if isinstance(request_id, str) and request_id.isdigit():
@@ -84,8 +104,9 @@ class AnswerRelay:
     def __init__(self, url: str) -> None:
         self.client = redis.Redis.from_url(url)
 
-    async def publish(self, owner: int, session_id: str, headers: list[tuple[bytes, bytes]],
-                      body: bytes) -> bool:
+    async def publish(
+        self, owner: int, session_id: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> bool:
         """True when the owner heard it (it is subscribed); False when no one did or Redis is
         unreachable."""
         payload = _payload(session_id, headers, body)
@@ -131,16 +152,23 @@ class PostgresRelay:
     def _params(self) -> dict[str, Any]:
         """libpq parameters from Django's settings (read late: a test database renames)."""
         db = connections[self.alias].settings_dict
-        params: dict[str, Any] = {k: v for k, v in db.get("OPTIONS", {}).items()
-                                     if k not in NOT_LIBPQ}
-        for name, key in (("dbname", "NAME"), ("user", "USER"), ("password", "PASSWORD"),
-                          ("host", "HOST"), ("port", "PORT")):
+        params: dict[str, Any] = {
+            k: v for k, v in db.get("OPTIONS", {}).items() if k not in NOT_LIBPQ
+        }
+        for name, key in (
+            ("dbname", "NAME"),
+            ("user", "USER"),
+            ("password", "PASSWORD"),
+            ("host", "HOST"),
+            ("port", "PORT"),
+        ):
             if db.get(key):
                 params[name] = db[key]
         return params
 
-    async def publish(self, owner: int, session_id: str, headers: list[tuple[bytes, bytes]],
-                      body: bytes) -> bool:
+    async def publish(
+        self, owner: int, session_id: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> bool:
         """True when the NOTIFY was sent (PostgreSQL does not say who listens)."""
         payload = _payload(session_id, headers, body)
         if len(payload.encode()) > NOTIFY_LIMIT:
@@ -157,10 +185,12 @@ class PostgresRelay:
         """Hand every answer notified for this worker to `deliver`; reconnect on failure."""
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(**self._params(),
-                                                                 autocommit=True) as conn:
-                    await conn.execute(sql.SQL("LISTEN {}").format(
-                        sql.Identifier(self.channel(tag))))
+                async with await psycopg.AsyncConnection.connect(
+                    **self._params(), autocommit=True
+                ) as conn:
+                    await conn.execute(
+                        sql.SQL("LISTEN {}").format(sql.Identifier(self.channel(tag)))
+                    )
                     async for notify in conn.notifies():
                         await _deliver(notify.payload, deliver)
             except (psycopg.Error, OSError):

@@ -62,14 +62,20 @@ def tool_definition(spec: ToolSpec, params: dict[str, Any] | None = None) -> typ
 
 def tool_definitions(specs: list[ToolSpec]) -> list[types.Tool]:
     """The listed tools; a nested model repeated by a later tool points back to the first."""
-    return [tool_definition(spec, params)
-            for spec, params in zip(specs, exports.parameters_for(specs), strict=True)]
+    return [
+        tool_definition(spec, params)
+        for spec, params in zip(specs, exports.parameters_for(specs), strict=True)
+    ]
 
 
 def tools_list(specs: list[ToolSpec]) -> dict[str, Any]:
     """The `tools/list` result as the server sends it (wire spelling, camelCase)."""
-    return {"tools": [tool.model_dump(by_alias=True, mode="json", exclude_none=True)
-                      for tool in tool_definitions(specs)]}
+    return {
+        "tools": [
+            tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+            for tool in tool_definitions(specs)
+        ]
+    }
 
 
 def tool_result(outcome: Outcome) -> types.CallToolResult:

@@ -30,7 +30,7 @@ from tools.pipeline import gateway
 
 NAME = "invoicebox-gateway"
 INSTRUCTIONS = (
-    "Шлюз к API Инвойсбокс: счета одного магазина. Суммы — копейки строкой (\"12200\" — "
+    'Шлюз к API Инвойсбокс: счета одного магазина. Суммы — копейки строкой ("12200" — '
     "122,00 ₽). Запись идёт в два шага: первый вызов возвращает сводку и confirmation_token, "
     "счёт выставляет только повторный вызов с теми же аргументами и этим токеном, после "
     "согласия человека. Каждый ответ — конверт с полями status, code, message, hint, problems."
@@ -78,8 +78,13 @@ def _input_schema_of(params: type[BaseModel]) -> dict[str, Any]:
 # The one form field of the confirmation dialog (a flat primitive schema, as elicitation requires).
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"confirm": {"type": "boolean", "title": "Подтверждаю операцию",
-                               "description": "да — выполнить операцию сейчас"}},
+    "properties": {
+        "confirm": {
+            "type": "boolean",
+            "title": "Подтверждаю операцию",
+            "description": "да — выполнить операцию сейчас",
+        }
+    },
     "required": ["confirm"],
 }
 
@@ -111,16 +116,22 @@ async def _confirmed_in_dialog(ctx: ServerRequestContext[Any, Any], summary: str
         # not pass it on): the chat confirmation with the token is still there.
         with anyio.fail_after(settings.MCP_ELICITATION_TIMEOUT_SECONDS):
             answer = await ctx.session.elicit_form(
-                f"Подтвердите операцию: {summary}\nВыполнить?", CONFIRM_SCHEMA,
-                related_request_id=ctx.request_id)
+                f"Подтвердите операцию: {summary}\nВыполнить?",
+                CONFIRM_SCHEMA,
+                related_request_id=ctx.request_id,
+            )
     except (MCPError, ValidationError, TimeoutError):  # failed or timed out: not a "yes"
         return False
     return answer.action == "accept" and (answer.content or {}).get("confirm") is True
 
 
-async def _confirm_in_dialog(ctx: ServerRequestContext[Any, Any], caller: Caller,
-                             params: types.CallToolRequestParams, arguments: dict[str, Any],
-                             outcome: Outcome) -> Outcome:
+async def _confirm_in_dialog(
+    ctx: ServerRequestContext[Any, Any],
+    caller: Caller,
+    params: types.CallToolRequestParams,
+    arguments: dict[str, Any],
+    outcome: Outcome,
+) -> Outcome:
     """confirmation_required of a write that needs no operator: the person's "yes" in the
     client's dialog stands in for the chat confirmation (the second call with the token).
 
@@ -129,19 +140,29 @@ async def _confirm_in_dialog(ctx: ServerRequestContext[Any, Any], caller: Caller
     requirement on the second call anyway (awaiting_approval if it needs a human).
     """
     confirmation = outcome.confirmation or {}
-    if (not confirmation.get("token") or confirmation.get("approval_url")
-            or (outcome.data or {}).get("requires_approval") or not _can_ask_form(ctx)):
+    if (
+        not confirmation.get("token")
+        or confirmation.get("approval_url")
+        or (outcome.data or {}).get("requires_approval")
+        or not _can_ask_form(ctx)
+    ):
         return outcome
     if not await _confirmed_in_dialog(ctx, str(confirmation.get("summary", ""))):
-        return dataclasses.replace(outcome, message=(
-            "человек не подтвердил операцию в диалоге; " + outcome.message))
+        return dataclasses.replace(
+            outcome, message=("человек не подтвердил операцию в диалоге; " + outcome.message)
+        )
     confirmed = {**arguments, "confirmation_token": confirmation["token"]}
-    return await run_sync(gateway.call, caller.contour, params.name, confirmed,
-                          channel=caller.channel, actor=caller.actor)
+    return await run_sync(
+        gateway.call,
+        caller.contour,
+        params.name,
+        confirmed,
+        channel=caller.channel,
+        actor=caller.actor,
+    )
 
 
-async def _point_to_approval_page(ctx: ServerRequestContext[Any, Any], outcome: Outcome
-                                  ) -> Outcome:
+async def _point_to_approval_page(ctx: ServerRequestContext[Any, Any], outcome: Outcome) -> Outcome:
     """awaiting_approval: a URL-mode client shows the person the operator's approval page.
 
     Whatever the client answers decides nothing: only an operator signed in to the web UI,
@@ -154,8 +175,11 @@ async def _point_to_approval_page(ctx: ServerRequestContext[Any, Any], outcome: 
     try:
         await ctx.session.elicit_url(
             "Операцию одобряет оператор на странице одобрения: "
-            + str(confirmation.get("summary", "")), url, str(confirmation.get("id", "")),
-            related_request_id=ctx.request_id)
+            + str(confirmation.get("summary", "")),
+            url,
+            str(confirmation.get("id", "")),
+            related_request_id=ctx.request_id,
+        )
     except (MCPError, ValidationError):
         pass  # the page link is in the envelope as well
     return outcome
@@ -164,8 +188,9 @@ async def _point_to_approval_page(ctx: ServerRequestContext[Any, Any], outcome: 
 def call_core(caller: Caller, params: types.CallToolRequestParams) -> Outcome:
     """The core call behind a tools/call (sync: run in a thread), as every MCP path makes it."""
     arguments = params.arguments if params.arguments is not None else {}
-    return gateway.call(caller.contour, params.name, arguments,
-                        channel=caller.channel, actor=caller.actor)
+    return gateway.call(
+        caller.contour, params.name, arguments, channel=caller.channel, actor=caller.actor
+    )
 
 
 def refuse_unknown(outcome: Outcome, name: str) -> None:
@@ -184,15 +209,17 @@ def build_server(resolve: CallerResolver, *, dialogs: bool = True) -> Server[Any
     """One low-level Server; `resolve` says, per request, whose contour it serves; `dialogs`:
     a write may be confirmed in the client's form dialog (its answer can reach this process)."""
 
-    async def list_tools(ctx: ServerRequestContext[Any, Any],
-                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         caller = await resolve(ctx)
         # In a thread: the key's scope is read from the database.
         specs = await run_sync(gateway.visible_tools, caller.contour, actor=caller.actor)
         return types.ListToolsResult(tools=tool_definitions(specs))
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         caller = await resolve(ctx)
         arguments = params.arguments if params.arguments is not None else {}
         outcome = await run_sync(call_core, caller, params)

@@ -53,11 +53,15 @@ class SessionRefused(Exception):
 
     def __init__(self, scope: str, cap: int) -> None:
         self.scope, self.cap = scope, cap
-        where = {"key": "этого ключа API", "contour": "этого магазина (контура)",
-                 "deployment": "шлюза в целом"}[scope]
+        where = {
+            "key": "этого ключа API",
+            "contour": "этого магазина (контура)",
+            "deployment": "шлюза в целом",
+        }[scope]
         super().__init__(
             f"слишком много открытых сессий MCP у {where} (предел {cap}); закройте неиспользуемые "
-            "подключения ассистента или повторите позже: сессия без запросов закрывается сама")
+            "подключения ассистента или повторите позже: сессия без запросов закрывается сама"
+        )
 
 
 def _idle_cutoff(now: datetime) -> datetime:
@@ -70,14 +74,19 @@ def _unused_cutoff(now: datetime) -> datetime:
 
 def live_q(now: datetime) -> Q:
     """Seen within the idle timeout, and either used or opened (seen) only just now."""
-    return Q(last_seen__gt=_idle_cutoff(now)) & (Q(used=True) | Q(last_seen__gt=_unused_cutoff(now)))
+    return Q(last_seen__gt=_idle_cutoff(now)) & (
+        Q(used=True) | Q(last_seen__gt=_unused_cutoff(now))
+    )
 
 
 def _touch_after() -> timedelta:
     """last_seen is written at most this often per session: one UPDATE a minute, not one per
     request; expiry is that much coarser (a 30-minute expiry may take 30 min + 1)."""
-    return timedelta(seconds=min(60.0, settings.MCP_SESSION_IDLE_SECONDS / 10,
-                                 settings.MCP_SESSION_UNUSED_SECONDS / 2))
+    return timedelta(
+        seconds=min(
+            60.0, settings.MCP_SESSION_IDLE_SECONDS / 10, settings.MCP_SESSION_UNUSED_SECONDS / 2
+        )
+    )
 
 
 def _bounded_count(queryset: QuerySet[McpSession], limit: int) -> int:
@@ -88,16 +97,18 @@ def _bounded_count(queryset: QuerySet[McpSession], limit: int) -> int:
 def _caps(key_id: int, contour_id: int, now: datetime) -> list[tuple[str, int, int]]:
     """(scope, cap, sessions open now) from the narrowest scope to the widest."""
     live = McpSession.objects.filter(live_q(now))
-    scoped = (("key", settings.MCP_MAX_SESSIONS_PER_KEY, live.filter(key_id=key_id)),
-              ("contour", settings.MCP_MAX_SESSIONS_PER_CONTOUR,
-               live.filter(key__contour_id=contour_id)),
-              ("deployment", settings.MCP_MAX_SESSIONS, live))
+    scoped = (
+        ("key", settings.MCP_MAX_SESSIONS_PER_KEY, live.filter(key_id=key_id)),
+        ("contour", settings.MCP_MAX_SESSIONS_PER_CONTOUR, live.filter(key__contour_id=contour_id)),
+        ("deployment", settings.MCP_MAX_SESSIONS, live),
+    )
     # Counted a little past the cap: a cap lowered under what is open needs that many gone.
     return [(scope, cap, _bounded_count(rows, cap + 8)) for scope, cap, rows in scoped]
 
 
-def record(session_id: str, key_id: int, protocol_version: str,
-           client_params: dict[str, Any]) -> list[str]:
+def record(
+    session_id: str, key_id: int, protocol_version: str, client_params: dict[str, Any]
+) -> list[str]:
     """Store a new session of the key, within its caps (SessionRefused when it cannot be).
 
     Returns the ids of the key's own sessions closed to make room, so the caller can drop its
@@ -105,8 +116,11 @@ def record(session_id: str, key_id: int, protocol_version: str,
     now = timezone.now()
     with transaction.atomic():
         # One opening per key at a time (a row lock on PostgreSQL): its cap holds exactly.
-        found = list(ApiKey.objects.select_for_update().filter(pk=key_id)
-                     .values_list("contour_id", flat=True))
+        found = list(
+            ApiKey.objects.select_for_update()
+            .filter(pk=key_id)
+            .values_list("contour_id", flat=True)
+        )
         if not found:
             raise SessionRefused("key", 0)
         contour_id = found[0]
@@ -115,24 +129,32 @@ def record(session_id: str, key_id: int, protocol_version: str,
         closed: list[str] = []
         if need > 0:
             protected = now - timedelta(seconds=settings.MCP_SESSION_PROTECT_SECONDS)
-            closed = list(McpSession.objects.filter(live_q(now), key_id=key_id,
-                                                    last_seen__lte=protected)
-                          .order_by("last_seen").values_list("session_id", flat=True)[:need])
+            closed = list(
+                McpSession.objects.filter(live_q(now), key_id=key_id, last_seen__lte=protected)
+                .order_by("last_seen")
+                .values_list("session_id", flat=True)[:need]
+            )
             if len(closed) < need:
                 scope, cap, _ = next(c for c in counts if c[2] >= c[1])
                 raise SessionRefused(scope, cap)
             McpSession.objects.filter(session_id__in=closed).delete()
-        McpSession.objects.create(session_id=session_id, key_id=key_id,
-                                  protocol_version=protocol_version,
-                                  client_params=client_params, last_seen=now)
+        McpSession.objects.create(
+            session_id=session_id,
+            key_id=key_id,
+            protocol_version=protocol_version,
+            client_params=client_params,
+            last_seen=now,
+        )
     return closed
 
 
 # Compiled once per thread (tools/models/prepared.py); the row is read on every request.
 _BY_ID_AND_KEY: PreparedQuery[McpSession] = PreparedQuery(
-    lambda session_id, key_id: McpSession.objects.filter(session_id=session_id, key_id=key_id)
-    .values_list("protocol_version", "client_params", "last_seen", "used"),
-    ["<session_id>", -731_000_031])
+    lambda session_id, key_id: McpSession.objects.filter(
+        session_id=session_id, key_id=key_id
+    ).values_list("protocol_version", "client_params", "last_seen", "used"),
+    ["<session_id>", -731_000_031],
+)
 
 
 def resume(session_id: str, key_id: int, use: bool = False) -> SessionFacts | None:
@@ -164,8 +186,11 @@ def end(session_id: str) -> None:
 
 def end_if_key_inactive(session_id: str) -> bool:
     """A request with a revoked or expired key ends the session that key opened."""
-    deleted, _ = (McpSession.objects.filter(session_id=session_id)
-                  .exclude(key__in=ApiKey.objects.active()).delete())
+    deleted, _ = (
+        McpSession.objects.filter(session_id=session_id)
+        .exclude(key__in=ApiKey.objects.active())
+        .delete()
+    )
     return bool(deleted)
 
 
@@ -173,8 +198,10 @@ def expire(batch: int) -> int:
     """Delete expired sessions, `batch` rows per statement (the beat's task); how many."""
     now = timezone.now()
     total = 0
-    for expired in (McpSession.objects.filter(last_seen__lte=_idle_cutoff(now)),
-                    McpSession.objects.filter(used=False, last_seen__lte=_unused_cutoff(now))):
+    for expired in (
+        McpSession.objects.filter(last_seen__lte=_idle_cutoff(now)),
+        McpSession.objects.filter(used=False, last_seen__lte=_unused_cutoff(now)),
+    ):
         while True:
             ids = list(expired.values_list("session_id", flat=True)[:batch])
             if not ids:
@@ -191,8 +218,12 @@ def open_count() -> int:
 
 def open_by_contour(now: datetime) -> dict[str, int]:
     """Open sessions per contour slug (for the metrics scrape)."""
-    rows = (McpSession.objects.filter(live_q(now)).values("key__contour__slug")
-            .annotate(n=Count("pk")).values_list("key__contour__slug", "n"))
+    rows = (
+        McpSession.objects.filter(live_q(now))
+        .values("key__contour__slug")
+        .annotate(n=Count("pk"))
+        .values_list("key__contour__slug", "n")
+    )
     return dict(rows)
 
 
@@ -201,7 +232,8 @@ def sessions_gauge(now: datetime) -> Iterator[GaugeMetricFamily]:
     gauge = GaugeMetricFamily(
         "gateway_mcp_sessions_open",
         "Open (live) MCP sessions per contour, against MCP_MAX_SESSIONS_PER_CONTOUR",
-        labels=["contour"])
+        labels=["contour"],
+    )
     for slug, count in open_by_contour(now).items():
         gauge.add_metric([slug], count)
     yield gauge

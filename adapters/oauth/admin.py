@@ -20,8 +20,16 @@ from .models import OAuthGrant
 @admin.register(OAuthGrant)
 class OAuthGrantAdmin(OwnerScoped, admin.ModelAdmin):
     contour_path = "key__contour"
-    list_display = ("client_name", "contour", "consented_by", "created_at", "scope", "state",
-                    "last_use", "key_prefix")
+    list_display = (
+        "client_name",
+        "contour",
+        "consented_by",
+        "created_at",
+        "scope",
+        "state",
+        "last_use",
+        "key_prefix",
+    )
     list_select_related = ("client", "consented_by", "key__contour")
     search_fields = ("client__name", "client__client_id", "key__prefix")
     fields = (*list_display[:-1], "redirect_uris", "key_prefix")
@@ -72,9 +80,13 @@ class OAuthGrantAdmin(OwnerScoped, admin.ModelAdmin):
         count = 0
         for grant in queryset.select_related("key__contour", "client", "consented_by"):
             if grant.key.revoked_at is None:
-                grants.revoke(grant, "revoked_by_owner",
-                              f"{request.user.get_username()} отозвал доступ клиента "
-                              f"«{grant.client.display_name}»",
-                              actor=user_actor(request.user), channel="admin")
+                grants.revoke(
+                    grant,
+                    "revoked_by_owner",
+                    f"{request.user.get_username()} отозвал доступ клиента "
+                    f"«{grant.client.display_name}»",
+                    actor=user_actor(request.user),
+                    channel="admin",
+                )
                 count += 1
         self.message_user(request, f"Отозвано доступов: {count}.")

@@ -38,15 +38,21 @@ def missing_toolset(key: ApiKey, tool: object) -> str | None:
 def insufficient_scope(key: ApiKey, missing: list[str]) -> str:
     wanted = set(key.toolsets) | set(missing)
     scope = " ".join(t for t in Toolset.values if t in wanted)
-    return (f'Bearer realm="{REALM}", error="insufficient_scope", scope="{scope}", '
-            f'resource_metadata="{resource_metadata_url()}", '
-            f'error_description="the grant lacks toolset {", ".join(missing)}"')
+    return (
+        f'Bearer realm="{REALM}", error="insufficient_scope", scope="{scope}", '
+        f'resource_metadata="{resource_metadata_url()}", '
+        f'error_description="the grant lacks toolset {", ".join(missing)}"'
+    )
 
 
 def refusal_message(key: ApiKey, tool: str, toolset: str) -> str:
-    return (f"доступ клиента выдан только для наборов {', '.join(key.toolsets)}: инструмент "
-            f"{tool} из набора «{toolset}» ему недоступен (insufficient_scope)")
+    return (
+        f"доступ клиента выдан только для наборов {', '.join(key.toolsets)}: инструмент "
+        f"{tool} из набора «{toolset}» ему недоступен (insufficient_scope)"
+    )
 
 
-REFUSAL_HINT = ("разрешить набор может владелец контура: подключите ассистента заново "
-                "и отметьте этот набор на странице согласия")
+REFUSAL_HINT = (
+    "разрешить набор может владелец контура: подключите ассистента заново "
+    "и отметьте этот набор на странице согласия"
+)

@@ -46,15 +46,19 @@ TOOLSET_TEXTS = {
 
 class ConsentForm(forms.Form):
     contour = forms.ChoiceField(label="Магазин")
-    toolsets = forms.MultipleChoiceField(label="Что ассистент сможет делать", required=False,
-                                         widget=forms.CheckboxSelectMultiple,
-                                         choices=Toolset.choices)
+    toolsets = forms.MultipleChoiceField(
+        label="Что ассистент сможет делать",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        choices=Toolset.choices,
+    )
 
     def __init__(self, *args: Any, owned: list[Contour], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.owned = {contour.slug: contour for contour in owned}
         cast(forms.ChoiceField, self.fields["contour"]).choices = [
-            (c.slug, c.name or c.slug) for c in owned]
+            (c.slug, c.name or c.slug) for c in owned
+        ]
 
     def clean(self) -> dict[str, Any]:
         super().clean()  # Django's returns self.cleaned_data (typed as maybe None)
@@ -68,7 +72,8 @@ class ConsentForm(forms.Form):
             raise forms.ValidationError(
                 f"в магазине «{contour.name or contour.slug}» ассистентам не разрешено: "
                 f"{', '.join(wider)}. Снимите эту отметку или включите это в настройках "
-                "магазина")
+                "магазина"
+            )
         data["contour_obj"], data["chosen"] = contour, chosen
         return data
 
@@ -80,8 +85,11 @@ def offered(owned: list[Contour]) -> list[Toolset]:
 
 def preselected(asked: list[str], contour: Contour) -> list[str]:
     """Read, and whatever else the client asked for that this shop enables."""
-    return [t.value for t in Toolset
-            if t == Toolset.READ or (t.value in asked and contour.has_toolset(t))]
+    return [
+        t.value
+        for t in Toolset
+        if t == Toolset.READ or (t.value in asked and contour.has_toolset(t))
+    ]
 
 
 def _load(signed: str) -> tuple[dict[str, Any], OAuthClient] | None:
@@ -100,22 +108,34 @@ def _asked_scopes(asked: dict[str, Any]) -> list[str]:
 def _client_context(asked: dict[str, Any], client: OAuthClient) -> dict[str, Any]:
     """Who asks, as it says itself, and where the answer goes."""
     scopes = _asked_scopes(asked)
-    return {"client": client, "claimed_name": client.name.strip(),
-            "redirect_host": urlsplit(asked["redirect_uri"]).netloc,
-            "asked_labels": [Toolset(s).label for s in Toolset.values if s in scopes]}
+    return {
+        "client": client,
+        "claimed_name": client.name.strip(),
+        "redirect_host": urlsplit(asked["redirect_uri"]).netloc,
+        "asked_labels": [Toolset(s).label for s in Toolset.values if s in scopes],
+    }
 
 
 def _back_to_client(request_data: dict[str, Any], **params: str | None) -> HttpResponseRedirect:
-    return HttpResponseRedirect(construct_redirect_uri(
-        request_data["redirect_uri"], **params, state=request_data.get("state")))
+    return HttpResponseRedirect(
+        construct_redirect_uri(
+            request_data["redirect_uri"], **params, state=request_data.get("state")
+        )
+    )
 
 
 def _toolset_rows(form: ConsentForm, owned: list[Contour]) -> list[dict[str, Any]]:
     ticked = set(form["toolsets"].value() or [])
-    return [{"value": t.value, "label": t.label, "text": TOOLSET_TEXTS[t],
-             "checked": t.value in ticked or t == Toolset.READ,
-             "shops": " ".join(c.slug for c in owned if c.has_toolset(t))}
-            for t in offered(owned)]
+    return [
+        {
+            "value": t.value,
+            "label": t.label,
+            "text": TOOLSET_TEXTS[t],
+            "checked": t.value in ticked or t == Toolset.READ,
+            "shops": " ".join(c.slug for c in owned if c.has_toolset(t)),
+        }
+        for t in offered(owned)
+    ]
 
 
 @never_cache
@@ -128,36 +148,62 @@ def consent_view(request: HttpRequest) -> HttpResponse:
         return render(request, "oauth/invalid.html", status=400)
     asked, client = loaded
     if request.method == "POST" and "deny" in request.POST:
-        return _back_to_client(asked, error="access_denied",
-                               error_description="владелец магазина отказал в доступе")
+        return _back_to_client(
+            asked, error="access_denied", error_description="владелец магазина отказал в доступе"
+        )
     owned = list(roles.contours_for(request.user, Role.OWNER).order_by("slug"))
-    context = {**_client_context(asked, client),
-               "signed_request": source.get("request", ""), "owned": owned}
+    context = {
+        **_client_context(asked, client),
+        "signed_request": source.get("request", ""),
+        "owned": owned,
+    }
     if not owned:
         return render(request, "oauth/not_owner.html", context, status=403)
-    form = ConsentForm(request.POST if request.method == "POST" else None, owned=owned,
-                       initial={"contour": owned[0].slug,
-                                "toolsets": preselected(_asked_scopes(asked), owned[0])})
+    form = ConsentForm(
+        request.POST if request.method == "POST" else None,
+        owned=owned,
+        initial={"contour": owned[0].slug, "toolsets": preselected(_asked_scopes(asked), owned[0])},
+    )
     if request.method == "POST" and form.is_valid():
         contour = form.cleaned_data["contour_obj"]
         # Named on the second-factor page, should the grant need one (the kept form).
-        setattr(request, held.ACTION_ATTR,
-                f"подключение ассистента «{client.display_name}» к магазину "
-                f"«{contour.name or contour.slug}»")
+        setattr(
+            request,
+            held.ACTION_ATTR,
+            f"подключение ассистента «{client.display_name}» к магазину "
+            f"«{contour.name or contour.slug}»",
+        )
         code = grants.consent(
-            client, contour, request.user, form.cleaned_data["chosen"],
-            redirect_uri=asked["redirect_uri"], redirect_uri_explicit=bool(asked["explicit"]),
-            code_challenge=asked["challenge"], resource=asked.get("resource", ""),
-            redirect_host=context["redirect_host"], step_up=stepup.of_request(request))
+            client,
+            contour,
+            request.user,
+            form.cleaned_data["chosen"],
+            redirect_uri=asked["redirect_uri"],
+            redirect_uri_explicit=bool(asked["explicit"]),
+            code_challenge=asked["challenge"],
+            resource=asked.get("resource", ""),
+            redirect_host=context["redirect_host"],
+            step_up=stepup.of_request(request),
+        )
         return _back_to_client(asked, code=code)
     scopes = _asked_scopes(asked)
-    return render(request, "oauth/consent.html", {
-        **context, "form": form, "toolset_rows": _toolset_rows(form, owned),
-        "not_offered": [t.label for t in Toolset
-                        if t.value in scopes and t not in offered(owned)],
-        "shops": [{"name": c.name or c.slug,
-                   "labels": [t.label for t in Toolset if c.has_toolset(t)]} for c in owned],
-        "step_up_needed": any(stepup.required(c) for c in owned)})
+    return render(
+        request,
+        "oauth/consent.html",
+        {
+            **context,
+            "form": form,
+            "toolset_rows": _toolset_rows(form, owned),
+            "not_offered": [
+                t.label for t in Toolset if t.value in scopes and t not in offered(owned)
+            ],
+            "shops": [
+                {"name": c.name or c.slug, "labels": [t.label for t in Toolset if c.has_toolset(t)]}
+                for c in owned
+            ],
+            "step_up_needed": any(stepup.required(c) for c in owned),
+        },
+    )
 
 
 def asking_client(next_url: str) -> dict[str, Any] | None:

@@ -23,21 +23,26 @@ def client_actor(grant: OAuthGrant) -> str:
 
 
 def consented(grant: OAuthGrant, actor: str, redirect_host: str) -> None:
-    events.oauth_grant_issued(grant.key, **_client(grant), redirect_host=redirect_host,
-                              actor=actor, channel=CHANNEL)
+    events.oauth_grant_issued(
+        grant.key, **_client(grant), redirect_host=redirect_host, actor=actor, channel=CHANNEL
+    )
 
 
 def tokens_issued(grant: OAuthGrant) -> None:
-    events.oauth_token_issued(grant.key, **_client(grant), actor=client_actor(grant),
-                              channel=CHANNEL)
+    events.oauth_token_issued(
+        grant.key, **_client(grant), actor=client_actor(grant), channel=CHANNEL
+    )
 
 
 def tokens_refreshed(grant: OAuthGrant) -> None:
-    events.oauth_token_refreshed(grant.key, **_client(grant), actor=client_actor(grant),
-                                 channel=CHANNEL)
+    events.oauth_token_refreshed(
+        grant.key, **_client(grant), actor=client_actor(grant), channel=CHANNEL
+    )
 
 
-def revoked(grant: OAuthGrant, reason: str, message: str, *, actor: str,
-            channel: str = CHANNEL) -> None:
-    events.oauth_grant_revoked(grant.key, **_client(grant), reason=reason, message=message,
-                               actor=actor, channel=channel)
+def revoked(
+    grant: OAuthGrant, reason: str, message: str, *, actor: str, channel: str = CHANNEL
+) -> None:
+    events.oauth_grant_revoked(
+        grant.key, **_client(grant), reason=reason, message=message, actor=actor, channel=channel
+    )

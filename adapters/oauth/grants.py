@@ -53,9 +53,19 @@ def access_ttl() -> timedelta:
     return timedelta(seconds=settings.GATEWAY_OAUTH_ACCESS_SECONDS)
 
 
-def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[str], *,
-            redirect_uri: str, redirect_uri_explicit: bool, code_challenge: str,
-            resource: str, redirect_host: str, step_up: stepup.StepUp | None = None) -> str:
+def consent(
+    client: OAuthClient,
+    contour: Contour,
+    person: Any,
+    toolsets: list[str],
+    *,
+    redirect_uri: str,
+    redirect_uri_explicit: bool,
+    code_challenge: str,
+    resource: str,
+    redirect_host: str,
+    step_up: stepup.StepUp | None = None,
+) -> str:
     """Create the grant (its key) and a one-time code; returns the code. A grant with write
     scope is a key with write scope: the consenting person's fresh second factor is checked
     where keys are issued (tools/keys/services.py)."""
@@ -64,34 +74,55 @@ def consent(client: OAuthClient, contour: Contour, person: Any, toolsets: list[s
     with transaction.atomic():
         # Its raw secret is dropped: the grant's key is reached only through the grant's tokens.
         key, _unused_secret = key_service.issue(
-            contour, label=f"OAuth: {client.display_name}"[:200], user=person,
-            toolsets=toolsets, expires_at=expires, actor=actor, channel=events.CHANNEL,
-            issued_by=person, step_up=step_up)
+            contour,
+            label=f"OAuth: {client.display_name}"[:200],
+            user=person,
+            toolsets=toolsets,
+            expires_at=expires,
+            actor=actor,
+            channel=events.CHANNEL,
+            issued_by=person,
+            step_up=step_up,
+        )
         # A client that named no resource (RFC 8707 is optional) gets this server's: a token
         # always has an audience to be checked against.
-        grant = OAuthGrant.objects.create(key=key, client=client, consented_by=person,
-                                          resource=(resource or resource_url()).rstrip("/"))
+        grant = OAuthGrant.objects.create(
+            key=key,
+            client=client,
+            consented_by=person,
+            resource=(resource or resource_url()).rstrip("/"),
+        )
         code = secrets.token_urlsafe(32)
-        OAuthCode.objects.create(code_hash=sha256_hex(code), grant=grant,
-                                 redirect_uri=redirect_uri,
-                                 redirect_uri_explicit=redirect_uri_explicit,
-                                 code_challenge=code_challenge,
-                                 expires_at=timezone.now() + CODE_TTL)
+        OAuthCode.objects.create(
+            code_hash=sha256_hex(code),
+            grant=grant,
+            redirect_uri=redirect_uri,
+            redirect_uri_explicit=redirect_uri_explicit,
+            code_challenge=code_challenge,
+            expires_at=timezone.now() + CODE_TTL,
+        )
         events.consented(grant, actor, redirect_host)
     return code
 
 
 def find_code(client_id: str, code: str) -> OAuthCode | None:
     """The unspent code of this client; a spent one revokes its grant and answers None."""
-    found = (OAuthCode.objects.select_related("grant__key__contour", "grant__client",
-                                              "grant__consented_by")
-             .filter(code_hash=sha256_hex(code), grant__client__client_id=client_id).first())
+    found = (
+        OAuthCode.objects.select_related(
+            "grant__key__contour", "grant__client", "grant__consented_by"
+        )
+        .filter(code_hash=sha256_hex(code), grant__client__client_id=client_id)
+        .first()
+    )
     if found is None:
         return None
     if found.used_at is not None:
-        revoke(found.grant, "code_reused",
-               "код авторизации предъявлен повторно: доступ клиента отозван",
-               actor=events.client_actor(found.grant))
+        revoke(
+            found.grant,
+            "code_reused",
+            "код авторизации предъявлен повторно: доступ клиента отозван",
+            actor=events.client_actor(found.grant),
+        )
         return None
     if not found.grant.is_active():
         return None
@@ -102,7 +133,8 @@ def exchange_code(code: OAuthCode) -> IssuedTokens | None:
     """Spend the code once (a concurrent second exchange gets None) and mint the tokens."""
     with transaction.atomic():
         spent = OAuthCode.objects.filter(pk=code.pk, used_at__isnull=True).update(
-            used_at=timezone.now())
+            used_at=timezone.now()
+        )
         if not spent:
             return None
         issued = _mint(code.grant)
@@ -115,9 +147,12 @@ def find_refresh(client_id: str, raw: str) -> OAuthToken | None:
     if token is None:
         return None
     if token.used_at is not None:
-        revoke(token.grant, "refresh_token_reused",
-               "токен обновления предъявлен повторно: доступ клиента отозван",
-               actor=events.client_actor(token.grant))
+        revoke(
+            token.grant,
+            "refresh_token_reused",
+            "токен обновления предъявлен повторно: доступ клиента отозван",
+            actor=events.client_actor(token.grant),
+        )
         return None
     if token.revoked_at is not None or not token.grant.is_active():
         return None
@@ -128,17 +163,22 @@ def rotate(refresh: OAuthToken) -> IssuedTokens | None:
     """Spend the refresh token, end the grant's current access tokens, mint new ones."""
     with transaction.atomic():
         now = timezone.now()
-        spent = OAuthToken.objects.filter(pk=refresh.pk, used_at__isnull=True,
-                                          revoked_at__isnull=True).update(used_at=now)
+        spent = OAuthToken.objects.filter(
+            pk=refresh.pk, used_at__isnull=True, revoked_at__isnull=True
+        ).update(used_at=now)
         if spent:
-            OAuthToken.objects.filter(grant=refresh.grant, kind=TokenKind.ACCESS,
-                                      revoked_at__isnull=True).update(revoked_at=now)
+            OAuthToken.objects.filter(
+                grant=refresh.grant, kind=TokenKind.ACCESS, revoked_at__isnull=True
+            ).update(revoked_at=now)
             issued = _mint(refresh.grant)
             events.tokens_refreshed(refresh.grant)
     if not spent:  # spent a moment ago by another request: the same reuse as find_refresh's
-        revoke(refresh.grant, "refresh_token_reused",
-               "токен обновления предъявлен повторно: доступ клиента отозван",
-               actor=events.client_actor(refresh.grant))
+        revoke(
+            refresh.grant,
+            "refresh_token_reused",
+            "токен обновления предъявлен повторно: доступ клиента отозван",
+            actor=events.client_actor(refresh.grant),
+        )
         return None
     return issued
 
@@ -171,13 +211,15 @@ def grant_of(key: ApiKey) -> OAuthGrant | None:
     return OAuthGrant.objects.select_related("client").filter(key=key).first()
 
 
-def revoke(grant: OAuthGrant, reason: str, message: str, *, actor: str,
-           channel: str = events.CHANNEL) -> None:
+def revoke(
+    grant: OAuthGrant, reason: str, message: str, *, actor: str, channel: str = events.CHANNEL
+) -> None:
     """End the grant: its key and every token. Journaled once (an already revoked grant is
     left as it is); `actor`: the person, or the client itself (events.client_actor)."""
     with transaction.atomic():
         OAuthToken.objects.filter(grant=grant, revoked_at__isnull=True).update(
-            revoked_at=timezone.now())
+            revoked_at=timezone.now()
+        )
         # The key service locks the key, revokes it and journals api_key_revoked, or answers
         # False when it already was (then nothing more is journaled).
         if key_service.revoke(grant.key, actor=actor, channel=channel):
@@ -186,8 +228,8 @@ def revoke(grant: OAuthGrant, reason: str, message: str, *, actor: str,
 
 def _token(raw: str, kind: str, client_id: str | None = None) -> OAuthToken | None:
     found = OAuthToken.objects.select_related(
-        "grant__key__contour", "grant__client", "grant__consented_by").filter(
-        token_hash=sha256_hex(raw), kind=kind)
+        "grant__key__contour", "grant__client", "grant__consented_by"
+    ).filter(token_hash=sha256_hex(raw), kind=kind)
     if client_id is not None:
         found = found.filter(grant__client__client_id=client_id)
     return found.first()
@@ -200,15 +242,28 @@ def _mint(grant: OAuthGrant) -> IssuedTokens:
     access_end = min(now + access_ttl(), key_end)
     access = ACCESS_PREFIX + secrets.token_urlsafe(32)
     refresh = REFRESH_PREFIX + secrets.token_urlsafe(32)
-    OAuthToken.objects.bulk_create([
-        OAuthToken(token_hash=sha256_hex(access), kind=TokenKind.ACCESS, grant=grant,
-                   expires_at=access_end),
-        OAuthToken(token_hash=sha256_hex(refresh), kind=TokenKind.REFRESH, grant=grant,
-                   expires_at=key_end),
-    ])
-    return IssuedTokens(access=access, refresh=refresh,
-                        expires_in=max(1, int((access_end - now).total_seconds())),
-                        scopes=list(grant.key.toolsets))
+    OAuthToken.objects.bulk_create(
+        [
+            OAuthToken(
+                token_hash=sha256_hex(access),
+                kind=TokenKind.ACCESS,
+                grant=grant,
+                expires_at=access_end,
+            ),
+            OAuthToken(
+                token_hash=sha256_hex(refresh),
+                kind=TokenKind.REFRESH,
+                grant=grant,
+                expires_at=key_end,
+            ),
+        ]
+    )
+    return IssuedTokens(
+        access=access,
+        refresh=refresh,
+        expires_in=max(1, int((access_end - now).total_seconds())),
+        scopes=list(grant.key.toolsets),
+    )
 
 
 def revoke_by_client(client_id: str, raw: str) -> None:
@@ -219,17 +274,25 @@ def revoke_by_client(client_id: str, raw: str) -> None:
 
 
 def revoke_for_client(grant: OAuthGrant) -> None:
-    revoke(grant, "revoked_by_client",
-           f"клиент «{grant.client.display_name}» отозвал доступ (RFC 7009)",
-           actor=events.client_actor(grant))
+    revoke(
+        grant,
+        "revoked_by_client",
+        f"клиент «{grant.client.display_name}» отозвал доступ (RFC 7009)",
+        actor=events.client_actor(grant),
+    )
 
 
 def _token_any_kind(raw: str, client_id: str) -> OAuthToken | None:
-    return (OAuthToken.objects.select_related("grant__key__contour", "grant__client",
-                                              "grant__consented_by")
-            .filter(token_hash=sha256_hex(raw), grant__client__client_id=client_id).first())
+    return (
+        OAuthToken.objects.select_related(
+            "grant__key__contour", "grant__client", "grant__consented_by"
+        )
+        .filter(token_hash=sha256_hex(raw), grant__client__client_id=client_id)
+        .first()
+    )
 
 
 def find_any_by_pk(pk: int) -> OAuthToken:
-    return OAuthToken.objects.select_related("grant__key__contour", "grant__client",
-                                             "grant__consented_by").get(pk=pk)
+    return OAuthToken.objects.select_related(
+        "grant__key__contour", "grant__client", "grant__consented_by"
+    ).get(pk=pk)

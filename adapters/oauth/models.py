@@ -21,8 +21,9 @@ class OAuthClient(models.Model):
     registered_at = models.DateTimeField("зарегистрирован", auto_now_add=True)
     # Who registered it, as a keyed hash of the address (registration.py counts by it; the
     # address itself is not kept).
-    registered_from = models.CharField("адрес регистрации (хеш)", max_length=64, blank=True,
-                                       editable=False)
+    registered_from = models.CharField(
+        "адрес регистрации (хеш)", max_length=64, blank=True, editable=False
+    )
 
     class Meta:
         verbose_name = "клиент OAuth"
@@ -40,12 +41,19 @@ class OAuthClient(models.Model):
 class OAuthGrant(models.Model):
     """An owner's consent: one client may act on one contour as the key `key`."""
 
-    key = models.OneToOneField(ApiKey, models.CASCADE, related_name="oauth_grant",
-                               verbose_name="ключ гранта")
-    client = models.ForeignKey(OAuthClient, models.CASCADE, related_name="grants",
-                               verbose_name="клиент")
-    consented_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True,
-                                     related_name="oauth_grants", verbose_name="кто разрешил")
+    key = models.OneToOneField(
+        ApiKey, models.CASCADE, related_name="oauth_grant", verbose_name="ключ гранта"
+    )
+    client = models.ForeignKey(
+        OAuthClient, models.CASCADE, related_name="grants", verbose_name="клиент"
+    )
+    consented_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        models.SET_NULL,
+        null=True,
+        related_name="oauth_grants",
+        verbose_name="кто разрешил",
+    )
     resource = models.CharField("ресурс", max_length=500, blank=True)
     created_at = models.DateTimeField("разрешён", auto_now_add=True)
 
@@ -105,5 +113,4 @@ class OAuthToken(models.Model):
         return f"{self.get_kind_display()} гранта {self.grant_id}"
 
     def is_live(self) -> bool:
-        return (self.revoked_at is None and self.used_at is None
-                and self.expires_at > timezone.now())
+        return self.revoked_at is None and self.used_at is None and self.expires_at > timezone.now()

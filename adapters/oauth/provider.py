@@ -45,7 +45,9 @@ def redirect_uri_problem(uri: str) -> str | None:
         return None
     if parts.scheme == "http" and is_loopback(parts.hostname):
         return None
-    return f"{uri}: адрес возврата — только https или http на локальный адрес (127.0.0.1, localhost)"
+    return (
+        f"{uri}: адрес возврата — только https или http на локальный адрес (127.0.0.1, localhost)"
+    )
 
 
 class GatewayCode(AuthorizationCode):
@@ -61,8 +63,9 @@ class GatewayAccessToken(AccessToken):
 
 
 def _code_row(pk: int) -> OAuthCode:
-    return OAuthCode.objects.select_related("grant__key__contour", "grant__client",
-                                            "grant__consented_by").get(pk=pk)
+    return OAuthCode.objects.select_related(
+        "grant__key__contour", "grant__client", "grant__consented_by"
+    ).get(pk=pk)
 
 
 def _client_row(client_id: str) -> OAuthClient | None:
@@ -70,49 +73,73 @@ def _client_row(client_id: str) -> OAuthClient | None:
 
 
 def _register(info: OAuthClientInformationFull, registered_from: str) -> None:
-    OAuthClient.objects.create(client_id=info.client_id or "",
-                               name=(info.client_name or "")[:200],
-                               redirect_uris=[str(uri) for uri in info.redirect_uris or []],
-                               metadata=info.model_dump(mode="json", exclude_none=True),
-                               registered_from=registered_from)
+    OAuthClient.objects.create(
+        client_id=info.client_id or "",
+        name=(info.client_name or "")[:200],
+        redirect_uris=[str(uri) for uri in info.redirect_uris or []],
+        metadata=info.model_dump(mode="json", exclude_none=True),
+        registered_from=registered_from,
+    )
 
 
 def _code_model(row: OAuthCode) -> GatewayCode:
     return GatewayCode(
-        code="", row_id=row.pk, scopes=row.grant.scopes, expires_at=row.expires_at.timestamp(),
-        client_id=row.grant.client.client_id, code_challenge=row.code_challenge,
-        redirect_uri=row.redirect_uri, redirect_uri_provided_explicitly=row.redirect_uri_explicit,
-        resource=row.grant.resource or None, subject=row.grant.key.contour.slug)
+        code="",
+        row_id=row.pk,
+        scopes=row.grant.scopes,
+        expires_at=row.expires_at.timestamp(),
+        client_id=row.grant.client.client_id,
+        code_challenge=row.code_challenge,
+        redirect_uri=row.redirect_uri,
+        redirect_uri_provided_explicitly=row.redirect_uri_explicit,
+        resource=row.grant.resource or None,
+        subject=row.grant.key.contour.slug,
+    )
 
 
 def _token_response(issued: grants.IssuedTokens | None) -> OAuthToken:
     if issued is None:
         raise TokenError("invalid_grant", "код или токен уже использован")
-    return OAuthToken(access_token=issued.access, token_type="Bearer",  # noqa: S106 - a scheme name
-                      expires_in=issued.expires_in, scope=" ".join(issued.scopes),
-                      refresh_token=issued.refresh)
+    return OAuthToken(
+        access_token=issued.access,
+        token_type="Bearer",  # noqa: S106 - a scheme name
+        expires_in=issued.expires_in,
+        scope=" ".join(issued.scopes),
+        refresh_token=issued.refresh,
+    )
 
 
 def _access_model(row: StoredToken) -> GatewayAccessToken:
-    return GatewayAccessToken(token="", row_id=row.pk, client_id=row.grant.client.client_id,
-                              scopes=row.grant.scopes, expires_at=int(row.expires_at.timestamp()),
-                              resource=row.grant.resource or None,
-                              subject=row.grant.key.contour.slug)
+    return GatewayAccessToken(
+        token="",
+        row_id=row.pk,
+        client_id=row.grant.client.client_id,
+        scopes=row.grant.scopes,
+        expires_at=int(row.expires_at.timestamp()),
+        resource=row.grant.resource or None,
+        subject=row.grant.key.contour.slug,
+    )
 
 
 def _refresh_model(row: StoredToken) -> GatewayRefreshToken:
-    return GatewayRefreshToken(token="", row_id=row.pk, client_id=row.grant.client.client_id,
-                               scopes=row.grant.scopes, expires_at=int(row.expires_at.timestamp()),
-                               resource=row.grant.resource or None,
-                               subject=row.grant.key.contour.slug)
+    return GatewayRefreshToken(
+        token="",
+        row_id=row.pk,
+        client_id=row.grant.client.client_id,
+        scopes=row.grant.scopes,
+        expires_at=int(row.expires_at.timestamp()),
+        resource=row.grant.resource or None,
+        subject=row.grant.key.contour.slug,
+    )
 
 
 def _revoke_row(row_id: int) -> None:
     grants.revoke_for_client(grants.find_any_by_pk(row_id).grant)
 
 
-class GatewayProvider(OAuthAuthorizationServerProvider[GatewayCode, GatewayRefreshToken,
-                                                       GatewayAccessToken]):
+class GatewayProvider(
+    OAuthAuthorizationServerProvider[GatewayCode, GatewayRefreshToken, GatewayAccessToken]
+):
     """Public clients only: registration drops any secret and answers auth method `none`.
     The SDK's protocol as a base: its defaults (the identity-assertion grant refused) apply."""
 
@@ -134,37 +161,52 @@ class GatewayProvider(OAuthAuthorizationServerProvider[GatewayCode, GatewayRefre
         client_info.scope = " ".join(SCOPES)
         await run_sync(_register, client_info, registration.REGISTERED_FROM.get())
 
-    async def authorize(self, client: OAuthClientInformationFull,
-                        params: AuthorizationParams) -> str:
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
         if params.resource and params.resource.rstrip("/") != resource_url():
-            raise AuthorizeError("invalid_target",
-                                 f"этот сервер выдаёт доступ только к {resource_url()}")
-        request = signing.dumps({
-            "client_id": client.client_id, "redirect_uri": str(params.redirect_uri),
-            "explicit": params.redirect_uri_provided_explicitly, "state": params.state,
-            "scopes": params.scopes or [], "challenge": params.code_challenge,
-            "resource": params.resource or "",
-        }, salt=CONSENT_SALT, compress=True)
+            raise AuthorizeError(
+                "invalid_target", f"этот сервер выдаёт доступ только к {resource_url()}"
+            )
+        request = signing.dumps(
+            {
+                "client_id": client.client_id,
+                "redirect_uri": str(params.redirect_uri),
+                "explicit": params.redirect_uri_provided_explicitly,
+                "state": params.state,
+                "scopes": params.scopes or [],
+                "challenge": params.code_challenge,
+                "resource": params.resource or "",
+            },
+            salt=CONSENT_SALT,
+            compress=True,
+        )
         return f"{settings.GATEWAY_SITE_URL}{CONSENT_PATH}?{urlencode({'request': request})}"
 
-    async def load_authorization_code(self, client: OAuthClientInformationFull,
-                                      authorization_code: str) -> GatewayCode | None:
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> GatewayCode | None:
         row = await run_sync(grants.find_code, client.client_id or "", authorization_code)
         return _code_model(row) if row is not None else None
 
-    async def exchange_authorization_code(self, client: OAuthClientInformationFull,
-                                          authorization_code: GatewayCode) -> OAuthToken:
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: GatewayCode
+    ) -> OAuthToken:
         row = await run_sync(_code_row, authorization_code.row_id)
         return _token_response(await run_sync(grants.exchange_code, row))
 
-    async def load_refresh_token(self, client: OAuthClientInformationFull,
-                                 refresh_token: str) -> GatewayRefreshToken | None:
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> GatewayRefreshToken | None:
         row = await run_sync(grants.find_refresh, client.client_id or "", refresh_token)
         return _refresh_model(row) if row is not None else None
 
-    async def exchange_refresh_token(self, client: OAuthClientInformationFull,
-                                     refresh_token: GatewayRefreshToken,
-                                     scopes: list[str]) -> OAuthToken:
+    async def exchange_refresh_token(
+        self,
+        client: OAuthClientInformationFull,
+        refresh_token: GatewayRefreshToken,
+        scopes: list[str],
+    ) -> OAuthToken:
         row = await run_sync(grants.find_any_by_pk, refresh_token.row_id)
         return _token_response(await run_sync(grants.rotate, row))
 

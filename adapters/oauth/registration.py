@@ -42,19 +42,20 @@ def address_hash(address: str) -> str:
     return hmac.new(settings.SECRET_KEY.encode(), address.encode(), hashlib.sha256).hexdigest()
 
 
-def _refusal(status: int, error: str, description: str,
-             retry_after: int | None = None) -> JSONResponse:
+def _refusal(
+    status: int, error: str, description: str, retry_after: int | None = None
+) -> JSONResponse:
     headers = {"Cache-Control": "no-store"}
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
-    return JSONResponse({"error": error, "error_description": description},
-                        status_code=status, headers=headers)
+    return JSONResponse(
+        {"error": error, "error_description": description}, status_code=status, headers=headers
+    )
 
 
 def _too_large() -> JSONResponse:
     limit = settings.GATEWAY_OAUTH_REGISTRATION_MAX_BYTES
-    return _refusal(400, "invalid_client_metadata",
-                    f"метаданные клиента больше {limit} байт")
+    return _refusal(400, "invalid_client_metadata", f"метаданные клиента больше {limit} байт")
 
 
 def capacity_refusal(registered_from: str) -> tuple[str, str] | None:
@@ -62,15 +63,23 @@ def capacity_refusal(registered_from: str) -> tuple[str, str] | None:
     the hour, or at all (GATEWAY_OAUTH_MAX_CLIENTS)."""
     hour_ago = timezone.now() - timedelta(hours=1)
     per_address = settings.GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR
-    if OAuthClient.objects.filter(registered_from=registered_from,
-                                  registered_at__gte=hour_ago).count() >= per_address:
-        return ("too_many_registrations",
-                f"с этого адреса уже зарегистрировано {per_address} клиентов за час")
+    if (
+        OAuthClient.objects.filter(
+            registered_from=registered_from, registered_at__gte=hour_ago
+        ).count()
+        >= per_address
+    ):
+        return (
+            "too_many_registrations",
+            f"с этого адреса уже зарегистрировано {per_address} клиентов за час",
+        )
     if OAuthClient.objects.count() >= settings.GATEWAY_OAUTH_MAX_CLIENTS:
-        return ("too_many_clients",
-                f"зарегистрировано предельное число клиентов "
-                f"({settings.GATEWAY_OAUTH_MAX_CLIENTS}); неиспользованные удаляются через "
-                f"{settings.GATEWAY_OAUTH_UNUSED_CLIENT_HOURS} ч")
+        return (
+            "too_many_clients",
+            f"зарегистрировано предельное число клиентов "
+            f"({settings.GATEWAY_OAUTH_MAX_CLIENTS}); неиспользованные удаляются через "
+            f"{settings.GATEWAY_OAUTH_UNUSED_CLIENT_HOURS} ч",
+        )
     return None
 
 
@@ -136,8 +145,9 @@ def _replay(body: bytes) -> Receive:
 def check_fields(info: OAuthClientInformationFull) -> None:
     """RegistrationError (400 invalid_client_metadata) for a field longer than we keep."""
     if len(info.client_name or "") > NAME_LIMIT:
-        raise RegistrationError("invalid_client_metadata",
-                                f"client_name длиннее {NAME_LIMIT} символов")
+        raise RegistrationError(
+            "invalid_client_metadata", f"client_name длиннее {NAME_LIMIT} символов"
+        )
     problem = _oversized(info.model_dump(mode="json", exclude_none=True))
     if problem:
         raise RegistrationError("invalid_client_metadata", problem)
@@ -153,8 +163,14 @@ def _oversized(value: Any, where: str = "") -> str | None:
     if isinstance(value, dict):
         if len(json.dumps(value)) > settings.GATEWAY_OAUTH_REGISTRATION_MAX_BYTES:
             return f"{where or 'метаданные'}: слишком велики"
-        return next((p for key, item in value.items()
-                     if (p := _oversized(item, f"{where}.{key}" if where else key))), None)
+        return next(
+            (
+                p
+                for key, item in value.items()
+                if (p := _oversized(item, f"{where}.{key}" if where else key))
+            ),
+            None,
+        )
     return None
 
 

@@ -55,40 +55,52 @@ def oauth_routes() -> list[Route]:
     then /mcp takes contour keys only."""
     if not settings.GATEWAY_OAUTH_ENABLED:
         return []
-    registration = ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES,
-                                             default_scopes=SCOPES)
+    registration = ClientRegistrationOptions(
+        enabled=True, valid_scopes=SCOPES, default_scopes=SCOPES
+    )
     provider = GatewayProvider()
     try:
-        routes = create_auth_routes(provider, _url(issuer()),
-                                    client_registration_options=registration,
-                                    revocation_options=RevocationOptions(enabled=True))
+        routes = create_auth_routes(
+            provider,
+            _url(issuer()),
+            client_registration_options=registration,
+            revocation_options=RevocationOptions(enabled=True),
+        )
     except ValueError as error:
         log.warning("OAuth is off: GATEWAY_SITE_URL %s is no issuer URL (%s)", issuer(), error)
         return []
     metadata_route = next(r for r in routes if r.path == AS_METADATA_PATH)
     handler = MetadataHandler(metadata_route_metadata(registration))
     routes[routes.index(metadata_route)] = Route(
-        AS_METADATA_PATH, endpoint=cors_middleware(handler.handle, ["GET", "OPTIONS"]),
-        methods=["GET", "OPTIONS"])
+        AS_METADATA_PATH,
+        endpoint=cors_middleware(handler.handle, ["GET", "OPTIONS"]),
+        methods=["GET", "OPTIONS"],
+    )
     revocation_route = next(r for r in routes if r.path == REVOCATION_PATH)
     routes[routes.index(revocation_route)] = Route(
-        REVOCATION_PATH, endpoint=cors_middleware(RevocationEndpoint(provider).handle,
-                                                  ["POST", "OPTIONS"]),
-        methods=["POST", "OPTIONS"])
+        REVOCATION_PATH,
+        endpoint=cors_middleware(RevocationEndpoint(provider).handle, ["POST", "OPTIONS"]),
+        methods=["POST", "OPTIONS"],
+    )
     register_route = next(r for r in routes if r.path == REGISTRATION_PATH)
     register_route.app = RegistrationGate(register_route.app)
     resource = create_protected_resource_routes(
-        _url(resource_url()), [_url(issuer())], scopes_supported=SCOPES,
-        resource_name="Шлюз Инвойсбокс")
+        _url(resource_url()),
+        [_url(issuer())],
+        scopes_supported=SCOPES,
+        resource_name="Шлюз Инвойсбокс",
+    )
     # Also at the bare well-known path, as the reference server does, for clients that look there.
-    bare = Route("/.well-known/oauth-protected-resource", endpoint=resource[0].endpoint,
-                 methods=["GET", "OPTIONS"])
+    bare = Route(
+        "/.well-known/oauth-protected-resource",
+        endpoint=resource[0].endpoint,
+        methods=["GET", "OPTIONS"],
+    )
     return [*routes, *resource, bare]
 
 
 def metadata_route_metadata(registration: ClientRegistrationOptions) -> OAuthMetadata:
-    metadata = build_metadata(_url(issuer()), None, registration,
-                              RevocationOptions(enabled=True))
+    metadata = build_metadata(_url(issuer()), None, registration, RevocationOptions(enabled=True))
     # Registration answers every client as public (auth method "none", PKCE): say so.
     metadata.token_endpoint_auth_methods_supported = ["none"]
     metadata.revocation_endpoint_auth_methods_supported = ["none"]
@@ -108,13 +120,18 @@ class RevocationEndpoint:
         try:
             client = await self.authenticator.authenticate_request(request)
         except AuthenticationError as error:
-            return JSONResponse({"error": "invalid_client", "error_description": error.message},
-                                status_code=401, headers=NO_STORE)
+            return JSONResponse(
+                {"error": "invalid_client", "error_description": error.message},
+                status_code=401,
+                headers=NO_STORE,
+            )
         token = (await request.form()).get("token")
         if not isinstance(token, str) or not token:
-            return JSONResponse({"error": "invalid_request",
-                                 "error_description": "нужен параметр token"},
-                                status_code=400, headers=NO_STORE)
+            return JSONResponse(
+                {"error": "invalid_request", "error_description": "нужен параметр token"},
+                status_code=400,
+                headers=NO_STORE,
+            )
         # An unknown token is answered 200 as well (RFC 7009 §2.2).
         await run_sync(grants.revoke_by_client, client.client_id or "", token)
         return Response(status_code=200, headers=NO_STORE)

@@ -40,8 +40,9 @@ class ContourKeyAuthentication(BaseAuthentication):
         # A contour key, or an OAuth access token standing for its grant's key.
         key, _ = grants.authenticate(header[1])
         if key is None:
-            raise AuthenticationFailed("ключ API не найден, отозван или истёк (или токен выдан "
-                                       "для другого сервера)")
+            raise AuthenticationFailed(
+                "ключ API не найден, отозван или истёк (или токен выдан для другого сервера)"
+            )
         keys.note_address(key, request.META.get("REMOTE_ADDR"))
         return ContourPrincipal(contour=key.contour, key=key), key
 

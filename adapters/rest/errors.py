@@ -22,32 +22,57 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         # Authentication reads the key from the database: with the database away the call is
         # answered (and journaled through the spool) like any other refusal, never a 500.
         error = database_error(claimed=False)
-        outcome = gateway.reject(None, error.code, error.message, channel="rest",
-                                 actor=_key_actor(request), tool=_path(request), hint=error.hint)
+        outcome = gateway.reject(
+            None,
+            error.code,
+            error.message,
+            channel="rest",
+            actor=_key_actor(request),
+            tool=_path(request),
+            hint=error.hint,
+        )
         outcome.data = error.data
         return Response(outcome.as_dict(), status=error.http_status)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-        message = str(exc.detail) if isinstance(exc, exceptions.AuthenticationFailed) else (
-            "нужен ключ API контура: Authorization: Bearer <ключ>")
-        outcome = gateway.reject(None, "unauthenticated", message, channel=Channel.REST,
-                                 actor="anonymous", tool=_path(request))
+        message = (
+            str(exc.detail)
+            if isinstance(exc, exceptions.AuthenticationFailed)
+            else ("нужен ключ API контура: Authorization: Bearer <ключ>")
+        )
+        outcome = gateway.reject(
+            None,
+            "unauthenticated",
+            message,
+            channel=Channel.REST,
+            actor="anonymous",
+            tool=_path(request),
+        )
         response = Response(outcome.as_dict(), status=status.HTTP_401_UNAUTHORIZED)
         # As /mcp answers (one OAuth token serves both): invalid_token when a credential was
         # presented and refused, and where to get a token when OAuth is on.
         response["WWW-Authenticate"] = challenge.unauthorized(
-            isinstance(exc, exceptions.AuthenticationFailed))
+            isinstance(exc, exceptions.AuthenticationFailed)
+        )
         return response
     if isinstance(exc, exceptions.ParseError):
         principal = getattr(request, "user", None) if request is not None else None
         contour = getattr(principal, "contour", None)
         actor = getattr(principal, "actor", "anonymous")
-        outcome = gateway.reject(contour, "invalid_json",
-                                 "тело запроса не разобрано как JSON: " + str(exc.detail)[:200],
-                                 channel=Channel.REST, actor=actor)
+        outcome = gateway.reject(
+            contour,
+            "invalid_json",
+            "тело запроса не разобрано как JSON: " + str(exc.detail)[:200],
+            channel=Channel.REST,
+            actor=actor,
+        )
         return Response(outcome.as_dict(), status=outcome.http_status)
     if isinstance(exc, exceptions.APIException):
-        code = {405: "method_not_allowed", 404: "not_found", 415: "unsupported_media_type",
-                406: "not_acceptable"}.get(exc.status_code, "invalid_request")
+        code = {
+            405: "method_not_allowed",
+            404: "not_found",
+            415: "unsupported_media_type",
+            406: "not_acceptable",
+        }.get(exc.status_code, "invalid_request")
         body = Outcome(status="rejected", code=code, message=str(exc.detail)).as_dict()
         return Response(body, status=exc.status_code)
     return None

@@ -25,15 +25,22 @@ def not_found(request: HttpRequest, *args: object, **kwargs: object) -> HttpResp
         match = None
     # The same route with or without its final slash answers as itself. A view that checks
     # CSRF is reached this way only by a safe method (this view is exempt, it may not be).
-    if (match is not None and match.func is not not_found
-            and (request.method in SAFE_METHODS or getattr(match.func, "csrf_exempt", False))):
+    if (
+        match is not None
+        and match.func is not not_found
+        and (request.method in SAFE_METHODS or getattr(match.func, "csrf_exempt", False))
+    ):
         request.path_info = other
         return match.func(request, *match.args, **match.kwargs)
-    outcome = Outcome.from_error(ToolError(
-        "no_such_path",
-        f"нет такого адреса: {request.path[:200]}",
-        hint="адреса для ассистентов: /api/v1/tools, /api/v1/call, "
-             "/api/v1/confirmations/<id> и /mcp; описание — /api/docs/",
-        data={"path": request.path[:200]}))
-    return JsonResponse(outcome.as_dict(), status=outcome.http_status,
-                        json_dumps_params={"ensure_ascii": False})
+    outcome = Outcome.from_error(
+        ToolError(
+            "no_such_path",
+            f"нет такого адреса: {request.path[:200]}",
+            hint="адреса для ассистентов: /api/v1/tools, /api/v1/call, "
+            "/api/v1/confirmations/<id> и /mcp; описание — /api/docs/",
+            data={"path": request.path[:200]},
+        )
+    )
+    return JsonResponse(
+        outcome.as_dict(), status=outcome.http_status, json_dumps_params={"ensure_ascii": False}
+    )

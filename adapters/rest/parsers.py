@@ -12,8 +12,12 @@ from rest_framework.parsers import JSONParser
 class StrictJSONParser(JSONParser):
     """DRF's parser lets a RecursionError (deeply nested JSON) escape as a 500."""
 
-    def parse(self, stream: Any, media_type: str | None = None,
-              parser_context: Mapping[str, Any] | None = None) -> Any:
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
         try:
             return super().parse(stream, media_type, parser_context)
         except RecursionError:

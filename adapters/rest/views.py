@@ -50,8 +50,12 @@ class CallRequestSerializer(serializers.Serializer):
 # that list formats are read from it when the schema is generated.
 _registered_formats = lazy(lambda: ", ".join(sorted(formats())), str)
 _taking_parallel_tool_calls = lazy(
-    lambda: ("false — добавить parallel_tool_calls: false "
-             f"({', '.join(taking('parallel_tool_calls'))}); иначе не передаётся"), str)
+    lambda: (
+        "false — добавить parallel_tool_calls: false "
+        f"({', '.join(taking('parallel_tool_calls'))}); иначе не передаётся"
+    ),
+    str,
+)
 
 
 class ContourView(APIView):
@@ -66,13 +70,21 @@ class ContourView(APIView):
 class ToolsView(ContourView):
     @extend_schema(
         summary="Инструменты контура в формате платформы",
-        parameters=[OpenApiParameter("format", str, default="neutral",
-                                     description=_registered_formats()),
-                    OpenApiParameter("stats", str, required=False,
-                                     description="1 — добавить stats: размер определений в "
-                                                 "символах и оценку токенов"),
-                    OpenApiParameter("parallel_tool_calls", str, required=False,
-                                     description=_taking_parallel_tool_calls())],
+        parameters=[
+            OpenApiParameter("format", str, default="neutral", description=_registered_formats()),
+            OpenApiParameter(
+                "stats",
+                str,
+                required=False,
+                description="1 — добавить stats: размер определений в символах и оценку токенов",
+            ),
+            OpenApiParameter(
+                "parallel_tool_calls",
+                str,
+                required=False,
+                description=_taking_parallel_tool_calls(),
+            ),
+        ],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request) -> Response:
@@ -81,22 +93,33 @@ class ToolsView(ContourView):
         known = formats()
         if fmt not in known:
             outcome = gateway.reject(
-                principal.contour, "invalid_arguments",
+                principal.contour,
+                "invalid_arguments",
                 f"формат {fmt[:40]!r} не поддерживается; есть: {', '.join(sorted(known))}",
-                channel=CHANNEL, actor=principal.actor, tool="tools/list",
+                channel=CHANNEL,
+                actor=principal.actor,
+                tool="tools/list",
             )
             return Response(outcome.as_dict(), status=outcome.http_status)
         specs = gateway.visible_tools(principal.contour, actor=principal.actor)
         try:
             body = export_tools(fmt, specs, request.query_params)
         except ValueError as error:
-            outcome = gateway.reject(principal.contour, "invalid_arguments", str(error),
-                                     channel=CHANNEL, actor=principal.actor, tool="tools/list")
+            outcome = gateway.reject(
+                principal.contour,
+                "invalid_arguments",
+                str(error),
+                channel=CHANNEL,
+                actor=principal.actor,
+                tool="tools/list",
+            )
             return Response(outcome.as_dict(), status=outcome.http_status)
         if request.query_params.get("stats") in ("1", "true"):
             # The size an assistant pays for these definitions in every request.
-            body = {**body, "stats": {"format": fmt, "tools_visible": len(specs),
-                                      **stats(fmt, body)}}
+            body = {
+                **body,
+                "stats": {"format": fmt, "tools_visible": len(specs), **stats(fmt, body)},
+            }
         return Response(body)
 
 
@@ -112,24 +135,40 @@ class CallView(ContourView):
         body: Any = request.data
         if not isinstance(body, dict):
             outcome = gateway.reject(
-                principal.contour, "invalid_json",
+                principal.contour,
+                "invalid_json",
                 'тело запроса должно быть объектом {"name": ..., "arguments": {...}}',
-                channel=CHANNEL, actor=principal.actor, arguments={"_raw": str(body)[:200]},
+                channel=CHANNEL,
+                actor=principal.actor,
+                arguments={"_raw": str(body)[:200]},
             )
             return Response(outcome.as_dict(), status=outcome.http_status)
         extra = sorted(set(body) - {"name", "arguments"})
         if extra or not isinstance(body.get("name"), str):
-            problem = (f"лишние поля {', '.join(extra)}" if extra
-                       else "нет поля name (строка с именем инструмента)")
+            problem = (
+                f"лишние поля {', '.join(extra)}"
+                if extra
+                else "нет поля name (строка с именем инструмента)"
+            )
             outcome = gateway.reject(
-                principal.contour, "invalid_arguments", f"тело запроса не принято: {problem}",
-                channel=CHANNEL, actor=principal.actor, tool=str(body.get("name", ""))[:64],
-                arguments=body.get("arguments") if isinstance(body.get("arguments"), dict)
+                principal.contour,
+                "invalid_arguments",
+                f"тело запроса не принято: {problem}",
+                channel=CHANNEL,
+                actor=principal.actor,
+                tool=str(body.get("name", ""))[:64],
+                arguments=body.get("arguments")
+                if isinstance(body.get("arguments"), dict)
                 else None,
             )
             return Response(outcome.as_dict(), status=outcome.http_status)
-        outcome = gateway.call(principal.contour, body["name"], body.get("arguments", {}),
-                               channel=CHANNEL, actor=principal.actor)
+        outcome = gateway.call(
+            principal.contour,
+            body["name"],
+            body.get("arguments", {}),
+            channel=CHANNEL,
+            actor=principal.actor,
+        )
         response = Response(outcome.as_dict(), status=outcome.http_status)
         # A refusal that a wait will pass (a period ceiling) says how long, as HTTP does.
         seconds = outcome.data.get("retry_after_seconds")
@@ -146,16 +185,27 @@ class ConfirmationView(ContourView):
             pk=confirmation_id, contour=principal.contour
         ).first()
         if confirmation is None:
-            return Response({"status": "rejected", "code": "not_found",
-                             "message": "подтверждение не найдено в этом контуре"}, status=404)
-        return Response({
-            "id": str(confirmation.id),
-            "tool": confirmation.tool,
-            "status": confirmation.status,
-            "summary": confirmation.summary,
-            "expires_at": confirmation.expires_at.isoformat(),
-            "decided_at": confirmation.decided_at.isoformat() if confirmation.decided_at else None,
-            "decision_reason": confirmation.decision_reason,
-            "executed_at": (confirmation.executed_at.isoformat()
-                            if confirmation.executed_at else None),
-        })
+            return Response(
+                {
+                    "status": "rejected",
+                    "code": "not_found",
+                    "message": "подтверждение не найдено в этом контуре",
+                },
+                status=404,
+            )
+        return Response(
+            {
+                "id": str(confirmation.id),
+                "tool": confirmation.tool,
+                "status": confirmation.status,
+                "summary": confirmation.summary,
+                "expires_at": confirmation.expires_at.isoformat(),
+                "decided_at": confirmation.decided_at.isoformat()
+                if confirmation.decided_at
+                else None,
+                "decision_reason": confirmation.decision_reason,
+                "executed_at": (
+                    confirmation.executed_at.isoformat() if confirmation.executed_at else None
+                ),
+            }
+        )

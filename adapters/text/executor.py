@@ -21,14 +21,23 @@ def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
     (identical ones once) and answer with the `POST /api/v1/text/call` body."""
     # A refusal lists only what the model was shown in <tools>; a known tool it may not call
     # still goes to the core, which answers `forbidden`.
-    parsed = parse(text, catalog.names(),
-                   listed=[spec.name for spec in gateway.visible_tools(contour, actor=actor)])
+    parsed = parse(
+        text,
+        catalog.names(),
+        listed=[spec.name for spec in gateway.visible_tools(contour, actor=actor)],
+    )
     refused: dict[int, Outcome] = {}
     for refusal in parsed.refusals:
         outcome = gateway.reject(
-            contour, refusal.code, refusal.message, channel=CHANNEL, actor=actor,
-            tool=refusal.name or "", hint=refusal.hint,
-            arguments=refusal.arguments if refusal.arguments is not None
+            contour,
+            refusal.code,
+            refusal.message,
+            channel=CHANNEL,
+            actor=actor,
+            tool=refusal.name or "",
+            hint=refusal.hint,
+            arguments=refusal.arguments
+            if refusal.arguments is not None
             else {"_unparsed_chars": refusal.end - refusal.start},
         )
         # The journal keeps the message; the model also gets the field problems and the data.
@@ -36,8 +45,9 @@ def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
         outcome.data = dict(refusal.data)
         refused[refusal.number] = outcome
     calls = parsed.calls
-    items = gateway.call_batch(contour, [(c.name, c.arguments) for c in calls],
-                               channel=CHANNEL, actor=actor)
+    items = gateway.call_batch(
+        contour, [(c.name, c.arguments) for c in calls], channel=CHANNEL, actor=actor
+    )
     results: list[dict[str, Any]] = []
     result_of: list[int] = []
     call_rows: list[dict[str, Any]] = []
@@ -51,24 +61,42 @@ def execute(contour: Contour, text: str, *, actor: str) -> dict[str, Any]:
             blocks[call.number] = response_block(call.name, results[-1])
         else:
             result_of.append(result_of[item.duplicate_of])
-            dropped.append({"number": call.number, "name": call.name,
-                            "duplicate_of": original.number, **_where(call)})
+            dropped.append(
+                {
+                    "number": call.number,
+                    "name": call.name,
+                    "duplicate_of": original.number,
+                    **_where(call),
+                }
+            )
             blocks[call.number] = response_block(call.name, _duplicate_note(original.number))
-        call_rows.append({
-            "number": call.number, "name": call.name, "arguments": call.arguments,
-            **_where(call), "notes": list(call.notes),
-            "duplicate_of": original.number if original is not None else None,
-            "result": result_of[-1],
-        })
+        call_rows.append(
+            {
+                "number": call.number,
+                "name": call.name,
+                "arguments": call.arguments,
+                **_where(call),
+                "notes": list(call.notes),
+                "duplicate_of": original.number if original is not None else None,
+                "result": result_of[-1],
+            }
+        )
     problems = []
     for refusal in parsed.refusals:
         outcome = refused[refusal.number]
-        problems.append({
-            "number": refusal.number, "reason": refusal.reason, "code": refusal.code,
-            "message": refusal.message, "hint": refusal.hint, "name": refusal.name,
-            **_where(refusal), "problems": [p.as_dict() for p in refusal.problems],
-            "journal_id": outcome.journal_id,
-        })
+        problems.append(
+            {
+                "number": refusal.number,
+                "reason": refusal.reason,
+                "code": refusal.code,
+                "message": refusal.message,
+                "hint": refusal.hint,
+                "name": refusal.name,
+                **_where(refusal),
+                "problems": [p.as_dict() for p in refusal.problems],
+                "journal_id": outcome.journal_id,
+            }
+        )
         blocks[refusal.number] = response_block(refusal.name, outcome.as_dict())
     return {
         "calls": call_rows,
@@ -93,7 +121,8 @@ def render_reply(blocks: list[str]) -> str:
 
 def _duplicate_note(original: int) -> dict[str, Any]:
     return Outcome(
-        status="rejected", code="duplicate_call",
+        status="rejected",
+        code="duplicate_call",
         message=f"такой же вызов №{original} в этом ответе уже обработан; повтор не выполнялся",
         hint=f"результат — в ответе на вызов №{original}; не повторяйте вызов",
         data={"duplicate_of": original},

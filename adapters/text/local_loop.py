@@ -45,8 +45,10 @@ class LocalLoop:
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def start(self, user_text: str) -> LoopResult:
-        messages = [{"role": "system", "content": self.system_prompt()},
-                    {"role": "user", "content": user_text}]
+        messages = [
+            {"role": "system", "content": self.system_prompt()},
+            {"role": "user", "content": user_text},
+        ]
         return self._run(messages)
 
     def resume(self, messages: list[Message], user_text: str) -> LoopResult:
@@ -66,8 +68,9 @@ class LocalLoop:
             for _ in range(self.max_rounds):
                 text = self._complete(model, messages)
                 messages.append({"role": "assistant", "content": text})
-                exchange = _json(gateway.post("/api/v1/text/call", json={"text": text}),
-                                 "gateway text/call")
+                exchange = _json(
+                    gateway.post("/api/v1/text/call", json={"text": text}), "gateway text/call"
+                )
                 exchanges.append(exchange)
                 if not exchange["reply"]:
                     return LoopResult(messages, "answer", text, exchanges)
@@ -79,28 +82,39 @@ class LocalLoop:
         return LoopResult(messages, "max_rounds", "", exchanges)
 
     def _complete(self, model: httpx.Client, messages: list[Message]) -> str:
-        payload = {"model": self.model, "messages": messages,
-                   "temperature": self.temperature, **self.extra_body}
+        payload = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            **self.extra_body,
+        }
         body = _json(model.post("/chat/completions", json=payload), "model server")
         try:
             message = body["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
-            raise LocalLoopError(f"model server: no choices[0].message in {str(body)[:200]}"
-                                 ) from None
+            raise LocalLoopError(
+                f"model server: no choices[0].message in {str(body)[:200]}"
+            ) from None
         if message.get("tool_calls"):
-            raise LocalLoopError("model server parsed the calls itself: start it without a tool "
-                                 "parser, or send its tool_calls to /api/v1/openai/call")
+            raise LocalLoopError(
+                "model server parsed the calls itself: start it without a tool "
+                "parser, or send its tool_calls to /api/v1/openai/call"
+            )
         content = message.get("content")
         return content if isinstance(content, str) else ""
 
     def _gateway(self) -> httpx.Client:
-        return httpx.Client(base_url=self.gateway_url, timeout=self.timeout,
-                            headers={"Authorization": f"Bearer {self.gateway_key}"})
+        return httpx.Client(
+            base_url=self.gateway_url,
+            timeout=self.timeout,
+            headers={"Authorization": f"Bearer {self.gateway_key}"},
+        )
 
     def _model(self) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.model_key}"} if self.model_key else {}
-        return httpx.Client(base_url=self.model_url.rstrip("/"), timeout=self.timeout,
-                            headers=headers)
+        return httpx.Client(
+            base_url=self.model_url.rstrip("/"), timeout=self.timeout, headers=headers
+        )
 
 
 def _json(response: httpx.Response, who: str) -> dict[str, Any]:

@@ -115,8 +115,9 @@ class _Span(TypedDict):
     end: int
 
 
-def parse(text: str, known: Collection[str] | None = None,
-          listed: Collection[str] | None = None) -> Parsed:
+def parse(
+    text: str, known: Collection[str] | None = None, listed: Collection[str] | None = None
+) -> Parsed:
     """Every <tool_call> block (an unclosed last one too) and every call-like text outside them
     is one candidate, numbered in text order. Nothing is repaired. Linear in len(text).
 
@@ -150,17 +151,35 @@ def parse(text: str, known: Collection[str] | None = None,
         closing = text.find(CLOSE, body_start)
         body_end = closing if closing >= 0 else len(text)
         end = closing + len(CLOSE) if closing >= 0 else len(text)
-        add(opening, partial(_block, text, opening, body_start, body_end, end,
-                             closed=closing >= 0, known=names, listed=shown))
+        add(
+            opening,
+            partial(
+                _block,
+                text,
+                opening,
+                body_start,
+                body_end,
+                end,
+                closed=closing >= 0,
+                known=names,
+                listed=shown,
+            ),
+        )
         pos = end
     outside(pos, len(text))
     if overflow_at is not None:
-        verdicts.append(_Verdict(
-            start=overflow_at, end=len(text), reason="too_many_calls",
-            detail=(f"в ответе {seen} вызовов, разобраны первые {MAX_CANDIDATES}; "
-                    f"остальные {seen - MAX_CANDIDATES} не выполнены"),
-            hint=f"не больше {MAX_CANDIDATES} вызовов в одном ответе; повторите остальные позже",
-        ))
+        verdicts.append(
+            _Verdict(
+                start=overflow_at,
+                end=len(text),
+                reason="too_many_calls",
+                detail=(
+                    f"в ответе {seen} вызовов, разобраны первые {MAX_CANDIDATES}; "
+                    f"остальные {seen - MAX_CANDIDATES} не выполнены"
+                ),
+                hint=f"не больше {MAX_CANDIDATES} вызовов в одном ответе; повторите остальные позже",
+            )
+        )
     return Parsed(candidates=_number(text, verdicts, names))
 
 
@@ -177,46 +196,76 @@ def _answer_start(text: str) -> int:
     return 0
 
 
-def _block(text: str, opening: int, body_start: int, body_end: int, end: int, *, closed: bool,
-           known: list[str], listed: list[str] | None = None) -> _Verdict:
+def _block(
+    text: str,
+    opening: int,
+    body_start: int,
+    body_end: int,
+    end: int,
+    *,
+    closed: bool,
+    known: list[str],
+    listed: list[str] | None = None,
+) -> _Verdict:
     body = text[body_start:body_end]
     stripped = body.strip(WHITESPACE)
     lead = len(body) - len(body.lstrip(WHITESPACE))
     span: _Span = {"start": opening, "end": end}
     nested = body.find(OPEN)
     if nested >= 0:
-        return _Verdict(**span, reason="nested_tag",
-                        detail=f"внутри блока ещё один {OPEN} (символ {body_start + nested}); "
-                               "вложенные или незакрытые блоки не принимаются",
-                        hint=f"закрывайте каждый вызов тегом {CLOSE}; по одному вызову на блок: "
-                             + CALL_FORM)
+        return _Verdict(
+            **span,
+            reason="nested_tag",
+            detail=f"внутри блока ещё один {OPEN} (символ {body_start + nested}); "
+            "вложенные или незакрытые блоки не принимаются",
+            hint=f"закрывайте каждый вызов тегом {CLOSE}; по одному вызову на блок: " + CALL_FORM,
+        )
     if not stripped:
-        return _Verdict(**span, reason="empty_block", detail="пустой блок <tool_call>",
-                        hint="в блоке должен быть вызов: " + CALL_FORM)
+        return _Verdict(
+            **span,
+            reason="empty_block",
+            detail="пустой блок <tool_call>",
+            hint="в блоке должен быть вызов: " + CALL_FORM,
+        )
     if stripped.startswith("<function="):
-        return _Verdict(**span, reason="xml_form",
-                        detail="вызов в XML-форме <function=...><parameter=...> не принимается",
-                        hint="в блоке нужен JSON: " + CALL_FORM)
+        return _Verdict(
+            **span,
+            reason="xml_form",
+            detail="вызов в XML-форме <function=...><parameter=...> не принимается",
+            hint="в блоке нужен JSON: " + CALL_FORM,
+        )
     try:
         value = _strict_json(stripped)
     except JsonRefused as error:
         at = body_start + lead + error.offset if error.offset is not None else body_start
-        return _Verdict(**span, reason="invalid_json",
-                        detail=f"JSON не разобран (символ {at}): {error.message}",
-                        hint=_json_hint(stripped, error.message),
-                        problems=(("", error.message),), data={"json_error": error.message})
+        return _Verdict(
+            **span,
+            reason="invalid_json",
+            detail=f"JSON не разобран (символ {at}): {error.message}",
+            hint=_json_hint(stripped, error.message),
+            problems=(("", error.message),),
+            data={"json_error": error.message},
+        )
     notes = () if closed else ("блок не закрыт </tool_call>: принят как последний в ответе",)
     return _judge(value, span, notes, known, listed)
 
 
-def _judge(value: Any, span: _Span, notes: tuple[str, ...], known: list[str],
-           listed: list[str] | None = None) -> _Verdict:
+def _judge(
+    value: Any,
+    span: _Span,
+    notes: tuple[str, ...],
+    known: list[str],
+    listed: list[str] | None = None,
+) -> _Verdict:
     shown = known if listed is None else listed
     if not isinstance(value, dict):
-        hint = ("по одному вызову на блок: " if isinstance(value, list) else "нужен вызов: ")
-        return _Verdict(**span, reason="not_an_object",
-                        detail=f"в блоке {json_kind(value)}, а нужен JSON-объект с name и arguments",
-                        hint=hint + CALL_FORM)
+        hint = "по одному вызову на блок: " if isinstance(value, list) else "нужен вызов: "
+        return _Verdict(
+            **span,
+            reason="not_an_object",
+            detail=f"в блоке {json_kind(value)}, а нужен JSON-объект с name и arguments",
+            hint=hint + CALL_FORM,
+        )
     problems: list[tuple[str, str, str]] = []  # (reason, field suffix, message)
     data: dict[str, Any] = {}
     hint = ""
@@ -224,19 +273,31 @@ def _judge(value: Any, span: _Span, notes: tuple[str, ...], known: list[str],
     if "name" not in value:
         problems.append(("missing_name", ".name", "нет ключа name с именем инструмента"))
     elif not isinstance(name, str) or not name:
-        problems.append(("name_not_string", ".name",
-                         f"name должен быть непустой строкой, а пришло {json_kind(name)}"))
+        problems.append(
+            (
+                "name_not_string",
+                ".name",
+                f"name должен быть непустой строкой, а пришло {json_kind(name)}",
+            )
+        )
     elif name not in known:
-        problems.append(("unknown_function", ".name",
-                         f"инструмента {name[:64]!r} нет; есть: {', '.join(shown)}"))
+        problems.append(
+            (
+                "unknown_function",
+                ".name",
+                f"инструмента {name[:64]!r} нет; есть: {', '.join(shown)}",
+            )
+        )
         data["known_tools"] = list(shown)
         hint = "вызывайте только инструменты из списка <tools>"
     arguments = value.get("arguments")
     if "arguments" not in value:
         problems.append(("missing_arguments", ".arguments", "нет ключа arguments"))
-        hint = hint or ("аргументы передаются в ключе arguments, а не parameters"
-                        if "parameters" in value else
-                        'передайте "arguments": {} даже без параметров')
+        hint = hint or (
+            "аргументы передаются в ключе arguments, а не parameters"
+            if "parameters" in value
+            else 'передайте "arguments": {} даже без параметров'
+        )
     elif isinstance(arguments, str):
         try:
             decoded = _strict_json(arguments.strip(WHITESPACE))
@@ -246,26 +307,48 @@ def _judge(value: Any, span: _Span, notes: tuple[str, ...], known: list[str],
             arguments = decoded
             notes = (*notes, "arguments пришли JSON-строкой с объектом; приняты как объект")
         else:
-            what = ("строка, которая не разбирается как JSON" if isinstance(decoded, JsonRefused)
-                    else f"строка, а в ней {json_kind(decoded)}")
-            problems.append(("arguments_not_object", ".arguments",
-                             f"arguments должен быть JSON-объектом, а пришла {what}"))
+            what = (
+                "строка, которая не разбирается как JSON"
+                if isinstance(decoded, JsonRefused)
+                else f"строка, а в ней {json_kind(decoded)}"
+            )
+            problems.append(
+                (
+                    "arguments_not_object",
+                    ".arguments",
+                    f"arguments должен быть JSON-объектом, а пришла {what}",
+                )
+            )
     elif not isinstance(arguments, dict):
-        problems.append(("arguments_not_object", ".arguments",
-                         f"arguments должен быть JSON-объектом, а пришло {json_kind(arguments)}"))
+        problems.append(
+            (
+                "arguments_not_object",
+                ".arguments",
+                f"arguments должен быть JSON-объектом, а пришло {json_kind(arguments)}",
+            )
+        )
     extra = [key for key in value if key not in ("name", "arguments")]
     if extra:
-        problems.append(("extra_keys", "", "лишние ключи верхнего уровня: "
-                         + ", ".join(key[:40] for key in extra[:10])
-                         + "; допустимы только name и arguments"))
+        problems.append(
+            (
+                "extra_keys",
+                "",
+                "лишние ключи верхнего уровня: "
+                + ", ".join(key[:40] for key in extra[:10])
+                + "; допустимы только name и arguments",
+            )
+        )
     if not problems:
         return _Verdict(**span, name=name, arguments=arguments, notes=notes)
     return _Verdict(
-        **span, reason=problems[0][0], detail="; ".join(p[2] for p in problems),
+        **span,
+        reason=problems[0][0],
+        detail="; ".join(p[2] for p in problems),
         hint=hint or "исправьте вызов и пришлите заново: " + CALL_FORM,
         problems=tuple((suffix, message) for _, suffix, message in problems),
         name=name if isinstance(name, str) and name else None,
-        arguments=arguments if isinstance(arguments, dict) else None, data=data,
+        arguments=arguments if isinstance(arguments, dict) else None,
+        data=data,
     )
 
 
@@ -274,14 +357,24 @@ def _lookalike(text: str, match: re.Match[str], begin: int) -> _Verdict:
     tag = _TAG_BEFORE.search(text, window_start, match.start())
     name = match.group(3)
     if tag is not None and not tag.group(1).startswith("/"):
-        return _Verdict(start=tag.start(), end=match.end(), reason="wrong_tag", name=name,
-                        detail=f"похоже на вызов в теге <{tag.group(1)}>, а вызовы принимаются "
-                               "только в <tool_call>",
-                        hint="пришлите вызов так: " + CALL_FORM)
-    return _Verdict(start=match.start(), end=match.end(), reason="untagged_call", name=name,
-                    detail="похоже на вызов без тега <tool_call> (например, в блоке кода); "
-                           "такой текст не выполняется",
-                    hint="пришлите вызов так, без ```: " + CALL_FORM)
+        return _Verdict(
+            start=tag.start(),
+            end=match.end(),
+            reason="wrong_tag",
+            name=name,
+            detail=f"похоже на вызов в теге <{tag.group(1)}>, а вызовы принимаются "
+            "только в <tool_call>",
+            hint="пришлите вызов так: " + CALL_FORM,
+        )
+    return _Verdict(
+        start=match.start(),
+        end=match.end(),
+        reason="untagged_call",
+        name=name,
+        detail="похоже на вызов без тега <tool_call> (например, в блоке кода); "
+        "такой текст не выполняется",
+        hint="пришлите вызов так, без ```: " + CALL_FORM,
+    )
 
 
 def _number(text: str, verdicts: list[_Verdict], known: list[str]) -> list[Candidate]:
@@ -293,23 +386,46 @@ def _number(text: str, verdicts: list[_Verdict], known: list[str]) -> list[Candi
         counted = verdict.start
         if not verdict.reason:
             assert verdict.name is not None and verdict.arguments is not None
-            candidates.append(Call(number=number, name=verdict.name, arguments=verdict.arguments,
-                                   start=verdict.start, end=verdict.end, line=line,
-                                   notes=verdict.notes))
+            candidates.append(
+                Call(
+                    number=number,
+                    name=verdict.name,
+                    arguments=verdict.arguments,
+                    start=verdict.start,
+                    end=verdict.end,
+                    line=line,
+                    notes=verdict.notes,
+                )
+            )
             continue
         where = f"строка {line}, символы {verdict.start}–{verdict.end}"
         prefix = f"tool_call[{number}]"
-        candidates.append(Refusal(
-            number=number, reason=verdict.reason, code=REASON_CODES[verdict.reason],
-            message=f"вызов №{number} ({where}) не принят: {verdict.detail}",
-            hint=verdict.hint, start=verdict.start, end=verdict.end, line=line,
-            problems=tuple(Problem(prefix + suffix, message)
-                           for suffix, message in verdict.problems)
-            or (Problem(prefix, verdict.detail),),
-            name=verdict.name, arguments=verdict.arguments,
-            data={"reason": verdict.reason, "call_number": number, "start": verdict.start,
-                  "end": verdict.end, "line": line, **verdict.data},
-        ))
+        candidates.append(
+            Refusal(
+                number=number,
+                reason=verdict.reason,
+                code=REASON_CODES[verdict.reason],
+                message=f"вызов №{number} ({where}) не принят: {verdict.detail}",
+                hint=verdict.hint,
+                start=verdict.start,
+                end=verdict.end,
+                line=line,
+                problems=tuple(
+                    Problem(prefix + suffix, message) for suffix, message in verdict.problems
+                )
+                or (Problem(prefix, verdict.detail),),
+                name=verdict.name,
+                arguments=verdict.arguments,
+                data={
+                    "reason": verdict.reason,
+                    "call_number": number,
+                    "start": verdict.start,
+                    "end": verdict.end,
+                    "line": line,
+                    **verdict.data,
+                },
+            )
+        )
     return candidates
 
 

@@ -28,16 +28,21 @@ TOOLS_FOOTER = (
 def tool_definition(spec: ToolSpec, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """The line of one tool, in the shape the template expects; the schema generator is the
     function formats' one, so every platform sees the same arguments."""
-    return {"type": "function", "function": {
-        "name": spec.name,
-        "description": describe(spec, short=True),
-        "parameters": params if params is not None else parameters(spec.params),
-    }}
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": describe(spec, short=True),
+            "parameters": params if params is not None else parameters(spec.params),
+        },
+    }
 
 
 def tool_definitions(specs: list[ToolSpec]) -> list[dict[str, Any]]:
-    return [tool_definition(spec, params)
-            for spec, params in zip(specs, parameters_for(specs), strict=True)]
+    return [
+        tool_definition(spec, params)
+        for spec, params in zip(specs, parameters_for(specs), strict=True)
+    ]
 
 
 def tool_line(definition: dict[str, Any]) -> str:
@@ -63,7 +68,7 @@ def preamble(specs: list[ToolSpec]) -> str:
     # and, when a tool writes, the human's consent between the two calls.
     text = (
         "Ты работаешь со счетами Инвойсбокс. Один вызов — один блок <tool_call>, строгий JSON по "
-        "схеме. Суммы — копейки строкой: \"12200\" — это 122,00 ₽. Отклонённый вызов исправь по "
+        'схеме. Суммы — копейки строкой: "12200" — это 122,00 ₽. Отклонённый вызов исправь по '
         "подсказке и пришли заново, ничего не угадывая."
     )
     if any(spec.writes for spec in specs):

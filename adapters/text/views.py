@@ -46,8 +46,12 @@ class TextCallView(ContourView):
         problem = _body_problem(body)
         if problem:
             outcome = gateway.reject(
-                principal.contour, "invalid_json", f"тело запроса не принято: {problem}",
-                channel=executor.CHANNEL, actor=principal.actor, tool="text/call",
+                principal.contour,
+                "invalid_json",
+                f"тело запроса не принято: {problem}",
+                channel=executor.CHANNEL,
+                actor=principal.actor,
+                tool="text/call",
                 hint='пришлите {"text": "<ответ модели>"}',
             )
             return Response(outcome.as_dict(), status=outcome.http_status)

@@ -14,7 +14,9 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 # "development" runs on a fresh machine with nothing configured; "production" insists on secrets.
 GATEWAY_ENV = env.str("GATEWAY_ENV", default="development")
 if GATEWAY_ENV not in {"development", "production"}:
-    raise ImproperlyConfigured(f"GATEWAY_ENV — development или production, а задано {GATEWAY_ENV!r}")
+    raise ImproperlyConfigured(
+        f"GATEWAY_ENV — development или production, а задано {GATEWAY_ENV!r}"
+    )
 PRODUCTION = GATEWAY_ENV == "production"
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
@@ -23,18 +25,24 @@ SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
 if not SECRET_KEY:
     if PRODUCTION:
         raise ImproperlyConfigured(
-            "при GATEWAY_ENV=production нужен DJANGO_SECRET_KEY (свой, длинный и случайный)")
+            "при GATEWAY_ENV=production нужен DJANGO_SECRET_KEY (свой, длинный и случайный)"
+        )
     SECRET_KEY = DEV_SECRET_KEY
 if PRODUCTION:
     # A production process refuses to start rather than run with a debug page or a secret
     # everybody knows: confirmation tokens are HMACs of that secret.
     if DEBUG:
-        raise ImproperlyConfigured("при GATEWAY_ENV=production DJANGO_DEBUG должен быть выключен (false)")
+        raise ImproperlyConfigured(
+            "при GATEWAY_ENV=production DJANGO_DEBUG должен быть выключен (false)"
+        )
     if SECRET_KEY == DEV_SECRET_KEY or SECRET_KEY.startswith("django-insecure-"):
         raise ImproperlyConfigured(
-            "DJANGO_SECRET_KEY — общеизвестное значение по умолчанию: задайте свой")
+            "DJANGO_SECRET_KEY — общеизвестное значение по умолчанию: задайте свой"
+        )
 
-ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+ALLOWED_HOSTS = env.list(
+    "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"]
+)
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 # Local state of `make demo` (the demo key and admin password files), git-ignored.

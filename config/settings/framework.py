@@ -88,15 +88,20 @@ DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # keeps them by default (opening one costs more than the demo's whole read); PostgreSQL keeps
 # none unless told (workers x threads connections), or takes them from a pool (DATABASE_POOL).
 _IS_SQLITE = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE",
-                                               default=600 if _IS_SQLITE else 0)
+DATABASES["default"]["CONN_MAX_AGE"] = env.int(
+    "DATABASE_CONN_MAX_AGE", default=600 if _IS_SQLITE else 0
+)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
-        "DATABASE_POOL", default=False):
+    "DATABASE_POOL", default=False
+):
     # A pool per process hands a connection over per request (a new PostgreSQL connection
     # costs ~3 ms). Django refuses a pool together with CONN_MAX_AGE.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 2, "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20), "timeout": 10}
+        "min_size": 2,
+        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20),
+        "timeout": 10,
+    }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Bounded waits (docs/production.md, "Bounded waits on the database"): a frozen or
     # unreachable server, a stuck statement or a held lock becomes a DatabaseError, hence the
@@ -106,19 +111,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _connect = env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=5)
     if _connect > 0:
         _db_options.setdefault("connect_timeout", _connect)
-    _bounds = {"statement_timeout": env.int("DATABASE_STATEMENT_TIMEOUT_SECONDS", default=15),
-               "lock_timeout": env.int("DATABASE_LOCK_TIMEOUT_SECONDS", default=5)}
-    _server_options = " ".join(f"-c {name}={seconds * 1000}" for name, seconds in _bounds.items()
-                               if seconds > 0)
+    _bounds = {
+        "statement_timeout": env.int("DATABASE_STATEMENT_TIMEOUT_SECONDS", default=15),
+        "lock_timeout": env.int("DATABASE_LOCK_TIMEOUT_SECONDS", default=5),
+    }
+    _server_options = " ".join(
+        f"-c {name}={seconds * 1000}" for name, seconds in _bounds.items() if seconds > 0
+    )
     if _server_options:
         _db_options["options"] = f"{_db_options.get('options', '')} {_server_options}".strip()
 if _IS_SQLITE:
     # Several workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE",
-         # WAL: readers never wait for the writer; NORMAL: no fsync per commit (a power cut
-         # may lose the last commits, never corrupt the file): the demo's database, not prod.
-         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            # WAL: readers never wait for the writer; NORMAL: no fsync per commit (a power cut
+            # may lose the last commits, never corrupt the file): the demo's database, not prod.
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

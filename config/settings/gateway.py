@@ -27,15 +27,22 @@ GATEWAY_SYNC_THREADS = env.int("GATEWAY_SYNC_THREADS", default=32)
 # gets a fast 503 `overloaded` with Retry-After instead of queueing into a client's timeout.
 # 0 switches the limit off. /health, /metrics and MCP's GET stream are not counted.
 GATEWAY_MAX_INFLIGHT = env.int("GATEWAY_MAX_INFLIGHT", default=GATEWAY_SYNC_THREADS)
-GATEWAY_INFLIGHT_QUEUE = env.int("GATEWAY_INFLIGHT_QUEUE",
-                                 default=max(1, GATEWAY_MAX_INFLIGHT // 4))
+GATEWAY_INFLIGHT_QUEUE = env.int(
+    "GATEWAY_INFLIGHT_QUEUE", default=max(1, GATEWAY_MAX_INFLIGHT // 4)
+)
 GATEWAY_INFLIGHT_WAIT_SECONDS = env.float("GATEWAY_INFLIGHT_WAIT_SECONDS", default=0.25)
 GATEWAY_OVERLOAD_RETRY_AFTER = env.int("GATEWAY_OVERLOAD_RETRY_AFTER", default=1)
-if (GATEWAY_MAX_INFLIGHT < 0 or GATEWAY_INFLIGHT_QUEUE < 0 or GATEWAY_INFLIGHT_WAIT_SECONDS < 0
-        or GATEWAY_OVERLOAD_RETRY_AFTER < 1):
-    raise ImproperlyConfigured("GATEWAY_MAX_INFLIGHT, GATEWAY_INFLIGHT_QUEUE and "
-                               "GATEWAY_INFLIGHT_WAIT_SECONDS must not be negative, "
-                               "GATEWAY_OVERLOAD_RETRY_AFTER at least 1")
+if (
+    GATEWAY_MAX_INFLIGHT < 0
+    or GATEWAY_INFLIGHT_QUEUE < 0
+    or GATEWAY_INFLIGHT_WAIT_SECONDS < 0
+    or GATEWAY_OVERLOAD_RETRY_AFTER < 1
+):
+    raise ImproperlyConfigured(
+        "GATEWAY_MAX_INFLIGHT, GATEWAY_INFLIGHT_QUEUE and "
+        "GATEWAY_INFLIGHT_WAIT_SECONDS must not be negative, "
+        "GATEWAY_OVERLOAD_RETRY_AFTER at least 1"
+    )
 # Every request's body is read whole on the event loop before any route or thread sees it
 # (adapters/bounded_body.py): larger than this is 413, not whole within the deadline is 408.
 # The largest legitimate request is tens of kB (an order with a long basket); Invoicebox's
@@ -43,13 +50,15 @@ if (GATEWAY_MAX_INFLIGHT < 0 or GATEWAY_INFLIGHT_QUEUE < 0 or GATEWAY_INFLIGHT_W
 GATEWAY_MAX_BODY_BYTES = env.int("GATEWAY_MAX_BODY_BYTES", default=1024 * 1024)
 GATEWAY_BODY_READ_SECONDS = env.float("GATEWAY_BODY_READ_SECONDS", default=10.0)
 if GATEWAY_MAX_BODY_BYTES <= 0 or GATEWAY_BODY_READ_SECONDS <= 0:
-    raise ImproperlyConfigured("GATEWAY_MAX_BODY_BYTES и GATEWAY_BODY_READ_SECONDS должны быть "
-                               "больше нуля")
+    raise ImproperlyConfigured(
+        "GATEWAY_MAX_BODY_BYTES и GATEWAY_BODY_READ_SECONDS должны быть больше нуля"
+    )
 # Writes above this many kopecks (100 000,00 ₽) wait for an operator; refunds always do.
 # GATEWAY_APPROVAL_THRESHOLD_RUB was the old, misleading name (it was kopecks all along): still
 # read, with a warning from `manage.py check` (tools.apps), when the new name is not set.
 GATEWAY_DEPRECATED_SETTINGS = [
-    name for name in ("GATEWAY_APPROVAL_THRESHOLD_RUB",)
+    name
+    for name in ("GATEWAY_APPROVAL_THRESHOLD_RUB",)
     if name in os.environ and "GATEWAY_APPROVAL_THRESHOLD_KOPECKS" not in os.environ
 ]
 GATEWAY_APPROVAL_THRESHOLD_KOPECKS = env.int(
@@ -59,17 +68,25 @@ GATEWAY_APPROVAL_THRESHOLD_KOPECKS = env.int(
 
 # Operators are told of writes waiting for them (tools/background/alerts.py): email through Django's
 # backends (console in the demo, SMTP in production), an optional signed webhook per contour.
-EMAIL_BACKEND = env.str("EMAIL_BACKEND", default=(
-    "django.core.mail.backends.smtp.EmailBackend" if PRODUCTION
-    else "django.core.mail.backends.console.EmailBackend"))
+EMAIL_BACKEND = env.str(
+    "EMAIL_BACKEND",
+    default=(
+        "django.core.mail.backends.smtp.EmailBackend"
+        if PRODUCTION
+        else "django.core.mail.backends.console.EmailBackend"
+    ),
+)
 # The console backend prints every alert to the process log, the file backend to disk: a
 # production process refuses both rather than keep mail outside the mail system.
-LOG_EMAIL_BACKENDS = ("django.core.mail.backends.console.EmailBackend",
-                      "django.core.mail.backends.filebased.EmailBackend")
+LOG_EMAIL_BACKENDS = (
+    "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.filebased.EmailBackend",
+)
 if PRODUCTION and EMAIL_BACKEND in LOG_EMAIL_BACKENDS:
     raise ImproperlyConfigured(
         f"EMAIL_BACKEND={EMAIL_BACKEND} пишет письма операторам в журнал или файлы: при "
-        "GATEWAY_ENV=production это запрещено (нужен django.core.mail.backends.smtp.EmailBackend)")
+        "GATEWAY_ENV=production это запрещено (нужен django.core.mail.backends.smtp.EmailBackend)"
+    )
 EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
 EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)

@@ -16,9 +16,13 @@ if not GATEWAY_SECRETS_KEYS:
         raise ImproperlyConfigured(
             "при GATEWAY_ENV=production нужен GATEWAY_SECRETS_KEY "
             "(создать: python -c 'from cryptography.fernet import Fernet; "
-            "print(Fernet.generate_key().decode())')")
-    GATEWAY_SECRETS_KEYS = [base64.urlsafe_b64encode(
-        hashlib.sha256(b"gateway-secrets:" + SECRET_KEY.encode()).digest()).decode()]
+            "print(Fernet.generate_key().decode())')"
+        )
+    GATEWAY_SECRETS_KEYS = [
+        base64.urlsafe_b64encode(
+            hashlib.sha256(b"gateway-secrets:" + SECRET_KEY.encode()).digest()
+        ).decode()
+    ]
 
 INVOICEBOX_USER_AGENT = env.str(
     "INVOICEBOX_USER_AGENT", default="InvoiceboxAssistantGateway/0.1 (Django)"
@@ -29,8 +33,7 @@ INVOICEBOX_TIMEOUT_SECONDS = env.float("INVOICEBOX_TIMEOUT_SECONDS", default=30.
 INVOICEBOX_SANDBOX_IN_PROCESS = env.bool("INVOICEBOX_SANDBOX_IN_PROCESS", default=True)
 # The bundled sandbox answers only what the docs promise (no shipment status/final/sums, no
 # availableAmount on refundable items): the client's fallbacks for the real API's answers.
-INVOICEBOX_SANDBOX_DOCUMENTED_ONLY = env.bool("INVOICEBOX_SANDBOX_DOCUMENTED_ONLY",
-                                              default=False)
+INVOICEBOX_SANDBOX_DOCUMENTED_ONLY = env.bool("INVOICEBOX_SANDBOX_DOCUMENTED_ONLY", default=False)
 # Which paging names the sandbox reads: both (default), docs (page/pageSize), vendor
 # (_page/_pageSize) or none (its first page at 30 rows, whatever is asked).
 INVOICEBOX_SANDBOX_PAGING = env.str("INVOICEBOX_SANDBOX_PAGING", default="both")
@@ -40,8 +43,7 @@ INVOICEBOX_SANDBOX_REPEAT_ROWS = env.list("INVOICEBOX_SANDBOX_REPEAT_ROWS", defa
 # A sandbox that can disagree with the gateway (issue 40.2; docs/invoicebox-api.md, "Sandbox
 # switches"). The amountWoVat tolerance: "unit" (1 kopeck per unit of quantity, its own) or
 # "line" (1 kopeck per line, the vendor MCP server's reconcileBasket).
-INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE = env.str("INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE",
-                                              default="unit")
+INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE = env.str("INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE", default="unit")
 # VAT computed per unit × quantity (1 000 × 0,37 ₽ at 20 % → 60,00 ₽), as the Bitrix module
 # sends it in production, is accepted besides the line's VAT; off: the line's VAT only.
 INVOICEBOX_SANDBOX_PER_UNIT_VAT = env.bool("INVOICEBOX_SANDBOX_PER_UNIT_VAT", default=True)
@@ -60,8 +62,7 @@ INVOICEBOX_SANDBOX_BASE_URL = env.str(
 # A `custom` contour's base URL may reach loopback, private or link-local addresses only when
 # this allows it (checked when connecting: tools/public_http.py). Off in production: an owner
 # must not aim the gateway at the host's own services; on in development (the sandbox, doubles).
-GATEWAY_ALLOW_PRIVATE_UPSTREAM = env.bool("GATEWAY_ALLOW_PRIVATE_UPSTREAM",
-                                          default=not PRODUCTION)
+GATEWAY_ALLOW_PRIVATE_UPSTREAM = env.bool("GATEWAY_ALLOW_PRIVATE_UPSTREAM", default=not PRODUCTION)
 # Only INVOICEBOX_SANDBOX_BASE_URL itself is answered in-process; other base URLs this process
 # should answer as its own sandbox (a proxy's name for it) are listed here, exactly.
 INVOICEBOX_SANDBOX_IN_PROCESS_URLS = env.list("INVOICEBOX_SANDBOX_IN_PROCESS_URLS", default=[])

@@ -25,14 +25,17 @@ def _journal_keys(raw: str) -> dict[str, str]:
         if not sep or not re.fullmatch(r"[A-Za-z0-9._-]{1,32}", kid):
             raise ImproperlyConfigured(
                 f"GATEWAY_JOURNAL_KEYS: элемент {number} не вида kid:secret (каждый элемент — kid:secret, "
-                "kid — от 1 до 32 латинских букв, цифр и '._-')")
+                "kid — от 1 до 32 латинских букв, цифр и '._-')"
+            )
         if kid in keys:
             raise ImproperlyConfigured(
-                f"GATEWAY_JOURNAL_KEYS: идентификатор ключа {kid!r} встречается дважды")
+                f"GATEWAY_JOURNAL_KEYS: идентификатор ключа {kid!r} встречается дважды"
+            )
         if len(secret) < 32:
             raise ImproperlyConfigured(
                 f"GATEWAY_JOURNAL_KEYS: в секрете ключа {kid!r} {len(secret)} симв., нужно не "
-                "меньше 32")
+                "меньше 32"
+            )
         keys[kid] = secret
     return keys
 
@@ -43,7 +46,8 @@ if _JOURNAL_KEYS_RAW.strip():
 elif PRODUCTION:
     raise ImproperlyConfigured(
         "при GATEWAY_ENV=production нужен GATEWAY_JOURNAL_KEYS (kid:secret, см. docs/production.md): "
-        "ключ HMAC журнала не должен выводиться из данных базы")
+        "ключ HMAC журнала не должен выводиться из данных базы"
+    )
 else:
     # The embedded demo: a key derived from SECRET_KEY, so nothing needs configuring.
     GATEWAY_JOURNAL_KEYS = {
@@ -72,22 +76,26 @@ GATEWAY_SPOOL_MIN_FREE_MB = env.int("GATEWAY_SPOOL_MIN_FREE_MB", default=256)
 # the database is away) are counted in gateway_anonymous_refusals_total and journaled at most
 # once per this many seconds per door and reason, the entry saying how many it stands for
 # (audit/sampling.py): an anonymous flood neither fills the journal nor fsyncs the spool.
-GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = env.int("GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS",
-                                                  default=10)
+GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = env.int(
+    "GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS", default=10
+)
 # Signed checkpoints (audit/seals.py): an Ed25519 private key, PEM or the 32 raw bytes in base64.
 # Its public key (`manage.py journal_public_key`) lets an auditor verify an export offline
 # (tools/verify_export.py) without the HMAC keys. Rotation: set the new key; every checkpoint
 # names the key that signed it, so auditors keep the old public keys to verify older ones.
-GATEWAY_JOURNAL_SIGNING_KEY = env.str("GATEWAY_JOURNAL_SIGNING_KEY", default="").replace("\\n",
-                                                                                        "\n")
+GATEWAY_JOURNAL_SIGNING_KEY = env.str("GATEWAY_JOURNAL_SIGNING_KEY", default="").replace(
+    "\\n", "\n"
+)
 if not GATEWAY_JOURNAL_SIGNING_KEY.strip():
     if PRODUCTION:
         raise ImproperlyConfigured(
             "при GATEWAY_ENV=production нужен GATEWAY_JOURNAL_SIGNING_KEY (закрытый ключ Ed25519, "
-            "см. docs/production.md): им подписываются контрольные точки журнала")
+            "см. docs/production.md): им подписываются контрольные точки журнала"
+        )
     # The embedded demo: a key derived from SECRET_KEY (raw 32 bytes, base64).
     GATEWAY_JOURNAL_SIGNING_KEY = base64.b64encode(
-        hashlib.sha256(b"audit.journal-signing:" + SECRET_KEY.encode()).digest()).decode()
+        hashlib.sha256(b"audit.journal-signing:" + SECRET_KEY.encode()).digest()
+    ).decode()
 # Where each new signed checkpoint is also sent, out of the operator's reach: auditors' e-mail
 # addresses (comma-separated) and/or a URL that receives them as JSON Lines (POST).
 GATEWAY_JOURNAL_CHECKPOINT_EMAILS = env.list("GATEWAY_JOURNAL_CHECKPOINT_EMAILS", default=[])

@@ -22,8 +22,11 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     # axes: lockouts stay (WARNING); each failure is journaled (tools/people/logins.py) already.
-    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"},
-                "axes": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
+    },
 }
 
 # Operations (tools/ops): /health is public; /metrics needs the Bearer token or a peer address
@@ -34,19 +37,22 @@ LOGGING = {
 # alone opens /metrics there; loopback is trusted by default only in development.
 HEALTH_CHECK_TIMEOUT_SECONDS = env.float("HEALTH_CHECK_TIMEOUT_SECONDS", default=2.0)
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
-METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS",
-                               default=[] if PRODUCTION else ["127.0.0.1", "::1"])
+METRICS_ALLOWED_IPS = env.list(
+    "METRICS_ALLOWED_IPS", default=[] if PRODUCTION else ["127.0.0.1", "::1"]
+)
 if PRODUCTION and METRICS_ALLOWED_IPS and "FORWARDED_ALLOW_IPS" not in os.environ:
     raise ImproperlyConfigured(
         "METRICS_ALLOWED_IPS доверяет адресам клиентов, а uvicorn берёт их из X-Forwarded-For "
         "прокси из FORWARDED_ALLOW_IPS: при GATEWAY_ENV=production задайте и FORWARDED_ALLOW_IPS "
-        "(адрес вашего прокси) или оставьте METRICS_ALLOWED_IPS пустым и используйте METRICS_TOKEN")
+        "(адрес вашего прокси) или оставьте METRICS_ALLOWED_IPS пустым и используйте METRICS_TOKEN"
+    )
 for _network in METRICS_ALLOWED_IPS:
     try:
         ipaddress.ip_network(_network, strict=False)
     except ValueError:
-        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {_network!r} — не адрес и не сеть"
-                                   ) from None
+        raise ImproperlyConfigured(
+            f"METRICS_ALLOWED_IPS: {_network!r} — не адрес и не сеть"
+        ) from None
 # Several worker processes: a directory they all write their metric samples to (wipe it when
 # the service starts). prometheus-client reads this same variable.
 METRICS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
@@ -71,6 +77,7 @@ if PRODUCTION:
     SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
     SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
     # Decisions for the whole domain, not for this service alone: opt-in (docs/production.md).
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS",
-                                              default=False)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool(
+        "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False
+    )
     SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)

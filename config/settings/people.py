@@ -18,13 +18,18 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "tools.people.logins.client_address"
-AXES_COOLOFF_MESSAGE = ("Слишком много неудачных попыток входа под этим именем с этого адреса: "
-                        "вход отсюда закрыт на время. Попробуйте позже.")
+AXES_COOLOFF_MESSAGE = (
+    "Слишком много неудачных попыток входа под этим именем с этого адреса: "
+    "вход отсюда закрыт на время. Попробуйте позже."
+)
 GATEWAY_LOGIN_USERNAME_FREE_FAILURES = env.int("GATEWAY_LOGIN_USERNAME_FREE_FAILURES", default=10)
 GATEWAY_LOGIN_ADDRESS_FREE_FAILURES = env.int("GATEWAY_LOGIN_ADDRESS_FREE_FAILURES", default=30)
 GATEWAY_LOGIN_BACKOFF_MAX_SECONDS = env.int("GATEWAY_LOGIN_BACKOFF_MAX_SECONDS", default=60)
-for _name in ("GATEWAY_LOGIN_USERNAME_FREE_FAILURES", "GATEWAY_LOGIN_ADDRESS_FREE_FAILURES",
-              "GATEWAY_LOGIN_BACKOFF_MAX_SECONDS"):
+for _name in (
+    "GATEWAY_LOGIN_USERNAME_FREE_FAILURES",
+    "GATEWAY_LOGIN_ADDRESS_FREE_FAILURES",
+    "GATEWAY_LOGIN_BACKOFF_MAX_SECONDS",
+):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} должен быть больше нуля")
 
@@ -34,19 +39,26 @@ for _name in ("GATEWAY_LOGIN_USERNAME_FREE_FAILURES", "GATEWAY_LOGIN_ADDRESS_FRE
 # requires it only on contours whose owner turned it on (a contour may be stricter, never looser).
 GATEWAY_REQUIRE_SECOND_FACTOR = env.bool("GATEWAY_REQUIRE_SECOND_FACTOR", default=PRODUCTION)
 if PRODUCTION and not GATEWAY_REQUIRE_SECOND_FACTOR:
-    raise ImproperlyConfigured("при GATEWAY_ENV=production GATEWAY_REQUIRE_SECOND_FACTOR нельзя "
-                               "выключить: деньги не уходят по одному паролю")
+    raise ImproperlyConfigured(
+        "при GATEWAY_ENV=production GATEWAY_REQUIRE_SECOND_FACTOR нельзя "
+        "выключить: деньги не уходят по одному паролю"
+    )
 GATEWAY_STEP_UP_SECONDS = env.int("GATEWAY_STEP_UP_SECONDS", default=300)
 if not 1 <= GATEWAY_STEP_UP_SECONDS <= 3600:
-    raise ImproperlyConfigured("GATEWAY_STEP_UP_SECONDS — от 1 до 3600, "
-                               f"а задано {GATEWAY_STEP_UP_SECONDS}")
+    raise ImproperlyConfigured(
+        f"GATEWAY_STEP_UP_SECONDS — от 1 до 3600, а задано {GATEWAY_STEP_UP_SECONDS}"
+    )
 # A TOTP device prepared for a person by another (manage.py add_totp) must be confirmed by its
 # first code within this many seconds; later it is deleted and a new one is prepared.
 GATEWAY_PREPARED_DEVICE_SECONDS = env.int("GATEWAY_PREPARED_DEVICE_SECONDS", default=86400)
 if not 60 <= GATEWAY_PREPARED_DEVICE_SECONDS <= 30 * 86400:
-    raise ImproperlyConfigured("GATEWAY_PREPARED_DEVICE_SECONDS — от 60 до "
-                               f"2592000, а задано {GATEWAY_PREPARED_DEVICE_SECONDS}")
+    raise ImproperlyConfigured(
+        "GATEWAY_PREPARED_DEVICE_SECONDS — от 60 до "
+        f"2592000, а задано {GATEWAY_PREPARED_DEVICE_SECONDS}"
+    )
 OTP_TOTP_ISSUER = env.str("GATEWAY_TOTP_ISSUER", default="Шлюз Инвойсбокс")
+
+
 # Passkeys: the relying party is the site's host name (an IP address cannot be one: then
 # "localhost", which browsers treat as secure over plain http). Passwordless login stays off:
 # a passkey is the second factor, never a replacement for the password.

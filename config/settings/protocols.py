@@ -8,11 +8,21 @@ from config.settings.tasks import CELERY_BROKER_URL
 
 # MCP Streamable HTTP at /mcp: Host and Origin allowlists against DNS rebinding ("host:*" = any
 # port). Loopback only by default; behind a real hostname list it here, or clients get 421.
-MCP_ALLOWED_HOSTS = env.list("MCP_ALLOWED_HOSTS", default=[
-    "127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"])
-MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[
-    "http://127.0.0.1", "http://127.0.0.1:*", "http://localhost", "http://localhost:*",
-    "http://[::1]", "http://[::1]:*"])
+MCP_ALLOWED_HOSTS = env.list(
+    "MCP_ALLOWED_HOSTS",
+    default=["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"],
+)
+MCP_ALLOWED_ORIGINS = env.list(
+    "MCP_ALLOWED_ORIGINS",
+    default=[
+        "http://127.0.0.1",
+        "http://127.0.0.1:*",
+        "http://localhost",
+        "http://localhost:*",
+        "http://[::1]",
+        "http://[::1]:*",
+    ],
+)
 
 # MCP sessions (2025-11-25 clients) live in the database, so any worker of any host answers them
 # (adapters/mcp/sessions.py). Idle ones expire; one that made no call after initialize expires
@@ -30,7 +40,8 @@ MCP_SESSION_EXPIRE_BATCH = env.int("MCP_SESSION_EXPIRE_BATCH", default=1000)
 # (adapters/mcp/relay.py): Redis pub/sub here; empty: the Celery broker when it is Redis, else
 # PostgreSQL's LISTEN/NOTIFY when the database is PostgreSQL, else none.
 MCP_REDIS_URL = env.str("MCP_REDIS_URL", default="") or (
-    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+)
 # How many worker processes this one's sessions may be served by, from the server's own
 # WEB_CONCURRENCY (uvicorn's and gunicorn's; `make demo` sets it from WORKERS). With more than
 # one and no relay (SQLite, no Redis) the form dialog is not offered: the write answers with
@@ -39,10 +50,16 @@ MCP_WORKERS = env.int("WEB_CONCURRENCY", default=1)
 # How long a tools/call waits for the person's answer in the dialog before it returns the
 # chat confirmation (the two calls with the token) instead.
 MCP_ELICITATION_TIMEOUT_SECONDS = env.float("MCP_ELICITATION_TIMEOUT_SECONDS", default=300.0)
-for _name in ("MCP_SESSION_IDLE_SECONDS", "MCP_SESSION_UNUSED_SECONDS",
-              "MCP_SESSION_PROTECT_SECONDS", "MCP_MAX_SESSIONS", "MCP_MAX_SESSIONS_PER_KEY",
-              "MCP_MAX_SESSIONS_PER_CONTOUR", "MCP_SESSION_EXPIRE_BATCH",
-              "MCP_ELICITATION_TIMEOUT_SECONDS"):
+for _name in (
+    "MCP_SESSION_IDLE_SECONDS",
+    "MCP_SESSION_UNUSED_SECONDS",
+    "MCP_SESSION_PROTECT_SECONDS",
+    "MCP_MAX_SESSIONS",
+    "MCP_MAX_SESSIONS_PER_KEY",
+    "MCP_MAX_SESSIONS_PER_CONTOUR",
+    "MCP_SESSION_EXPIRE_BATCH",
+    "MCP_ELICITATION_TIMEOUT_SECONDS",
+):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} должен быть больше нуля")
 # A tools/call of a session without a dialog answered in one thread hop without the SDK's
@@ -57,14 +74,20 @@ GATEWAY_OAUTH_GRANT_DAYS = env.int("GATEWAY_OAUTH_GRANT_DAYS", default=90)
 # Dynamic client registration is anonymous (RFC 7591), so it is bounded
 # (adapters/oauth/registration.py): the metadata's size, registrations per address per hour,
 # registered clients in all; a client no owner consented to within the hours below is deleted.
-GATEWAY_OAUTH_REGISTRATION_MAX_BYTES = env.int("GATEWAY_OAUTH_REGISTRATION_MAX_BYTES",
-                                               default=16 * 1024)
+GATEWAY_OAUTH_REGISTRATION_MAX_BYTES = env.int(
+    "GATEWAY_OAUTH_REGISTRATION_MAX_BYTES", default=16 * 1024
+)
 GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR = env.int(
-    "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR", default=10)
+    "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR", default=10
+)
 GATEWAY_OAUTH_MAX_CLIENTS = env.int("GATEWAY_OAUTH_MAX_CLIENTS", default=1000)
 GATEWAY_OAUTH_UNUSED_CLIENT_HOURS = env.int("GATEWAY_OAUTH_UNUSED_CLIENT_HOURS", default=24)
-for _name in ("GATEWAY_OAUTH_REGISTRATION_MAX_BYTES", "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR",
-              "GATEWAY_OAUTH_MAX_CLIENTS", "GATEWAY_OAUTH_UNUSED_CLIENT_HOURS"):
+for _name in (
+    "GATEWAY_OAUTH_REGISTRATION_MAX_BYTES",
+    "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR",
+    "GATEWAY_OAUTH_MAX_CLIENTS",
+    "GATEWAY_OAUTH_UNUSED_CLIENT_HOURS",
+):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} должен быть больше нуля")
 # GigaChat's function block: its token budget, and characters per token as measured by
@@ -72,8 +95,12 @@ for _name in ("GATEWAY_OAUTH_REGISTRATION_MAX_BYTES", "GATEWAY_OAUTH_REGISTRATIO
 GIGACHAT_FUNCTION_TOKEN_BUDGET = env.int("GIGACHAT_FUNCTION_TOKEN_BUDGET", default=3700)
 GIGACHAT_CHARS_PER_TOKEN = env.float("GIGACHAT_CHARS_PER_TOKEN", default=3.0)
 if not 1.0 <= GIGACHAT_CHARS_PER_TOKEN <= 8.0:
-    raise ImproperlyConfigured("GIGACHAT_CHARS_PER_TOKEN — от 1 до 8 "
-                               f"(измеренных символов на токен), а задано {GIGACHAT_CHARS_PER_TOKEN}")
+    raise ImproperlyConfigured(
+        "GIGACHAT_CHARS_PER_TOKEN — от 1 до 8 "
+        f"(измеренных символов на токен), а задано {GIGACHAT_CHARS_PER_TOKEN}"
+    )
 if not 100 <= GIGACHAT_FUNCTION_TOKEN_BUDGET <= 4096:
-    raise ImproperlyConfigured("GIGACHAT_FUNCTION_TOKEN_BUDGET — от 100 до 4096 "
-                               f"(предел GigaChat), а задано {GIGACHAT_FUNCTION_TOKEN_BUDGET}")
+    raise ImproperlyConfigured(
+        "GIGACHAT_FUNCTION_TOKEN_BUDGET — от 100 до 4096 "
+        f"(предел GigaChat), а задано {GIGACHAT_FUNCTION_TOKEN_BUDGET}"
+    )

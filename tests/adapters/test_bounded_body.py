@@ -42,7 +42,8 @@ class Served:
             conn.row_factory = sqlite3.Row
             rows = conn.execute(
                 f"SELECT * FROM audit_journalentry WHERE {clauses} ORDER BY id",  # noqa: S608
-                tuple(where.values())).fetchall()
+                tuple(where.values()),
+            ).fetchall()
         return [dict(row) for row in rows]
 
 
@@ -58,8 +59,15 @@ def port_in_range() -> int:
 
 
 def manage(env: dict[str, str], *args: str) -> str:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
 
 
 @pytest.fixture(scope="module")
@@ -67,18 +75,39 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     state = tmp_path_factory.mktemp("bounded")
     db = state / "db.sqlite3"
     port = port_in_range()
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "LOG_LEVEL": "WARNING",
-           "GATEWAY_SYNC_THREADS": str(THREADS), "GATEWAY_MAX_BODY_BYTES": str(CAP),
-           "GATEWAY_BODY_READ_SECONDS": str(DEADLINE), "MCP_LEAN": "true"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "LOG_LEVEL": "WARNING",
+        "GATEWAY_SYNC_THREADS": str(THREADS),
+        "GATEWAY_MAX_BODY_BYTES": str(CAP),
+        "GATEWAY_BODY_READ_SECONDS": str(DEADLINE),
+        "MCP_LEAN": "true",
+    }
     manage(env, "migrate", "--noinput")
     manage(env, "create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
     key = manage(env, "create_api_key", "acme").strip()
     log_path = state / "uvicorn.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-             "--port", str(port), "--workers", "1", "--no-access-log"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "config.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+                "--no-access-log",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             for _ in range(150):
@@ -122,16 +151,22 @@ def _length(data: bytes) -> int:
 
 
 def upload_head(path: str, length: int) -> str:
-    return (f"POST {path} HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\n"
-            f"Content-Length: {length}\n")
+    return (
+        f"POST {path} HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\n"
+        f"Content-Length: {length}\n"
+    )
 
 
 def test_slow_anonymous_uploads_hold_no_thread_and_get_408(served: Served):
     # given: more slow uploads to the anonymous webhook than the pool has threads, each
     # declaring 1 500 000 bytes (over a2wsgi's 1 MiB buffered limit, under the cap) and
     # trickling a byte every 0.3 s
-    slow = [raw_request(served, upload_head("/invoicebox/notifications/acme", 1_500_000),
-                        b"{" + b" " * 1000) for _ in range(THREADS + 4)]
+    slow = [
+        raw_request(
+            served, upload_head("/invoicebox/notifications/acme", 1_500_000), b"{" + b" " * 1000
+        )
+        for _ in range(THREADS + 4)
+    ]
     started = time.monotonic()
     stop = threading.Event()
 
@@ -149,8 +184,11 @@ def test_slow_anonymous_uploads_hold_no_thread_and_get_408(served: Served):
         time.sleep(0.5)
         # when: /health and a REST call are asked meanwhile
         health = httpx.get(f"{served.base}/health", timeout=2.5)
-        tools = httpx.get(f"{served.base}/api/v1/tools", timeout=2.5,
-                          headers={"Authorization": f"Bearer {served.key}"})
+        tools = httpx.get(
+            f"{served.base}/api/v1/tools",
+            timeout=2.5,
+            headers={"Authorization": f"Bearer {served.key}"},
+        )
         # then: both answer at once, well inside the uploads' deadline
         assert health.status_code == 200, health.text
         assert tools.status_code == 200, tools.text
@@ -188,8 +226,12 @@ def test_a_chunked_body_past_the_cap_is_413(served: Served):
         for _ in range(5):  # 2 500 000 bytes, no Content-Length
             yield chunk
 
-    response = httpx.post(f"{served.base}/api/v1/call", content=body(), timeout=10,
-                          headers={"Content-Type": "application/json"})
+    response = httpx.post(
+        f"{served.base}/api/v1/call",
+        content=body(),
+        timeout=10,
+        headers={"Content-Type": "application/json"},
+    )
     assert response.status_code == 413
     assert response.json()["code"] == "request_too_large"
 
@@ -201,9 +243,12 @@ def test_a_chunked_body_reaches_django_whole(served: Served):
         yield payload[:10]
         yield payload[10:]
 
-    response = httpx.post(f"{served.base}/api/v1/call", content=body(), timeout=10,
-                          headers={"Content-Type": "application/json",
-                                   "Authorization": f"Bearer {served.key}"})
+    response = httpx.post(
+        f"{served.base}/api/v1/call",
+        content=body(),
+        timeout=10,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {served.key}"},
+    )
     # Django read the name: the tool is unknown (an empty body would lack a name).
     assert response.status_code == 404, response.text
     assert response.json()["code"] == "unknown_tool"
@@ -216,23 +261,41 @@ def deep(depth: int) -> str:
 
 
 def mcp_headers(served: Served, session: str | None = None) -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {served.key}", "Content-Type": "application/json",
-               "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": LEGACY}
+    headers = {
+        "Authorization": f"Bearer {served.key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": LEGACY,
+    }
     if session:
         headers["Mcp-Session-Id"] = session
     return headers
 
 
 def open_session(served: Served) -> str:
-    response = httpx.post(f"{served.base}/mcp", headers=mcp_headers(served), timeout=10, json={
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": LEGACY, "capabilities": {},
-                   "clientInfo": {"name": "deep", "version": "1"}}})
+    response = httpx.post(
+        f"{served.base}/mcp",
+        headers=mcp_headers(served),
+        timeout=10,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "deep", "version": "1"},
+            },
+        },
+    )
     assert response.status_code == 200, response.text
     session = response.headers["mcp-session-id"]
-    httpx.post(f"{served.base}/mcp", headers=mcp_headers(served, session), timeout=10,
-               json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    httpx.post(
+        f"{served.base}/mcp",
+        headers=mcp_headers(served, session),
+        timeout=10,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+    )
     return session
 
 
@@ -241,12 +304,15 @@ def test_json_nested_3000_deep_on_mcp_is_a_journaled_parse_error(served: Served,
     session = open_session(served) if shape != "no-session" else None
     body = deep(3000)
     if shape == "session-tools-call":  # looks like a call: the lean path reads it first
-        body = ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"find_orders",'
-                f'"arguments":{{"status":{deep(3000)}}}}}}}')
+        body = (
+            '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"find_orders",'
+            f'"arguments":{{"status":{deep(3000)}}}}}}}'
+        )
     before = len(served.journal(code="invalid_json", channel="mcp-http"))
 
-    response = httpx.post(f"{served.base}/mcp", content=body, timeout=10,
-                          headers=mcp_headers(served, session))
+    response = httpx.post(
+        f"{served.base}/mcp", content=body, timeout=10, headers=mcp_headers(served, session)
+    )
 
     assert response.status_code == 400, response.text
     answer = response.json()
@@ -261,11 +327,14 @@ def test_json_nested_3000_deep_on_mcp_is_a_journaled_parse_error(served: Served,
 def test_deep_arguments_through_mcp_are_refused_not_a_500(served: Served):
     # 150 levels: under the parser's limit (about 200), far over the gateway's (tools/validation.py)
     session = open_session(served)
-    body = ('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"find_orders",'
-            f'"arguments":{{"status":{deep(150)}}}}}}}')
+    body = (
+        '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"find_orders",'
+        f'"arguments":{{"status":{deep(150)}}}}}}}'
+    )
 
-    response = httpx.post(f"{served.base}/mcp", content=body, timeout=10,
-                          headers=mcp_headers(served, session))
+    response = httpx.post(
+        f"{served.base}/mcp", content=body, timeout=10, headers=mcp_headers(served, session)
+    )
 
     assert response.status_code == 200, response.text
     result = response.json()["result"]
@@ -276,9 +345,12 @@ def test_deep_arguments_through_mcp_are_refused_not_a_500(served: Served):
 def test_json_nested_3000_deep_on_rest_is_a_journaled_parse_error(served: Served):
     before = len(served.journal(code="invalid_json", channel="rest"))
 
-    response = httpx.post(f"{served.base}/api/v1/call", content=deep(3000), timeout=10,
-                          headers={"Content-Type": "application/json",
-                                   "Authorization": f"Bearer {served.key}"})
+    response = httpx.post(
+        f"{served.base}/api/v1/call",
+        content=deep(3000),
+        timeout=10,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {served.key}"},
+    )
 
     assert response.status_code == 400, response.text
     assert response.json()["code"] == "invalid_json"

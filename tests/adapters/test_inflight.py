@@ -48,33 +48,66 @@ def port_in_range() -> int:
 
 
 def manage(env: dict[str, str], *args: str) -> str:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
 
 
 def set_latency(env: dict[str, str], latency_ms: int) -> None:
-    manage(env, "shell", "-c",
-           "from sandbox.api import set_faults; from tools.models import Contour; "
-           f"set_faults(Contour.objects.get(slug='acme').api_token, latency_ms={latency_ms})")
+    manage(
+        env,
+        "shell",
+        "-c",
+        "from sandbox.api import set_faults; from tools.models import Contour; "
+        f"set_faults(Contour.objects.get(slug='acme').api_token, latency_ms={latency_ms})",
+    )
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     state = tmp_path_factory.mktemp("inflight")
     port = port_in_range()
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}",
-           "LOG_LEVEL": "WARNING", "GATEWAY_SYNC_THREADS": "4", "GATEWAY_MAX_INFLIGHT": "2",
-           "GATEWAY_INFLIGHT_QUEUE": "1", "GATEWAY_INFLIGHT_WAIT_SECONDS": "0.2",
-           "GATEWAY_OVERLOAD_RETRY_AFTER": "2", "MCP_LEAN": "true"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}",
+        "LOG_LEVEL": "WARNING",
+        "GATEWAY_SYNC_THREADS": "4",
+        "GATEWAY_MAX_INFLIGHT": "2",
+        "GATEWAY_INFLIGHT_QUEUE": "1",
+        "GATEWAY_INFLIGHT_WAIT_SECONDS": "0.2",
+        "GATEWAY_OVERLOAD_RETRY_AFTER": "2",
+        "MCP_LEAN": "true",
+    }
     manage(env, "migrate", "--noinput")
     manage(env, "create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
     key = manage(env, "create_api_key", "acme").strip()
     log_path = state / "uvicorn.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-             "--port", str(port), "--workers", "1", "--no-access-log"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "config.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+                "--no-access-log",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             for _ in range(150):
@@ -93,19 +126,31 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 def rest_call(served: Served) -> tuple[httpx.Response, float]:
     started = time.monotonic()
-    response = httpx.post(f"{served.base}/api/v1/call", timeout=30,
-                          headers={"Authorization": f"Bearer {served.key}"},
-                          json={"name": "get_order", "arguments": {"order_id": str(uuid.uuid4())}})
+    response = httpx.post(
+        f"{served.base}/api/v1/call",
+        timeout=30,
+        headers={"Authorization": f"Bearer {served.key}"},
+        json={"name": "get_order", "arguments": {"order_id": str(uuid.uuid4())}},
+    )
     return response, time.monotonic() - started
 
 
 def mcp_call(served: Served) -> tuple[httpx.Response, float]:
     started = time.monotonic()
-    response = httpx.post(f"{served.base}/mcp", timeout=30, json={
-        "jsonrpc": "2.0", "id": 41, "method": "tools/call",
-        "params": {"name": "get_order", "arguments": {"order_id": str(uuid.uuid4())}}},
-        headers={"Authorization": f"Bearer {served.key}",
-                 "Accept": "application/json, text/event-stream"})
+    response = httpx.post(
+        f"{served.base}/mcp",
+        timeout=30,
+        json={
+            "jsonrpc": "2.0",
+            "id": 41,
+            "method": "tools/call",
+            "params": {"name": "get_order", "arguments": {"order_id": str(uuid.uuid4())}},
+        },
+        headers={
+            "Authorization": f"Bearer {served.key}",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
     return response, time.monotonic() - started
 
 
@@ -117,8 +162,11 @@ def test_calls_past_the_limit_get_a_fast_503_while_admitted_ones_complete(served
             admitted = [pool.submit(rest_call, served) for _ in range(2)]
             time.sleep(0.5)
             # when: three more calls arrive (REST twice, /mcp once) and the balancer probes
-            extra = [pool.submit(rest_call, served), pool.submit(rest_call, served),
-                     pool.submit(mcp_call, served)]
+            extra = [
+                pool.submit(rest_call, served),
+                pool.submit(rest_call, served),
+                pool.submit(mcp_call, served),
+            ]
             health = httpx.get(f"{served.base}/health", timeout=5)
             refused = [future.result() for future in extra]
             done = [future.result() for future in admitted]
@@ -153,6 +201,7 @@ def test_a_freed_slot_admits_the_next_call(served: Served):
 
 # The admission itself, on a bare ASGI app: a waiter gets a freed slot within its wait, the
 # queue's bound refuses at once, and every slot comes back.
+
 
 async def _run_admission() -> tuple[list[int], InflightLimit]:
     release = asyncio.Event()

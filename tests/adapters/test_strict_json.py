@@ -24,8 +24,7 @@ REFUSED = {
 }
 ACCEPTED = {
     "object": ('{"page": 2, "status": "paid"}', {"page": 2, "status": "paid"}),
-    "same_key_in_two_objects": ('{"a": {"k": 1}, "b": {"k": 2}}',
-                                {"a": {"k": 1}, "b": {"k": 2}}),
+    "same_key_in_two_objects": ('{"a": {"k": 1}, "b": {"k": 2}}', {"a": {"k": 1}, "b": {"k": 2}}),
     "array": ("[1, 2]", [1, 2]),
     "unicode": ('{"name": "Ромашка"}', {"name": "Ромашка"}),
 }
@@ -57,13 +56,19 @@ def test_a_repeated_key_is_named():
         loads('{"page": 1, "page": 2}')
 
 
-@pytest.mark.parametrize("arguments", [*REFUSED.values(), *(t for t, _ in ACCEPTED.values())],
-                         ids=[*REFUSED.keys(), *ACCEPTED.keys()])
+@pytest.mark.parametrize(
+    "arguments",
+    [*REFUSED.values(), *(t for t, _ in ACCEPTED.values())],
+    ids=[*REFUSED.keys(), *ACCEPTED.keys()],
+)
 def test_openai_and_hermes_accept_and_refuse_the_same_arguments_text(arguments: str):
     # OpenAI's arguments are a JSON string by contract; Hermes accepts them as one too.
     openai_value, openai_reason = parse_arguments(arguments)
-    block = "<tool_call>\n" + json.dumps({"name": "find_orders", "arguments": arguments}) \
+    block = (
+        "<tool_call>\n"
+        + json.dumps({"name": "find_orders", "arguments": arguments})
         + "\n</tool_call>"
+    )
     hermes = parse(block, ["find_orders"])
 
     openai_accepts = not openai_reason and isinstance(openai_value, dict)

@@ -14,8 +14,7 @@ from tests.conftest import Assistant
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("path", ["/api/v1/toolz", "/api/v2/call", "/api/", "/mcp/tools",
-                                  "/mcpp"])
+@pytest.mark.parametrize("path", ["/api/v1/toolz", "/api/v2/call", "/api/", "/mcp/tools", "/mcpp"])
 def test_a_typo_under_the_programs_prefixes_is_a_json_404(settings, path: str):
     settings.DEBUG = False
 
@@ -41,8 +40,12 @@ def test_the_documented_paths_take_a_trailing_slash(assistant: Assistant):
     http = Client()
 
     tools = http.get("/api/v1/tools/", **headers)
-    call = http.post("/api/v1/call/", content_type="application/json",
-                     data=json.dumps({"name": "find_orders", "arguments": {}}), **headers)
+    call = http.post(
+        "/api/v1/call/",
+        content_type="application/json",
+        data=json.dumps({"name": "find_orders", "arguments": {}}),
+        **headers,
+    )
     health = http.get("/health/")
 
     assert tools.status_code == 200 and tools.json()["tools"], tools.content[:300]

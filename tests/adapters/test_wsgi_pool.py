@@ -49,28 +49,51 @@ def echo_app(notes: list[str], streaming: bool = False) -> Callable[..., Any]:
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         notes.append(f"app {threading.current_thread().name}")
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        answer = json.dumps({"length": len(body), "path": environ["PATH_INFO"],
-                             "type": environ.get("CONTENT_TYPE", "")}).encode()
-        start_response("201 Created", [("Content-Type", "application/json"),
-                                       ("X-Frame-Options", "DENY")])
+        answer = json.dumps(
+            {
+                "length": len(body),
+                "path": environ["PATH_INFO"],
+                "type": environ.get("CONTENT_TYPE", ""),
+            }
+        ).encode()
+        start_response(
+            "201 Created", [("Content-Type", "application/json"), ("X-Frame-Options", "DENY")]
+        )
         if streaming:
             return Stream([answer[:5], answer[5:], b""], notes)
         return Answer([answer[:5], answer[5:]], notes)
+
     return app
 
 
-def serve(wrapper: Any, path: str, body: bytes = b"", chunked: bool = False,
-          parts: int = 1) -> list[Message]:
+def serve(
+    wrapper: Any, path: str, body: bytes = b"", chunked: bool = False, parts: int = 1
+) -> list[Message]:
     headers = [(b"host", b"testserver"), (b"content-type", b"application/json")]
-    headers.append((b"transfer-encoding", b"chunked") if chunked
-                   else (b"content-length", str(len(body)).encode()))
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
-             "root_path": "", "query_string": b"", "headers": headers,
-             "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5000)}
+    headers.append(
+        (b"transfer-encoding", b"chunked")
+        if chunked
+        else (b"content-length", str(len(body)).encode())
+    )
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5000),
+    }
     size = max(1, -(-len(body) // parts))
-    incoming = [{"type": "http.request", "body": body[i:i + size],
-                 "more_body": i + size < len(body)} for i in range(0, len(body), size)]
+    incoming = [
+        {"type": "http.request", "body": body[i : i + size], "more_body": i + size < len(body)}
+        for i in range(0, len(body), size)
+    ]
     sent: list[Message] = []
 
     async def receive() -> Message:
@@ -97,6 +120,7 @@ def pools() -> Iterator[Callable[..., tuple[PooledWSGI, WSGIMiddleware]]]:
     def make(app: Callable[..., Any]) -> tuple[PooledWSGI, WSGIMiddleware]:
         made.extend([PooledWSGI(app, workers=2), WSGIMiddleware(app, workers=2)])
         return made[-2], made[-1]  # type: ignore[return-value]
+
     yield make
     for middleware in made:
         middleware.executor.shutdown()
@@ -129,8 +153,9 @@ def test_a_streaming_answer_is_sent_chunk_by_chunk(pools: Any) -> None:
 
 
 @pytest.mark.parametrize("chunked, size", [(True, 100), (False, (1 << 20) + 1)])
-def test_chunked_or_large_bodies_are_read_before_the_hop_too(pools: Any, chunked: bool,
-                                                             size: int) -> None:
+def test_chunked_or_large_bodies_are_read_before_the_hop_too(
+    pools: Any, chunked: bool, size: int
+) -> None:
     notes: list[str] = []
     pooled, plain = pools(echo_app(notes))
     body = b"7" * size
@@ -148,12 +173,24 @@ def test_a_client_gone_before_its_body_is_whole_runs_nothing(pools: Any) -> None
     notes: list[str] = []
     pooled, _ = pools(echo_app(notes))
     headers = [(b"host", b"testserver"), (b"content-length", b"10")]
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": "POST", "scheme": "http", "path": "/x", "raw_path": b"/x",
-             "root_path": "", "query_string": b"", "headers": headers,
-             "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5000)}
-    incoming = [{"type": "http.request", "body": b"12345", "more_body": True},
-                {"type": "http.disconnect"}]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/x",
+        "raw_path": b"/x",
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5000),
+    }
+    incoming = [
+        {"type": "http.request", "body": b"12345", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
     sent: list[Message] = []
 
     async def receive() -> Message:

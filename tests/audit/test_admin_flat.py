@@ -21,14 +21,18 @@ def _journal_statements(queries) -> list[str]:
     return [q["sql"] for q in queries if f'"{TABLE}"' in q["sql"]]
 
 
-@pytest.mark.parametrize("params", [
-    {},
-    {"contour__exact": "demo"},
-    {"tool__exact": "get_order", "channel__exact": "rest", "status__exact": "ok"},
-    {"at__gte": "2020-01-01 00:00:00+03:00", "at__lt": "2099-01-01 00:00:00+03:00"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"contour__exact": "demo"},
+        {"tool__exact": "get_order", "channel__exact": "rest", "status__exact": "ok"},
+        {"at__gte": "2020-01-01 00:00:00+03:00", "at__lt": "2099-01-01 00:00:00+03:00"},
+    ],
+)
 def test_journal_changelist_reads_no_distinct_and_no_count_over_the_journal(
-        admin_client, write, contour, params):
+    admin_client, write, contour, params
+):
     for n in range(3):
         write(contour="demo" if n else contour.slug, arguments={"n": n})
 

@@ -65,9 +65,15 @@ def _offline(tmp_path: Path, export: Path) -> subprocess.CompletedProcess[str]:
     key = tmp_path / "key.pem"
     key.write_text(out.getvalue())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PYTHONPATH"))}
-    return subprocess.run([sys.executable, str(VERIFIER), "--public-key", str(key), str(export)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, str(VERIFIER), "--public-key", str(key), str(export)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def _archive(*args: str) -> str:
@@ -146,8 +152,9 @@ def test_an_archive_of_other_stretches_is_refused(two_months, tmp_path):
     _archive("--output", str(partial), "--keep-rows")
     lines = partial.read_text(encoding="utf-8").splitlines(keepends=True)
     # Drop the whole first stretch and re-sign nothing: the manifest no longer matches.
-    first_end = next(i for i, line in enumerate(lines[1:], 1)
-                     if json.loads(line).get("type") == "checkpoint")
+    first_end = next(
+        i for i, line in enumerate(lines[1:], 1) if json.loads(line).get("type") == "checkpoint"
+    )
     partial.write_text("".join(lines[first_end:]), encoding="utf-8")
 
     with pytest.raises(CommandError, match="nothing was removed"):
@@ -155,8 +162,7 @@ def test_an_archive_of_other_stretches_is_refused(two_months, tmp_path):
     assert _may() == {"demo": 5, "shop": 3, "old": 3}
 
 
-def test_a_row_removed_after_the_boundary_still_breaks_the_chain(two_months, tmp_path,
-                                                                 raw_sql):
+def test_a_row_removed_after_the_boundary_still_breaks_the_chain(two_months, tmp_path, raw_sql):
     _archive("--output", str(tmp_path / "2025-05.jsonl"))
     first = JournalEntry.objects.filter(contour="demo").order_by("seq").first()
     assert first is not None
@@ -168,8 +174,14 @@ def test_a_row_removed_after_the_boundary_still_breaks_the_chain(two_months, tmp
 
 def test_an_open_month_is_refused(two_months, tmp_path):
     with pytest.raises(CommandError, match="only closed months"):
-        call_command("archive_journal", "--before", "2999-01", "--output",
-                     str(tmp_path / "x.jsonl"), stdout=StringIO())
+        call_command(
+            "archive_journal",
+            "--before",
+            "2999-01",
+            "--output",
+            str(tmp_path / "x.jsonl"),
+            stdout=StringIO(),
+        )
     assert not (tmp_path / "x.jsonl").exists()
 
 
@@ -183,8 +195,9 @@ def _partition_sql() -> str:
 
 
 @pytest.mark.postgres
-def test_a_month_partition_is_detached_after_its_archive_verifies(write, monkeypatch, settings,
-                                                                  tmp_path):
+def test_a_month_partition_is_detached_after_its_archive_verifies(
+    write, monkeypatch, settings, tmp_path
+):
     settings.TIME_ZONE = "UTC"
     for month, day in ((5, 3), (5, 20), (6, 2)):
         moment = datetime(2025, month, day, 12, 0, tzinfo=UTC)
@@ -216,8 +229,13 @@ def test_a_month_partition_is_detached_after_its_archive_verifies(write, monkeyp
 def test_a_kept_checkpoint_at_the_archived_end_must_carry_its_hash(two_months, tmp_path):
     _archive("--output", str(tmp_path / "2025-05.jsonl"))
     end = SignedCheckpoint.objects.filter(chain="demo", archived_at__isnull=False).latest("to_seq")
-    kept = {"chain": "demo", "seq": end.to_seq, "last_id": end.last_id, "key_id": "",
-            "at": "2025-05-31T00:00:00+00:00"}
+    kept = {
+        "chain": "demo",
+        "seq": end.to_seq,
+        "last_id": end.last_id,
+        "key_id": "",
+        "at": "2025-05-31T00:00:00+00:00",
+    }
     (tmp_path / "good.json").write_text(json.dumps({**kept, "last_hash": end.last_hash}))
     (tmp_path / "forged.json").write_text(json.dumps({**kept, "last_hash": "ab" * 32}))
 

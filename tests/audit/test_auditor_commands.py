@@ -26,8 +26,9 @@ def run(*args: str) -> str:
 
 def test_create_auditor_token_prints_only_a_token_that_works_and_is_not_stored():
     anna = User.objects.create_user("anna")
-    role_service.grant(anna, "auditor", create_contour("shop", mode="sandbox",
-                                                       actor=SCAFFOLDING), actor="test")
+    role_service.grant(
+        anna, "auditor", create_contour("shop", mode="sandbox", actor=SCAFFOLDING), actor="test"
+    )
 
     raw = run("create_auditor_token", "anna", "--label", "nightly").strip()
 
@@ -45,8 +46,9 @@ def test_create_auditor_token_prints_only_a_token_that_works_and_is_not_stored()
 def test_a_token_names_only_contours_its_user_audits():
     anna = User.objects.create_user("anna")
     for slug in ("a", "b"):
-        role_service.grant(anna, "auditor", create_contour(slug, mode="sandbox",
-                                                           actor=SCAFFOLDING), actor="test")
+        role_service.grant(
+            anna, "auditor", create_contour(slug, mode="sandbox", actor=SCAFFOLDING), actor="test"
+        )
     create_contour("c", mode="sandbox", actor=SCAFFOLDING)
 
     raw = run("create_auditor_token", "anna", "--contours", "b").strip()

@@ -66,23 +66,26 @@ def contours_in_jsonl(text: str) -> list[str]:
 
 
 def test_all_contours_means_the_permitted_ones_in_the_list_and_both_exports(
-        journal: dict[str, list[int]], anna: User):
+    journal: dict[str, list[int]], anna: User
+):
     http = session(anna)
 
     listed = [row["contour"] for row in http.get("/api/v1/journal").json()["results"]]
     as_csv = contours_in_csv(streamed(http.get(EXPORT, {"format": "csv"})))
     as_jsonl = contours_in_jsonl(streamed(http.get(EXPORT, {"format": "jsonl"})))
 
-    permitted = sorted(JournalEntry.objects.filter(contour__in=["a", "c"])
-                       .values_list("contour", flat=True))
+    permitted = sorted(
+        JournalEntry.objects.filter(contour__in=["a", "c"]).values_list("contour", flat=True)
+    )
     assert sorted(listed) == sorted(as_csv) == sorted(as_jsonl) == permitted
     assert "b" not in permitted and "" not in permitted and len(permitted) >= 3
 
 
 @pytest.mark.parametrize("path", ["/api/v1/journal", EXPORT])
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_asking_for_another_contour_is_refused(journal: dict[str, list[int]], anna: User,
-                                               path: str, fmt: str):
+def test_asking_for_another_contour_is_refused(
+    journal: dict[str, list[int]], anna: User, path: str, fmt: str
+):
     response = session(anna).get(path, {"contour": "b", "format": fmt})
 
     assert response.status_code == 403
@@ -102,18 +105,21 @@ def test_a_token_reads_only_the_contours_it_names(journal: dict[str, list[int]],
 
 
 def test_a_token_naming_a_contour_its_user_no_longer_audits_reads_nothing_of_it(
-        journal: dict[str, list[int]], anna: User):
+    journal: dict[str, list[int]], anna: User
+):
     _, raw = AuditorToken.issue(anna, contours=["a", "c"])
     role_service.revoke(anna, "auditor", create_contour_or_get("a"), actor="test")
 
-    rows = contours_in_csv(streamed(Client().get(
-        EXPORT, {"format": "csv"}, HTTP_AUTHORIZATION=f"Bearer {raw}")))
+    rows = contours_in_csv(
+        streamed(Client().get(EXPORT, {"format": "csv"}, HTTP_AUTHORIZATION=f"Bearer {raw}"))
+    )
 
     assert set(rows) == {"c"}
 
 
 def test_the_admin_journal_shows_an_auditor_only_their_contours(
-        journal: dict[str, list[int]], anna: User):
+    journal: dict[str, list[int]], anna: User
+):
     http = session(anna)
 
     page = http.get("/admin/audit/journalentry/")
@@ -121,14 +127,14 @@ def test_the_admin_journal_shows_an_auditor_only_their_contours(
     own = http.get(f"/admin/audit/journalentry/{journal['a'][0]}/change/")
 
     shown = [entry.contour for entry in page.context["cl"].result_list]
-    assert sorted(shown) == sorted(JournalEntry.objects.filter(contour__in=["a", "c"])
-                                   .values_list("contour", flat=True))
+    assert sorted(shown) == sorted(
+        JournalEntry.objects.filter(contour__in=["a", "c"]).values_list("contour", flat=True)
+    )
     assert "b" not in shown
     assert (foreign.status_code, own.status_code) == (404, 200)
 
 
-def test_a_superuser_reads_every_contour_and_the_rows_naming_none(
-        journal: dict[str, list[int]]):
+def test_a_superuser_reads_every_contour_and_the_rows_naming_none(journal: dict[str, list[int]]):
     root = User.objects.create_superuser("root", password="pw-root-123")
 
     rows = contours_in_jsonl(streamed(session(root).get(EXPORT, {"format": "jsonl"})))

@@ -42,25 +42,34 @@ def verify(*args: str) -> tuple[int, str, str]:
 def sql(template: str, params: list[Any]) -> None:
     tables = {"entries": JournalEntry._meta.db_table, "head": ChainHead._meta.db_table}
     with connection.cursor() as cursor:
-        cursor.execute(template.format(**{k: connection.ops.quote_name(v)
-                                          for k, v in tables.items()}), params)
+        cursor.execute(
+            template.format(**{k: connection.ops.quote_name(v) for k, v in tables.items()}), params
+        )
 
 
 def rechain_with_sha256(from_id: int, *, key_id: str | None = None) -> None:
     """What an attacker with the code but no key does: recompute every later link, move the head."""
     first = JournalEntry.objects.get(pk=from_id)
-    prev = (JournalEntry.objects.filter(chain=first.chain, seq=first.seq - 1)
-            .values_list("hash", flat=True).first() or "0" * 64)
+    prev = (
+        JournalEntry.objects.filter(chain=first.chain, seq=first.seq - 1)
+        .values_list("hash", flat=True)
+        .first()
+        or "0" * 64
+    )
     for entry in JournalEntry.objects.filter(chain=first.chain, seq__gte=first.seq).order_by("seq"):
         if key_id is not None:
             entry.key_id = key_id
         new_hash = hashlib.sha256((prev + canonical(entry)).encode()).hexdigest()
-        sql("UPDATE {entries} SET prev_hash = %s, hash = %s, key_id = %s WHERE id = %s",
-            [prev, new_hash, entry.key_id, entry.id])
+        sql(
+            "UPDATE {entries} SET prev_hash = %s, hash = %s, key_id = %s WHERE id = %s",
+            [prev, new_hash, entry.key_id, entry.id],
+        )
         prev = new_hash
     last_id, seq = JournalEntry.objects.order_by("-id").values_list("id", "seq").first()
-    sql("UPDATE {head} SET last_id = %s, last_seq = %s, last_hash = %s WHERE chain = 'demo'",
-        [last_id, seq, prev])
+    sql(
+        "UPDATE {head} SET last_id = %s, last_seq = %s, last_hash = %s WHERE chain = 'demo'",
+        [last_id, seq, prev],
+    )
 
 
 def take_checkpoint(path: Path) -> dict[str, Any]:
@@ -84,15 +93,16 @@ def test_editing_an_entry_and_rehashing_the_rest_with_sha256_is_named(write, key
 
 
 @pytest.mark.parametrize("appended", [0, 3], ids=["tail-cut", "tail-cut-and-rewritten"])
-def test_cutting_the_tail_and_moving_the_head_fails_against_a_checkpoint(
-        write, tmp_path, appended):
+def test_cutting_the_tail_and_moving_the_head_fails_against_a_checkpoint(write, tmp_path, appended):
     entries = [write(arguments={"n": n}) for n in range(6)]
     checkpoint = take_checkpoint(tmp_path / "cp.json")
     assert checkpoint["last_id"] == entries[-1].id
     kept = entries[2]
     sql("DELETE FROM {entries} WHERE id > %s", [kept.id])
-    sql("UPDATE {head} SET last_id = %s, last_seq = %s, last_hash = %s WHERE chain = 'demo'",
-        [kept.id, kept.seq, kept.hash])
+    sql(
+        "UPDATE {head} SET last_id = %s, last_seq = %s, last_hash = %s WHERE chain = 'demo'",
+        [kept.id, kept.seq, kept.hash],
+    )
     for n in range(appended):
         write(arguments={"rewritten": n})  # the gateway itself signs the new tail
 
@@ -124,19 +134,28 @@ def test_an_untouched_journal_extends_its_checkpoints(write, tmp_path):
     second = take_checkpoint(tmp_path / "second.json")
     write()
 
-    code, out, err = verify("--checkpoint", str(tmp_path / "first.json"),
-                            "--checkpoint", str(tmp_path / "second.json"))
+    code, out, err = verify(
+        "--checkpoint", str(tmp_path / "first.json"), "--checkpoint", str(tmp_path / "second.json")
+    )
     inline = verify("--after-id", str(first["last_id"]), "--hash", first["last_hash"])
 
-    full = verify("--full", "--checkpoint", str(tmp_path / "first.json"),
-                  "--checkpoint", str(tmp_path / "second.json"))
+    full = verify(
+        "--full",
+        "--checkpoint",
+        str(tmp_path / "first.json"),
+        "--checkpoint",
+        str(tmp_path / "second.json"),
+    )
 
     assert (code, err) == (0, "")
     # Only what follows the latest checkpoint is walked; --full walks every entry.
-    assert out.strip() == (f"ok: 1 entries after the checkpoints; extends 2 checkpoint(s), "
-                           f"the latest at entry {second['last_id']}")
-    assert full[1].strip() == (f"ok: 6 entries; extends 2 checkpoint(s), the latest at entry "
-                               f"{second['last_id']}")
+    assert out.strip() == (
+        f"ok: 1 entries after the checkpoints; extends 2 checkpoint(s), "
+        f"the latest at entry {second['last_id']}"
+    )
+    assert full[1].strip() == (
+        f"ok: 6 entries; extends 2 checkpoint(s), the latest at entry {second['last_id']}"
+    )
     assert inline[0] == 0
 
 
@@ -150,7 +169,12 @@ def test_a_checkpoint_names_the_head_its_key_and_time(write, tmp_path):
     data = json.loads(out.getvalue())
     assert set(data) == {"chain", "seq", "last_id", "last_hash", "key_id", "at"}
     assert (data["chain"], data["seq"], data["last_id"], data["last_hash"], data["key_id"]) == (
-        "demo", last.seq, last.id, last.hash, "dev")
+        "demo",
+        last.seq,
+        last.id,
+        last.hash,
+        "dev",
+    )
     assert data["at"].endswith("+00:00")
 
 
@@ -184,8 +208,10 @@ def test_a_retired_key_dropped_from_the_settings_is_named(write):
         code, _, err = verify()
 
     assert code == 1
-    assert f"broken: entry {first.id} is signed with key id 'kid1', which is not in " \
-           "GATEWAY_JOURNAL_KEYS" in err
+    assert (
+        f"broken: entry {first.id} is signed with key id 'kid1', which is not in "
+        "GATEWAY_JOURNAL_KEYS" in err
+    )
 
 
 def test_the_same_entry_under_another_secret_fails(write):
@@ -239,14 +265,17 @@ def test_rewriting_legacy_entries_breaks_at_the_first_keyed_one(write):
     assert f"broken: entry {after.id} hash does not match its content (key 'dev')" in err
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("not json at all", "line 1: not JSON"),
-    ('{"last_id": 0, "last_hash": "' + "a" * 64 + '"}', "last_id must be a positive integer"),
-    ('{"last_id": "5", "last_hash": "' + "a" * 64 + '"}', "last_id must be a positive integer"),
-    ('{"last_id": 5, "last_hash": "xyz"}', "last_hash must be 64 lowercase hex digits"),
-    ("[1, 2]", "expected a JSON object"),
-    ("", "no checkpoint in the file"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json at all", "line 1: not JSON"),
+        ('{"last_id": 0, "last_hash": "' + "a" * 64 + '"}', "last_id must be a positive integer"),
+        ('{"last_id": "5", "last_hash": "' + "a" * 64 + '"}', "last_id must be a positive integer"),
+        ('{"last_id": 5, "last_hash": "xyz"}', "last_hash must be 64 lowercase hex digits"),
+        ("[1, 2]", "expected a JSON object"),
+        ("", "no checkpoint in the file"),
+    ],
+)
 def test_a_malformed_checkpoint_is_refused_by_name(write, tmp_path, content, message):
     write()
     path = tmp_path / "cp.json"
@@ -291,7 +320,8 @@ def test_the_beat_task_on_an_empty_journal_writes_nothing(settings, tmp_path):
 def test_the_checkpoint_task_is_on_the_beat_schedule(settings):
     celery_app.loader.import_default_modules()
     scheduled: Callable[..., Any] = celery_app.tasks[
-        settings.CELERY_BEAT_SCHEDULE["journal-checkpoint"]["task"]]
+        settings.CELERY_BEAT_SCHEDULE["journal-checkpoint"]["task"]
+    ]
 
     assert scheduled.name == write_journal_checkpoint.name
     assert settings.CELERY_BEAT_SCHEDULE["journal-checkpoint"]["schedule"] > 0

@@ -21,8 +21,9 @@ DECLARING = sorted(
 
 
 def test_the_adapters_declare_their_channels():
-    assert {"adapters.functions.openai", "adapters.text.executor",
-            "adapters.rest.views"} <= set(DECLARING)
+    assert {"adapters.functions.openai", "adapters.text.executor", "adapters.rest.views"} <= set(
+        DECLARING
+    )
 
 
 @pytest.mark.parametrize("module", DECLARING)
@@ -33,5 +34,14 @@ def test_a_declared_channel_is_one_the_journal_accepts(module: str):
 @pytest.mark.django_db
 def test_the_journal_refuses_a_channel_not_on_the_list():
     with pytest.raises(ValueError, match="unknown journal channel 'fax'"):
-        journal.record(contour="", channel="fax", actor="test", tool="", phase="call",
-                       arguments={}, status="rejected", code="invalid_json", message="x")
+        journal.record(
+            contour="",
+            channel="fax",
+            actor="test",
+            tool="",
+            phase="call",
+            arguments={},
+            status="rejected",
+            code="invalid_json",
+            message="x",
+        )

@@ -42,15 +42,25 @@ def test_concurrent_writers_keep_one_unbroken_chain():
     assert JournalEntry.objects.count() == WRITERS * PER_WRITER
     for chain in set(JournalEntry.objects.values_list("chain", flat=True)):
         assert chain == "demo" or chain.startswith("demo~")
-        seqs = list(JournalEntry.objects.filter(chain=chain).order_by("seq")
-                    .values_list("seq", flat=True))
+        seqs = list(
+            JournalEntry.objects.filter(chain=chain).order_by("seq").values_list("seq", flat=True)
+        )
         assert seqs == list(range(1, len(seqs) + 1))  # no lane forks or skips a place
     assert verify_chain() is None
 
 
 def _entry(contour: str, n: int = 0) -> JournalEntry:
-    return record(contour=contour, channel="rest", actor="a", tool="get_order", phase="read",
-                  arguments={"n": n}, status="ok", code="", message="")
+    return record(
+        contour=contour,
+        channel="rest",
+        actor="a",
+        tool="get_order",
+        phase="read",
+        arguments={"n": n},
+        status="ok",
+        code="",
+        message="",
+    )
 
 
 def _append_with_lock_timeout(contour: str) -> str:
@@ -83,7 +93,12 @@ def test_a_writer_of_another_contour_does_not_wait_on_an_open_append():
     assert same == "appended"  # on a lane of its own: shop-a~1
     assert verify_chain() is None
     assert list(JournalEntry.objects.order_by("chain", "seq").values_list("chain", "seq")) == [
-        ("shop-a", 1), ("shop-a", 2), ("shop-a~1", 1), ("shop-b", 1), ("shop-b", 2)]
+        ("shop-a", 1),
+        ("shop-a", 2),
+        ("shop-a~1", 1),
+        ("shop-b", 1),
+        ("shop-b", 2),
+    ]
 
 
 @pytest.mark.postgres
@@ -116,8 +131,11 @@ def test_writers_of_many_contours_append_in_parallel_and_each_chain_holds():
     assert verify_chain() is None
     victim = JournalEntry.objects.filter(chain="shop-3", seq=7).get()
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE audit_journalentry SET message = 'подменено' WHERE id = %s",
-                       [victim.id])
+        cursor.execute(
+            "UPDATE audit_journalentry SET message = 'подменено' WHERE id = %s", [victim.id]
+        )
     report = check_chain()
-    assert (report.broken_id, report.reason) == (victim.id, "hash does not match its content "
-                                                            "(key 'dev')")
+    assert (report.broken_id, report.reason) == (
+        victim.id,
+        "hash does not match its content (key 'dev')",
+    )

@@ -40,10 +40,22 @@ def verify() -> tuple[int, str]:
 def forge(*, chain: str, contour: str, seq: int, prev_hash: str, signed: bool) -> JournalEntry:
     """A row inserted straight into the table (no head moved): signed with the journal key
     when the writer has it, a made-up hash when not."""
-    entry = JournalEntry(at=timezone.now(), contour=contour, channel="rest", actor="key:x",
-                         tool="create_order", phase="execute", arguments={}, status="ok",
-                         code="ok", message="счёт оплачен", chain=chain, seq=seq, form=2,
-                         prev_hash=prev_hash)
+    entry = JournalEntry(
+        at=timezone.now(),
+        contour=contour,
+        channel="rest",
+        actor="key:x",
+        tool="create_order",
+        phase="execute",
+        arguments={},
+        status="ok",
+        code="ok",
+        message="счёт оплачен",
+        chain=chain,
+        seq=seq,
+        form=2,
+        prev_hash=prev_hash,
+    )
     kid, secret = next(iter(settings.GATEWAY_JOURNAL_KEYS.items()))
     entry.key_id = kid
     entry.hash = entry_hash(prev_hash, entry, secret) if signed else "f" * 64
@@ -70,8 +82,13 @@ def auditor_export() -> list[dict[str, str]]:
 
 def test_a_row_far_past_the_head_breaks_verification(journal):
     head = ChainHead.objects.get(chain="demo")
-    forged = forge(chain="demo", contour="demo", seq=head.last_seq + 1000,
-                   prev_hash=head.last_hash, signed=False)
+    forged = forge(
+        chain="demo",
+        contour="demo",
+        seq=head.last_seq + 1000,
+        prev_hash=head.last_hash,
+        signed=False,
+    )
 
     code, err = verify()
 
@@ -81,19 +98,22 @@ def test_a_row_far_past_the_head_breaks_verification(journal):
 
 def test_a_checkpoint_is_not_taken_over_a_row_past_the_head(journal, tmp_path: Path):
     head = ChainHead.objects.get(chain="demo")
-    forge(chain="demo", contour="demo", seq=head.last_seq + 5, prev_hash="0" * 64,
-          signed=False)
+    forge(chain="demo", contour="demo", seq=head.last_seq + 5, prev_hash="0" * 64, signed=False)
 
     with pytest.raises(CommandError, match="past its head"):
-        call_command("journal_checkpoint", "--output", str(tmp_path / "c.json"),
-                     stdout=StringIO())
+        call_command("journal_checkpoint", "--output", str(tmp_path / "c.json"), stdout=StringIO())
     assert not list(tmp_path.iterdir())
 
 
 def test_the_export_carries_no_row_past_a_head(journal):
     head = ChainHead.objects.get(chain="demo")
-    forged = forge(chain="demo", contour="demo", seq=head.last_seq + 1000,
-                   prev_hash=head.last_hash, signed=False)
+    forged = forge(
+        chain="demo",
+        contour="demo",
+        seq=head.last_seq + 1000,
+        prev_hash=head.last_hash,
+        signed=False,
+    )
 
     ids = [int(row["id"]) for row in auditor_export()]
 
@@ -117,10 +137,12 @@ def test_the_export_carries_no_row_of_a_lane_without_a_head(journal):
 def test_a_signed_row_of_another_contour_in_a_chain_breaks_it(journal):
     head = ChainHead.objects.get(chain="demo")
     # A writer holding the key appends properly, head and all, but names another contour.
-    forged = forge(chain="demo", contour="shop", seq=head.last_seq + 1,
-                   prev_hash=head.last_hash, signed=True)
-    ChainHead.objects.filter(chain="demo").update(last_seq=forged.seq, last_id=forged.id,
-                                                  last_hash=forged.hash)
+    forged = forge(
+        chain="demo", contour="shop", seq=head.last_seq + 1, prev_hash=head.last_hash, signed=True
+    )
+    ChainHead.objects.filter(chain="demo").update(
+        last_seq=forged.seq, last_id=forged.id, last_hash=forged.hash
+    )
 
     code, err = verify()
 

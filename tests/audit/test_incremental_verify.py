@@ -44,12 +44,15 @@ def test_only_the_entries_after_the_checkpoint_are_read(checkpointed, write):
 
     assert (code, err) == (0, "")
     assert out.startswith("ok: 5 entries after the checkpoints")
-    walked = [q["sql"] for q in queries.captured_queries
-              if f'FROM "{TABLE}"' in q["sql"] and "ORDER BY" in q["sql"]
-              and '"seq" >' in q["sql"]]
+    walked = [
+        q["sql"]
+        for q in queries.captured_queries
+        if f'FROM "{TABLE}"' in q["sql"] and "ORDER BY" in q["sql"] and '"seq" >' in q["sql"]
+    ]
     assert walked, "each chain is read after its checkpoint's place"
-    assert not any("DISTINCT" in q["sql"].upper() for q in queries.captured_queries
-                   if f'"{TABLE}"' in q["sql"])
+    assert not any(
+        "DISTINCT" in q["sql"].upper() for q in queries.captured_queries if f'"{TABLE}"' in q["sql"]
+    )
     # The full walk is still there, and reads everything.
     assert _verify("--full", "--checkpoint", str(checkpointed))[1].startswith("ok: 45 entries")
     assert _verify()[1].startswith("ok: 45 entries")
@@ -89,8 +92,11 @@ def test_a_cut_tail_below_the_checkpoint_is_found(checkpointed, raw_sql):
     kept = entries[10]
     raw_sql("DELETE FROM {table} WHERE chain = 'demo' AND seq > %s", [kept.seq])
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE audit_chainhead SET last_id = %s, last_seq = %s, last_hash = %s "
-                       "WHERE chain = 'demo'", [kept.id, kept.seq, kept.hash])
+        cursor.execute(
+            "UPDATE audit_chainhead SET last_id = %s, last_seq = %s, last_hash = %s "
+            "WHERE chain = 'demo'",
+            [kept.id, kept.seq, kept.hash],
+        )
 
     code, _, err = _verify("--checkpoint", str(checkpointed))
 

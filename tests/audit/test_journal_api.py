@@ -54,14 +54,30 @@ def contours(db: None) -> None:
 def entries(write: Callable[..., JournalEntry]) -> list[JournalEntry]:
     return [
         write(tool="get_order", status="ok"),
-        write(tool="create_order", phase="prepare", status="confirmation_required",
-              confirmation_id="c-1"),
-        write(tool="create_order", phase="approve", status="ok", actor="user:olga",
-              channel="ui", confirmation_id="c-1", code="approved"),
-        write(tool="create_order", phase="execute", status="ok", confirmation_id="c-1",
-              contour="shop"),
-        write(tool="get_order", status="error", code="upstream_unavailable",
-              message="=HYPERLINK(\"http://evil\")"),
+        write(
+            tool="create_order",
+            phase="prepare",
+            status="confirmation_required",
+            confirmation_id="c-1",
+        ),
+        write(
+            tool="create_order",
+            phase="approve",
+            status="ok",
+            actor="user:olga",
+            channel="ui",
+            confirmation_id="c-1",
+            code="approved",
+        ),
+        write(
+            tool="create_order", phase="execute", status="ok", confirmation_id="c-1", contour="shop"
+        ),
+        write(
+            tool="get_order",
+            status="error",
+            code="upstream_unavailable",
+            message='=HYPERLINK("http://evil")',
+        ),
     ]
 
 
@@ -96,44 +112,63 @@ def test_an_auditor_session_downloads_csv_matching_the_journal(entries: list[Jou
 
 
 def test_csv_defuses_spreadsheet_formulas_but_jsonl_keeps_the_stored_value(
-        entries: list[JournalEntry]):
+    entries: list[JournalEntry],
+):
     auditor = session(user("anna", "auditors"))
 
     csv_rows = list(csv.DictReader(io.StringIO(body(auditor.get(EXPORT, {"format": "csv"})))))
-    jsonl = [json.loads(line) for line in body(auditor.get(EXPORT, {"format": "jsonl"}))
-             .splitlines()]
+    jsonl = [
+        json.loads(line) for line in body(auditor.get(EXPORT, {"format": "jsonl"})).splitlines()
+    ]
 
-    assert csv_rows[-1]["message"] == "'=HYPERLINK(\"http://evil\")"
+    assert csv_rows[-1]["message"] == '\'=HYPERLINK("http://evil")'
     assert jsonl[-1]["message"] == '=HYPERLINK("http://evil")'
     assert [spreadsheet_safe(v) for v in ("+1", "-x", "@a", "\tx", "ok", 5)] == [
-        "'+1", "'-x", "'@a", "'\tx", "ok", 5]
+        "'+1",
+        "'-x",
+        "'@a",
+        "'\tx",
+        "ok",
+        5,
+    ]
 
 
 def test_the_export_names_who_decided_each_confirmation(entries: list[JournalEntry]):
-    response = session(user("anna", "auditors")).get(EXPORT, {"format": "jsonl",
-                                                              "tool": "create_order"})
+    response = session(user("anna", "auditors")).get(
+        EXPORT, {"format": "jsonl", "tool": "create_order"}
+    )
 
     lines = [json.loads(line) for line in body(response).splitlines()]
     by_confirmation = {}
     for line in lines:
         by_confirmation.setdefault(line["confirmation_id"], []).append(
-            (line["phase"], line["actor"]))
-    assert by_confirmation["c-1"] == [("prepare", "gw_abc123"), ("approve", "user:olga"),
-                                      ("execute", "gw_abc123")]
+            (line["phase"], line["actor"])
+        )
+    assert by_confirmation["c-1"] == [
+        ("prepare", "gw_abc123"),
+        ("approve", "user:olga"),
+        ("execute", "gw_abc123"),
+    ]
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    ({"tool": "get_order"}, [0, 4]),
-    ({"status": "error"}, [4]),
-    ({"contour": "shop"}, [3]),
-    ({"tool": "create_order", "status": "ok"}, [2, 3]),
-])
-def test_filters_by_tool_status_and_contour(entries: list[JournalEntry],
-                                            query: dict[str, str], expected: list[int]):
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ({"tool": "get_order"}, [0, 4]),
+        ({"status": "error"}, [4]),
+        ({"contour": "shop"}, [3]),
+        ({"tool": "create_order", "status": "ok"}, [2, 3]),
+    ],
+)
+def test_filters_by_tool_status_and_contour(
+    entries: list[JournalEntry], query: dict[str, str], expected: list[int]
+):
     auditor = session(user("anna", "auditors"))
 
-    ids = [json.loads(line)["id"] for line in
-           body(auditor.get(EXPORT, {"format": "jsonl", **query})).splitlines()]
+    ids = [
+        json.loads(line)["id"]
+        for line in body(auditor.get(EXPORT, {"format": "jsonl", **query})).splitlines()
+    ]
 
     assert ids == [entries[i].id for i in expected]
 
@@ -142,6 +177,7 @@ def test_filters_by_time_range(write: Callable[..., JournalEntry], monkeypatch):
     from datetime import UTC, datetime
 
     from audit import journal
+
     made = []
     for day in (1, 2, 3):
         moment = datetime(2025, 6, day, 12, tzinfo=UTC)
@@ -149,19 +185,24 @@ def test_filters_by_time_range(write: Callable[..., JournalEntry], monkeypatch):
         made.append(write())
 
     response = session(user("anna", "auditors")).get(
-        EXPORT, {"format": "jsonl", "since": "2025-06-02", "until": "2025-06-03T15:00:00+03:00"})
+        EXPORT, {"format": "jsonl", "since": "2025-06-02", "until": "2025-06-03T15:00:00+03:00"}
+    )
 
     assert [json.loads(line)["id"] for line in body(response).splitlines()] == [made[1].id]
 
 
-@pytest.mark.parametrize(("query", "field"), [
-    ({"format": "xml"}, "format"),
-    ({"since": "yesterday"}, "since"),
-    ({"status": "fine"}, "status"),
-    ({"since": "2025-06-02", "until": "2025-06-01"}, "until"),
-])
-def test_bad_parameters_are_400_naming_the_field(entries: list[JournalEntry],
-                                                 query: dict[str, str], field: str):
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"format": "xml"}, "format"),
+        ({"since": "yesterday"}, "since"),
+        ({"status": "fine"}, "status"),
+        ({"since": "2025-06-02", "until": "2025-06-01"}, "until"),
+    ],
+)
+def test_bad_parameters_are_400_naming_the_field(
+    entries: list[JournalEntry], query: dict[str, str], field: str
+):
     response = session(user("anna", "auditors")).get(EXPORT, query)
 
     assert response.status_code == 400
@@ -193,8 +234,7 @@ def test_a_token_stops_working_when_its_user_leaves_the_auditors(entries: list[J
 
 
 def test_a_wrong_token_is_refused_even_with_an_auditor_session(entries: list[JournalEntry]):
-    response = session(user("anna", "auditors")).get(EXPORT,
-                                                     HTTP_AUTHORIZATION="Bearer iba_wrong")
+    response = session(user("anna", "auditors")).get(EXPORT, HTTP_AUTHORIZATION="Bearer iba_wrong")
 
     assert response.status_code == 401
 
@@ -232,8 +272,9 @@ def test_under_asgi_the_export_is_an_async_stream(entries: list[JournalEntry]):
     _, raw = AuditorToken.issue(anna)
 
     async def fetch() -> tuple[Any, list[bytes]]:
-        response = await AsyncClient().get(EXPORT, {"format": "jsonl"},
-                                           headers={"Authorization": f"Bearer {raw}"})
+        response = await AsyncClient().get(
+            EXPORT, {"format": "jsonl"}, headers={"Authorization": f"Bearer {raw}"}
+        )
         parts = [part async for part in response.streaming_content]
         # The export read on asgiref's one sync thread; the test client leaves its
         # connection open, and the test database can't be dropped while it is.
@@ -250,11 +291,21 @@ def test_under_asgi_the_export_is_an_async_stream(entries: list[JournalEntry]):
 def test_export_journal_command_filters_by_tool_and_status(entries: list[JournalEntry]):
     out = io.StringIO()
 
-    call_command("export_journal", "--format", "jsonl", "--tool", "create_order",
-                 "--status", "ok", stdout=out)
+    call_command(
+        "export_journal",
+        "--format",
+        "jsonl",
+        "--tool",
+        "create_order",
+        "--status",
+        "ok",
+        stdout=out,
+    )
 
     assert [json.loads(line)["id"] for line in out.getvalue().splitlines()] == [
-        entries[2].id, entries[3].id]
+        entries[2].id,
+        entries[3].id,
+    ]
 
 
 def test_excel_option_gives_semicolons_and_a_bom_with_the_same_rows(entries: list[JournalEntry]):
@@ -269,4 +320,5 @@ def test_excel_option_gives_semicolons_and_a_bom_with_the_same_rows(entries: lis
     assert excel.startswith("\ufeff") and not plain.startswith("\ufeff")
     assert excel[1:].splitlines()[0] == ";".join(FIELDS)
     assert list(csv.reader(io.StringIO(excel[1:]), delimiter=";")) == list(
-        csv.reader(io.StringIO(plain)))
+        csv.reader(io.StringIO(plain))
+    )

@@ -19,8 +19,7 @@ def test_a_tool_named_after_the_token_leaves_no_token_in_the_journal(contour: Co
     outcome = gateway.call(contour, contour.api_token, {}, channel="rest", actor="t")
 
     entry = JournalEntry.objects.get(pk=outcome.journal_id)
-    row = json.dumps([entry.tool, entry.message, entry.arguments, entry.actor],
-                     ensure_ascii=False)
+    row = json.dumps([entry.tool, entry.message, entry.arguments, entry.actor], ensure_ascii=False)
     assert contour.api_token not in row
 
 
@@ -28,12 +27,18 @@ def test_the_notification_key_is_a_secret_in_the_journal(contour: Contour):
     contour.notification_key = "notify-secret-4242-abcdef"
     contour.save()
 
-    outcome = gateway.call(contour, "get_order", {"merchant_order_id": contour.notification_key},
-                           channel="rest", actor="t")
+    outcome = gateway.call(
+        contour,
+        "get_order",
+        {"merchant_order_id": contour.notification_key},
+        channel="rest",
+        actor="t",
+    )
 
     entry = JournalEntry.objects.get(pk=outcome.journal_id)
     assert contour.notification_key not in json.dumps(
-        [entry.tool, entry.message, entry.arguments], ensure_ascii=False)
+        [entry.tool, entry.message, entry.arguments], ensure_ascii=False
+    )
 
 
 def test_our_own_key_shapes_are_masked_wherever_they_appear(contour: Contour):
@@ -41,8 +46,9 @@ def test_our_own_key_shapes_are_masked_wherever_they_appear(contour: Contour):
     token = "ibc_" + "Z" * 43
     auditor = "iba_" + "Q" * 43
 
-    outcome = gateway.call(contour, f"tool {key} {token} {auditor}", {"note": key},
-                           channel="rest", actor="t")
+    outcome = gateway.call(
+        contour, f"tool {key} {token} {auditor}", {"note": key}, channel="rest", actor="t"
+    )
 
     entry = JournalEntry.objects.get(pk=outcome.journal_id)
     row = json.dumps([entry.tool, entry.message, entry.arguments], ensure_ascii=False)
@@ -58,7 +64,10 @@ def test_the_message_masks_what_the_arguments_mask(contour: Contour):
 
     entry = JournalEntry.objects.get(pk=outcome.journal_id)
     customer = args["customer"]
-    for value in (customer["name"], customer["vat_number"],
-                  customer["tax_registration_reason_code"]):
+    for value in (
+        customer["name"],
+        customer["vat_number"],
+        customer["tax_registration_reason_code"],
+    ):
         assert value not in entry.message, value
     assert customer["name"] not in json.dumps(entry.arguments, ensure_ascii=False)

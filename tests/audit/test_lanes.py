@@ -18,10 +18,19 @@ SECRET = "tok-0123456789abcdef-secret"
 
 
 def _record(n: int, **extra: object) -> JournalEntry:
-    fields = {"contour": "shop", "channel": "mcp-http", "actor": "key:gw_1", "tool": "get_order",
-              "phase": "read", "arguments": {"n": n, "token": SECRET, "note": f"x {SECRET}"},
-              "status": "ok", "code": "ok", "message": f"прочитано {SECRET}",
-              "secrets": [SECRET], **extra}
+    fields = {
+        "contour": "shop",
+        "channel": "mcp-http",
+        "actor": "key:gw_1",
+        "tool": "get_order",
+        "phase": "read",
+        "arguments": {"n": n, "token": SECRET, "note": f"x {SECRET}"},
+        "status": "ok",
+        "code": "ok",
+        "message": f"прочитано {SECRET}",
+        "secrets": [SECRET],
+        **extra,
+    }
     return record(**fields)
 
 
@@ -44,8 +53,11 @@ def test_an_append_on_an_existing_lane_takes_three_round_trips():
     stored = JournalEntry.objects.get(pk=entry.pk)
     head = ChainHead.objects.get(chain=stored.chain)
     assert (head.last_seq, head.last_id, head.last_hash) == (stored.seq, stored.id, stored.hash)
-    assert stored.hash == entry.hash == entry_hash(stored.prev_hash, stored,
-                                                   journal_keys()[stored.key_id])
+    assert (
+        stored.hash
+        == entry.hash
+        == entry_hash(stored.prev_hash, stored, journal_keys()[stored.key_id])
+    )
     assert SECRET not in repr(stored.arguments) and SECRET not in stored.message
     assert check_chain().broken_id is None
 
@@ -81,9 +93,13 @@ def _sent(params: list[object]) -> list[object]:
 
 def test_the_insert_compiled_once_sends_what_the_orm_would_send():
     _record(0)
-    entries = [_record(1), _record(2, arguments={"вложено": {"список": [1, "два", None]}},
-                                    upstream_status=None, message=""),
-               _record(3, arguments={}, upstream_status=502, duration_ms=7)]
+    entries = [
+        _record(1),
+        _record(
+            2, arguments={"вложено": {"список": [1, "два", None]}}, upstream_status=None, message=""
+        ),
+        _record(3, arguments={}, upstream_status=502, duration_ms=7),
+    ]
     assert lanes._INSERTS.get("postgresql")  # compiled by the first append
     for entry in entries:
         compiled, by_orm = lanes._insert_sql(entry), lanes._orm_insert_sql(entry)

@@ -74,8 +74,13 @@ def test_a_hash_is_unique_through_one_named_index(write):
     on_hash = {name: c for name, c in constraints.items() if c["columns"] == ["hash"]}
     # PostgreSQL: no varchar_pattern_ops ("_like") index beside the unique one.
     assert list(on_hash) == ["audit_entry_hash"] and on_hash["audit_entry_hash"]["unique"]
-    copy = JournalEntry(**{f.attname: getattr(entry, f.attname)
-                           for f in JournalEntry._meta.concrete_fields if not f.primary_key})
+    copy = JournalEntry(
+        **{
+            f.attname: getattr(entry, f.attname)
+            for f in JournalEntry._meta.concrete_fields
+            if not f.primary_key
+        }
+    )
     copy.seq += 1
     with pytest.raises(IntegrityError), transaction.atomic():
         copy.save()

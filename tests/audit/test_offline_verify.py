@@ -34,7 +34,7 @@ def sealed_twice(write, monkeypatch, settings, tmp_path):
         moment = datetime(2025, 6, day, 12, 0, tzinfo=UTC)
         monkeypatch.setattr(journal, "_now", lambda moment=moment: moment)
         for n in range(3):
-            write(contour="demo", arguments={"n": n, "big": 1e16, "text": "кавычки \" ,"})
+            write(contour="demo", arguments={"n": n, "big": 1e16, "text": 'кавычки " ,'})
             write(contour="shop", tool="create_order", phase="execute")
         if day == 1:
             write_journal_checkpoint()
@@ -60,9 +60,21 @@ def _verify(tmp_path: Path, export: Path, *extra: str) -> subprocess.CompletedPr
     # Run from a directory of its own with no project on the path: it imports nothing of ours.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PYTHONPATH"))}
     return subprocess.run(
-        [sys.executable, str(VERIFIER), "--public-key", str(_public_key(tmp_path)), *extra,
-         str(export)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-        check=False)
+        [
+            sys.executable,
+            str(VERIFIER),
+            "--public-key",
+            str(_public_key(tmp_path)),
+            *extra,
+            str(export),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def _lines(path: Path) -> list[str]:
@@ -105,6 +117,7 @@ def test_an_edited_row_fails_naming_it(sealed_twice, tmp_path):
         row = json.loads(lines[target])
         row["message"] = "подменено"
         lines[target] = json.dumps(row, ensure_ascii=False) + "\n"
+
     _rewrite(export, edit)
     done = _verify(tmp_path, export)
 
@@ -148,8 +161,9 @@ def test_a_cut_tail_fails(sealed_twice, tmp_path):
 def test_a_whole_stretch_cut_off_the_end_fails_on_the_manifest(sealed_twice, tmp_path):
     export = _export(tmp_path)
     lines = _lines(export)
-    last_checkpoint = max(i for i, line in enumerate(lines)
-                          if json.loads(line).get("type") == "checkpoint")
+    last_checkpoint = max(
+        i for i, line in enumerate(lines) if json.loads(line).get("type") == "checkpoint"
+    )
     _rewrite(export, lambda lines: lines.__delitem__(slice(last_checkpoint, -1)))
 
     done = _verify(tmp_path, export)
@@ -160,8 +174,10 @@ def test_a_whole_stretch_cut_off_the_end_fails_on_the_manifest(sealed_twice, tmp
 
 def test_another_key_does_not_verify(sealed_twice, tmp_path):
     export = _export(tmp_path)
-    other = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhsc" \
-            "HR4f\n-----END PRIVATE KEY-----\n"
+    other = (
+        "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhsc"
+        "HR4f\n-----END PRIVATE KEY-----\n"
+    )
     with override_settings(GATEWAY_JOURNAL_SIGNING_KEY=other):
         done = _verify(tmp_path, export)
 
@@ -169,33 +185,56 @@ def test_another_key_does_not_verify(sealed_twice, tmp_path):
     assert "not one of the public keys given" in done.stderr
 
 
-def test_a_resealed_stretch_disagrees_with_the_checkpoints_the_auditor_kept(
-        sealed_twice, tmp_path):
+def test_a_resealed_stretch_disagrees_with_the_checkpoints_the_auditor_kept(sealed_twice, tmp_path):
     export = _export(tmp_path)
     kept = tmp_path / "kept.jsonl"
-    kept.write_text("".join(json.dumps(seals.as_record(c)) + "\n"
-                            for c in SignedCheckpoint.objects.all()))
+    kept.write_text(
+        "".join(json.dumps(seals.as_record(c)) + "\n" for c in SignedCheckpoint.objects.all())
+    )
     assert _verify(tmp_path, export, "--checkpoints", str(kept)).returncode == 0
     # The operator (who holds the key) signs that stretch anew: valid, but not what was kept.
     lines = _lines(export)
     first = json.loads(lines[0])
-    resealed = seals.sign({**{k: first[k] for k in seals.SIGNED_FIELDS if k in first},
-                           "at": "2030-01-01T00:00:00.000000+00:00"})
+    resealed = seals.sign(
+        {
+            **{k: first[k] for k in seals.SIGNED_FIELDS if k in first},
+            "at": "2030-01-01T00:00:00.000000+00:00",
+        }
+    )
     _rewrite(export, lambda lines: lines.__setitem__(0, json.dumps(resealed) + "\n"))
-    _rewrite(export, lambda lines: lines.__setitem__(-1, json.dumps(seals.sign({
-        **{k: v for k, v in json.loads(lines[-1]).items() if k in seals.SIGNED_FIELDS},
-        "checkpoints": _carried(lines)})) + "\n"))
+    _rewrite(
+        export,
+        lambda lines: lines.__setitem__(
+            -1,
+            json.dumps(
+                seals.sign(
+                    {
+                        **{
+                            k: v
+                            for k, v in json.loads(lines[-1]).items()
+                            if k in seals.SIGNED_FIELDS
+                        },
+                        "checkpoints": _carried(lines),
+                    }
+                )
+            )
+            + "\n",
+        ),
+    )
 
     assert _verify(tmp_path, export).returncode == 0
     done = _verify(tmp_path, export, "--checkpoints", str(kept))
 
     assert done.returncode == 1
-    assert f"kept checkpoint of chain {first['chain']!r} to place {first['to_seq']} is not in " \
+    assert (
+        f"kept checkpoint of chain {first['chain']!r} to place {first['to_seq']} is not in "
         "the export" in done.stderr
+    )
 
 
 def _carried(lines: list[str]) -> str:
     import hashlib
+
     carried = hashlib.sha256()
     for line in lines:
         record = json.loads(line)
@@ -206,25 +245,34 @@ def _carried(lines: list[str]) -> str:
 
 def test_the_verifier_imports_nothing_of_the_project():
     tree = ast.parse(VERIFIER.read_text(encoding="utf-8"))
-    roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-             for alias in node.names}
-    roots |= {node.module.split(".")[0] for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom) and node.module}
+    roots = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    roots |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
     assert roots <= set(sys.stdlib_module_names) | {"cryptography"}, roots
 
 
 def test_signed_export_refuses_tool_and_csv(sealed_twice):
     with pytest.raises(CommandError, match="--tool and --status do not apply"):
-        call_command("export_journal", "--format", "jsonl", "--signed", "--tool", "x",
-                     stdout=StringIO())
+        call_command(
+            "export_journal", "--format", "jsonl", "--signed", "--tool", "x", stdout=StringIO()
+        )
     with pytest.raises(CommandError, match="use --format jsonl"):
         call_command("export_journal", "--format", "csv", "--signed", stdout=StringIO())
 
 
 def test_a_tampered_journal_is_not_sealed(sealed_twice, write, raw_sql):
     write(contour="demo")
-    raw_sql("UPDATE {table} SET message = %s WHERE id = (SELECT MAX(id) FROM {table})",
-            ["подменено"])
+    raw_sql(
+        "UPDATE {table} SET message = %s WHERE id = (SELECT MAX(id) FROM {table})", ["подменено"]
+    )
 
     with pytest.raises(seals.SealError, match="hash does not match"):
         seals.seal()
@@ -232,8 +280,10 @@ def test_a_tampered_journal_is_not_sealed(sealed_twice, write, raw_sql):
 
 def test_rotation_keeps_old_checkpoints_verifiable(sealed_twice, tmp_path, write):
     old_key = _public_key(tmp_path).read_text()
-    new = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhsc" \
-          "HR4f\n-----END PRIVATE KEY-----\n"
+    new = (
+        "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhsc"
+        "HR4f\n-----END PRIVATE KEY-----\n"
+    )
     with override_settings(GATEWAY_JOURNAL_SIGNING_KEY=new):
         write(contour="demo")
         export = _export(tmp_path)
@@ -246,8 +296,9 @@ def test_rotation_keeps_old_checkpoints_verifiable(sealed_twice, tmp_path, write
     assert out.getvalue().count("BEGIN PUBLIC KEY") == 2
 
 
-def test_the_beat_sends_new_signed_checkpoints_to_the_auditors(write, settings, tmp_path,
-                                                               mailoutbox):
+def test_the_beat_sends_new_signed_checkpoints_to_the_auditors(
+    write, settings, tmp_path, mailoutbox
+):
     import threading
     from http.server import BaseHTTPRequestHandler, HTTPServer
 

@@ -13,9 +13,17 @@ from audit import spool
 from audit.models import JournalEntry
 from audit.walk import verify_chain
 
-FIELDS: dict[str, Any] = {"contour": "spool-test", "channel": "rest", "actor": "key:ibg_spool",
-                          "tool": "get_order", "phase": "read", "arguments": {"order_id": "1"},
-                          "status": "ok", "code": "ok", "message": "заказ найден"}
+FIELDS: dict[str, Any] = {
+    "contour": "spool-test",
+    "channel": "rest",
+    "actor": "key:ibg_spool",
+    "tool": "get_order",
+    "phase": "read",
+    "arguments": {"order_id": "1"},
+    "status": "ok",
+    "code": "ok",
+    "message": "заказ найден",
+}
 
 
 @pytest.fixture(autouse=True)

@@ -15,9 +15,16 @@ from django.contrib.auth.models import User
 from tests.conftest import grant_everywhere
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update",
-               "--disable-sync"]
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,16 +41,21 @@ def chromium(django_db_setup: None) -> Iterator[Any]:
     with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
         # The ORM calls of the tests themselves are plain synchronous code all the same.
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=LAUNCH_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS
+        )
         yield browser
         browser.close()
 
 
 @pytest.fixture
 def page(chromium: Any, live_server: Any) -> Iterator[Any]:
-    context = chromium.new_context(locale="ru-RU", viewport={"width": 1280, "height": 900},
-                                   accept_downloads=True, base_url=live_server.url)
+    context = chromium.new_context(
+        locale="ru-RU",
+        viewport={"width": 1280, "height": 900},
+        accept_downloads=True,
+        base_url=live_server.url,
+    )
     context.set_default_timeout(15_000)
     tab = context.new_page()
     yield tab
@@ -83,7 +95,10 @@ class RestAssistant:
         self.base, self.key = base, key
 
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        response = httpx.post(f"{self.base}/api/v1/call",
-                              json={"name": name, "arguments": arguments},
-                              headers={"Authorization": f"Bearer {self.key}"}, timeout=20)
+        response = httpx.post(
+            f"{self.base}/api/v1/call",
+            json={"name": name, "arguments": arguments},
+            headers={"Authorization": f"Bearer {self.key}"},
+            timeout=20,
+        )
         return response.status_code, response.json()

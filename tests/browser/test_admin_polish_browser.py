@@ -29,12 +29,14 @@ def wide(page: Any) -> Any:
 
 @pytest.fixture
 def shop(transactional_db: None, live_server: Any) -> RestAssistant:
-    contour = create_contour("shop", mode="sandbox", name="Магазин", toolsets=["read", "write"],
-                             actor=SCAFFOLDING)
+    contour = create_contour(
+        "shop", mode="sandbox", name="Магазин", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     contour.approval_for_all_writes = True
     contour.save()
-    Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_DAY, currency="RUB",
-                           limit=100_000_00)
+    Ceiling.objects.create(
+        contour=contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=100_000_00
+    )
     assistant = RestAssistant(live_server.url, issue_key(contour, "claude", actor=SCAFFOLDING))
     assistant.call("create_order", order_args())  # a journal row and a waiting confirmation
     assistant.call("no_such_tool", {})
@@ -45,13 +47,14 @@ def overflow(page: Any) -> int:
     """How far the page or the changelist's own scroller runs past the screen, in pixels."""
     return page.evaluate(
         "Math.max(document.documentElement.scrollWidth - window.innerWidth,"
-        " ...[...document.querySelectorAll('.results')].map(e => e.scrollWidth - e.clientWidth))")
+        " ...[...document.querySelectorAll('.results')].map(e => e.scrollWidth - e.clientWidth))"
+    )
 
 
-def test_admin_lists_fit_and_speak_russian(wide: Any, person: Callable[..., User],
-                                           shop: RestAssistant, screenshots: Path):
-    person("root", staff=True).__class__.objects.filter(username="root").update(
-        is_superuser=True)
+def test_admin_lists_fit_and_speak_russian(
+    wide: Any, person: Callable[..., User], shop: RestAssistant, screenshots: Path
+):
+    person("root", staff=True).__class__.objects.filter(username="root").update(is_superuser=True)
     log_in(wide, "/admin/", "root")
 
     wide.goto("/admin/audit/journalentry/")
@@ -84,7 +87,8 @@ def test_admin_lists_fit_and_speak_russian(wide: Any, person: Callable[..., User
 
 
 def test_dashboard_looks_like_the_queue_and_names_its_time_zone(
-        wide: Any, person: Callable[..., User], shop: RestAssistant, screenshots: Path):
+    wide: Any, person: Callable[..., User], shop: RestAssistant, screenshots: Path
+):
     person("oleg", "owners")
     log_in(wide, "/dashboard/", "oleg")
     wide.screenshot(path=str(screenshots / "dashboard.png"), full_page=True)
@@ -92,6 +96,7 @@ def test_dashboard_looks_like_the_queue_and_names_its_time_zone(
     assert wide.locator("header.top .brand").inner_text().startswith("Шлюз Инвойсбокс")
     zone = wide.locator('section[data-contour="shop"] [data-zone]').inner_text()
     assert "Europe/Moscow, UTC+03:00" in zone
-    background = wide.evaluate("getComputedStyle(document.querySelector('header.top'))"
-                               ".backgroundColor")
+    background = wide.evaluate(
+        "getComputedStyle(document.querySelector('header.top')).backgroundColor"
+    )
     assert background == "rgb(35, 50, 74)"  # the queue's header colour

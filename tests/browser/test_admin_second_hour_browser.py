@@ -29,11 +29,20 @@ def root(page: Any, transactional_db: None) -> Any:
 
 
 def test_the_owners_admin_pages_fit_both_widths(
-        root: Any, person: Callable[..., User], screenshots: Path, live_server: Any):
+    root: Any, person: Callable[..., User], screenshots: Path, live_server: Any
+):
     page = root
-    contour = create_contour("shop", mode="sandbox", name="Лавка", toolsets=["read"],
-                             own_sandbox_merchant=True, actor=SCAFFOLDING)
-    assistant = RestAssistant(live_server.url, issue_key(contour, "Claude, бухгалтерия", actor=SCAFFOLDING))
+    contour = create_contour(
+        "shop",
+        mode="sandbox",
+        name="Лавка",
+        toolsets=["read"],
+        own_sandbox_merchant=True,
+        actor=SCAFFOLDING,
+    )
+    assistant = RestAssistant(
+        live_server.url, issue_key(contour, "Claude, бухгалтерия", actor=SCAFFOLDING)
+    )
     for arguments in ({"status": ["created"]}, {"status": ["nonsense"]}):
         assistant.call("find_orders", arguments)  # journal rows and the key's last use
     person("olga", "operators")  # no email: the contour page warns
@@ -64,16 +73,20 @@ def test_the_owners_admin_pages_fit_both_widths(
     page.wait_for_selector(".messagelist")
     assert Contour.objects.get(pk=contour.pk).ceilings.count() == 1
 
-    for name, path in (("key-add", "/admin/tools/apikey/add/"),
-                       ("key-list", "/admin/tools/apikey/"),
-                       ("journal-list", "/admin/audit/journalentry/"),
-                       ("user-change", f"/admin/auth/user/{User.objects.get(username='root').pk}/change/")):
+    for name, path in (
+        ("key-add", "/admin/tools/apikey/add/"),
+        ("key-list", "/admin/tools/apikey/"),
+        ("journal-list", "/admin/audit/journalentry/"),
+        ("user-change", f"/admin/auth/user/{User.objects.get(username='root').pk}/change/"),
+    ):
         page.goto(path)
         widths[name] = shoot(page, screenshots, name)
         if name.endswith("-list"):
             page.set_viewport_size({"width": 1400, "height": 900})
-            inner = page.evaluate("(e => e.scrollWidth - e.clientWidth)"
-                                  "(document.querySelector('#changelist .results'))")
+            inner = page.evaluate(
+                "(e => e.scrollWidth - e.clientWidth)"
+                "(document.querySelector('#changelist .results'))"
+            )
             widths[f"{name} table"] = {1400: inner}
 
     assert {name: found for name, found in widths.items() if any(found.values())} == {}

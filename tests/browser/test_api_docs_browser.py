@@ -16,9 +16,12 @@ pytestmark = pytest.mark.browser
 
 
 def test_swagger_ui_works_offline_and_authorizes_with_the_contour_key(
-        page: Any, live_server: Any, transactional_db: None, screenshots: Path):
+    page: Any, live_server: Any, transactional_db: None, screenshots: Path
+):
     # given: a contour key, and a browser that may reach nothing but this server
-    key = issue_key(create_contour("docs", mode="sandbox", toolsets=["read"]), "swagger", actor=SCAFFOLDING)
+    key = issue_key(
+        create_contour("docs", mode="sandbox", toolsets=["read"]), "swagger", actor=SCAFFOLDING
+    )
     outside: list[str] = []
 
     def only_local(route: Any) -> None:
@@ -42,8 +45,9 @@ def test_swagger_ui_works_offline_and_authorizes_with_the_contour_key(
     page.locator("#operations-v1-v1_tools_retrieve .opblock-summary").click()
     page.locator("#operations-v1-v1_tools_retrieve button.try-out__btn").click()
     page.locator("#operations-v1-v1_tools_retrieve button.execute").click()
-    status = page.locator("#operations-v1-v1_tools_retrieve .live-responses-table "
-                          "tbody .response-col_status").first
+    status = page.locator(
+        "#operations-v1-v1_tools_retrieve .live-responses-table tbody .response-col_status"
+    ).first
     status.wait_for()
     page.screenshot(path=str(screenshots / "api-docs.png"), full_page=True)
 

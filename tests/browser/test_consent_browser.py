@@ -26,21 +26,30 @@ CALLBACK = "http://localhost:8577/oauth/callback"
 
 
 def test_an_owner_connects_an_assistant_with_writing_through_the_second_factor(
-        page: Any, person: Callable[..., User], screenshots: Path, settings: Any):
+    page: Any, person: Callable[..., User], screenshots: Path, settings: Any
+):
     # given: a shop that writes (no refunds), its owner with a phone; an assistant that
     # registered itself as "MCP CLI Proxy" asks for read and write
     settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
-    shop = create_contour("acme", mode="sandbox", name="Цветы у дома",
-                          toolsets=["read", "write"])
+    shop = create_contour("acme", mode="sandbox", name="Цветы у дома", toolsets=["read", "write"])
     olga = person("olga")
     ContourRole.objects.create(user=olga, contour=shop, role="owner")
     device = TOTPDevice.objects.create(user=olga, name="Телефон", confirmed=True)
     app = pyotp.TOTP(b32encode(device.bin_key).decode())
     OAuthClient.objects.create(client_id="c-1", name="MCP CLI Proxy", redirect_uris=[CALLBACK])
-    signed = signing.dumps({"client_id": "c-1", "redirect_uri": CALLBACK, "explicit": True,
-                            "state": "s-1", "scopes": ["read", "write", "refund"],
-                            "challenge": "x" * 43, "resource": ""},
-                           salt=CONSENT_SALT, compress=True)
+    signed = signing.dumps(
+        {
+            "client_id": "c-1",
+            "redirect_uri": CALLBACK,
+            "explicit": True,
+            "state": "s-1",
+            "scopes": ["read", "write", "refund"],
+            "challenge": "x" * 43,
+            "resource": "",
+        },
+        salt=CONSENT_SALT,
+        compress=True,
+    )
     # The assistant's own address: nothing listens there in a test, the browser is answered.
     page.route(f"{CALLBACK}**", lambda route: route.fulfill(body="ассистент получил код"))
 
@@ -54,8 +63,9 @@ def test_an_owner_connects_an_assistant_with_writing_through_the_second_factor(
     page.click("input[type=submit]")
     page.wait_for_selector("#consent-form")
     consent = page.inner_text("main")
-    offered = page.eval_on_selector_all("input[name=toolsets][type=checkbox]",
-                                        "boxes => boxes.map(b => [b.value, b.checked])")
+    offered = page.eval_on_selector_all(
+        "input[name=toolsets][type=checkbox]", "boxes => boxes.map(b => [b.value, b.checked])"
+    )
     page.screenshot(path=str(screenshots / "consent.png"), full_page=True)
     page.click("button[name=allow]")
     page.wait_for_selector("#held-reason")

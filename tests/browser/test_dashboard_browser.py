@@ -22,16 +22,19 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def shop(transactional_db: None, live_server: Any) -> RestAssistant:
-    contour = create_contour("shop", mode="sandbox", name="Магазин у дома",
-                             toolsets=["read", "write"], actor=SCAFFOLDING)
-    Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_DAY, currency="RUB",
-                           limit=100_000_00)
+    contour = create_contour(
+        "shop", mode="sandbox", name="Магазин у дома", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
+    Ceiling.objects.create(
+        contour=contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=100_000_00
+    )
     Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_HOUR, limit=20)
     return RestAssistant(live_server.url, issue_key(contour, "claude", actor=SCAFFOLDING))
 
 
 def test_owner_reads_calls_refusals_ceilings_and_pending_work(
-        page: Any, person: Callable[..., User], shop: RestAssistant, screenshots: Path):
+    page: Any, person: Callable[..., User], shop: RestAssistant, screenshots: Path
+):
     args = distinctive_order(valid_inn(), "ООО «Витрина»")
     token = shop.call("create_order", args)[1]["confirmation"]["token"]
     assert shop.call("create_order", {**args, "confirmation_token": token})[0] == 200
@@ -66,8 +69,7 @@ def test_owner_reads_calls_refusals_ceilings_and_pending_work(
     page.screenshot(path=str(screenshots / "dashboard.png"), full_page=True)
 
 
-def test_an_operator_is_turned_away(page: Any, person: Callable[..., User],
-                                    transactional_db: None):
+def test_an_operator_is_turned_away(page: Any, person: Callable[..., User], transactional_db: None):
     person("olga", "operators")
 
     page.goto("/accounts/login/?next=/approvals/")

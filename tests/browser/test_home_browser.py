@@ -12,7 +12,8 @@ pytestmark = pytest.mark.browser
 
 
 def test_home_page_says_what_this_is_links_every_surface_and_the_real_mcp_url(
-        page: Any, live_server: Any, screenshots: Path):
+    page: Any, live_server: Any, screenshots: Path
+):
     # when
     response = page.goto("/")
 
@@ -22,10 +23,17 @@ def test_home_page_says_what_this_is_links_every_surface_and_the_real_mcp_url(
     assert "Шлюз между ИИ-ассистентами и API Инвойсбокс" in page.locator("h1").inner_text()
     assert page.locator("[data-mcp-url]").inner_text() == f"{live_server.url}/mcp"
     assert f'"url": "{live_server.url}/mcp"' in page.locator("pre").inner_text()
-    links = {name: page.locator(f'a[data-link="{name}"]').get_attribute("href")
-             for name in ("admin", "approvals", "dashboard", "docs", "health")}
-    assert links == {"admin": "/admin/", "approvals": "/approvals/", "dashboard": "/dashboard/",
-                     "docs": "/api/docs/", "health": "/health"}
+    links = {
+        name: page.locator(f'a[data-link="{name}"]').get_attribute("href")
+        for name in ("admin", "approvals", "dashboard", "docs", "health")
+    }
+    assert links == {
+        "admin": "/admin/",
+        "approvals": "/approvals/",
+        "dashboard": "/dashboard/",
+        "docs": "/api/docs/",
+        "health": "/health",
+    }
     page.screenshot(path=str(screenshots / "home.png"), full_page=True)
 
     # and every link leads somewhere real (a login page counts for the staff surfaces)

@@ -20,18 +20,28 @@ from tools.models import ApiKey
 pytestmark = pytest.mark.browser
 
 
-def test_the_key_list_fits_a_1280_px_screen(page: Any, person: Callable[..., User],
-                                            screenshots: Path):
+def test_the_key_list_fits_a_1280_px_screen(
+    page: Any, person: Callable[..., User], screenshots: Path
+):
     root = person("root", staff=True)
     User.objects.filter(pk=root.pk).update(is_superuser=True)
-    contour = create_contour("shop-with-a-long-name", mode="sandbox", name="Магазин",
-                             toolsets=["read", "write", "refund"])
+    contour = create_contour(
+        "shop-with-a-long-name",
+        mode="sandbox",
+        name="Магазин",
+        toolsets=["read", "write", "refund"],
+    )
     for label in ("Claude, бухгалтерия и отдел продаж", "GigaChat — счета клиентам"):
         issue_key(contour, label)
     ApiKey.objects.update(
-        user=root, toolsets=["read", "write"], tools=["create_order", "find_orders", "get_order"],
-        expires_at=timezone.now() + timedelta(days=30), last_used_at=timezone.now(),
-        last_used_channel="mcp-http", last_used_address="2001:db8:85a3::8a2e:370:7334")
+        user=root,
+        toolsets=["read", "write"],
+        tools=["create_order", "find_orders", "get_order"],
+        expires_at=timezone.now() + timedelta(days=30),
+        last_used_at=timezone.now(),
+        last_used_channel="mcp-http",
+        last_used_address="2001:db8:85a3::8a2e:370:7334",
+    )
     log_in(page, "/admin/", "root")
 
     page.goto("/admin/tools/apikey/")
@@ -39,5 +49,6 @@ def test_the_key_list_fits_a_1280_px_screen(page: Any, person: Callable[..., Use
 
     overflow = page.evaluate(
         "Math.max(document.documentElement.scrollWidth - window.innerWidth,"
-        " ...[...document.querySelectorAll('.results')].map(e => e.scrollWidth - e.clientWidth))")
+        " ...[...document.querySelectorAll('.results')].map(e => e.scrollWidth - e.clientWidth))"
+    )
     assert overflow <= 0, overflow

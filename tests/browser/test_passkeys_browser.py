@@ -41,8 +41,9 @@ def passkeys(settings: Any, live_server: Any) -> None:
 
 @pytest.fixture
 def guarded_assistant(transactional_db: None, live_server: Any) -> RestAssistant:
-    contour = create_contour("guarded", mode="sandbox", name="Бухгалтерия",
-                             toolsets=["read", "write"], actor=SCAFFOLDING)
+    contour = create_contour(
+        "guarded", mode="sandbox", name="Бухгалтерия", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     contour.approval_for_all_writes = True
     contour.save()
     return RestAssistant(live_server.url, issue_key(contour, "claude", actor=SCAFFOLDING))
@@ -57,10 +58,19 @@ def prepare(assistant: RestAssistant, number: int) -> str:
 def add_authenticator(page: Any) -> tuple[Any, str]:
     cdp = page.context.new_cdp_session(page)
     cdp.send("WebAuthn.enable")
-    added = cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
-        "protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
-        "hasUserVerification": True, "isUserVerified": True,
-        "automaticPresenceSimulation": True}})
+    added = cdp.send(
+        "WebAuthn.addVirtualAuthenticator",
+        {
+            "options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": True,
+                "hasUserVerification": True,
+                "isUserVerified": True,
+                "automaticPresenceSimulation": True,
+            }
+        },
+    )
     return cdp, added["authenticatorId"]
 
 
@@ -87,7 +97,8 @@ def verify_with_passkey_and_approve(page: Any, cid: str) -> None:
 
 
 def test_the_passkey_button_is_offered_only_once_its_translations_have_arrived(
-        passkeys: None, page: Any, person: Callable[..., User], settings: Any):
+    passkeys: None, page: Any, person: Callable[..., User], settings: Any
+):
     """A slow translation catalog must not leave a button that does nothing: the library's
     handler calls gettext on the first click, so the button may only appear after it."""
     settings.GATEWAY_STEP_UP_SECONDS = 60  # the check below must outlast the held catalog
@@ -114,8 +125,8 @@ def test_the_passkey_button_is_offered_only_once_its_translations_have_arrived(
 
 
 def test_enroll_a_passkey_approve_with_it_and_without_it_be_refused(
-        passkeys: None, page: Any, person: Callable[..., User],
-        guarded_assistant: RestAssistant):
+    passkeys: None, page: Any, person: Callable[..., User], guarded_assistant: RestAssistant
+):
     person("olga", "operators")
     first, second = prepare(guarded_assistant, 1), prepare(guarded_assistant, 2)
     cdp, authenticator = add_authenticator(page)
@@ -153,11 +164,13 @@ def test_enroll_a_passkey_approve_with_it_and_without_it_be_refused(
     page.goto(f"/approvals/{second}/")
     page.click("#verify-passkey")
     page.click("#passkey-verification-button")
-    page.wait_for_selector("#passkey-verification-status-message[data-status-enum]",
-                           timeout=45_000)  # chromium waits at least 10 s for a device
+    page.wait_for_selector(
+        "#passkey-verification-status-message[data-status-enum]", timeout=45_000
+    )  # chromium waits at least 10 s for a device
     assert "/account/second-factor/verify/" in page.url
-    assert page.get_attribute("#passkey-verification-status-message",
-                              "data-status-enum") != "success"
+    assert (
+        page.get_attribute("#passkey-verification-status-message", "data-status-enum") != "success"
+    )
 
     # Submitting the decision anyway (past the browser's own check of the code field).
     page.goto(f"/approvals/{second}/")
@@ -165,7 +178,8 @@ def test_enroll_a_passkey_approve_with_it_and_without_it_be_refused(
     page.wait_for_selector(".msg.error")
 
     refusal = page.inner_text(".msg.error")
-    assert refusal.startswith("Решение не принято: решение по операции: проверка вторым "
-                              "фактором устарела")
+    assert refusal.startswith(
+        "Решение не принято: решение по операции: проверка вторым фактором устарела"
+    )
     assert PendingConfirmation.objects.get(pk=second).status == ConfirmationStatus.PENDING
     assert not JournalEntry.objects.filter(phase="approve", confirmation_id=second).exists()

@@ -26,16 +26,21 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def guarded_assistant(transactional_db: None, live_server: Any) -> RestAssistant:
-    contour = create_contour("guarded", mode="sandbox", name="Бухгалтерия",
-                             toolsets=["read", "write"], actor=SCAFFOLDING)
+    contour = create_contour(
+        "guarded", mode="sandbox", name="Бухгалтерия", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     contour.approval_for_all_writes = True
     contour.save()
     return RestAssistant(live_server.url, issue_key(contour, "claude", actor=SCAFFOLDING))
 
 
 def test_operator_sees_the_prepared_order_appear_approves_it_and_the_call_succeeds(
-        page: Any, person: Callable[..., User], guarded_assistant: RestAssistant,
-        screenshots: Path, monkeypatch: pytest.MonkeyPatch):
+    page: Any,
+    person: Callable[..., User],
+    guarded_assistant: RestAssistant,
+    screenshots: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
     monkeypatch.setattr(views, "REFRESH_MS", 500)
     person("olga", "operators")
     log_in(page, "/approvals/", "olga")
@@ -57,7 +62,8 @@ def test_operator_sees_the_prepared_order_appear_approves_it_and_the_call_succee
     page.screenshot(path=str(screenshots / "approvals-queue.png"), full_page=True)
 
     _, waiting = guarded_assistant.call(
-        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]})
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     assert waiting["status"] == "awaiting_approval"
 
     card.get_by_role("link", name="Открыть и решить").click()
@@ -69,7 +75,8 @@ def test_operator_sees_the_prepared_order_appear_approves_it_and_the_call_succee
     assert page.inner_text("#status") == "одобрено"
 
     status, done = guarded_assistant.call(
-        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]})
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
 
     assert (status, done["status"]) == (200, "ok"), done
     assert TrackedOrder.objects.count() == 1
@@ -78,7 +85,8 @@ def test_operator_sees_the_prepared_order_appear_approves_it_and_the_call_succee
 
 
 def test_operator_rejects_with_a_reason_and_the_assistant_gets_approval_rejected(
-        page: Any, person: Callable[..., User], guarded_assistant: RestAssistant):
+    page: Any, person: Callable[..., User], guarded_assistant: RestAssistant
+):
     person("olga", "operators")
     args = order_args(description="Счёт без договора")
     _, first = guarded_assistant.call("create_order", args)
@@ -93,7 +101,8 @@ def test_operator_rejects_with_a_reason_and_the_assistant_gets_approval_rejected
     empty = page.inner_text("#queue")
 
     status, answer = guarded_assistant.call(
-        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]})
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
 
     assert "отклонено: olga" in decided and "нет договора с клиентом" in decided
     assert "Очередь пуста" in empty and "нет договора с клиентом" in empty
@@ -103,15 +112,18 @@ def test_operator_rejects_with_a_reason_and_the_assistant_gets_approval_rejected
 
 
 def test_a_decided_item_cannot_be_decided_again_from_a_stale_page(
-        page: Any, person: Callable[..., User], guarded_assistant: RestAssistant):
+    page: Any, person: Callable[..., User], guarded_assistant: RestAssistant
+):
     person("olga", "operators")
     _, first = guarded_assistant.call("create_order", order_args())
     log_in(page, f"/approvals/{first['confirmation']['id']}/", "olga")
     page.wait_for_selector("#approve")
     # Someone else decides meanwhile; this page still shows the buttons.
     from tools.pipeline import approvals
-    approvals.decide(first["confirmation"]["id"], person("pavel", "operators"),
-                     approve=False, reason="дубль")
+
+    approvals.decide(
+        first["confirmation"]["id"], person("pavel", "operators"), approve=False, reason="дубль"
+    )
 
     page.click("#approve")
     page.wait_for_selector(".msg.error")
@@ -121,7 +133,8 @@ def test_a_decided_item_cannot_be_decided_again_from_a_stale_page(
 
 
 def test_owner_turns_writes_on_in_the_admin_and_the_next_call_is_allowed(
-        page: Any, person: Callable[..., User], live_server: Any, screenshots: Path):
+    page: Any, person: Callable[..., User], live_server: Any, screenshots: Path
+):
     contour = create_contour("viewer", mode="sandbox", name="Только чтение", actor=SCAFFOLDING)
     assistant = RestAssistant(live_server.url, issue_key(contour, actor=SCAFFOLDING))
     person("oleg", "owners", staff=True)
@@ -147,13 +160,19 @@ def test_owner_turns_writes_on_in_the_admin_and_the_next_call_is_allowed(
     assert (status, body["status"]) == (200, "confirmation_required"), body
     change = JournalEntry.objects.get(phase="configure")
     assert (change.actor, change.channel) == ("user:oleg", "admin")
-    assert change.arguments["changes"]["toolsets"] == {"before": ["read"],
-                                                       "after": ["read", "write"]}
+    assert change.arguments["changes"]["toolsets"] == {
+        "before": ["read"],
+        "after": ["read", "write"],
+    }
 
 
 def test_auditor_downloads_a_csv_whose_rows_match_the_journal(
-        page: Any, person: Callable[..., User], guarded_assistant: RestAssistant,
-        tmp_path: Path, screenshots: Path):
+    page: Any,
+    person: Callable[..., User],
+    guarded_assistant: RestAssistant,
+    tmp_path: Path,
+    screenshots: Path,
+):
     guarded_assistant.call("get_order", {"order_id": "00000000-0000-0000-0000-000000000001"})
     guarded_assistant.call("create_order", order_args())
     person("anna", "auditors", staff=True)
@@ -170,5 +189,6 @@ def test_auditor_downloads_a_csv_whose_rows_match_the_journal(
     stored = list(JournalEntry.objects.order_by("id"))
     assert target.suffix == ".csv"
     assert [(int(r["id"]), r["tool"], r["status"], r["hash"]) for r in rows] == [
-        (e.id, e.tool, e.status, e.hash) for e in stored]
+        (e.id, e.tool, e.status, e.hash) for e in stored
+    ]
     assert {r["tool"] for r in rows} == {"get_order", "create_order"}

@@ -16,8 +16,9 @@ from tools.keys.services import issue_key
 from tools.people import grants as role_service
 
 
-def test_an_owner_sees_only_their_contours(page: Any, person: Callable[..., User],
-                                           screenshots: Path):
+def test_an_owner_sees_only_their_contours(
+    page: Any, person: Callable[..., User], screenshots: Path
+):
     mine = create_contour("mine", mode="sandbox", name="Мой магазин", actor=SCAFFOLDING)
     theirs = create_contour("theirs", mode="sandbox", name="Чужой магазин", actor=SCAFFOLDING)
     issue_key(mine, "ключ моего", actor=SCAFFOLDING)
@@ -30,12 +31,14 @@ def test_an_owner_sees_only_their_contours(page: Any, person: Callable[..., User
     page.screenshot(path=str(screenshots / "owner-contours.png"), full_page=True)
     page.goto("/admin/tools/apikey/")
     key_list = page.inner_text("#result_list")
-    filters = page.inner_text("#changelist-filter") if page.locator(
-        "#changelist-filter").count() else ""
+    filters = (
+        page.inner_text("#changelist-filter") if page.locator("#changelist-filter").count() else ""
+    )
     foreign = page.goto(f"/admin/tools/contour/{theirs.pk}/change/")
     page.goto("/dashboard/")
     panels = page.locator("section.contour").evaluate_all(
-        "nodes => nodes.map(n => n.dataset.contour)")
+        "nodes => nodes.map(n => n.dataset.contour)"
+    )
 
     assert "Мой магазин" in contours and "Чужой магазин" not in contours
     assert "ключ моего" in key_list and "ключ чужого" not in key_list

@@ -40,20 +40,24 @@ def shoot(page: Any, screenshots: Path, name: str) -> dict[int, int]:
         if os.environ.get("SCREENSHOT_SLICES"):
             height = page.evaluate("document.documentElement.scrollHeight")
             for index, top in enumerate(range(0, height, 900)):
-                page.screenshot(path=str(screenshots / f"{name}-{width}-{index}.png"),
-                                full_page=True, clip={"x": 0, "y": top, "width": width,
-                                                      "height": min(900, height - top)})
+                page.screenshot(
+                    path=str(screenshots / f"{name}-{width}-{index}.png"),
+                    full_page=True,
+                    clip={"x": 0, "y": top, "width": width, "height": min(900, height - top)},
+                )
     return found
 
 
 def test_the_payer_pays_with_the_button_and_reads_roubles_and_status_in_russian(
-        page: Any, transactional_db: None, live_server: Any, screenshots: Path):
+    page: Any, transactional_db: None, live_server: Any, screenshots: Path
+):
     contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     assistant = RestAssistant(live_server.url, issue_key(contour, actor=SCAFFOLDING))
     args = order_args()
     _, first = assistant.call("create_order", args)
-    _, done = assistant.call("create_order", {**args, "confirmation_token":
-                                              first["confirmation"]["token"]})
+    _, done = assistant.call(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     path = "/sandbox/invoicebox/pay/" + done["data"]["payment_url"].rsplit("/pay/", 1)[1]
 
     page.goto(path)
@@ -69,7 +73,8 @@ def test_the_payer_pays_with_the_button_and_reads_roubles_and_status_in_russian(
 
 
 def test_an_owner_at_the_operators_door_and_a_missing_page(
-        page: Any, person: Callable[..., User], screenshots: Path):
+    page: Any, person: Callable[..., User], screenshots: Path
+):
     create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     person("anna", "owners", staff=True)
     log_in(page, "/admin/", "anna")

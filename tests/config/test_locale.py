@@ -32,17 +32,27 @@ def test_the_committed_mo_says_what_the_po_says():
     for entry in po:
         if entry.msgid_plural:
             for form, n in numbers.items():
-                assert mo.ngettext(entry.msgid, entry.msgid_plural, n) == \
-                    entry.msgstr_plural[form], entry.msgid
+                assert (
+                    mo.ngettext(entry.msgid, entry.msgid_plural, n) == entry.msgstr_plural[form]
+                ), entry.msgid
         else:
             assert mo.gettext(entry.msgid) == entry.msgstr, entry.msgid
     assert len(po) >= 20
 
 
-@pytest.mark.parametrize(("count", "word"), [
-    (1, "отказ"), (2, "отказа"), (4, "отказа"), (5, "отказов"), (11, "отказов"), (21, "отказ"),
-    (22, "отказа"), (111, "отказов"),
-])
+@pytest.mark.parametrize(
+    ("count", "word"),
+    [
+        (1, "отказ"),
+        (2, "отказа"),
+        (4, "отказа"),
+        (5, "отказов"),
+        (11, "отказов"),
+        (21, "отказ"),
+        (22, "отказа"),
+        (111, "отказов"),
+    ],
+)
 def test_counted_words_take_the_russian_form_after_a_number(count: int, word: str):
     assert ngettext("refusal", "refusals", count) == word
 
@@ -58,8 +68,9 @@ def paginator_text(page: str) -> str:
     return " ".join(re.search(r'<p class="paginator">(.*?)</p>', page, re.S).group(1).split())
 
 
-@pytest.mark.parametrize(("contours", "text"), [(1, "1 контур"), (2, "2 контура"),
-                                                (5, "5 контуров")])
+@pytest.mark.parametrize(
+    ("contours", "text"), [(1, "1 контур"), (2, "2 контура"), (5, "5 контуров")]
+)
 def test_the_admin_counts_contours_in_russian(admin_http: Client, contours: int, text: str):
     for n in range(contours):
         create_contour(f"c{n}", mode="sandbox", actor=SCAFFOLDING)
@@ -88,10 +99,19 @@ def test_the_user_pages_show_roles_not_groups_and_speak_russian(admin_http: Clie
 def test_a_saved_user_is_announced_in_one_kind_of_quotes(admin_http: Client):
     user = User.objects.get(username="root")
     now = timezone.localtime()
-    form = {"username": "root", "first_name": "", "last_name": "", "email": "root@example.test",
-            "is_active": "on", "is_staff": "on", "is_superuser": "on",
-            "date_joined_0": now.strftime("%d.%m.%Y"), "date_joined_1": now.strftime("%H:%M:%S"),
-            "last_login_0": "", "last_login_1": ""}
+    form = {
+        "username": "root",
+        "first_name": "",
+        "last_name": "",
+        "email": "root@example.test",
+        "is_active": "on",
+        "is_staff": "on",
+        "is_superuser": "on",
+        "date_joined_0": now.strftime("%d.%m.%Y"),
+        "date_joined_1": now.strftime("%H:%M:%S"),
+        "last_login_0": "",
+        "last_login_1": "",
+    }
 
     response = admin_http.post(f"/admin/auth/user/{user.pk}/change/", form, follow=True)
 

@@ -25,12 +25,21 @@ def test_two_installs_at_once_run_pip_once_and_never_overlap(tmp_path: Path):
     python.chmod(0o755)
     target = str(venv / "bin" / ".installed")
 
-    makes = [subprocess.Popen([str(MAKE), "-s", f"VENV={venv}", target], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for _ in range(2)]
+    makes = [
+        subprocess.Popen(
+            [str(MAKE), "-s", f"VENV={venv}", target],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for _ in range(2)
+    ]
     outputs = [make.communicate(timeout=60)[0].decode() for make in makes]
 
     assert [make.returncode for make in makes] == [0, 0], outputs
     assert log.read_text().splitlines() == [
-        "start -m pip install --quiet --upgrade pip", "end -m pip install --quiet --upgrade pip",
-        "start -m pip install --quiet -e .", "end -m pip install --quiet -e ."]
+        "start -m pip install --quiet --upgrade pip",
+        "end -m pip install --quiet --upgrade pip",
+        "start -m pip install --quiet -e .",
+        "end -m pip install --quiet -e .",
+    ]

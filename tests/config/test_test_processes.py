@@ -17,9 +17,26 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_test_file_runs_in_one_process_under_make_tests_scheduler():
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
-         "-p", "no:cacheprovider", "tests/tools/test_phrases.py"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            "tests/tools/test_phrases.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
     ran = re.findall(r"\[(gw\d+)\] .*PASSED (\S+)", done.stdout)
     assert done.returncode == 0, done.stdout[-3000:]

@@ -22,9 +22,21 @@ from adapters.functions.formats import PLATFORMS
 ROOT = Path(__file__).resolve().parents[2]
 # Credentials a developer may have exported must not leak into a stub run.
 # A platform declaring an openai SDK target names its variables' prefix.
-PLATFORM_VARS = re.compile("^({})".format("|".join([
-    "GIGACHAT_", "OPENAI_", "YC_", "YANDEX", "HERMES_", "CONFORMANCE_",
-    *(f"{p.openai_sdk.env}_" for p in PLATFORMS if p.openai_sdk is not None)])))
+PLATFORM_VARS = re.compile(
+    "^({})".format(
+        "|".join(
+            [
+                "GIGACHAT_",
+                "OPENAI_",
+                "YC_",
+                "YANDEX",
+                "HERMES_",
+                "CONFORMANCE_",
+                *(f"{p.openai_sdk.env}_" for p in PLATFORMS if p.openai_sdk is not None),
+            ]
+        )
+    )
+)
 
 
 @dataclass
@@ -32,17 +44,26 @@ class Kit:
     env: dict[str, str]
     state: Path
 
-    def manage(self, *args: str, env: dict[str, str] | None = None,
-               check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT,
-                              env={**self.env, **(env or {})}, capture_output=True, text=True,
-                              timeout=300, check=check)
+    def manage(
+        self, *args: str, env: dict[str, str] | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=check,
+        )
 
-    def run(self, target: str, *args: str, env: dict[str, str] | None = None
-            ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    def run(
+        self, target: str, *args: str, env: dict[str, str] | None = None
+    ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
         path = self.state / f"{target}-{len(list(self.state.glob('*.json')))}.json"
-        done = self.manage("conformance", target, "--report", str(path), *args, env=env,
-                           check=False)
+        done = self.manage(
+            "conformance", target, "--report", str(path), *args, env=env, check=False
+        )
         report = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
         return done, report
 
@@ -66,13 +87,25 @@ def steps(report: dict[str, Any]) -> dict[str, str]:
 def order_arguments() -> dict[str, Any]:
     expires = (timezone.now() + timedelta(days=2)).replace(microsecond=0).isoformat()
     return {
-        "description": "Проверка совместимости", "currency_id": "RUB",
+        "description": "Проверка совместимости",
+        "currency_id": "RUB",
         "customer": {"type": "legal", "name": "ООО «Проверка»", "vat_number": "7710044140"},
-        "basket_items": [{"sku": "KIT", "name": "Проверка совместимости", "type": "service",
-                          "measure_code": "796", "quantity": 1, "amount": "1000",
-                          "total_amount": "1000", "total_vat_amount": "0",
-                          "vat_code": "VATNONE"}],
-        "amount": "1000", "vat_amount": "0", "expiration_date": expires,
+        "basket_items": [
+            {
+                "sku": "KIT",
+                "name": "Проверка совместимости",
+                "type": "service",
+                "measure_code": "796",
+                "quantity": 1,
+                "amount": "1000",
+                "total_amount": "1000",
+                "total_vat_amount": "0",
+                "vat_code": "VATNONE",
+            }
+        ],
+        "amount": "1000",
+        "vat_amount": "0",
+        "expiration_date": expires,
     }
 
 

@@ -7,8 +7,16 @@ import json
 
 from tests.conformance.conftest import Kit, steps
 
-CYCLE = ["auth", "lookup_company_by_inn", "find_orders", "create_order", "get_order by order_id",
-         "get_order by merchant_order_id", "cancel_order", "find_orders after cancel"]
+CYCLE = [
+    "auth",
+    "lookup_company_by_inn",
+    "find_orders",
+    "create_order",
+    "get_order by order_id",
+    "get_order by merchant_order_id",
+    "cancel_order",
+    "find_orders after cancel",
+]
 
 
 def test_demo_target_runs_the_whole_cycle_and_reports_it(kit: Kit):

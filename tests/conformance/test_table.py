@@ -22,12 +22,19 @@ def test_no_committed_invoicebox_report_comes_from_the_sandbox():
     for report in load_reports(REPORTS_DIR):
         assert report["target"] in TARGETS
         assert report["contour_mode"] != "sandbox" or report["target"] not in (
-            "invoicebox-demo", "invoicebox-production"), f"{report['_file']}: a sandbox run"
+            "invoicebox-demo",
+            "invoicebox-production",
+        ), f"{report['_file']}: a sandbox run"
 
 
 def passing_report(target: str, tmp: Path, date: str, contour_mode: str = "demo") -> Path:
-    report = Report(target=target, gateway_version="9.9.9", catalog_fingerprint="abc",
-                    contour_mode=contour_mode, date=date)
+    report = Report(
+        target=target,
+        gateway_version="9.9.9",
+        catalog_fingerprint="abc",
+        contour_mode=contour_mode,
+        date=date,
+    )
     report.add("auth", True, "ok")
     path = tmp / f"{target}-{date[:10]}.json"
     report.write(path)

@@ -12,11 +12,15 @@ API = (DOCS / "api.md").read_text(encoding="utf-8")
 
 def test_the_code_table_is_code_status_exactly():
     # given: the doc's table, code -> (status, HTTP)
-    documented = {code: (status, int(http)) for code, status, http, _ in table_rows(block(API, "codes"))}
+    documented = {
+        code: (status, int(http)) for code, status, http, _ in table_rows(block(API, "codes"))
+    }
 
     # then: nothing missing, nothing extra, nothing stale
     assert sorted(set(CODE_STATUS) - set(documented)) == [], "codes missing from docs/api.md"
-    assert sorted(set(documented) - set(CODE_STATUS)) == [], "docs/api.md names codes the code lacks"
+    assert sorted(set(documented) - set(CODE_STATUS)) == [], (
+        "docs/api.md names codes the code lacks"
+    )
     assert {code: documented[code] for code in CODE_STATUS} == CODE_STATUS
 
 

@@ -13,8 +13,11 @@ LAYOUT = DESIGN.split("## Layout", 1)[1].split("```", 2)[1]
 
 def packages(folder: str) -> list[str]:
     plumbing = {"migrations", "management", "templatetags"}
-    return sorted(p.name for p in (ROOT / folder).iterdir()
-                  if p.is_dir() and (p / "__init__.py").exists() and p.name not in plumbing)
+    return sorted(
+        p.name
+        for p in (ROOT / folder).iterdir()
+        if p.is_dir() and (p / "__init__.py").exists() and p.name not in plumbing
+    )
 
 
 def listed_under(parent: str) -> set[str]:
@@ -34,8 +37,12 @@ def test_every_top_level_folder_of_the_layout_exists():
 
 
 def test_every_folder_of_the_layout_exists_under_its_parent():
-    wrong = [f"{parent}/{name}" for parent in ("tools", "adapters")
-             for name in sorted(listed_under(parent)) if not (ROOT / parent / name).is_dir()]
+    wrong = [
+        f"{parent}/{name}"
+        for parent in ("tools", "adapters")
+        for name in sorted(listed_under(parent))
+        if not (ROOT / parent / name).is_dir()
+    ]
     assert wrong == []
 
 

@@ -70,7 +70,9 @@ def step_up(http: Client, url: str, refused: Any, app: pyotp.TOTP, steps: int = 
     if not asked:
         return refused
     held = parse_qs(urlsplit(refused["Location"]).query)["held"][0]
-    return http.post(url, {"_step_up_held": held, "_step_up_code": app.at(time.time() + 30 * steps)})
+    return http.post(
+        url, {"_step_up_held": held, "_step_up_code": app.at(time.time() + 30 * steps)}
+    )
 
 
 def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_path: Path):
@@ -78,8 +80,10 @@ def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_
     started = time.monotonic()
 
     # 1. Токен и контур: a contour for reading only, checked; the token typed again from a file.
-    in_guide("create_contour shop --mode production --merchant-id <UUID> --token-file token.txt "
-             "--toolsets read")
+    in_guide(
+        "create_contour shop --mode production --merchant-id <UUID> --token-file token.txt "
+        "--toolsets read"
+    )
     run("create_contour", "shop", "--mode", "sandbox", "--toolsets", "read")
     shop = Contour.objects.get(slug="shop")
     assert shop.toolsets == ["read"]
@@ -99,8 +103,11 @@ def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_
     in_guide("add_totp anna")
     anna_app = app_of(run("add_totp", "anna"))
     anna = log_in("anna")
-    confirmed = anna.post("/account/second-factor/", {"action": "confirm_prepared",
-                                                      "code": anna_app.now()}, follow=True)
+    confirmed = anna.post(
+        "/account/second-factor/",
+        {"action": "confirm_prepared", "code": anna_app.now()},
+        follow=True,
+    )
     assert "Приложение подключено" in html.unescape(confirmed.content.decode())
 
     # 3. Люди и роли: the operator with his own device, the auditor.
@@ -109,8 +116,11 @@ def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_
     set_password("oleg")
     oleg_app = app_of(run("add_totp", "oleg"))
     oleg = log_in("oleg")
-    confirmed = oleg.post("/account/second-factor/", {"action": "confirm_prepared",
-                                                      "code": oleg_app.now()}, follow=True)
+    confirmed = oleg.post(
+        "/account/second-factor/",
+        {"action": "confirm_prepared", "code": oleg_app.now()},
+        follow=True,
+    )
     assert "Приложение подключено" in html.unescape(confirmed.content.decode())
     in_guide("grant ira auditor shop --create --email ira@shop.example")
     run("grant", "ira", "auditor", "shop", "--create", "--email", "ira@shop.example")
@@ -131,12 +141,17 @@ def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_
 
     # 5. Потолки и порог: roubles on the page; over 100,00 ₽ waits for the operator.
     ceilings = {"ceilings-TOTAL_FORMS": 3, "ceilings-INITIAL_FORMS": 0}
-    for index, (kind, currency, limit) in enumerate((("per_order", "RUB", "1 000,00"),
-                                                     ("per_day", "RUB", "5 000,00"),
-                                                     ("per_hour", "", "10"))):
-        ceilings.update({f"ceilings-{index}-contour": shop.pk, f"ceilings-{index}-kind": kind,
-                         f"ceilings-{index}-currency": currency,
-                         f"ceilings-{index}-limit": limit})
+    for index, (kind, currency, limit) in enumerate(
+        (("per_order", "RUB", "1 000,00"), ("per_day", "RUB", "5 000,00"), ("per_hour", "", "10"))
+    ):
+        ceilings.update(
+            {
+                f"ceilings-{index}-contour": shop.pk,
+                f"ceilings-{index}-kind": kind,
+                f"ceilings-{index}-currency": currency,
+                f"ceilings-{index}-limit": limit,
+            }
+        )
     form = {**contour_form(shop), "approval_thresholds_RUB": "100,00", **ceilings}
     saved = step_up(anna, url, anna.post(url, form), anna_app)  # fresh from step 4
     assert saved.status_code == 302, html.unescape(saved.content.decode())[:3000]
@@ -162,15 +177,19 @@ def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_
     cid = str(first["confirmation"]["id"])
     assert [m.to for m in mail.outbox if "/approvals/" in m.body] == [["oleg@shop.example"]]
     assert "/approvals/" in GUIDE
-    refused = anna.post(f"/approvals/{cid}/", {"decision": "approve",
-                                              "otp_code": anna_app.at(time.time() + 60)})
+    refused = anna.post(
+        f"/approvals/{cid}/", {"decision": "approve", "otp_code": anna_app.at(time.time() + 60)}
+    )
     assert PendingConfirmation.objects.get(pk=cid).status == "pending", refused.status_code
-    decided = oleg.post(f"/approvals/{cid}/", {"decision": "approve", "reason": "",
-                                              "otp_code": oleg_app.at(time.time() + 30)},
-                        follow=True)
+    decided = oleg.post(
+        f"/approvals/{cid}/",
+        {"decision": "approve", "reason": "", "otp_code": oleg_app.at(time.time() + 30)},
+        follow=True,
+    )
     assert "Одобрено" in html.unescape(decided.content.decode())
-    status, done = assistant.call("create_order", {**args, "confirmation_token":
-                                                   first["confirmation"]["token"]})
+    status, done = assistant.call(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     assert (status, done["status"]) == (200, "ok"), done
     assert SandboxOrder.objects.filter(order_id=done["data"]["order_id"]).exists()
     assert "[да] магазин" in run("check_contour", "shop")  # with an invoice, the shop matches
@@ -180,13 +199,25 @@ def test_the_owner_guide_from_a_token_to_a_confirmed_invoice(settings: Any, tmp_
     in_guide("python tools/verify_export.py --public-key journal-public.pem export.jsonl")
     (tmp_path / "export.jsonl").write_text(
         run("export_journal", "--format", "jsonl", "--signed", "--contour", "shop"),
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (tmp_path / "journal-public.pem").write_text(run("journal_public_key"), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "PYTHONPATH"))}
     verified = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "verify_export.py"), "--public-key",
-         "journal-public.pem", "export.jsonl"], cwd=tmp_path, env=env, capture_output=True,
-        text=True, timeout=60, check=False)
+        [
+            sys.executable,
+            str(ROOT / "tools" / "verify_export.py"),
+            "--public-key",
+            "journal-public.pem",
+            "export.jsonl",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert verified.returncode == 0, verified.stderr
     assert "ok:" in verified.stdout
     in_guide("create_auditor_token ira --contours shop")

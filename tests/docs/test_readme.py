@@ -25,7 +25,7 @@ DOC_FILES = sorted([ROOT / "README.md", *DOCS.glob("*.md")])
 def test_the_first_screen_says_what_it_is_then_the_two_commands_then_the_map():
     lines = README.splitlines()
     sections = [n for n, line in enumerate(lines) if line.startswith("## ")]
-    intro = [line for line in lines[1:sections[0]] if line.strip()]
+    intro = [line for line in lines[1 : sections[0]] if line.strip()]
 
     assert lines[sections[0]].startswith("## Two commands")
     assert 2 <= len(intro) <= 4
@@ -33,7 +33,7 @@ def test_the_first_screen_says_what_it_is_then_the_two_commands_then_the_map():
     commands = README.split("## Two commands", 1)[1].split("\n## ", 1)[0]
     assert "make demo" in commands and "make test" in commands
     docs_section = lines[sections[1]]
-    first_screen = "\n".join(lines[sections[1]:sections[2]])
+    first_screen = "\n".join(lines[sections[1] : sections[2]])
     assert "Документация" in docs_section
     for page in ("owner-guide.md", "design.md", "api.md", "production.md", "how-to.md"):
         assert f"(docs/{page})" in first_screen, page
@@ -47,7 +47,9 @@ def test_no_link_leaves_the_repository_and_every_link_lands(path):
     outside = [t for t in local if not (path.parent / t).resolve().is_relative_to(ROOT)]
     assert outside == [] and [t for t in local if "shared/" in t] == []
     assert [t for t in local if not (path.parent / t).exists()] == []
-    assert "../shared" not in text and "shared/API.md" not in text and "shared/DESIGN.md" not in text
+    assert (
+        "../shared" not in text and "shared/API.md" not in text and "shared/DESIGN.md" not in text
+    )
 
 
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: p.name)
@@ -71,23 +73,28 @@ def test_every_command_the_docs_name_exists():
 def test_the_readme_counts_the_catalog_as_it_is():
     demo = [spec for spec in CATALOG if spec.toolset in DEMO_TOOLSETS]
 
-    assert [int(n) for n in re.findall(r"(\d+)-tool catalog", README)] == [len(CATALOG)] * len(
-        re.findall(r"(\d+)-tool catalog", README)) != []
+    assert (
+        [int(n) for n in re.findall(r"(\d+)-tool catalog", README)]
+        == [len(CATALOG)] * len(re.findall(r"(\d+)-tool catalog", README))
+        != []
+    )
     assert set(re.findall(r"demo contour sees (\d+)", README)) == {str(len(demo))}
     assert set(re.findall(r"all (\d+) tools", README)) == {str(len(CATALOG))}
 
 
 def sizes_of(toolsets: str) -> dict[str, tuple[int, int]]:
     slug = f"readme-{toolsets.replace(',', '-')}"
-    call_command("create_contour", slug, "--mode", "sandbox", "--toolsets", toolsets,
-                 stdout=io.StringIO())
+    call_command(
+        "create_contour", slug, "--mode", "sandbox", "--toolsets", toolsets, stdout=io.StringIO()
+    )
     out = io.StringIO()
     call_command("create_api_key", slug, stdout=out)
     key = out.getvalue().strip().splitlines()[-1]
     found = {}
     for fmt in sorted(formats()):
-        answer = Client().get("/api/v1/tools", {"format": fmt, "stats": "1"},
-                              HTTP_AUTHORIZATION=f"Bearer {key}")
+        answer = Client().get(
+            "/api/v1/tools", {"format": fmt, "stats": "1"}, HTTP_AUTHORIZATION=f"Bearer {key}"
+        )
         assert answer.status_code == 200, answer.content[:300]
         stats = answer.json()["stats"]
         found[fmt] = (stats["characters"], stats["tokens_estimate"])
@@ -97,12 +104,20 @@ def sizes_of(toolsets: str) -> dict[str, tuple[int, int]]:
 @pytest.mark.django_db
 def test_the_readme_sizes_are_what_the_formats_measure():
     demo, full = sizes_of(",".join(DEMO_TOOLSETS)), sizes_of("read,write,refund")
-    table = "\n".join(f"| `{fmt}` | {demo[fmt][0]} / {demo[fmt][1]} | {full[fmt][0]} / {full[fmt][1]} |"
-                      for fmt in sorted(demo) if fmt != "neutral")
-    measured = {fmt: (f"{demo[fmt][0]} / {demo[fmt][1]}", f"{full[fmt][0]} / {full[fmt][1]}")
-                for fmt in demo if fmt != "neutral"}
+    table = "\n".join(
+        f"| `{fmt}` | {demo[fmt][0]} / {demo[fmt][1]} | {full[fmt][0]} / {full[fmt][1]} |"
+        for fmt in sorted(demo)
+        if fmt != "neutral"
+    )
+    measured = {
+        fmt: (f"{demo[fmt][0]} / {demo[fmt][1]}", f"{full[fmt][0]} / {full[fmt][1]}")
+        for fmt in demo
+        if fmt != "neutral"
+    }
     rows = table_rows(block(README, "sizes")) if "<!-- sizes:start -->" in README else []
-    documented = {row[0].split()[0]: tuple(re.sub(r"\s*\(.*\)", "", cell) for cell in row[1:3])
-                  for row in rows}
+    documented = {
+        row[0].split()[0]: tuple(re.sub(r"\s*\(.*\)", "", cell) for cell in row[1:3])
+        for row in rows
+    }
 
     assert documented == measured, "paste between the README's sizes markers:\n" + table

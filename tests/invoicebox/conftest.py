@@ -141,8 +141,11 @@ def in_process(db: None) -> Iterator[Callable[..., httpx.Client]]:
         opened_client = httpx.Client(
             transport=InProcessTransport(),
             base_url="http://testserver/sandbox/invoicebox",
-            headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT,
-                     "Content-Type": "application/json"},
+            headers={
+                "Authorization": f"Bearer {token}",
+                "User-Agent": USER_AGENT,
+                "Content-Type": "application/json",
+            },
             timeout=timeout,
         )
         opened.append(opened_client)

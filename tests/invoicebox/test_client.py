@@ -46,9 +46,17 @@ D = Decimal
 def new_order(**changes: Any) -> NewOrder:
     """The reference example in kopecks: 3 x 123.96 = 371.88, VAT 20 % = 61.98."""
     line = BasketLine(
-        sku="ROOM-STD", name="Бронирование номера", measure="шт", measure_code="796",
-        quantity=D(3), amount=12396, amount_wo_vat=10330, total_amount=37188,
-        total_vat_amount=6198, vat_code="RUS_VAT20", type="service",
+        sku="ROOM-STD",
+        name="Бронирование номера",
+        measure="шт",
+        measure_code="796",
+        quantity=D(3),
+        amount=12396,
+        amount_wo_vat=10330,
+        total_amount=37188,
+        total_vat_amount=6198,
+        vat_code="RUS_VAT20",
+        type="service",
         payment_type="full_prepayment",
     )
     order = NewOrder(
@@ -60,8 +68,12 @@ def new_order(**changes: Any) -> NewOrder:
         language_id="ru",
         expiration_date=dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(days=7),
         basket=[line],
-        customer=Customer(type="legal", name="ООО «Ромашка»", vat_number="7710044140",
-                          tax_registration_reason_code="770201001"),
+        customer=Customer(
+            type="legal",
+            name="ООО «Ромашка»",
+            vat_number="7710044140",
+            tax_registration_reason_code="770201001",
+        ),
     )
     line_changes = changes.pop("line", {})
     if line_changes:
@@ -94,8 +106,12 @@ class Sandbox:
 
     def client(self, token: str = DEMO_TOKEN) -> InvoiceboxClient:
         made = InvoiceboxClient(
-            base_url=SANDBOX_URL, token=token, merchant_id=DEMO_MERCHANT_ID,
-            transport=self.transport, read_attempts=READ_ATTEMPTS, backoff_seconds=0,
+            base_url=SANDBOX_URL,
+            token=token,
+            merchant_id=DEMO_MERCHANT_ID,
+            transport=self.transport,
+            read_attempts=READ_ATTEMPTS,
+            backoff_seconds=0,
         )
         self.opened.append(made)
         return made
@@ -185,7 +201,10 @@ def test_repeated_merchant_order_id_is_rejected_as_duplicate(sandbox: Sandbox) -
     # then
     error = caught.value
     assert (error.kind, error.code, error.http_status) == (
-        "rejected", "merchant_order_id_duplicate", 422)
+        "rejected",
+        "merchant_order_id_duplicate",
+        422,
+    )
     assert error.request_id == sandbox.transport.responses[-1].headers["X-Request-Id"]
     assert error.request_id != sandbox.transport.responses[0].headers["X-Request-Id"]
     assert list(SandboxOrder.objects.values_list("order_id", flat=True)) == [uuid.UUID(first.id)]
@@ -202,7 +221,10 @@ def test_bad_token_is_unauthorized(sandbox: Sandbox) -> None:
 
     # then
     assert (caught.value.kind, caught.value.code, caught.value.http_status) == (
-        "unauthorized", "unauthorized", 401)
+        "unauthorized",
+        "unauthorized",
+        401,
+    )
     assert caught.value.request_id
     assert sandbox.attempts == 1
 
@@ -284,7 +306,8 @@ def test_a_create_whose_response_is_lost_is_unknown_outcome_but_exists(sandbox: 
     found = client.find_orders(merchant_order_id=order.merchant_order_id)
     assert found.total_count == 1
     assert [(o.merchant_order_id, o.amount) for o in found.orders] == [
-        (order.merchant_order_id, 37188)]
+        (order.merchant_order_id, 37188)
+    ]
 
 
 # --------------------------------------------------------------------------- the remote API
@@ -329,12 +352,17 @@ def created_reply(request: httpx.Request) -> httpx.Response:
 
 
 def list_reply(*orders: dict[str, Any]) -> httpx.Response:
-    return json_reply(200, {"data": list(orders), "extendedData": [],
-                            "metaData": {"totalCount": len(orders)}})
+    return json_reply(
+        200, {"data": list(orders), "extendedData": [], "metaData": {"totalCount": len(orders)}}
+    )
 
 
-def error_reply(status: int, code: str = "", request: httpx.Request | None = None,
-                headers: dict[str, str] | None = None) -> httpx.Response:
+def error_reply(
+    status: int,
+    code: str = "",
+    request: httpx.Request | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
     # A careless upstream echoes the Authorization header back: it must not leak further.
     echoed = request.headers.get("authorization", "") if request is not None else ""
     body: dict[str, Any] = {"message": f"Failed for {echoed}", "code": code}
@@ -356,8 +384,11 @@ class Remote:
 
     def client(self) -> InvoiceboxClient:
         return InvoiceboxClient(
-            base_url=REMOTE_URL, token=REMOTE_TOKEN, merchant_id=REMOTE_MERCHANT,
-            transport=httpx.MockTransport(self.handle), read_attempts=READ_ATTEMPTS,
+            base_url=REMOTE_URL,
+            token=REMOTE_TOKEN,
+            merchant_id=REMOTE_MERCHANT,
+            transport=httpx.MockTransport(self.handle),
+            read_attempts=READ_ATTEMPTS,
             backoff_seconds=0,
         )
 
@@ -419,8 +450,9 @@ def test_find_orders_sends_paging_order_statuses_and_an_offset_date(remote: Remo
     since = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=3)))
 
     # when
-    page = remote.client().find_orders(statuses=["created", "completed"], created_from=since,
-                                       page=2, page_size=50)
+    page = remote.client().find_orders(
+        statuses=["created", "completed"], created_from=since, page=2, page_size=50
+    )
 
     # then
     (request,) = remote.requests
@@ -429,9 +461,14 @@ def test_find_orders_sends_paging_order_statuses_and_an_offset_date(remote: Remo
     # What a server decodes from the raw query: a literal '+' would arrive as a space.
     sent = parse_qsl(request.url.query.decode("ascii"), keep_blank_values=True)
     assert sent == [
-        ("_page", "2"), ("page", "2"), ("_pageSize", "50"), ("pageSize", "50"),
-        ("_order[createdAt]", "desc"), ("merchantId", REMOTE_MERCHANT),
-        ("status[]", "created"), ("status[]", "completed"),
+        ("_page", "2"),
+        ("page", "2"),
+        ("_pageSize", "50"),
+        ("pageSize", "50"),
+        ("_order[createdAt]", "desc"),
+        ("merchantId", REMOTE_MERCHANT),
+        ("status[]", "created"),
+        ("status[]", "completed"),
         ("createdAt[_ge]", "2026-01-02T03:04:05+03:00"),
     ]
     assert page.orders == [] and page.total_count == 0
@@ -462,8 +499,11 @@ def raise_timeout(request: httpx.Request) -> httpx.Response:
 
 def huge_reply(request: httpx.Request) -> httpx.Response:
     padding = b"x" * (MAX_BODY_BYTES + 1)
-    return httpx.Response(200, headers={"Content-Type": "application/json"},
-                          content=b'{"data": [], "pad": "' + padding + b'"}')
+    return httpx.Response(
+        200,
+        headers={"Content-Type": "application/json"},
+        content=b'{"data": [], "pad": "' + padding + b'"}',
+    )
 
 
 def non_json(request: httpx.Request) -> httpx.Response:
@@ -477,29 +517,52 @@ MAPPING: list[tuple[str, Call, Answer, str, int]] = [
     ("403", write, lambda r: error_reply(403, "forbidden", r), "forbidden", 1),
     ("404", read, lambda r: error_reply(404, "not_found", r), "not_found", 1),
     ("422 on a write", write, lambda r: error_reply(422, "wrong_total_amount", r), "rejected", 1),
-    ("400 with an unknown code", write, lambda r: error_reply(400, "bad_request", r),
-     "rejected", 1),
-    ("429 on a read", read, lambda r: error_reply(429, "", r, {"Retry-After": "0"}),
-     "rate_limited", READ_ATTEMPTS),
+    (
+        "400 with an unknown code",
+        write,
+        lambda r: error_reply(400, "bad_request", r),
+        "rejected",
+        1,
+    ),
+    (
+        "429 on a read",
+        read,
+        lambda r: error_reply(429, "", r, {"Retry-After": "0"}),
+        "rate_limited",
+        READ_ATTEMPTS,
+    ),
     # The upstream may have stored the order before its 503: the outcome is unknown, found by
     # lookup, never "failed" (tools/pipeline/recovery.py).
     ("503 on a write", write, lambda r: error_reply(503, "", r), "unknown_outcome", 1),
     ("500 on a read", read, lambda r: error_reply(500, "", r), "unavailable", READ_ATTEMPTS),
     ("500 on a write", write, lambda r: error_reply(500, "", r), "unknown_outcome", 1),
-    ("302", read, lambda r: httpx.Response(302, headers={"Location": "https://evil.example/"}),
-     "bad_response", 1),
+    (
+        "302",
+        read,
+        lambda r: httpx.Response(302, headers={"Location": "https://evil.example/"}),
+        "bad_response",
+        1,
+    ),
     ("non-JSON 200 on a read", read, non_json, "bad_response", 1),
     ("non-JSON 200 on a write", write, non_json, "unknown_outcome", 1),
-    ("3-decimal money", read, lambda r: list_reply(order_json(amount=D("371.885"))),
-     "bad_response", 1),
+    (
+        "3-decimal money",
+        read,
+        lambda r: list_reply(order_json(amount=D("371.885"))),
+        "bad_response",
+        1,
+    ),
     ("timeout on a read", read, raise_timeout, "unavailable", READ_ATTEMPTS),
     ("timeout on a write", write, raise_timeout, "unknown_outcome", 1),
     ("body over 4 MB", read, huge_reply, "bad_response", 1),
 ]
 
 
-@pytest.mark.parametrize(("call", "answer", "kind", "attempts"),
-                         [case[1:] for case in MAPPING], ids=[case[0] for case in MAPPING])
+@pytest.mark.parametrize(
+    ("call", "answer", "kind", "attempts"),
+    [case[1:] for case in MAPPING],
+    ids=[case[0] for case in MAPPING],
+)
 def test_upstream_failures_map_to_kinds_and_retry_only_where_safe(
     remote: Remote, call: Call, answer: Answer, kind: str, attempts: int
 ) -> None:
@@ -517,8 +580,9 @@ def test_upstream_failures_map_to_kinds_and_retry_only_where_safe(
     assert {r.url.host for r in remote.requests} == {"api.invoicebox.ru"}
 
 
-@pytest.mark.parametrize(("call", "answer"), [case[1:3] for case in MAPPING],
-                         ids=[case[0] for case in MAPPING])
+@pytest.mark.parametrize(
+    ("call", "answer"), [case[1:3] for case in MAPPING], ids=[case[0] for case in MAPPING]
+)
 def test_the_token_never_appears_in_an_error_message(
     remote: Remote, call: Call, answer: Answer
 ) -> None:
@@ -548,7 +612,11 @@ def test_a_rejection_keeps_code_fields_status_and_request_id(remote: Remote) -> 
     # then
     error = caught.value
     assert (error.kind, error.code, error.http_status, error.request_id) == (
-        "rejected", "wrong_total_amount", 422, "req-42")
+        "rejected",
+        "wrong_total_amount",
+        422,
+        "req-42",
+    )
     assert error.message == "Инвойсбокс: сумма заказа не равна сумме позиций"
     assert error.fields == [{"name": "amount", "code": "wrong_value", "message": ""}]
 
@@ -563,7 +631,10 @@ def test_a_rate_limit_gives_up_with_the_retry_after_it_was_told(remote: Remote) 
 
     # then
     assert (caught.value.kind, caught.value.http_status, caught.value.retry_after) == (
-        "rate_limited", 429, 0.0)
+        "rate_limited",
+        429,
+        0.0,
+    )
 
 
 def test_a_failure_then_success_on_a_read_returns_the_data(remote: Remote) -> None:
@@ -584,8 +655,14 @@ def test_a_failure_then_success_on_a_read_returns_the_data(remote: Remote) -> No
 
 @pytest.mark.parametrize(
     ("kopecks", "roubles"),
-    [(0, "0.00"), (1, "0.01"), (10, "0.10"), (12200, "122.00"), (37188, "371.88"),
-     (100_000_000_000_00, "100000000000.00")],
+    [
+        (0, "0.00"),
+        (1, "0.01"),
+        (10, "0.10"),
+        (12200, "122.00"),
+        (37188, "371.88"),
+        (100_000_000_000_00, "100000000000.00"),
+    ],
 )
 def test_to_roubles_is_exact_with_two_decimals(kopecks: int, roubles: str) -> None:
     assert str(to_roubles(kopecks)) == roubles
@@ -594,8 +671,16 @@ def test_to_roubles_is_exact_with_two_decimals(kopecks: int, roubles: str) -> No
 
 @pytest.mark.parametrize(
     ("value", "kopecks"),
-    [(D("371.88"), 37188), (D("0.1"), 10), (D("103.3"), 10330), (D("12.340"), 1234),
-     (D("0"), 0), (100, 10000), (0, 0), (D("1E+2"), 10000)],
+    [
+        (D("371.88"), 37188),
+        (D("0.1"), 10),
+        (D("103.3"), 10330),
+        (D("12.340"), 1234),
+        (D("0"), 0),
+        (100, 10000),
+        (0, 0),
+        (D("1E+2"), 10000),
+    ],
 )
 def test_to_kopecks_accepts_numbers_with_at_most_two_decimals(
     value: Decimal | int, kopecks: int
@@ -630,15 +715,20 @@ def test_to_kopecks_refuses_bools_floats_strings_and_three_decimals(value: Any) 
         ("http://localhost.evil.example/sandbox/invoicebox", False),
     ],
 )
-def test_is_local_sandbox_only_for_our_own_mount_on_a_local_host(base_url: str, local: bool) -> None:
+def test_is_local_sandbox_only_for_our_own_mount_on_a_local_host(
+    base_url: str, local: bool
+) -> None:
     assert is_local_sandbox(base_url) is local
 
 
 @pytest.mark.django_db
 def test_make_client_reaches_the_local_sandbox_in_process() -> None:
     # given
-    client = make_client(base_url=settings.INVOICEBOX_SANDBOX_BASE_URL, token=DEMO_TOKEN,
-                         merchant_id=DEMO_MERCHANT_ID)
+    client = make_client(
+        base_url=settings.INVOICEBOX_SANDBOX_BASE_URL,
+        token=DEMO_TOKEN,
+        merchant_id=DEMO_MERCHANT_ID,
+    )
 
     # when
     with client:
@@ -649,6 +739,7 @@ def test_make_client_reaches_the_local_sandbox_in_process() -> None:
 
 
 # -- a server that ignores the filter ---------------------------------------------------------
+
 
 def test_get_order_refuses_a_row_that_is_not_the_order_asked_for(remote: Remote) -> None:
     # given: a server that ignores every filter and always answers one fixed order

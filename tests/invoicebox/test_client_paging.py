@@ -14,7 +14,6 @@ from tests.invoicebox.test_client import Remote, json_reply
 pytestmark = pytest.mark.django_db
 
 
-
 @pytest.fixture
 def remote() -> Remote:
     return Remote()
@@ -24,9 +23,16 @@ ORDER_ID = "0190d6a4-1f2e-7c3b-9a8d-123456789abc"
 
 
 def refund_row(number: int) -> dict[str, Any]:
-    return {"id": f"0190d6a4-0000-7000-8000-{number:012d}", "parentId": ORDER_ID,
-            "merchantOrderId": f"r-{number}", "status": "completed", "amount": 10,
-            "vatAmount": 0, "currencyId": "RUB", "createdAt": "2026-01-01T10:00:00+03:00"}
+    return {
+        "id": f"0190d6a4-0000-7000-8000-{number:012d}",
+        "parentId": ORDER_ID,
+        "merchantOrderId": f"r-{number}",
+        "status": "completed",
+        "amount": 10,
+        "vatAmount": 0,
+        "currencyId": "RUB",
+        "createdAt": "2026-01-01T10:00:00+03:00",
+    }
 
 
 def asked(request: httpx.Request) -> dict[str, str]:
@@ -36,8 +42,9 @@ def asked(request: httpx.Request) -> dict[str, str]:
 def test_refunds_refused_when_the_server_ignores_the_page_size(remote: Remote) -> None:
     # given: a server that pages by its own default of 30 whatever is asked
     rows = [refund_row(n) for n in range(30)]
-    remote.answer = lambda request: json_reply(200, {"data": rows, "metaData": {
-        "totalCount": 45, "page": 1, "pageSize": 30}})
+    remote.answer = lambda request: json_reply(
+        200, {"data": rows, "metaData": {"totalCount": 45, "page": 1, "pageSize": 30}}
+    )
 
     # when
     with pytest.raises(InvoiceboxError) as caught:
@@ -52,8 +59,14 @@ def test_refunds_refused_when_the_server_answers_another_page(remote: Remote) ->
     # given: 150 refunds, but every request gets the first page back
     def answer(request: httpx.Request) -> httpx.Response:
         size = int(asked(request)["_pageSize"])
-        return json_reply(200, {"data": [refund_row(n) for n in range(size)],
-                                "metaData": {"totalCount": 150, "page": 1, "pageSize": size}})
+        return json_reply(
+            200,
+            {
+                "data": [refund_row(n) for n in range(size)],
+                "metaData": {"totalCount": 150, "page": 1, "pageSize": size},
+            },
+        )
+
     remote.answer = answer
 
     # when
@@ -71,8 +84,10 @@ def test_refunds_refused_when_a_row_repeats_on_the_next_page(remote: Remote) -> 
         page, size = int(asked(request)["_page"]), int(asked(request)["_pageSize"])
         start = (page - 1) * size - (1 if page > 1 else 0)
         data = [refund_row(n) for n in range(start, min(start + size, 150))]
-        return json_reply(200, {"data": data, "metaData": {
-            "totalCount": 150, "page": page, "pageSize": size}})
+        return json_reply(
+            200, {"data": data, "metaData": {"totalCount": 150, "page": page, "pageSize": size}}
+        )
+
     remote.answer = answer
 
     # when
@@ -89,8 +104,10 @@ def test_refunds_read_whole_when_the_server_pages_as_asked(remote: Remote) -> No
         page, size = int(asked(request)["_page"]), int(asked(request)["_pageSize"])
         start = (page - 1) * size
         data = [refund_row(n) for n in range(start, min(start + size, 150))]
-        return json_reply(200, {"data": data, "metaData": {
-            "totalCount": 150, "page": page, "pageSize": size}})
+        return json_reply(
+            200, {"data": data, "metaData": {"totalCount": 150, "page": page, "pageSize": size}}
+        )
+
     remote.answer = answer
 
     # when
@@ -105,8 +122,10 @@ def test_refunds_beyond_the_page_cap_are_refused_not_truncated(remote: Remote) -
     def answer(request: httpx.Request) -> httpx.Response:
         page, size = int(asked(request)["_page"]), int(asked(request)["_pageSize"])
         data = [refund_row((page - 1) * size + n) for n in range(size)]
-        return json_reply(200, {"data": data, "metaData": {
-            "totalCount": 10**6, "page": page, "pageSize": size}})
+        return json_reply(
+            200, {"data": data, "metaData": {"totalCount": 10**6, "page": page, "pageSize": size}}
+        )
+
     remote.answer = answer
 
     # when
@@ -131,8 +150,10 @@ def test_a_larger_first_page_without_metadata_is_accepted_row_by_row(remote: Rem
 
 def test_a_larger_first_page_with_a_row_of_another_order_is_refused(remote: Remote) -> None:
     # given: the filter was not applied either
-    rows = [{"id": n, "orderId": ORDER_ID if n < 7 else "another", "basketItems": []}
-            for n in range(1, 8)]
+    rows = [
+        {"id": n, "orderId": ORDER_ID if n < 7 else "another", "basketItems": []}
+        for n in range(1, 8)
+    ]
     remote.answer = lambda request: json_reply(200, {"data": rows})
 
     # when
@@ -162,17 +183,23 @@ def shipment_row(number: int, created: str) -> dict[str, Any]:
 
 def test_shipments_are_ordered_here_whatever_order_the_server_answers_in(remote: Remote) -> None:
     # given: a server that ignores the sort and answers newest first
-    rows = [shipment_row(3, "2026-01-03T10:00:00+03:00"), shipment_row(1, "2026-01-01T10:00:00+03:00"),
-            shipment_row(2, "2026-01-02T10:00:00+03:00")]
-    remote.answer = lambda request: json_reply(200, {"data": rows, "metaData": {
-        "totalCount": 3, "page": 1, "pageSize": 50}})
+    rows = [
+        shipment_row(3, "2026-01-03T10:00:00+03:00"),
+        shipment_row(1, "2026-01-01T10:00:00+03:00"),
+        shipment_row(2, "2026-01-02T10:00:00+03:00"),
+    ]
+    remote.answer = lambda request: json_reply(
+        200, {"data": rows, "metaData": {"totalCount": 3, "page": 1, "pageSize": 50}}
+    )
 
     # when
     shipments = remote.client().all_shipments(ORDER_ID)
 
     # then: oldest first, and no sort by a field the docs don't define was asked for
     assert [s.id for s in shipments] == ["1", "2", "3"]
-    assert not any("createdAt" in key for key, _ in parse_qsl(remote.requests[0].url.query.decode()))
+    assert not any(
+        "createdAt" in key for key, _ in parse_qsl(remote.requests[0].url.query.decode())
+    )
 
 
 def test_a_shipment_repeated_on_the_next_page_is_refused(remote: Remote) -> None:
@@ -180,9 +207,14 @@ def test_a_shipment_repeated_on_the_next_page_is_refused(remote: Remote) -> None
     def answer(request: httpx.Request) -> httpx.Response:
         page, size = int(asked(request)["_page"]), int(asked(request)["_pageSize"])
         start = 1 if page == 1 else size
-        data = [shipment_row(n, "2026-01-01T10:00:00+03:00") for n in range(start, min(start + size, 61))]
-        return json_reply(200, {"data": data, "metaData": {
-            "totalCount": 60, "page": page, "pageSize": size}})
+        data = [
+            shipment_row(n, "2026-01-01T10:00:00+03:00")
+            for n in range(start, min(start + size, 61))
+        ]
+        return json_reply(
+            200, {"data": data, "metaData": {"totalCount": 60, "page": page, "pageSize": size}}
+        )
+
     remote.answer = answer
 
     # when

@@ -47,17 +47,21 @@ def unit_line(units: int = 1, **changes: Any) -> BasketLine:
     """`units` nights of the reference order (123.96 each, VAT 20 % = 20.66 per night)."""
     totals = {1: (12396, 2066), 2: (24792, 4132), 3: (37188, 6198)}
     total, vat = totals[units]
-    line = replace(new_order().basket[0], quantity=D(units), total_amount=total,
-                   total_vat_amount=vat)
+    line = replace(
+        new_order().basket[0], quantity=D(units), total_amount=total, total_vat_amount=vat
+    )
     return replace(line, **changes)
 
 
 def new_refund(parent_id: str, *lines: BasketLine, **changes: Any) -> NewRefund:
     lines = lines or (unit_line(),)
     refund = NewRefund(
-        parent_id=parent_id, merchant_order_id=f"refund-{uuid.uuid4().hex[:12]}",
-        description="Возврат за ночь", amount=sum(line.total_amount for line in lines),
-        vat_amount=sum(line.total_vat_amount for line in lines), basket=list(lines),
+        parent_id=parent_id,
+        merchant_order_id=f"refund-{uuid.uuid4().hex[:12]}",
+        description="Возврат за ночь",
+        amount=sum(line.total_amount for line in lines),
+        vat_amount=sum(line.total_vat_amount for line in lines),
+        basket=list(lines),
     )
     return replace(refund, **changes)
 
@@ -116,9 +120,15 @@ def test_a_shipment_round_trips_in_kopecks(sandbox: Sandbox) -> None:
     order_id = paid_order(sandbox)
 
     # when
-    created = client.create_shipment(NewShipment(
-        order_id=order_id, basket=[unit_line(2)], final=False, document_number="УПД-7",
-        document_date=dt.date(2026, 8, 25)))
+    created = client.create_shipment(
+        NewShipment(
+            order_id=order_id,
+            basket=[unit_line(2)],
+            final=False,
+            document_number="УПД-7",
+            document_date=dt.date(2026, 8, 25),
+        )
+    )
     page = client.find_shipments(order_id=order_id)
 
     # then
@@ -128,9 +138,15 @@ def test_a_shipment_round_trips_in_kopecks(sandbox: Sandbox) -> None:
         assert (seen.order_id, seen.status, seen.final) == (order_id, "completed", False)
         assert (seen.amount, seen.vat_amount) == (24792, 4132)
         assert (seen.document_number, seen.document_date) == ("УПД-7", "2026-08-25")
-        assert seen.items == [ShipmentItem(sku="ROOM-STD", name="Бронирование номера",
-                                           quantity=D(2), total_amount=24792,
-                                           total_vat_amount=4132)]
+        assert seen.items == [
+            ShipmentItem(
+                sku="ROOM-STD",
+                name="Бронирование номера",
+                quantity=D(2),
+                total_amount=24792,
+                total_vat_amount=4132,
+            )
+        ]
     assert SandboxShipment.objects.get(pk=int(created.id)).amount == D("247.92")
 
 
@@ -146,7 +162,10 @@ def test_a_shipment_of_an_unpaid_order_is_rejected(sandbox: Sandbox) -> None:
 
     # then
     assert (caught.value.kind, caught.value.code, caught.value.http_status) == (
-        "rejected", "wrong_order_status", 422)
+        "rejected",
+        "wrong_order_status",
+        422,
+    )
     assert "статусе" in caught.value.message
     assert not SandboxShipment.objects.exists()
 
@@ -181,14 +200,26 @@ def test_refundable_items_shrink_after_a_refund(sandbox: Sandbox) -> None:
 
     # then
     assert (refund.status, refund.amount, refund.vat_amount, refund.currency) == (
-        "created", 12396, 2066, "RUB")
+        "created",
+        12396,
+        2066,
+        "RUB",
+    )
     assert refund.parent_id == order_id
     assert (before.available_amount, before.available_vat_amount) == (37188, 6198)
     assert (after.available_amount, after.available_vat_amount) == (24792, 4132)
     assert (after.sku, after.quantity, after.total_amount, after.amount_wo_vat) == (
-        "ROOM-STD", D(3), 37188, 10330)
+        "ROOM-STD",
+        D(3),
+        37188,
+        10330,
+    )
     assert (after.measure_code, after.vat_code, after.type, after.payment_type) == (
-        "796", "RUS_VAT20", "service", "full_prepayment")
+        "796",
+        "RUS_VAT20",
+        "service",
+        "full_prepayment",
+    )
 
 
 @pytest.mark.django_db
@@ -216,7 +247,10 @@ def test_refunds_the_sandbox_refuses_surface_as_rejected(
 
     # then
     assert (caught.value.kind, caught.value.code, caught.value.http_status) == (
-        "rejected", code, 422)
+        "rejected",
+        code,
+        422,
+    )
     assert caught.value.request_id == sandbox.transport.responses[-1].headers["X-Request-Id"]
     assert not SandboxRefund.objects.exists()
 
@@ -284,8 +318,9 @@ def test_a_write_whose_response_is_lost_is_unknown_outcome_but_exists(
     if what == "shipment":
         assert [s.amount for s in client.find_shipments(order_id=order_id).shipments] == [12396]
     else:
-        assert [r.amount for r in client.find_refunds(merchant_order_id=refund.merchant_order_id)
-                ] == [12396]
+        assert [
+            r.amount for r in client.find_refunds(merchant_order_id=refund.merchant_order_id)
+        ] == [12396]
 
 
 @pytest.mark.django_db
@@ -316,22 +351,35 @@ def _query(request: httpx.Request) -> list[tuple[str, str]]:
 def test_new_shipment_and_refund_send_roubles_as_exact_json_numbers(remote: Remote) -> None:
     # given
     shipment_reply = {"id": 41, "orderId": ORDER_ID, "basketItems": []}
-    refund_reply = {"id": "r-1", "parentId": ORDER_ID, "merchantOrderId": "rf-1",
-                    "status": "created", "amount": D("123.96"), "vatAmount": D("20.66"),
-                    "currencyId": "RUB", "createdAt": "2026-01-02T03:04:05+00:00"}
-    remote.answer = lambda request: json_reply(200, {"data": (
-        shipment_reply if request.url.path.endswith("/shipment") else refund_reply)})
+    refund_reply = {
+        "id": "r-1",
+        "parentId": ORDER_ID,
+        "merchantOrderId": "rf-1",
+        "status": "created",
+        "amount": D("123.96"),
+        "vatAmount": D("20.66"),
+        "currencyId": "RUB",
+        "createdAt": "2026-01-02T03:04:05+00:00",
+    }
+    remote.answer = lambda request: json_reply(
+        200, {"data": (shipment_reply if request.url.path.endswith("/shipment") else refund_reply)}
+    )
     client = remote.client()
 
     # when
-    client.create_shipment(NewShipment(order_id=ORDER_ID, basket=[unit_line(1)], final=True,
-                                       document_date=dt.date(2026, 8, 5)))
+    client.create_shipment(
+        NewShipment(
+            order_id=ORDER_ID, basket=[unit_line(1)], final=True, document_date=dt.date(2026, 8, 5)
+        )
+    )
     refund = client.create_refund(new_refund(ORDER_ID, merchant_order_id="rf-1"))
 
     # then
     shipment_request, refund_request = remote.requests
     assert (shipment_request.method, shipment_request.url.path) == (
-        "POST", "/v3/billing/api/order/shipment")
+        "POST",
+        "/v3/billing/api/order/shipment",
+    )
     raw = shipment_request.content.decode()
     assert '"totalAmount": 123.96' in raw and '"totalVatAmount": 20.66' in raw
     body = json.loads(raw, parse_float=Decimal)
@@ -340,18 +388,32 @@ def test_new_shipment_and_refund_send_roubles_as_exact_json_numbers(remote: Remo
     assert "documentNumber" not in body
     assert refund_request.url.path == "/v3/billing/api/order/refund-order"
     sent = json.loads(refund_request.content, parse_float=Decimal)
-    assert set(sent) == {"parentId", "merchantOrderId", "description", "amount", "vatAmount",
-                         "basketItems"}
+    assert set(sent) == {
+        "parentId",
+        "merchantOrderId",
+        "description",
+        "amount",
+        "vatAmount",
+        "basketItems",
+    }
     assert (sent["amount"], sent["vatAmount"]) == (D("123.96"), D("20.66"))
-    assert refund == Refund(id="r-1", parent_id=ORDER_ID, merchant_order_id="rf-1",
-                            status="created", amount=12396, vat_amount=2066, currency="RUB",
-                            created_at="2026-01-02T03:04:05+00:00")
+    assert refund == Refund(
+        id="r-1",
+        parent_id=ORDER_ID,
+        merchant_order_id="rf-1",
+        status="created",
+        amount=12396,
+        vat_amount=2066,
+        currency="RUB",
+        created_at="2026-01-02T03:04:05+00:00",
+    )
 
 
 def test_find_shipments_sends_the_documented_filter_and_paging(remote: Remote) -> None:
     # given
-    remote.answer = lambda request: json_reply(200, {"data": [], "metaData": {
-        "totalCount": 0, "pageSize": 10, "page": 2}})
+    remote.answer = lambda request: json_reply(
+        200, {"data": [], "metaData": {"totalCount": 0, "pageSize": 10, "page": 2}}
+    )
 
     # when
     page = remote.client().find_shipments(order_id=ORDER_ID, page=2, page_size=10)
@@ -366,10 +428,21 @@ def test_find_shipments_sends_the_documented_filter_and_paging(remote: Remote) -
 
 def test_a_shipment_without_sums_is_worth_its_lines(remote: Remote) -> None:
     # given: only what the docs promise, plus lines
-    row = {"id": 7, "merchantId": REMOTE_MERCHANT, "orderId": ORDER_ID, "basketItems": [
-        {"sku": 501, "name": "A", "quantity": D("1.5"), "totalAmount": D("10.5"),
-         "totalVatAmount": D("1.75")},
-        {"sku": "B", "name": "B", "quantity": 2, "totalAmount": 4, "totalVatAmount": 0}]}
+    row = {
+        "id": 7,
+        "merchantId": REMOTE_MERCHANT,
+        "orderId": ORDER_ID,
+        "basketItems": [
+            {
+                "sku": 501,
+                "name": "A",
+                "quantity": D("1.5"),
+                "totalAmount": D("10.5"),
+                "totalVatAmount": D("1.75"),
+            },
+            {"sku": "B", "name": "B", "quantity": 2, "totalAmount": 4, "totalVatAmount": 0},
+        ],
+    }
     remote.answer = lambda request: json_reply(200, {"data": [row]})
 
     # when
@@ -377,18 +450,39 @@ def test_a_shipment_without_sums_is_worth_its_lines(remote: Remote) -> None:
 
     # then
     assert shipment == Shipment(
-        id="7", order_id=ORDER_ID, status="", final=False, amount=1450, vat_amount=None,
-        document_number=None, document_date=None, created_at=None, items=[
-            ShipmentItem(sku="501", name="A", quantity=D("1.5"), total_amount=1050,
-                         total_vat_amount=175),
-            ShipmentItem(sku="B", name="B", quantity=D(2), total_amount=400,
-                         total_vat_amount=0)], merchant_id=REMOTE_MERCHANT)
+        id="7",
+        order_id=ORDER_ID,
+        status="",
+        final=False,
+        amount=1450,
+        vat_amount=None,
+        document_number=None,
+        document_date=None,
+        created_at=None,
+        items=[
+            ShipmentItem(
+                sku="501", name="A", quantity=D("1.5"), total_amount=1050, total_vat_amount=175
+            ),
+            ShipmentItem(sku="B", name="B", quantity=D(2), total_amount=400, total_vat_amount=0),
+        ],
+        merchant_id=REMOTE_MERCHANT,
+    )
 
 
-ITEM = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт",
-        "measureCode": "796", "quantity": 3, "amount": D("123.96"), "amountWoVat": D("103.3"),
-        "totalAmount": D("371.88"), "totalVatAmount": D("61.98"), "vatCode": "RUS_VAT20",
-        "type": 4, "paymentType": "full_prepayment"}
+ITEM = {
+    "sku": "ROOM-STD",
+    "name": "Бронирование номера",
+    "measure": "шт",
+    "measureCode": "796",
+    "quantity": 3,
+    "amount": D("123.96"),
+    "amountWoVat": D("103.3"),
+    "totalAmount": D("371.88"),
+    "totalVatAmount": D("61.98"),
+    "vatCode": "RUS_VAT20",
+    "type": 4,
+    "paymentType": "full_prepayment",
+}
 
 
 @pytest.mark.parametrize(
@@ -410,44 +504,78 @@ def test_refundable_items_map_to_kopecks_and_default_to_the_whole_line(
 
     # then
     assert remote.requests[0].url.path == (
-        f"/v3/billing/api/order/order/{ORDER_ID}/refund-basket-item")
+        f"/v3/billing/api/order/order/{ORDER_ID}/refund-basket-item"
+    )
     assert item == RefundableItem(
-        sku="ROOM-STD", name="Бронирование номера", measure="шт", measure_code="796",
-        quantity=D(3), amount=12396, amount_wo_vat=10330, total_amount=37188,
-        total_vat_amount=6198, vat_code="RUS_VAT20", type="4", payment_type="full_prepayment",
-        available_amount=available, available_vat_amount=available_vat,
-        available_sent="availableAmount" in extra)
+        sku="ROOM-STD",
+        name="Бронирование номера",
+        measure="шт",
+        measure_code="796",
+        quantity=D(3),
+        amount=12396,
+        amount_wo_vat=10330,
+        total_amount=37188,
+        total_vat_amount=6198,
+        vat_code="RUS_VAT20",
+        type="4",
+        payment_type="full_prepayment",
+        available_amount=available,
+        available_vat_amount=available_vat,
+        available_sent="availableAmount" in extra,
+    )
 
 
-def test_lookup_company_keeps_numeric_ids_as_text_and_an_empty_kpp_as_none(
-    remote: Remote
-) -> None:
+def test_lookup_company_keeps_numeric_ids_as_text_and_an_empty_kpp_as_none(remote: Remote) -> None:
     # given
-    row = {"id": 12, "vatNumber": "500123456750", "taxRegistrationReasonCode": "",
-           "name": "ИП Иванов", "postAddressZip": 142100}
+    row = {
+        "id": 12,
+        "vatNumber": "500123456750",
+        "taxRegistrationReasonCode": "",
+        "name": "ИП Иванов",
+        "postAddressZip": 142100,
+    }
     remote.answer = lambda request: json_reply(200, {"data": [row]})
 
     # when
     [company] = remote.client().lookup_company("500123456750")
 
     # then
-    assert company == Company(id="12", inn="500123456750", kpp=None, name="ИП Иванов",
-                              name_full=None, registration_number=None, registration_date=None,
-                              registration_address=None, post_address=None,
-                              post_address_zip="142100")
+    assert company == Company(
+        id="12",
+        inn="500123456750",
+        kpp=None,
+        name="ИП Иванов",
+        name_full=None,
+        registration_number=None,
+        registration_date=None,
+        registration_address=None,
+        post_address=None,
+        post_address_zip="142100",
+    )
     assert ("vatNumber", "500123456750") in _query(remote.requests[0])
 
 
 def test_find_refunds_reads_every_page(remote: Remote) -> None:
     # given: 101 refunds, served 100 per page
-    rows = [{"id": f"r-{n}", "parentId": ORDER_ID, "merchantOrderId": f"rf-{n}",
-             "status": "created", "amount": 1, "currencyId": "RUB"} for n in range(101)]
+    rows = [
+        {
+            "id": f"r-{n}",
+            "parentId": ORDER_ID,
+            "merchantOrderId": f"rf-{n}",
+            "status": "created",
+            "amount": 1,
+            "currencyId": "RUB",
+        }
+        for n in range(101)
+    ]
 
     def answer(request: httpx.Request) -> httpx.Response:
         page = int(dict(_query(request))["_page"])
-        chunk = rows[(page - 1) * 100: page * 100]
-        return json_reply(200, {"data": chunk, "metaData": {
-            "totalCount": len(rows), "pageSize": 100, "page": page}})
+        chunk = rows[(page - 1) * 100 : page * 100]
+        return json_reply(
+            200,
+            {"data": chunk, "metaData": {"totalCount": len(rows), "pageSize": 100, "page": page}},
+        )
 
     remote.answer = answer
 
@@ -462,23 +590,33 @@ def test_find_refunds_reads_every_page(remote: Remote) -> None:
 
 
 BAD_SHAPES: list[tuple[str, Callable[[Any], Any], Any, str]] = [
-    ("shipment", lambda c: c.create_shipment(NewShipment(order_id=ORDER_ID, basket=[])),
-     {"id": 1, "orderId": ORDER_ID, "amount": "1.00"}, "unknown_outcome"),
-    ("refund", lambda c: c.create_refund(new_refund(ORDER_ID)),
-     {"id": "r", "parentId": ORDER_ID, "status": "created", "amount": D("1.001")},
-     "unknown_outcome"),
+    (
+        "shipment",
+        lambda c: c.create_shipment(NewShipment(order_id=ORDER_ID, basket=[])),
+        {"id": 1, "orderId": ORDER_ID, "amount": "1.00"},
+        "unknown_outcome",
+    ),
+    (
+        "refund",
+        lambda c: c.create_refund(new_refund(ORDER_ID)),
+        {"id": "r", "parentId": ORDER_ID, "status": "created", "amount": D("1.001")},
+        "unknown_outcome",
+    ),
     ("refundable", lambda c: c.refundable_items(ORDER_ID), [{"sku": "x"}], "bad_response"),
-    ("refundable-not-a-list", lambda c: c.refundable_items(ORDER_ID), {"sku": "x"},
-     "bad_response"),
-    ("companies", lambda c: c.lookup_company("7710044140"), {"vatNumber": "1"},
-     "bad_response"),
-    ("shipments", lambda c: c.find_shipments(), [{"id": 1, "orderId": ORDER_ID,
-                                                  "final": "perhaps"}], "bad_response"),
+    ("refundable-not-a-list", lambda c: c.refundable_items(ORDER_ID), {"sku": "x"}, "bad_response"),
+    ("companies", lambda c: c.lookup_company("7710044140"), {"vatNumber": "1"}, "bad_response"),
+    (
+        "shipments",
+        lambda c: c.find_shipments(),
+        [{"id": 1, "orderId": ORDER_ID, "final": "perhaps"}],
+        "bad_response",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "call", "data", "kind"), BAD_SHAPES,
-                         ids=[b[0] for b in BAD_SHAPES])
+@pytest.mark.parametrize(
+    ("case", "call", "data", "kind"), BAD_SHAPES, ids=[b[0] for b in BAD_SHAPES]
+)
 def test_an_unexpected_shape_is_bad_response_or_unknown_outcome_for_writes(
     remote: Remote, case: str, call: Callable[[Any], Any], data: Any, kind: str
 ) -> None:

@@ -18,8 +18,16 @@ pytestmark = pytest.mark.django_db
 D = Decimal
 ORDER_ID = "0190d6a4-1f2e-7c3b-9a8d-123456789abc"
 # UpdateOrderRequest, docs merchant/order/update.md:21-30.
-DOCUMENTED = {"description", "amount", "vatAmount", "expirationDate", "basketItems", "metaData",
-              "customer", "shopId"}
+DOCUMENTED = {
+    "description",
+    "amount",
+    "vatAmount",
+    "expirationDate",
+    "basketItems",
+    "metaData",
+    "customer",
+    "shopId",
+}
 
 
 @pytest.fixture
@@ -30,21 +38,40 @@ def remote() -> Remote:
 def test_update_order_puts_only_the_changed_documented_fields(remote: Remote) -> None:
     # given
     remote.answer = lambda request: order_reply(amount=D("247.92"), vatAmount=D("41.32"))
-    line = BasketLine(sku="ROOM-STD", name="Бронирование номера", measure="шт",
-                      measure_code="796", quantity=D(2), amount=12396, amount_wo_vat=10330,
-                      total_amount=24792, total_vat_amount=4132, vat_code="RUS_VAT20",
-                      type="service", payment_type="full_prepayment")
+    line = BasketLine(
+        sku="ROOM-STD",
+        name="Бронирование номера",
+        measure="шт",
+        measure_code="796",
+        quantity=D(2),
+        amount=12396,
+        amount_wo_vat=10330,
+        total_amount=24792,
+        total_vat_amount=4132,
+        vat_code="RUS_VAT20",
+        type="service",
+        payment_type="full_prepayment",
+    )
     later = dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=3)))
 
     # when
-    order = remote.client().update_order(ORDER_ID, OrderUpdate(
-        amount=24792, vat_amount=4132, basket=[line], expiration_date=later,
-        customer=Customer(type="legal", name="ООО «Ромашка»")))
+    order = remote.client().update_order(
+        ORDER_ID,
+        OrderUpdate(
+            amount=24792,
+            vat_amount=4132,
+            basket=[line],
+            expiration_date=later,
+            customer=Customer(type="legal", name="ООО «Ромашка»"),
+        ),
+    )
 
     # then
     (request,) = remote.requests
     assert (request.method, str(request.url)) == (
-        "PUT", f"{REMOTE_URL}/v3/billing/api/order/order/{ORDER_ID}")
+        "PUT",
+        f"{REMOTE_URL}/v3/billing/api/order/order/{ORDER_ID}",
+    )
     assert request.headers["content-type"] == "application/json"
     body = json.loads(request.content, parse_float=Decimal)
     assert set(body) <= DOCUMENTED

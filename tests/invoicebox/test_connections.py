@@ -35,14 +35,24 @@ def _fresh_pool() -> Iterator[None]:
 
 
 def _contour(server: FakeServer) -> Contour:
-    return create_contour("tcp", mode="custom", toolsets=["read"], token="tok-1",
-                          base_url=f"http://127.0.0.1:{server.server_port}",
-                          merchant_id=MERCHANT_ID, actor=SCAFFOLDING)
+    return create_contour(
+        "tcp",
+        mode="custom",
+        toolsets=["read"],
+        token="tok-1",
+        base_url=f"http://127.0.0.1:{server.server_port}",
+        merchant_id=MERCHANT_ID,
+        actor=SCAFFOLDING,
+    )
 
 
 def _get_order(http: Client, key: str) -> dict[str, Any]:
-    response = http.post("/api/v1/call", {"name": "get_order", "arguments": {"order_id": ORDER_ID}},
-                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = http.post(
+        "/api/v1/call",
+        {"name": "get_order", "arguments": {"order_id": ORDER_ID}},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
     body = response.json()
     assert response.status_code == 200, body
     return body
@@ -82,10 +92,12 @@ def test_a_new_base_url_or_token_gets_a_new_client(db: None, fake: FakeServer) -
 
     assert other.accepted == 2  # the new token's client did not reuse the old socket
     first = connections.shared(f"http://127.0.0.1:{other.server_port}", "tok-3", timeout=30.0)
-    assert first is connections.shared(f"http://127.0.0.1:{other.server_port}/", "tok-3",
-                                       timeout=30.0)
-    assert first is not connections.shared(f"http://127.0.0.1:{other.server_port}", "tok-2",
-                                           timeout=30.0)
+    assert first is connections.shared(
+        f"http://127.0.0.1:{other.server_port}/", "tok-3", timeout=30.0
+    )
+    assert first is not connections.shared(
+        f"http://127.0.0.1:{other.server_port}", "tok-2", timeout=30.0
+    )
 
 
 def test_concurrent_threads_share_the_pool_safely(fake: FakeServer) -> None:

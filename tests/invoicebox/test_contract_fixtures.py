@@ -49,14 +49,21 @@ class Recorded:
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.sent.append(request)
         response = self.exchange["response"]
-        return httpx.Response(response["status"], headers={"Content-Type": "application/json"},
-                              content=simplejson.dumps(response["body"], use_decimal=True))
+        return httpx.Response(
+            response["status"],
+            headers={"Content-Type": "application/json"},
+            content=simplejson.dumps(response["body"], use_decimal=True),
+        )
 
-    def client(self, merchant_id: str = "ffffffff-ffff-ffff-ffff-ffffffffffff"
-               ) -> InvoiceboxClient:
-        return InvoiceboxClient(base_url=BASE_URL, token=DOCS_TOKEN, merchant_id=merchant_id,
-                                transport=httpx.MockTransport(self), read_attempts=1,
-                                backoff_seconds=0)
+    def client(self, merchant_id: str = "ffffffff-ffff-ffff-ffff-ffffffffffff") -> InvoiceboxClient:
+        return InvoiceboxClient(
+            base_url=BASE_URL,
+            token=DOCS_TOKEN,
+            merchant_id=merchant_id,
+            transport=httpx.MockTransport(self),
+            read_attempts=1,
+            backoff_seconds=0,
+        )
 
     def body(self) -> Any:
         (request,) = self.sent
@@ -70,25 +77,38 @@ def without(body: dict[str, Any], *names: str) -> dict[str, Any]:
 def line_from(item: dict[str, Any]) -> BasketLine:
     kop = lambda v: int(Decimal(v) * 100)  # noqa: E731
     return BasketLine(
-        sku=item["sku"], name=item["name"], measure=item["measure"],
-        measure_code=item["measureCode"], quantity=Decimal(item["quantity"]),
-        amount=kop(item["amount"]), amount_wo_vat=kop(item["amountWoVat"]),
-        total_amount=kop(item["totalAmount"]), total_vat_amount=kop(item["totalVatAmount"]),
-        vat_code=item["vatCode"], type=item["type"], payment_type=item["paymentType"])
+        sku=item["sku"],
+        name=item["name"],
+        measure=item["measure"],
+        measure_code=item["measureCode"],
+        quantity=Decimal(item["quantity"]),
+        amount=kop(item["amount"]),
+        amount_wo_vat=kop(item["amountWoVat"]),
+        total_amount=kop(item["totalAmount"]),
+        total_vat_amount=kop(item["totalVatAmount"]),
+        vat_code=item["vatCode"],
+        type=item["type"],
+        payment_type=item["paymentType"],
+    )
 
 
 def test_documented_shipment_request_is_sent_exactly() -> None:
     # given: the docs' CreateShipmentRequest example
     exchange = fixture("docs-create-shipment.json")
     documented = exchange["request"]
-    exchange["response"] = {"status": 200, "body": {"data": {
-        "id": 371723, "orderId": documented["body"]["orderId"]}}}
+    exchange["response"] = {
+        "status": 200,
+        "body": {"data": {"id": 371723, "orderId": documented["body"]["orderId"]}},
+    }
     recorded = Recorded(exchange)
 
     # when
-    recorded.client().create_shipment(NewShipment(
-        order_id=documented["body"]["orderId"],
-        basket=[line_from(i) for i in documented["body"]["basketItems"]]))
+    recorded.client().create_shipment(
+        NewShipment(
+            order_id=documented["body"]["orderId"],
+            basket=[line_from(i) for i in documented["body"]["basketItems"]],
+        )
+    )
 
     # then: same method, path, headers and body (less the optional fields we don't model)
     (request,) = recorded.sent
@@ -96,8 +116,10 @@ def test_documented_shipment_request_is_sent_exactly() -> None:
     for header in ("Authorization", "Content-Type", "Accept"):
         assert request.headers[header] == documented["headers"][header]
     unmodelled = ("originCountry", "originCountryCode", "grossWeight", "netWeight")
-    expected = {**documented["body"], "basketItems": [
-        without(i, *unmodelled) for i in documented["body"]["basketItems"]]}
+    expected = {
+        **documented["body"],
+        "basketItems": [without(i, *unmodelled) for i in documented["body"]["basketItems"]],
+    }
     assert recorded.body() == expected
 
 
@@ -114,27 +136,41 @@ def test_documented_order_request_is_sent_exactly() -> None:
     customer = documented["customer"]
 
     # when
-    recorded.client().create_order(NewOrder(
-        merchant_order_id=documented["merchantOrderId"], description=documented["description"],
-        amount=int(documented["amount"] * 100), vat_amount=int(documented["vatAmount"] * 100),
-        currency_id=documented["currencyId"], language_id=documented["languageId"],
-        expiration_date=datetime(2020, 12, 22, tzinfo=UTC),
-        basket=[line_from(i) for i in documented["basketItems"]],
-        customer=Customer(type=customer["type"], name=customer["name"],
-                          phone=customer["phone"], email=customer["email"],
-                          vat_number=customer["vatNumber"],
-                          registration_address=customer["registrationAddress"]),
-        urls={"success_url": documented["successUrl"], "fail_url": documented["failUrl"],
-              "return_url": documented["returnUrl"]}))
+    recorded.client().create_order(
+        NewOrder(
+            merchant_order_id=documented["merchantOrderId"],
+            description=documented["description"],
+            amount=int(documented["amount"] * 100),
+            vat_amount=int(documented["vatAmount"] * 100),
+            currency_id=documented["currencyId"],
+            language_id=documented["languageId"],
+            expiration_date=datetime(2020, 12, 22, tzinfo=UTC),
+            basket=[line_from(i) for i in documented["basketItems"]],
+            customer=Customer(
+                type=customer["type"],
+                name=customer["name"],
+                phone=customer["phone"],
+                email=customer["email"],
+                vat_number=customer["vatNumber"],
+                registration_address=customer["registrationAddress"],
+            ),
+            urls={
+                "success_url": documented["successUrl"],
+                "fail_url": documented["failUrl"],
+                "return_url": documented["returnUrl"],
+            },
+        )
+    )
 
     # then: the documented body, less what we don't model; no orderSetting, as the vendor's
     # MCP server sends none (src/tools/writes.ts:541-560)
     sent = recorded.body()
-    expected = {**without(documented, "metaData"),
-                "merchantId": "ffffffff-ffff-ffff-ffff-ffffffffffff",
-                "expirationDate": "2020-12-22T00:00:00+00:00",
-                "basketItems": [without(i, "grossWeight", "netWeight")
-                                for i in documented["basketItems"]]}
+    expected = {
+        **without(documented, "metaData"),
+        "merchantId": "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        "expirationDate": "2020-12-22T00:00:00+00:00",
+        "basketItems": [without(i, "grossWeight", "netWeight") for i in documented["basketItems"]],
+    }
     assert sent == expected
 
 
@@ -161,14 +197,26 @@ def test_sdk_created_order_is_parsed() -> None:
     exchange = fixture("docs-create-order.json")["request"]["body"]
     line = line_from(exchange["basketItems"][0])
 
-    order = recorded.client().create_order(NewOrder(
-        merchant_order_id="1", description="Проездной билет", amount=line.total_amount,
-        vat_amount=line.total_vat_amount, currency_id="RUB", language_id="ru",
-        expiration_date=datetime(2030, 1, 1, tzinfo=UTC), basket=[line],
-        customer=Customer(type="private", name="OOO TEST")))
+    order = recorded.client().create_order(
+        NewOrder(
+            merchant_order_id="1",
+            description="Проездной билет",
+            amount=line.total_amount,
+            vat_amount=line.total_vat_amount,
+            currency_id="RUB",
+            language_id="ru",
+            expiration_date=datetime(2030, 1, 1, tzinfo=UTC),
+            basket=[line],
+            customer=Customer(type="private", name="OOO TEST"),
+        )
+    )
 
     assert (order.id, order.status, order.amount, order.vat_amount) == (
-        "017f038f-c78b-736d-dc00-8bce30bd0f9f", "created", 279067, 0)
+        "017f038f-c78b-736d-dc00-8bce30bd0f9f",
+        "created",
+        279067,
+        0,
+    )
     assert order.payment_url and order.payment_url.startswith("https://payment.dev.invbox.ru/")
     assert order.customer_name == "OOO TEST"
 
@@ -178,10 +226,19 @@ def test_sdk_calculation_error_is_a_rejection_with_its_code_and_fields() -> None
     line = line_from(fixture("docs-create-shipment.json")["request"]["body"]["basketItems"][0])
 
     with pytest.raises(InvoiceboxError) as caught:
-        recorded.client().create_order(NewOrder(
-            merchant_order_id="1", description="x", amount=1, vat_amount=0, currency_id="RUB",
-            language_id="ru", expiration_date=datetime(2030, 1, 1, tzinfo=UTC), basket=[line],
-            customer=Customer(type="private")))
+        recorded.client().create_order(
+            NewOrder(
+                merchant_order_id="1",
+                description="x",
+                amount=1,
+                vat_amount=0,
+                currency_id="RUB",
+                language_id="ru",
+                expiration_date=datetime(2030, 1, 1, tzinfo=UTC),
+                basket=[line],
+                customer=Customer(type="private"),
+            )
+        )
 
     error = caught.value
     assert (error.kind, error.code, error.http_status) == ("rejected", "wrong_total_amount", 422)
@@ -196,8 +253,10 @@ def test_sdk_cancelled_order_is_parsed() -> None:
     order = recorded.client().cancel_order("017f3012-555e-cac6-65b8-28fcc3512273")
 
     (request,) = recorded.sent
-    assert (request.method, request.url.path) == (exchange["request"]["method"],
-                                                   exchange["request"]["path"])
+    assert (request.method, request.url.path) == (
+        exchange["request"]["method"],
+        exchange["request"]["path"],
+    )
     assert request.headers["content-type"] == "application/json"
     assert (order.status, order.amount) == ("canceled", 279067)
 
@@ -207,14 +266,28 @@ def test_sdk_refund_and_refundable_items_are_parsed() -> None:
     refund = Recorded(fixture("sdk-success-create-refund-order.json"))
 
     (item,) = basket.client().refundable_items("01771534-196a-1105-839a-82422289d6d9")
-    made = refund.client().create_refund(NewRefund(
-        parent_id="01771534-196a-1105-839a-82422289d6d9", merchant_order_id="1",
-        description="Проездной билет", amount=item.total_amount, vat_amount=0, basket=[item]))
+    made = refund.client().create_refund(
+        NewRefund(
+            parent_id="01771534-196a-1105-839a-82422289d6d9",
+            merchant_order_id="1",
+            description="Проездной билет",
+            amount=item.total_amount,
+            vat_amount=0,
+            basket=[item],
+        )
+    )
 
     assert (item.sku, item.quantity, item.amount, item.available_amount) == (
-        "0123456789", 1, 279067, 279067)
+        "0123456789",
+        1,
+        279067,
+        279067,
+    )
     assert (made.parent_id, made.status, made.amount) == (
-        "01771534-196a-1105-839a-82422289d6d9", "created", 279067)
+        "01771534-196a-1105-839a-82422289d6d9",
+        "created",
+        279067,
+    )
 
 
 def test_sdk_order_list_is_parsed_when_paged_as_the_server_did() -> None:
@@ -224,8 +297,10 @@ def test_sdk_order_list_is_parsed_when_paged_as_the_server_did() -> None:
 
     page = recorded.client(merchant_id="").find_orders(page=1, page_size=30)
 
-    assert [o.id for o in page.orders] == ["017f1b5a-b677-a228-2951-b3523dbbd836",
-                                           "017f0713-8238-0019-4772-f1cc6bab2e88"]
+    assert [o.id for o in page.orders] == [
+        "017f1b5a-b677-a228-2951-b3523dbbd836",
+        "017f0713-8238-0019-4772-f1cc6bab2e88",
+    ]
     assert (page.total_count, page.page_size) == (2, 30)
 
 
@@ -237,5 +312,6 @@ def test_sdk_order_list_with_a_row_of_another_shop_is_refused() -> None:
 
     assert "другого магазина" in caught.value.message
     assert dict(parse_qsl(recorded.sent[0].url.query.decode()))["merchantId"] == (
-        "ffffffff-ffff-ffff-ffff-ffffffffffff")
+        "ffffffff-ffff-ffff-ffff-ffffffffffff"
+    )
     assert caught.value.kind == "bad_response"

@@ -11,9 +11,15 @@ from tools.contours.endpoints import base_url_problem
 from tools.order_rules import check_url
 
 HOSTS = [
-    ("127.0.0.1", True), ("127.0.0.2", True), ("localhost", True), ("LOCALHOST", True),
-    ("[::1]", True), ("10.0.0.1", False), ("localhost.evil.example", False),
-    ("example.com", False), ("0.0.0.0", False),  # noqa: S104 (a host under test, not a bind)
+    ("127.0.0.1", True),
+    ("127.0.0.2", True),
+    ("localhost", True),
+    ("LOCALHOST", True),
+    ("[::1]", True),
+    ("10.0.0.1", False),
+    ("localhost.evil.example", False),
+    ("example.com", False),
+    ("0.0.0.0", False),  # noqa: S104 (a host under test, not a bind)
 ]
 
 

@@ -45,18 +45,21 @@ def test_the_published_vector_signs_to_the_published_signature(body: bytes):
     assert sign(body, "test") == EXPECTED
 
 
-@pytest.mark.parametrize(("signature", "key", "valid"), [
-    (EXPECTED, "test", True),
-    (EXPECTED.upper(), "test", True),  # the same hex value
-    (f" {EXPECTED}\n", "test", True),
-    (EXPECTED, "Test", False),
-    (EXPECTED[:-1] + "0", "test", False),
-    (EXPECTED[:20], "test", False),
-    ("", "test", False),
-    (None, "test", False),
-    (EXPECTED, "", False),  # a contour without a key accepts nothing
-    ("я" * 40, "test", False),  # non-ASCII never crashes compare_digest
-])
+@pytest.mark.parametrize(
+    ("signature", "key", "valid"),
+    [
+        (EXPECTED, "test", True),
+        (EXPECTED.upper(), "test", True),  # the same hex value
+        (f" {EXPECTED}\n", "test", True),
+        (EXPECTED, "Test", False),
+        (EXPECTED[:-1] + "0", "test", False),
+        (EXPECTED[:20], "test", False),
+        ("", "test", False),
+        (None, "test", False),
+        (EXPECTED, "", False),  # a contour without a key accepts nothing
+        ("я" * 40, "test", False),  # non-ASCII never crashes compare_digest
+    ],
+)
 def test_signature_check_is_exact(body: bytes, signature: str | None, key: str, valid: bool):
     assert signature_valid(body, signature, key) is valid
 
@@ -79,13 +82,20 @@ def test_the_vector_parses_as_an_order_notification(body: bytes):
     assert "customer" not in note.facts()
 
 
-@pytest.mark.parametrize("raw", [
-    b"", b"not json", b"[]", b'"x"', b'{"status": "completed"}',
-    b'{"id": "x", "status": "completed", "merchantId": "m", "amount": "10.00"}',
-    b'{"id": "x", "status": "completed", "merchantId": "m", "amount": true}',
-    b'{"id": "", "status": "completed", "merchantId": "m", "amount": 1}',
-    b"[" * 5000,
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"not json",
+        b"[]",
+        b'"x"',
+        b'{"status": "completed"}',
+        b'{"id": "x", "status": "completed", "merchantId": "m", "amount": "10.00"}',
+        b'{"id": "x", "status": "completed", "merchantId": "m", "amount": true}',
+        b'{"id": "", "status": "completed", "merchantId": "m", "amount": 1}',
+        b"[" * 5000,
+    ],
+)
 def test_what_is_not_a_notification_is_refused(raw: bytes):
     with pytest.raises(NotificationError):
         parse(raw)
@@ -101,29 +111,37 @@ def test_amount_with_fractions_of_a_kopeck_has_no_kopecks():
 RFC4231_DATA = b"what do ya want for nothing?"
 
 
-@pytest.mark.parametrize(("algorithm", "expected"), [
-    ("sha256", "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
-    ("sha512", "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a"
-               "6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737"),
-    ("sha224", "a30e01098bc6dbbf45690f3a7e9e6d0f8bbea2a39e6148008fd05e44"),
-])
+@pytest.mark.parametrize(
+    ("algorithm", "expected"),
+    [
+        ("sha256", "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+        (
+            "sha512",
+            "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a"
+            "6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737",
+        ),
+        ("sha224", "a30e01098bc6dbbf45690f3a7e9e6d0f8bbea2a39e6148008fd05e44"),
+    ],
+)
 def test_other_algorithms_sign_to_the_rfc_4231_values(algorithm: str, expected: str):
     assert sign(RFC4231_DATA, "Jefe", algorithm=algorithm) == expected
     assert signature_valid(RFC4231_DATA, expected, "Jefe", algorithm=algorithm)
     assert not signature_valid(RFC4231_DATA, expected, "Jefe")  # sha1 by default
 
 
-@pytest.mark.parametrize(("method", "algorithm"), [("hash", "sha1"), ("hmac", "crc32b"),
-                                                   ("hmac", "sha1 ")])
-def test_a_method_or_algorithm_not_offered_is_refused(body: bytes, method: str,
-                                                      algorithm: str):
+@pytest.mark.parametrize(
+    ("method", "algorithm"), [("hash", "sha1"), ("hmac", "crc32b"), ("hmac", "sha1 ")]
+)
+def test_a_method_or_algorithm_not_offered_is_refused(body: bytes, method: str, algorithm: str):
     with pytest.raises(ValueError, match="не поддерживается"):
         sign(body, "test", method=method, algorithm=algorithm)
 
 
 @pytest.mark.parametrize("merchant_order_id", [b'""', b"null"])
 def test_the_probe_may_carry_an_empty_or_null_merchant_order_id(merchant_order_id: bytes):
-    note = parse(b'{"id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "merchantId": "m", '
-                 b'"merchantOrderId": ' + merchant_order_id + b"}")
+    note = parse(
+        b'{"id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "merchantId": "m", '
+        b'"merchantOrderId": ' + merchant_order_id + b"}"
+    )
 
     assert note.is_probe and note.merchant_order_id == "" and note.merchant_id == "m"

@@ -146,8 +146,9 @@ def test_fields_off_the_contract_are_ignored_as_vendor_plugins_send_them(http: H
     response = http("POST", ORDERS, body)
 
     assert response.status_code == 200, response.content
-    stored = json.loads(SandboxOrder.objects.get(
-        merchant_order_id=body["merchantOrderId"]).request_json)
+    stored = json.loads(
+        SandboxOrder.objects.get(merchant_order_id=body["merchantOrderId"]).request_json
+    )
     assert "bogusField" not in stored and "kpp" not in stored["customer"]
     assert "vatRate" not in stored["basketItems"][0]
 
@@ -946,7 +947,12 @@ def test_unknown_path_is_a_json_404(http: Http) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("PATCH", ORDERS), ("GET", ORDERS), ("POST", FILTER), ("PATCH", f"{ORDERS}/{UNKNOWN_ORDER_ID}")],
+    [
+        ("PATCH", ORDERS),
+        ("GET", ORDERS),
+        ("POST", FILTER),
+        ("PATCH", f"{ORDERS}/{UNKNOWN_ORDER_ID}"),
+    ],
 )
 def test_wrong_method_is_a_json_405(http: Http, method: str, path: str) -> None:
     response = http(method, path, {})
@@ -978,8 +984,11 @@ def test_handle_takes_plain_mappings() -> None:
         "GET",
         "/v3/security/api/auth/auth",
         [],
-        {"authorization": f"Bearer {DEMO_TOKEN}", "user-agent": USER_AGENT,
-         "content-type": "application/json"},
+        {
+            "authorization": f"Bearer {DEMO_TOKEN}",
+            "user-agent": USER_AGENT,
+            "content-type": "application/json",
+        },
         b"",
     )
 
@@ -989,8 +998,11 @@ def test_handle_takes_plain_mappings() -> None:
 
 @pytest.mark.parametrize(
     ("method", "path", "status"),
-    [("GET", "/v3/filter/api/order/order", 200), ("GET", "/v3/security/api/auth/auth", 200),
-     ("DELETE", f"/v3/billing/api/order/order/{UNKNOWN_ORDER_ID}", 404)],
+    [
+        ("GET", "/v3/filter/api/order/order", 200),
+        ("GET", "/v3/security/api/auth/auth", 200),
+        ("DELETE", f"/v3/billing/api/order/order/{UNKNOWN_ORDER_ID}", 404),
+    ],
 )
 @pytest.mark.parametrize("content_type", [None, "text/plain"])
 def test_a_request_without_a_body_needs_no_content_type(
@@ -1012,8 +1024,9 @@ def test_a_body_not_declared_json_is_refused(content_type: str | None) -> None:
     if content_type:
         headers["content-type"] = content_type
 
-    response = handle("POST", "/v3/billing/api/order/order", [], headers,
-                      dumps(reference_order()).encode())
+    response = handle(
+        "POST", "/v3/billing/api/order/order", [], headers, dumps(reference_order()).encode()
+    )
 
     assert response.status == 415
     assert response.json()["error"]["code"] == "unsupported_media_type"

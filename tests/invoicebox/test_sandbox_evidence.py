@@ -41,8 +41,13 @@ def test_the_mcp_servers_shipment_path_lists_shipments(http: Http) -> None:
 
 def test_the_bitrix_modules_vat_code_none_is_accepted(http: Http) -> None:
     body = reference_order(amount=D("300"), vatAmount=D("0"))
-    body["basketItems"][0].update(vatCode="NONE", amount=D("100"), amountWoVat=D("100"),
-                                  totalAmount=D("300"), totalVatAmount=D("0"))
+    body["basketItems"][0].update(
+        vatCode="NONE",
+        amount=D("100"),
+        amountWoVat=D("100"),
+        totalAmount=D("300"),
+        totalVatAmount=D("0"),
+    )
 
     response = http("POST", ORDERS, body)
 
@@ -52,8 +57,15 @@ def test_the_bitrix_modules_vat_code_none_is_accepted(http: Http) -> None:
 def test_order_lists_take_merchant_id_and_the_sdks_indexed_statuses(http: Http) -> None:
     order = _order(http)  # paid: completed
 
-    listed = http("GET", FILTER, query={"merchantId": "ffffffff-ffff-ffff-ffff-ffffffffffff",
-                                        "status[0]": "completed", "status[1]": "hold"})
+    listed = http(
+        "GET",
+        FILTER,
+        query={
+            "merchantId": "ffffffff-ffff-ffff-ffff-ffffffffffff",
+            "status[0]": "completed",
+            "status[1]": "hold",
+        },
+    )
     other_shop = http("GET", FILTER, query={"merchantId": "11111111-2222-3333-4444-555555555555"})
 
     assert [o["id"] for o in _data(listed)] == [order["id"]]
@@ -70,8 +82,14 @@ def test_the_documented_answer_leaves_out_the_sandboxs_own_fields(
     (shipment,) = _data(http("GET", SHIPMENT_LIST, query={"orderId": order["id"]}))
     (item,) = _data(http("GET", f"{ORDERS}/{order['id']}/refund-basket-item"))
 
-    assert set(shipment) == {"id", "merchantId", "orderId", "documentNumber", "documentDate",
-                             "basketItems"}
+    assert set(shipment) == {
+        "id",
+        "merchantId",
+        "orderId",
+        "documentNumber",
+        "documentDate",
+        "basketItems",
+    }
     assert "availableAmount" not in item and "availableVatAmount" not in item
 
 
@@ -93,11 +111,17 @@ def test_the_paging_switch_reads_only_its_names(http: Http, settings: Any, mode:
 
 # -- the client's fallback to the MCP server's shipment path --------------------------------
 
+
 def shipment_reply(request: httpx.Request) -> httpx.Response:
     if request.url.path.endswith("/filter/api/order/shipment"):
         return error_reply(404, "not_found")
-    return json_reply(200, {"data": [{"id": 5, "orderId": ORDER_ID, "basketItems": []}],
-                            "metaData": {"totalCount": 1, "page": 1, "pageSize": 50}})
+    return json_reply(
+        200,
+        {
+            "data": [{"id": 5, "orderId": ORDER_ID, "basketItems": []}],
+            "metaData": {"totalCount": 1, "page": 1, "pageSize": 50},
+        },
+    )
 
 
 def test_the_shipment_list_falls_back_to_the_mcp_path_and_remembers_it(
@@ -111,8 +135,10 @@ def test_the_shipment_list_falls_back_to_the_mcp_path_and_remembers_it(
 
     assert [s.id for s in first] == [s.id for s in again] == ["5"]
     assert [r.url.path for r in remote.requests] == [
-        "/v3/filter/api/order/shipment", "/v3/billing/api/order/shipment",
-        "/v3/billing/api/order/shipment"]
+        "/v3/filter/api/order/shipment",
+        "/v3/billing/api/order/shipment",
+        "/v3/billing/api/order/shipment",
+    ]
     assert remote.client().shipment_list_path() == "/billing/api/order/shipment"
 
 

@@ -35,17 +35,28 @@ Http = Callable[..., Any]
 InProcess = Callable[..., httpx.Client]
 
 # The reference order is 3 x 123.96 = 371.88 at 20 % VAT; these are 1, 2 and 3 of its units.
-UNIT_TOTALS = {1: (D("123.96"), D("20.66")), 2: (D("247.92"), D("41.32")),
-               3: (D("371.88"), D("61.98"))}
+UNIT_TOTALS = {
+    1: (D("123.96"), D("20.66")),
+    2: (D("247.92"), D("41.32")),
+    3: (D("371.88"), D("61.98")),
+}
 
 
 def _line(units: int = 1, sku: str = "ROOM-STD", **changes: Any) -> dict[str, Any]:
     total, vat = UNIT_TOTALS[units]
     line = {
-        "sku": sku, "name": "Бронирование номера", "measure": "шт", "measureCode": "796",
-        "quantity": units, "amount": D("123.96"), "amountWoVat": D("103.3"),
-        "totalAmount": total, "totalVatAmount": vat, "vatCode": "RUS_VAT20",
-        "type": "service", "paymentType": "full_prepayment",
+        "sku": sku,
+        "name": "Бронирование номера",
+        "measure": "шт",
+        "measureCode": "796",
+        "quantity": units,
+        "amount": D("123.96"),
+        "amountWoVat": D("103.3"),
+        "totalAmount": total,
+        "totalVatAmount": vat,
+        "vatCode": "RUS_VAT20",
+        "type": "service",
+        "paymentType": "full_prepayment",
     }
     line.update(changes)
     return line
@@ -66,8 +77,9 @@ def _hold(order: dict[str, Any]) -> None:
     SandboxOrder.objects.filter(order_id=order["id"]).update(status=SandboxOrder.Status.HOLD)
 
 
-def _ship(http: Http, order_id: str, *lines: dict[str, Any], token: str = DEMO_TOKEN,
-          **fields: Any) -> Any:
+def _ship(
+    http: Http, order_id: str, *lines: dict[str, Any], token: str = DEMO_TOKEN, **fields: Any
+) -> Any:
     body = {"orderId": order_id, "basketItems": list(lines) or [_line()], **fields}
     return http("POST", SHIPMENTS, body, token=token)
 
@@ -86,8 +98,9 @@ def _refund_body(parent_id: str, *lines: dict[str, Any], **fields: Any) -> dict[
     return body
 
 
-def _refund(http: Http, parent_id: str, *lines: dict[str, Any], token: str = DEMO_TOKEN,
-            **fields: Any) -> Any:
+def _refund(
+    http: Http, parent_id: str, *lines: dict[str, Any], token: str = DEMO_TOKEN, **fields: Any
+) -> Any:
     return http("POST", REFUNDS, _refund_body(parent_id, *lines, **fields), token=token)
 
 
@@ -101,8 +114,9 @@ def _error(response: Any) -> dict[str, Any]:
 
 
 def _refundable(http: Http, order_id: str, token: str = DEMO_TOKEN) -> list[dict[str, Any]]:
-    return _data(http("GET", f"{API}/billing/api/order/order/{order_id}/refund-basket-item",
-                      token=token))
+    return _data(
+        http("GET", f"{API}/billing/api/order/order/{order_id}/refund-basket-item", token=token)
+    )
 
 
 # --------------------------------------------------------------------------- counterparty
@@ -114,8 +128,9 @@ def _inn_checksum_ok(inn: str) -> bool:
 
     if len(inn) == 10:
         return digit([2, 4, 10, 3, 5, 9, 4, 6, 8], inn) == int(inn[9])
-    return (digit([7, 2, 4, 10, 3, 5, 9, 4, 6, 8], inn) == int(inn[10])
-            and digit([3, 7, 2, 4, 10, 3, 5, 9, 4, 6, 8], inn) == int(inn[11]))
+    return digit([7, 2, 4, 10, 3, 5, 9, 4, 6, 8], inn) == int(inn[10]) and digit(
+        [3, 7, 2, 4, 10, 3, 5, 9, 4, 6, 8], inn
+    ) == int(inn[11])
 
 
 def test_counterparty_by_inn_answers_the_documented_fields(http: Http) -> None:
@@ -127,8 +142,15 @@ def test_counterparty_by_inn_answers_the_documented_fields(http: Http) -> None:
     assert envelope["metaData"]["totalCount"] == 1
     [company] = envelope["data"]
     assert set(company) == {
-        "id", "vatNumber", "taxRegistrationReasonCode", "name", "nameFull",
-        "registrationNumber", "registrationDate", "registrationAddress", "postAddress",
+        "id",
+        "vatNumber",
+        "taxRegistrationReasonCode",
+        "name",
+        "nameFull",
+        "registrationNumber",
+        "registrationDate",
+        "registrationAddress",
+        "postAddress",
         "postAddressZip",
     }
     assert company["vatNumber"] == "7710044140"
@@ -179,8 +201,7 @@ def test_counterparty_without_vat_number_is_422_and_needs_a_token(http: Http) ->
 def test_shipment_of_a_paid_order_answers_the_reference_shape(http: Http) -> None:
     order = _order(http)
 
-    response = _ship(http, order["id"], _line(2), documentNumber="УПД-7",
-                     documentDate="2026-08-25")
+    response = _ship(http, order["id"], _line(2), documentNumber="УПД-7", documentDate="2026-08-25")
 
     assert response.status_code == 200
     assert response["X-Request-Id"]
@@ -231,7 +252,9 @@ def test_shipments_beyond_the_order_amount_are_refused(http: Http) -> None:
     assert rest.status_code == 200
     assert _error(nothing_left)["code"] == "wrong_shipment_amount"
     assert sorted(SandboxShipment.objects.values_list("amount", flat=True)) == [
-        D("123.96"), D("247.92")]
+        D("123.96"),
+        D("247.92"),
+    ]
 
 
 def test_a_final_shipment_closes_the_order_for_more(http: Http) -> None:
@@ -317,13 +340,17 @@ def test_shipment_list_pages_and_refuses_a_junk_order_id(http: Http) -> None:
     order = _order(http)
     ids = [_data(_ship(http, order["id"], _line(1)))["id"] for _ in range(3)]
 
-    second_page = http("GET", SHIPMENT_LIST, query={
-        "orderId": order["id"], "_pageSize": "2", "_page": "2", "_order[id]": "asc"})
+    second_page = http(
+        "GET",
+        SHIPMENT_LIST,
+        query={"orderId": order["id"], "_pageSize": "2", "_page": "2", "_order[id]": "asc"},
+    )
     junk = http("GET", SHIPMENT_LIST, query={"orderId": "nope"})
     # ShipmentResponse has no createdAt in the docs, but the vendor MCP server sorts shipments
     # by it (src/tools/writes.ts:409): accepted (issue 40.5); an unknown field still is not.
-    by_created = http("GET", SHIPMENT_LIST, query={"orderId": order["id"],
-                                                   "_order[createdAt]": "asc"})
+    by_created = http(
+        "GET", SHIPMENT_LIST, query={"orderId": order["id"], "_order[createdAt]": "asc"}
+    )
     by_junk = http("GET", SHIPMENT_LIST, query={"orderId": order["id"], "_order[nope]": "asc"})
 
     assert [s["id"] for s in loads(second_page.content)["data"]] == [ids[2]]
@@ -358,9 +385,11 @@ def test_refundable_items_shrink_after_a_refund(http: Http) -> None:
     after = _refundable(http, order["id"])
 
     assert [(i["sku"], i["availableAmount"], i["availableVatAmount"]) for i in before] == [
-        ("ROOM-STD", D("371.88"), D("61.98"))]
+        ("ROOM-STD", D("371.88"), D("61.98"))
+    ]
     assert [(i["sku"], i["availableAmount"], i["availableVatAmount"]) for i in after] == [
-        ("ROOM-STD", D("247.92"), D("41.32"))]
+        ("ROOM-STD", D("247.92"), D("41.32"))
+    ]
     # The item itself is the order's BasketItem, unchanged.
     assert after[0]["totalAmount"] == D("371.88")
     assert after[0]["quantity"] == 3
@@ -451,11 +480,18 @@ def test_refund_of_an_item_not_in_the_order_is_refused(http: Http) -> None:
     [
         ({"amount": D("123.95")}, "wrong_total_amount"),
         ({"vatAmount": D("20.65")}, "wrong_total_vat_amount"),
-        ({"amount": D("0"), "vatAmount": D("0"),
-          "basketItems": [_line(1, amount=0, amountWoVat=0, totalAmount=0, totalVatAmount=0)]},
-         "wrong_refund_amount"),
-        ({"basketItems": [_line(1, totalAmount=D("123.97"))], "amount": D("123.97")},
-         "wrong_basket_item_total_amount"),
+        (
+            {
+                "amount": D("0"),
+                "vatAmount": D("0"),
+                "basketItems": [_line(1, amount=0, amountWoVat=0, totalAmount=0, totalVatAmount=0)],
+            },
+            "wrong_refund_amount",
+        ),
+        (
+            {"basketItems": [_line(1, totalAmount=D("123.97"))], "amount": D("123.97")},
+            "wrong_basket_item_total_amount",
+        ),
         ({"parentId": "junk"}, "validation"),
         ({"status": "completed"}, "validation"),
         ({"merchantOrderId": None}, "validation"),
@@ -491,7 +527,8 @@ def test_a_refund_number_is_unique_among_refunds_not_across_orders(http: Http) -
     again = http("POST", REFUNDS, first)
     like_the_order = _refund(http, order["id"], _line(1), merchantOrderId=order["merchantOrderId"])
     order_like_the_refund = http(
-        "POST", ORDERS, reference_order(merchantOrderId=first["merchantOrderId"]))
+        "POST", ORDERS, reference_order(merchantOrderId=first["merchantOrderId"])
+    )
 
     assert (again.status_code, _error(again)["code"]) == (422, "merchant_order_id_duplicate")
     assert like_the_order.status_code == 200, like_the_order.content
@@ -526,12 +563,20 @@ def test_refunds_are_listed_by_parent_and_by_number(http: Http, contour: Contour
     first = _data(_refund(http, mine["id"], _line(1)))
     second = _data(_refund(http, mine["id"], _line(1)))
     _data(_refund(http, other["id"], _line(1)))
-    shared = _data(_refund(http, foreign["id"], _line(1), token=contour.token,
-                           merchantOrderId=first["merchantOrderId"]))
+    shared = _data(
+        _refund(
+            http,
+            foreign["id"],
+            _line(1),
+            token=contour.token,
+            merchantOrderId=first["merchantOrderId"],
+        )
+    )
 
     by_parent = loads(http("GET", REFUND_LIST, query={"parentId": mine["id"]}).content)
-    by_number = loads(http("GET", REFUND_LIST,
-                           query={"merchantOrderId": first["merchantOrderId"]}).content)
+    by_number = loads(
+        http("GET", REFUND_LIST, query={"merchantOrderId": first["merchantOrderId"]}).content
+    )
     foreign_parent = loads(http("GET", REFUND_LIST, query={"parentId": foreign["id"]}).content)
 
     assert [r["id"] for r in by_parent["data"]] == [second["id"], first["id"]]
@@ -553,9 +598,11 @@ def test_a_lost_shipment_response_still_stores_the_shipment(
     set_faults(contour.token, drop_response_after_create=True)
 
     with pytest.raises(httpx.ReadTimeout):
-        client.post("/v3/billing/api/order/shipment",
-                    content=dumps({"orderId": order["id"], "basketItems": [_line()]}).encode(),
-                    headers={"Content-Type": "application/json"})
+        client.post(
+            "/v3/billing/api/order/shipment",
+            content=dumps({"orderId": order["id"], "basketItems": [_line()]}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
 
     listed = client.get("/v3/filter/api/order/shipment", params={"orderId": order["id"]})
     assert [s["amount"] for s in listed.json(parse_float=Decimal)["data"]] == [D("123.96")]
@@ -570,11 +617,15 @@ def test_a_lost_refund_response_still_stores_the_refund(
     set_faults(contour.token, drop_response_after_create=True)
 
     with pytest.raises(httpx.ReadTimeout):
-        client.post("/v3/billing/api/order/refund-order", content=dumps(body).encode(),
-                    headers={"Content-Type": "application/json"})
+        client.post(
+            "/v3/billing/api/order/refund-order",
+            content=dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
 
-    listed = client.get("/v3/filter/api/order/refund-order",
-                        params={"merchantOrderId": body["merchantOrderId"]})
+    listed = client.get(
+        "/v3/filter/api/order/refund-order", params={"merchantOrderId": body["merchantOrderId"]}
+    )
     assert [r["merchantOrderId"] for r in listed.json()["data"]] == [body["merchantOrderId"]]
 
 

@@ -17,21 +17,36 @@ ASKED = "0190d6a4-1f2e-7c3b-9a8d-123456789abc"
 
 
 def shipment(order_id: str) -> dict[str, Any]:
-    return {"id": "17", "orderId": order_id, "status": "created", "amount": 100,
-            "basketItems": [{"sku": "1", "name": "Номер", "quantity": 1, "totalAmount": 100,
-                             "totalVatAmount": 0}]}
+    return {
+        "id": "17",
+        "orderId": order_id,
+        "status": "created",
+        "amount": 100,
+        "basketItems": [
+            {"sku": "1", "name": "Номер", "quantity": 1, "totalAmount": 100, "totalVatAmount": 0}
+        ],
+    }
 
 
 def client_answering(*rows: dict[str, Any]) -> InvoiceboxClient:
     def handle(request: httpx.Request) -> httpx.Response:
-        body = {"data": list(rows), "metaData": {"totalCount": len(rows), "page": 1,
-                                                 "pageSize": 50}}
-        return httpx.Response(200, headers={"Content-Type": "application/json"},
-                              content=simplejson.dumps(body).encode())
+        body = {
+            "data": list(rows),
+            "metaData": {"totalCount": len(rows), "page": 1, "pageSize": 50},
+        }
+        return httpx.Response(
+            200,
+            headers={"Content-Type": "application/json"},
+            content=simplejson.dumps(body).encode(),
+        )
 
-    return InvoiceboxClient(base_url="https://api.invoicebox.ru", token="t" * 32,
-                            merchant_id=str(uuid.uuid4()),
-                            transport=httpx.MockTransport(handle), backoff_seconds=0)
+    return InvoiceboxClient(
+        base_url="https://api.invoicebox.ru",
+        token="t" * 32,
+        merchant_id=str(uuid.uuid4()),
+        transport=httpx.MockTransport(handle),
+        backoff_seconds=0,
+    )
 
 
 def test_shipments_of_another_order_are_refused():

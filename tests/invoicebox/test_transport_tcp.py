@@ -39,9 +39,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def _record(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        self.server.seen.append({"method": self.command, "path": self.path,
-                                 "headers": dict(self.headers.items()),
-                                 "body": self.rfile.read(length)})
+        self.server.seen.append(
+            {
+                "method": self.command,
+                "path": self.path,
+                "headers": dict(self.headers.items()),
+                "body": self.rfile.read(length),
+            }
+        )
         body = b'{"data": {"userId": "7"}}'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -74,8 +79,9 @@ def silent() -> Iterator[int]:
 
 
 def test_the_request_sent_is_the_clients_own(db: None, recorder: Recorder, settings) -> None:
-    client = make_client(base_url=f"http://127.0.0.1:{recorder.server_port}/api",
-                         token="tok-1", merchant_id="m-1")
+    client = make_client(
+        base_url=f"http://127.0.0.1:{recorder.server_port}/api", token="tok-1", merchant_id="m-1"
+    )
     assert client.check_auth() == "7"
     assert client.last_request_id == "rec-1"
     with pytest.raises(InvoiceboxError):  # the recorder's answer is no order: only the request
@@ -93,16 +99,25 @@ def test_the_request_sent_is_the_clients_own(db: None, recorder: Recorder, setti
 
 
 def test_a_query_is_encoded_as_httpx_encodes_it(db: None, recorder: Recorder) -> None:
-    client = make_client(base_url=f"http://127.0.0.1:{recorder.server_port}",
-                         token="tok-2", merchant_id="m-2", read_attempts=1)
+    client = make_client(
+        base_url=f"http://127.0.0.1:{recorder.server_port}",
+        token="tok-2",
+        merchant_id="m-2",
+        read_attempts=1,
+    )
     with pytest.raises(InvoiceboxError):  # an object where a list is expected: bad_response
         client.find_orders(merchant_order_id="a b&c=д")
     assert "merchantOrderId=a+b%26c%3D%D0%B4" in recorder.seen[0]["path"]
 
 
 def test_a_silent_upstream_is_cut_at_the_clients_timeout(db: None, silent: int) -> None:
-    client = make_client(base_url=f"http://127.0.0.1:{silent}", token="tok-3",
-                         merchant_id="m-3", timeout=0.3, read_attempts=2)
+    client = make_client(
+        base_url=f"http://127.0.0.1:{silent}",
+        token="tok-3",
+        merchant_id="m-3",
+        timeout=0.3,
+        read_attempts=2,
+    )
     client.backoff_seconds = 0
     started = time.monotonic()
     with pytest.raises(InvoiceboxError) as read:
@@ -118,8 +133,9 @@ def test_a_refused_connection_is_unavailable(db: None) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again: nothing listens there
-    client = make_client(base_url=f"http://127.0.0.1:{port}", token="tok-4",
-                         merchant_id="m-4", read_attempts=1)
+    client = make_client(
+        base_url=f"http://127.0.0.1:{port}", token="tok-4", merchant_id="m-4", read_attempts=1
+    )
     with pytest.raises(InvoiceboxError) as refused:
         client.check_auth()
     assert refused.value.kind == "unavailable" and "ConnectError" in str(refused.value)

@@ -22,8 +22,19 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
-              "proxy-authorization", "proxy-authenticate", "content-length", "date", "server"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "content-length",
+    "date",
+    "server",
+}
 
 
 def build(upstreams: list[str], key: str | None = None) -> Starlette:
@@ -36,22 +47,29 @@ def build(upstreams: list[str], key: str | None = None) -> Starlette:
         if key is not None and "authorization" not in headers:
             headers["authorization"] = f"Bearer {key}"
         url = httpx.URL(upstream + request.url.path, query=request.url.query.encode())
-        sent = client.build_request(request.method, url, headers=headers,
-                                    content=await request.body())
+        sent = client.build_request(
+            request.method, url, headers=headers, content=await request.body()
+        )
         answer = await client.send(sent, stream=True)
         # multi_items, not a dict: a login answer sets two cookies in two Set-Cookie headers.
-        back = [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                for k, v in answer.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+        back = [
+            (k.lower().encode("latin-1"), v.encode("latin-1"))
+            for k, v in answer.headers.multi_items()
+            if k.lower() not in HOP_BY_HOP
+        ]
         back.append((b"x-upstream", upstream.encode("latin-1")))
 
         async def body() -> AsyncIterator[bytes]:
             async for chunk in answer.aiter_raw():
                 yield chunk
 
-        response = StreamingResponse(body(), status_code=answer.status_code,
-                                     background=BackgroundTask(answer.aclose))
-        response.raw_headers = [*(h for h in response.raw_headers if h[0] != b"content-type"),
-                                *back]
+        response = StreamingResponse(
+            body(), status_code=answer.status_code, background=BackgroundTask(answer.aclose)
+        )
+        response.raw_headers = [
+            *(h for h in response.raw_headers if h[0] != b"content-type"),
+            *back,
+        ]
         return response
 
     methods = ["GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"]
@@ -64,8 +82,9 @@ def main() -> None:
     parser.add_argument("upstreams", nargs="+")
     parser.add_argument("--key")
     args = parser.parse_args()
-    uvicorn.run(build(args.upstreams, args.key), host="127.0.0.1", port=args.port,
-                log_level="warning")
+    uvicorn.run(
+        build(args.upstreams, args.key), host="127.0.0.1", port=args.port, log_level="warning"
+    )
 
 
 if __name__ == "__main__":

@@ -13,18 +13,26 @@ from django.conf import settings
 from harness.chaos import Config, run
 from harness.cluster import database_url, postgres_params
 
-BRIEF = ("anomalies", "answers_by_code", "per_fault", "kills", "left_after_settling",
-         "reconciliation")
+BRIEF = (
+    "anomalies",
+    "answers_by_code",
+    "per_fault",
+    "kills",
+    "left_after_settling",
+    "reconciliation",
+)
 
 
 def reconciled_campaign(keep_dir: Path, prefix: str, **config: Any) -> dict[str, Any]:
     """Run a campaign (`config` as harness.chaos.Config takes it) and return its summary,
     after checking that the reconciliation against the sandbox's truth found nothing."""
-    cfg = Config(db_prefix=f"{settings.DATABASES['default']['NAME']}_{prefix}"[:40],
-                 database_url=database_url(postgres_params(), "postgres"),
-                 keep_dir=str(keep_dir), **config)
+    cfg = Config(
+        db_prefix=f"{settings.DATABASES['default']['NAME']}_{prefix}"[:40],
+        database_url=database_url(postgres_params(), "postgres"),
+        keep_dir=str(keep_dir),
+        **config,
+    )
     summary = run(cfg)
     brief = {key: summary[key] for key in BRIEF if key in summary}
-    assert summary["anomalies"] == [], json.dumps(brief, ensure_ascii=False, indent=1,
-                                                  default=str)
+    assert summary["anomalies"] == [], json.dumps(brief, ensure_ascii=False, indent=1, default=str)
     return summary

@@ -31,8 +31,18 @@ NODE_DIR = ROOT / "tests" / "system" / "node"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"  # node@22 from npm (the conformance suite)
 SESSIONS = 10  # per client, each a full session: 10 of 10 must pass
 # One contour per client: their journals and orders stay apart.
-SLUGS = ["python", "typescript", "fastmcp", "langchain", "agents", "remote", "conformance",
-         "hygiene", "revoked", "relay"]
+SLUGS = [
+    "python",
+    "typescript",
+    "fastmcp",
+    "langchain",
+    "agents",
+    "remote",
+    "conformance",
+    "hygiene",
+    "revoked",
+    "relay",
+]
 
 HERE = Path(__file__).resolve().parent
 
@@ -62,8 +72,9 @@ class Balanced:
         return f"{getattr(self.cluster, which).base}/mcp"
 
 
-def start_balancer(tmp: Path, upstreams: list[str], key: str | None = None,
-                   port: int | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+def start_balancer(
+    tmp: Path, upstreams: list[str], key: str | None = None, port: int | None = None
+) -> tuple[str, subprocess.Popen[bytes]]:
     port = port or free_port()
     args = [sys.executable, "-m", "tests.system.balancer", str(port), *upstreams]
     if key:
@@ -90,13 +101,21 @@ def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Balanced]:
     tmp = tmp_path_factory.mktemp("system")
     with scratch_database(params, "gateway_system") as dbname:
         # Eager tasks: nothing here needs the Celery worker; Redis still carries the answers.
-        cluster = build(tmp, params, dbname, SLUGS, extra_env={
-            "CELERY_TASK_ALWAYS_EAGER": "true", "MCP_REDIS_URL": REDIS_URL,
-            "MCP_ELICITATION_TIMEOUT_SECONDS": "5",
-            # The suites here open dozens of sessions with one key within a minute (the
-            # conformance suite one per scenario): the per-key cap (tested in
-            # tests/adapters/mcp/test_tenants.py) would refuse the last ones.
-            "MCP_MAX_SESSIONS_PER_KEY": "200"})
+        cluster = build(
+            tmp,
+            params,
+            dbname,
+            SLUGS,
+            extra_env={
+                "CELERY_TASK_ALWAYS_EAGER": "true",
+                "MCP_REDIS_URL": REDIS_URL,
+                "MCP_ELICITATION_TIMEOUT_SECONDS": "5",
+                # The suites here open dozens of sessions with one key within a minute (the
+                # conformance suite one per scenario): the per-key cap (tested in
+                # tests/adapters/mcp/test_tenants.py) would refuse the last ones.
+                "MCP_MAX_SESSIONS_PER_KEY": "200",
+            },
+        )
         balancers: list[subprocess.Popen[bytes]] = []
         try:
             for server in (cluster.sandbox, cluster.a, cluster.b):
@@ -105,7 +124,8 @@ def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Balanced]:
             url, process = start_balancer(tmp, upstreams)
             balancers.append(process)
             conformance_url, process = start_balancer(
-                tmp, upstreams, cluster.contours["conformance"]["key"])
+                tmp, upstreams, cluster.contours["conformance"]["key"]
+            )
             balancers.append(process)
             yield Balanced(cluster, url, conformance_url, balancers)
         finally:

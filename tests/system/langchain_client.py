@@ -26,7 +26,8 @@ async def one_session(client: MultiServerMCPClient, order: dict[str, Any]) -> di
 
         async def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
             message = await tools[name].ainvoke(
-                {"type": "tool_call", "id": "call-1", "name": name, "args": args})
+                {"type": "tool_call", "id": "call-1", "name": name, "args": args}
+            )
             content = message.content
             text = content if isinstance(content, str) else content[0]["text"]
             return {**json.loads(text), "isError": message.status == "error"}
@@ -37,20 +38,32 @@ async def one_session(client: MultiServerMCPClient, order: dict[str, Any]) -> di
         done["prepared"] = await call("create_order", order)
         token = (done["prepared"].get("confirmation") or {}).get("token")
         done["created"] = await call("create_order", {**order, "confirmation_token": token})
-        done["read"] = await call("get_order", {"order_id": (done["created"].get("data") or {})
-                                                .get("order_id")})
+        done["read"] = await call(
+            "get_order", {"order_id": (done["created"].get("data") or {}).get("order_id")}
+        )
         done["refused"] = await call("create_order", {**order, "amount": "1"})
         return done
 
 
 async def main(url: str, key: str, sessions: int, order: dict[str, Any]) -> int:
-    client = MultiServerMCPClient({"gateway": {
-        "transport": "streamable_http", "url": url, "headers": {"Authorization": f"Bearer {key}"}}})
+    client = MultiServerMCPClient(
+        {
+            "gateway": {
+                "transport": "streamable_http",
+                "url": url,
+                "headers": {"Authorization": f"Bearer {key}"},
+            }
+        }
+    )
     failed = 0
     for index in range(sessions):
         try:
-            print(json.dumps({"session": index, **await one_session(client, order)},
-                             ensure_ascii=False), flush=True)
+            print(
+                json.dumps(
+                    {"session": index, **await one_session(client, order)}, ensure_ascii=False
+                ),
+                flush=True,
+            )
         except Exception as error:  # reported, counted, the next session still runs
             failed += 1
             print(json.dumps({"session": index, "error": repr(error)}), flush=True)

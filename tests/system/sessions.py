@@ -32,7 +32,8 @@ async def steps(list_names: ListNames, call: Call) -> dict[str, Any]:
     done["prepared"] = await call("create_order", args)
     token = (done["prepared"].get("confirmation") or {}).get("token")
     done["created"] = await call("create_order", {**args, "confirmation_token": token})
-    done["read"] = await call("get_order", {"order_id": (done["created"].get("data") or {})
-                                            .get("order_id")})
+    done["read"] = await call(
+        "get_order", {"order_id": (done["created"].get("data") or {}).get("order_id")}
+    )
     done["refused"] = await call("create_order", {**args, "amount": "1"})
     return done

@@ -14,8 +14,16 @@ pytestmark = [pytest.mark.postgres, pytest.mark.chaos]
 
 
 def test_a_short_chaos_campaign_reconciles_without_an_anomaly(tmp_path):
-    summary = reconciled_campaign(tmp_path, "chaos", seed=19, duration=45, assistants=6,
-                                  kills=2, faults=FAULT_KINDS, settle=60)
+    summary = reconciled_campaign(
+        tmp_path,
+        "chaos",
+        seed=19,
+        duration=45,
+        assistants=6,
+        kills=2,
+        faults=FAULT_KINDS,
+        settle=60,
+    )
 
     # The campaign really ran its chaos: orders issued, faults met, a worker killed mid-call.
     assert summary["reconciliation"]["upstream_orders"] >= 5
@@ -35,8 +43,17 @@ ISSUE_27_FAULTS = ("db_cut", "db_down", "redis_down", "worker_kill", *UPSTREAM_L
 
 
 def test_a_short_campaign_of_database_broker_clock_and_lying_upstream_faults(tmp_path):
-    summary = reconciled_campaign(tmp_path, "c27", seed=27, duration=62, assistants=5, kills=0,
-                                  faults=ISSUE_27_FAULTS, settle=60, skew=90)
+    summary = reconciled_campaign(
+        tmp_path,
+        "c27",
+        seed=27,
+        duration=62,
+        assistants=5,
+        kills=0,
+        faults=ISSUE_27_FAULTS,
+        settle=60,
+        skew=90,
+    )
 
     # A phase keeps its length when a slow switch before it makes it start late, so on a
     # loaded host the last planned phase may fall past the end; most of the mix must run.

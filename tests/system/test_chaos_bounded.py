@@ -17,8 +17,17 @@ FAULTS = ("db_cut", "503stored", "redis_down")
 
 
 def test_a_bounded_campaign_of_three_faults_reconciles_without_an_anomaly(tmp_path):
-    summary = reconciled_campaign(tmp_path, "cb", seed=27, duration=24, assistants=3, kills=0,
-                                  faults=FAULTS, settle=60, skew=90)
+    summary = reconciled_campaign(
+        tmp_path,
+        "cb",
+        seed=27,
+        duration=24,
+        assistants=3,
+        kills=0,
+        faults=FAULTS,
+        settle=60,
+        skew=90,
+    )
 
     # The chaos really ran: faults met, orders issued and every create POST seen on the wire.
     assert len({p["kind"] for p in summary["fault_phases"]}) >= 2, summary["fault_phases"]

@@ -41,9 +41,19 @@ def outcomes(results: list[dict[str, Any]]) -> None:
 def run_script(command: list[str], balanced: Balanced, slug: str, cwd: Path) -> None:
     """A client in another runtime: URL KEY SESSIONS ORDER_JSON in, one JSON line per session out."""
     done = subprocess.run(
-        [*command, balanced.url, balanced.key(slug), str(SESSIONS),
-         json.dumps(order(), ensure_ascii=False)],
-        cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+        [
+            *command,
+            balanced.url,
+            balanced.key(slug),
+            str(SESSIONS),
+            json.dumps(order(), ensure_ascii=False),
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     outcomes(results)
@@ -67,7 +77,8 @@ async def test_fastmcp_client(balanced: Balanced):
     results = []
     for _ in range(SESSIONS):
         transport = StreamableHttpTransport(
-            balanced.url, headers={"Authorization": f"Bearer {balanced.key('fastmcp')}"})
+            balanced.url, headers={"Authorization": f"Bearer {balanced.key('fastmcp')}"}
+        )
         async with FastClient(transport) as client:
 
             async def names() -> list[str]:
@@ -87,9 +98,12 @@ async def test_openai_agents_sdk_mcp_server(balanced: Balanced):
     results = []
     for _ in range(SESSIONS):
         async with MCPServerStreamableHttp(
-                params={"url": balanced.url,
-                        "headers": {"Authorization": f"Bearer {balanced.key('agents')}"}},
-                client_session_timeout_seconds=60) as server:
+            params={
+                "url": balanced.url,
+                "headers": {"Authorization": f"Bearer {balanced.key('agents')}"},
+            },
+            client_session_timeout_seconds=60,
+        ) as server:
 
             async def names() -> list[str]:
                 return [tool.name for tool in await server.list_tools()]
@@ -105,19 +119,22 @@ async def test_openai_agents_sdk_mcp_server(balanced: Balanced):
 def remote_params(balanced: Balanced, tmp: str, *args: str) -> StdioServerParameters:
     """mcp-remote (the bridge Claude Desktop runs), spoken to over stdio."""
     return StdioServerParameters(
-        command=str(NODE), args=[str(MCP_REMOTE), balanced.url, "--transport", "http-only",
-                                 *args],
-        env={**os.environ, "MCP_REMOTE_CONFIG_DIR": tmp})
+        command=str(NODE),
+        args=[str(MCP_REMOTE), balanced.url, "--transport", "http-only", *args],
+        env={**os.environ, "MCP_REMOTE_CONFIG_DIR": tmp},
+    )
 
 
-async def test_mcp_remote_driven_by_the_official_python_client(balanced: Balanced,
-                                                               tmp_path_factory):
+async def test_mcp_remote_driven_by_the_official_python_client(
+    balanced: Balanced, tmp_path_factory
+):
     tmp = str(tmp_path_factory.mktemp("mcp-remote"))
     header = f"Authorization:Bearer {balanced.key('remote')}"
     results = []
     for _ in range(SESSIONS):
-        async with Client(remote_params(balanced, tmp, "--header", header),
-                          mode="legacy") as client:
+        async with Client(
+            remote_params(balanced, tmp, "--header", header), mode="legacy"
+        ) as client:
 
             async def names() -> list[str]:
                 return [tool.name for tool in (await client.list_tools()).tools]
@@ -134,9 +151,10 @@ async def test_the_official_python_client(balanced: Balanced):
     headers = {"Authorization": f"Bearer {balanced.key('python')}"}
     results = []
     for _ in range(SESSIONS):
-        async with (httpx2.AsyncClient(headers=headers, timeout=60) as http,
-                    Client(streamable_http_client(balanced.url, http_client=http),
-                           mode="legacy") as client):
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            Client(streamable_http_client(balanced.url, http_client=http), mode="legacy") as client,
+        ):
             assert client.protocol_version == "2025-11-25"
 
             async def names() -> list[str]:
@@ -166,9 +184,14 @@ async def test_the_python_clients_dialog_completes_a_write_in_one_call(balanced:
     headers = {"Authorization": f"Bearer {balanced.key('python')}"}
     before = balanced.cluster.upstream_orders("python")
     for _ in range(5):
-        async with (httpx2.AsyncClient(headers=headers, timeout=60) as http,
-                    Client(streamable_http_client(balanced.url, http_client=http),
-                           mode="legacy", elicitation_callback=dialog) as client):
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            Client(
+                streamable_http_client(balanced.url, http_client=http),
+                mode="legacy",
+                elicitation_callback=dialog,
+            ) as client,
+        ):
             args = order_args()
             args["description"] += f" №{uuid.uuid4().hex[:8]}"  # each its own order
             result = await client.call_tool("create_order", args)

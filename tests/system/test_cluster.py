@@ -21,8 +21,21 @@ from tests.conftest import order_args
 
 pytestmark = [pytest.mark.postgres]
 
-SLUGS = ["race", "first", "ceiling", "kill", "notify", "refresh", "expire",
-         "f-latency", "f-5xx", "f-503", "f-reset", "f-lost", "f-429"]
+SLUGS = [
+    "race",
+    "first",
+    "ceiling",
+    "kill",
+    "notify",
+    "refresh",
+    "expire",
+    "f-latency",
+    "f-5xx",
+    "f-503",
+    "f-reset",
+    "f-lost",
+    "f-429",
+]
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +81,9 @@ def concurrently(count: int, work: Callable[[int], Any]) -> list[Any]:
 
 
 def journal_count(cluster: Cluster, slug: str, phase: str) -> int:
-    return cluster.scalar("select count(*) from audit_journalentry where contour = %s and "
-                          "phase = %s", slug, phase)
+    return cluster.scalar(
+        "select count(*) from audit_journalentry where contour = %s and phase = %s", slug, phase
+    )
 
 
 def test_fifty_executions_of_one_token_from_two_processes_create_one_order(cluster: Cluster):
@@ -97,12 +111,16 @@ def test_fifty_executions_of_one_token_from_two_processes_create_one_order(clust
 
     assert {status for status, _, _ in results} == {200}, [b for s, b, _ in results if s != 200]
     assert Counter(body["replayed"] for _, body, _ in results) == {True: 49, False: 1}, [
-        (b["message"], b["data"].get("recovered"), busy) for _, b, busy in results
-        if not b["replayed"]]
+        (b["message"], b["data"].get("recovered"), busy)
+        for _, b, busy in results
+        if not b["replayed"]
+    ]
     assert len({body["data"]["order_id"] for _, body, _ in results}) == 1
     assert cluster.upstream_orders("race") == 1
-    assert cluster.sql("select state, attempts from tools_operation o join tools_contour c on "
-                       "c.id = o.contour_id where c.slug = 'race'") == [("done", 1)]
+    assert cluster.sql(
+        "select state, attempts from tools_operation o join tools_contour c on "
+        "c.id = o.contour_id where c.slug = 'race'"
+    ) == [("done", 1)]
     # Every request, 409s included, has its journal entry; the one attempt also its started one.
     assert journal_count(cluster, "race", "execute") == 50 + sum(b for _, _, b in results) + 1
     assert sum(b for _, _, b in results) > 0  # the race really happened
@@ -118,15 +136,23 @@ def test_fifty_identical_first_calls_from_two_processes_make_one_confirmation(cl
 
     assert {r.status_code for r in responses} == {200}
     assert len({r.json()["confirmation"]["token"] for r in responses}) == 1
-    assert cluster.scalar("select count(*) from tools_pendingconfirmation p join tools_contour c "
-                          "on c.id = p.contour_id where c.slug = 'first'") == 1
+    assert (
+        cluster.scalar(
+            "select count(*) from tools_pendingconfirmation p join tools_contour c "
+            "on c.id = p.contour_id where c.slug = 'first'"
+        )
+        == 1
+    )
     assert journal_count(cluster, "first", "prepare") == 50
 
 
 def test_writes_racing_one_daily_ceiling_from_two_processes_never_pass_it(cluster: Cluster):
     contour_id = cluster.scalar("select id from tools_contour where slug = 'ceiling'")
-    cluster.sql('insert into tools_ceiling (contour_id, kind, currency, "limit") '
-                "values (%s, 'per_day', 'RUB', 73200) returning id", contour_id)
+    cluster.sql(
+        'insert into tools_ceiling (contour_id, kind, currency, "limit") '
+        "values (%s, 'per_day', 'RUB', 73200) returning id",
+        contour_id,
+    )
     confirmed = [prepare(cluster, "ceiling", description=f"Счёт {n}") for n in range(6)]
     cluster.set_faults("ceiling", latency_ms=300)
 
@@ -144,8 +170,14 @@ def test_writes_racing_one_daily_ceiling_from_two_processes_never_pass_it(cluste
 
     assert Counter(codes) == {"ok": 2, "ceiling_exceeded": 4}  # 2 × 366,00 ₽ = the ceiling
     assert cluster.upstream_orders("ceiling") == 2
-    assert cluster.scalar("select coalesce(sum(amount), 0) from tools_operation where "
-                          "contour_id = %s and state = 'done'", contour_id) == 73200
+    assert (
+        cluster.scalar(
+            "select coalesce(sum(amount), 0) from tools_operation where "
+            "contour_id = %s and state = 'done'",
+            contour_id,
+        )
+        == 73200
+    )
 
 
 # fault -> (switches, whether the order lands upstream despite the fault). Every one of them
@@ -162,8 +194,7 @@ HTTP_FAULTS: dict[str, tuple[dict[str, Any], bool]] = {
 
 
 @pytest.mark.parametrize("slug", list(HTTP_FAULTS))
-def test_upstream_faults_over_http_never_duplicate_and_lose_no_entry(cluster: Cluster,
-                                                                     slug: str):
+def test_upstream_faults_over_http_never_duplicate_and_lose_no_entry(cluster: Cluster, slug: str):
     switches, landed = HTTP_FAULTS[slug]
     confirmed = prepare(cluster, slug)
     cluster.set_faults(slug, **switches)
@@ -214,8 +245,14 @@ def test_a_429_on_a_create_is_a_refusal_and_the_same_token_creates_once(cluster:
     assert replayed.json()["replayed"] is True
     assert cluster.upstream_orders(slug) == 1
     assert create_posts(cluster, slug) == 1
-    assert journal_codes(cluster, slug) == ["confirmation_required", "execution_started",
-                                            "rate_limited", "execution_started", "ok", "ok"]
+    assert journal_codes(cluster, slug) == [
+        "confirmation_required",
+        "execution_started",
+        "rate_limited",
+        "execution_started",
+        "ok",
+        "ok",
+    ]
 
 
 def create_posts(cluster: Cluster, slug: str) -> int:
@@ -226,24 +263,37 @@ def create_posts(cluster: Cluster, slug: str) -> int:
     return cluster.scalar(
         "select count(*) + coalesce(sum(repeated_creates), 0) "
         "from invoicebox_sandboxmerchantorderid where merchant_id = %s",
-        uuid.UUID(cluster.contours[slug]["merchant_id"]))
+        uuid.UUID(cluster.contours[slug]["merchant_id"]),
+    )
 
 
 def age_operation(cluster: Cluster, slug: str) -> None:
     """Move the contour's operation back past the stale period (60 s): the wait itself."""
-    cluster.sql("update tools_operation set started_at = started_at - interval '1 hour' "
-                "where contour_id = (select id from tools_contour where slug = %s)", slug)
+    cluster.sql(
+        "update tools_operation set started_at = started_at - interval '1 hour' "
+        "where contour_id = (select id from tools_contour where slug = %s)",
+        slug,
+    )
 
 
 def operation_states(cluster: Cluster, slug: str) -> list[str]:
-    return [row[0] for row in cluster.sql(
-        "select state from tools_operation o join tools_contour c on c.id = o.contour_id "
-        "where c.slug = %s", slug)]
+    return [
+        row[0]
+        for row in cluster.sql(
+            "select state from tools_operation o join tools_contour c on c.id = o.contour_id "
+            "where c.slug = %s",
+            slug,
+        )
+    ]
 
 
 def journal_codes(cluster: Cluster, slug: str) -> list[str]:
-    return [row[0] for row in cluster.sql(
-        "select code from audit_journalentry where contour = %s order by id", slug)]
+    return [
+        row[0]
+        for row in cluster.sql(
+            "select code from audit_journalentry where contour = %s order by id", slug
+        )
+    ]
 
 
 def test_a_sandbox_payment_notifies_over_http_and_the_worker_confirms_it(cluster: Cluster):
@@ -258,13 +308,22 @@ def test_a_sandbox_payment_notifies_over_http_and_the_worker_confirms_it(cluster
     assert delivery["url"] == f"{cluster.a.base}/invoicebox/notifications/notify"
     assert tracked_status(cluster, order["order_id"]) == "completed"
     # The live Celery worker (Redis) read the order back upstream after commit.
-    wait_for(lambda: cluster.sql("select 1 from audit_journalentry where contour = 'notify' and "
-                                 "channel = 'celery' and code = 'notification_confirmed'"),
-             what="the worker's confirmation")
+    wait_for(
+        lambda: cluster.sql(
+            "select 1 from audit_journalentry where contour = 'notify' and "
+            "channel = 'celery' and code = 'notification_confirmed'"
+        ),
+        what="the worker's confirmation",
+    )
     again = cluster.manage("sandbox_pay", order["order_id"], "--resend")
     assert '"status": "success"' in again
-    assert cluster.scalar("select count(*) from tools_processednotification n join "
-                          "tools_contour c on c.id = n.contour_id where c.slug = 'notify'") == 1
+    assert (
+        cluster.scalar(
+            "select count(*) from tools_processednotification n join "
+            "tools_contour c on c.id = n.contour_id where c.slug = 'notify'"
+        )
+        == 1
+    )
 
 
 def test_the_worker_refreshes_open_orders_queued_by_beat(cluster: Cluster):
@@ -273,8 +332,10 @@ def test_the_worker_refreshes_open_orders_queued_by_beat(cluster: Cluster):
 
     cluster.send_task("tools.tasks.refresh_open_orders")
 
-    wait_for(lambda: tracked_status(cluster, order["order_id"]) == "completed",
-             what="the refreshed status")
+    wait_for(
+        lambda: tracked_status(cluster, order["order_id"]) == "completed",
+        what="the refreshed status",
+    )
     # The task commits the status, then journals it: on a loaded machine the test can look
     # in between, so it waits for the entry too, then checks there is exactly one.
     wait_for(lambda: refreshed_entries(cluster) >= 1, what="the refresh's journal entry")
@@ -283,27 +344,35 @@ def test_the_worker_refreshes_open_orders_queued_by_beat(cluster: Cluster):
 
 def test_the_worker_expires_stale_confirmations(cluster: Cluster):
     prepare(cluster, "expire")
-    cluster.sql("update tools_pendingconfirmation set expires_at = now() - interval '1 second' "
-                "where contour_id = (select id from tools_contour where slug = 'expire')")
+    cluster.sql(
+        "update tools_pendingconfirmation set expires_at = now() - interval '1 second' "
+        "where contour_id = (select id from tools_contour where slug = 'expire')"
+    )
 
     cluster.send_task("tools.tasks.expire_confirmations")
 
-    wait_for(lambda: cluster.sql(
-        "select 1 from tools_pendingconfirmation p join tools_contour c on c.id = p.contour_id "
-        "where c.slug = 'expire' and p.status = 'expired'"), what="the expiry")
+    wait_for(
+        lambda: cluster.sql(
+            "select 1 from tools_pendingconfirmation p join tools_contour c on c.id = p.contour_id "
+            "where c.slug = 'expire' and p.status = 'expired'"
+        ),
+        what="the expiry",
+    )
 
 
-def test_a_worker_killed_mid_execution_is_recovered_not_repeated(cluster: Cluster,
-                                                                  tmp_path: Path):
+def test_a_worker_killed_mid_execution_is_recovered_not_repeated(cluster: Cluster, tmp_path: Path):
     confirmed = prepare(cluster, "kill")
     # Longer than the kill takes, shorter than the client timeout: the call is in flight.
     cluster.set_faults("kill", latency_ms=3000)
     victim = Server("victim", cluster.a.port, cluster.a.env, tmp_path / "victim.log")
     # The restarted process treats an in-flight claim older than 3 s as lost (60 s by default,
     # which B keeps); the same setting is how production shortens or lengthens it.
-    restarted = Server("restarted", cluster.a.port,
-                       {**cluster.a.env, "GATEWAY_STALE_IN_FLIGHT_SECONDS": "3"},
-                       tmp_path / "restarted.log")
+    restarted = Server(
+        "restarted",
+        cluster.a.port,
+        {**cluster.a.env, "GATEWAY_STALE_IN_FLIGHT_SECONDS": "3"},
+        tmp_path / "restarted.log",
+    )
     errors: list[BaseException] = []
 
     def doomed() -> None:
@@ -345,14 +414,18 @@ def test_a_worker_killed_mid_execution_is_recovered_not_repeated(cluster: Cluste
     assert recovered.json()["data"]["recovered"] is True
     assert replayed.json()["replayed"] is True
     assert cluster.upstream_orders("kill") == 1
-    assert cluster.sql("select state, attempts from tools_operation o join tools_contour c on "
-                       "c.id = o.contour_id where c.slug = 'kill'") == [("done", 2)]
+    assert cluster.sql(
+        "select state, attempts from tools_operation o join tools_contour c on "
+        "c.id = o.contour_id where c.slug = 'kill'"
+    ) == [("done", 2)]
 
 
 def requests_sent(cluster: Cluster, slug: str) -> int:
     """Upstream requests of the contour's account, as the gateways' shared limiter counted them."""
-    return cluster.scalar("select coalesce(sum(count), 0) from invoicebox_upstreamwindow "
-                          "where account = %s", account_key(cluster.contours[slug]["token"]))
+    return cluster.scalar(
+        "select coalesce(sum(count), 0) from invoicebox_upstreamwindow where account = %s",
+        account_key(cluster.contours[slug]["token"]),
+    )
 
 
 def issue(cluster: Cluster, slug: str) -> dict[str, Any]:
@@ -363,8 +436,10 @@ def issue(cluster: Cluster, slug: str) -> dict[str, Any]:
 
 
 def refreshed_entries(cluster: Cluster) -> int:
-    return cluster.scalar("select count(*) from audit_journalentry where contour = 'refresh' "
-                          "and code = 'status_refreshed'")
+    return cluster.scalar(
+        "select count(*) from audit_journalentry where contour = 'refresh' "
+        "and code = 'status_refreshed'"
+    )
 
 
 def tracked_status(cluster: Cluster, order_id: str) -> str:

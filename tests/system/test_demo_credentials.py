@@ -25,8 +25,15 @@ print("admin-ok" if user is not None and user.is_superuser else "admin-bad")
 def manage(database: Path, state: Path, *args: str) -> str:
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "GATEWAY_STATE_DIR": str(state)}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180, check=True)
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
     return done.stdout
 
 
@@ -38,8 +45,9 @@ def seed(database: Path, state: Path) -> tuple[str, str]:
 
 
 def works(database: Path, state: Path, key: str, password: str) -> list[str]:
-    out = manage(database, state, "shell", "-c", CHECK.replace("sys.argv[-2:]",
-                                                                 f"[{key!r}, {password!r}]"))
+    out = manage(
+        database, state, "shell", "-c", CHECK.replace("sys.argv[-2:]", f"[{key!r}, {password!r}]")
+    )
     return [word for word in out.split() if word.startswith(("key-", "admin-"))]
 
 

@@ -30,8 +30,15 @@ def free_port() -> int:
 
 
 def manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return done.stdout
 
 
@@ -45,9 +52,22 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     key = re.search(r"API key:\s+(\S+)", seeded).group(1)
     # One worker: the sandbox call from inside a sync view must not need a second thread.
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -64,13 +84,20 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 
 def call(live: dict[str, Any], name: str, arguments: dict[str, Any]) -> httpx.Response:
-    return httpx.post(f"{live['base']}/api/v1/call", json={"name": name, "arguments": arguments},
-                      headers={"Authorization": f"Bearer {live['key']}"}, timeout=15)
+    return httpx.post(
+        f"{live['base']}/api/v1/call",
+        json={"name": name, "arguments": arguments},
+        headers={"Authorization": f"Bearer {live['key']}"},
+        timeout=15,
+    )
 
 
 def test_demo_key_lists_tools(live: dict[str, Any]):
-    response = httpx.get(f"{live['base']}/api/v1/tools",
-                         headers={"Authorization": f"Bearer {live['key']}"}, timeout=5)
+    response = httpx.get(
+        f"{live['base']}/api/v1/tools",
+        headers={"Authorization": f"Bearer {live['key']}"},
+        timeout=5,
+    )
 
     assert response.status_code == 200
     names = [t["name"] for t in response.json()["tools"]]
@@ -78,12 +105,12 @@ def test_demo_key_lists_tools(live: dict[str, Any]):
 
 
 def test_issue_and_read_an_order_through_two_calls(live: dict[str, Any]):
-    args = {**VALID_ORDER,
-            "expiration_date": (datetime.now(UTC) + timedelta(days=2)).isoformat()}
+    args = {**VALID_ORDER, "expiration_date": (datetime.now(UTC) + timedelta(days=2)).isoformat()}
 
     first = call(live, "create_order", args).json()
-    second = call(live, "create_order",
-                  {**args, "confirmation_token": first["confirmation"]["token"]})
+    second = call(
+        live, "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     assert first["status"] == "confirmation_required", first
     assert second.status_code == 200, second.text
     read = call(live, "get_order", {"order_id": second.json()["data"]["order_id"]})
@@ -103,10 +130,15 @@ def test_seed_is_idempotent_and_journal_verifies(live: dict[str, Any]):
 
 
 def test_sandbox_is_served_at_its_path(live: dict[str, Any]):
-    response = httpx.get(f"{live['base']}/sandbox/invoicebox/v3/security/api/auth/auth",
-                         headers={"Authorization": "Bearer wrong", "User-Agent": "t/1",
-                                  "Content-Type": "application/json"},
-                         timeout=5)
+    response = httpx.get(
+        f"{live['base']}/sandbox/invoicebox/v3/security/api/auth/auth",
+        headers={
+            "Authorization": "Bearer wrong",
+            "User-Agent": "t/1",
+            "Content-Type": "application/json",
+        },
+        timeout=5,
+    )
 
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"
@@ -123,8 +155,10 @@ def test_health_over_http_is_the_django_views_report_without_caching(live: dict[
     assert "expires" in response.headers  # as @never_cache gives the Django view
     body = response.json()
     assert body["status"] == "ok" and body["checks"]["database"]["status"] == "ok"
-    assert body["catalog"] == {"fingerprint": health.catalog_fingerprint(),
-                               "tools": len(catalog.CATALOG)}
+    assert body["catalog"] == {
+        "fingerprint": health.catalog_fingerprint(),
+        "tools": len(catalog.CATALOG),
+    }
     assert body["version"] == health.version()
     assert httpx.post(f"{live['base']}/health", timeout=5).status_code == 405
 
@@ -137,8 +171,10 @@ def test_admin_login_page_and_csrf_work_through_the_wsgi_mount(live: dict[str, A
         refused = client.post("/admin/login/", data={"username": "x", "password": "y"})
         assert refused.status_code == 403  # no CSRF token: refused, not a 500
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        wrong = client.post("/admin/login/", data={"username": "nobody", "password": "wrong",
-                                                   "csrfmiddlewaretoken": token})
+        wrong = client.post(
+            "/admin/login/",
+            data={"username": "nobody", "password": "wrong", "csrfmiddlewaretoken": token},
+        )
         assert wrong.status_code == 200 and "errornote" in wrong.text
 
 
@@ -148,25 +184,36 @@ def test_journal_export_streams_through_the_wsgi_mount(live: dict[str, Any]):
 
     manage(live["env"], "grant", "audra", "auditor", SLUG, "--create")
     token = manage(live["env"], "create_auditor_token", "audra").strip()
-    expected = [line for line in manage(live["env"], "export_journal", "--format",
-                                        "jsonl").splitlines()
-                if json.loads(line)["contour"] == SLUG]  # what an auditor of the demo reads
+    expected = [
+        line
+        for line in manage(live["env"], "export_journal", "--format", "jsonl").splitlines()
+        if json.loads(line)["contour"] == SLUG
+    ]  # what an auditor of the demo reads
 
-    with httpx.stream("GET", f"{live['base']}/api/v1/journal/export",
-                      params={"format": "jsonl"}, timeout=15,
-                      headers={"Authorization": f"Bearer {token}"}) as response:
+    with httpx.stream(
+        "GET",
+        f"{live['base']}/api/v1/journal/export",
+        params={"format": "jsonl"},
+        timeout=15,
+        headers={"Authorization": f"Bearer {token}"},
+    ) as response:
         assert response.status_code == 200
         assert response.headers["content-disposition"].startswith("attachment;")
         assert "content-length" not in response.headers  # streamed, not buffered
         lines = b"".join(response.iter_bytes()).decode().splitlines()
 
     assert len(lines) >= len(expected) > 0  # later calls of the module may add entries
-    assert [json.loads(line)["id"] for line in lines[:len(expected)]] == [
-        json.loads(line)["id"] for line in expected]
+    assert [json.loads(line)["id"] for line in lines[: len(expected)]] == [
+        json.loads(line)["id"] for line in expected
+    ]
 
 
-SECURITY_HEADERS = ("x-content-type-options", "x-frame-options", "referrer-policy",
-                    "cross-origin-opener-policy")
+SECURITY_HEADERS = (
+    "x-content-type-options",
+    "x-frame-options",
+    "referrer-policy",
+    "cross-origin-opener-policy",
+)
 
 
 def test_health_refuses_a_host_outside_allowed_hosts(live: dict[str, Any]):

@@ -56,14 +56,27 @@ def test_make_demo_serves_from_two_processes_on_postgres(tmp_path: Path):
     with scratch_database(params, name) as dbname:
         # ensure_database would create it too; the scratch one is dropped afterwards.
         url = database_url(params, dbname)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("DJANGO_", "CELERY_", "PROMETHEUS_"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("DJANGO_", "CELERY_", "PROMETHEUS_"))
+        }
         env.update({"GATEWAY_STATE_DIR": str(tmp_path / "state"), "LOG_LEVEL": "WARNING"})
         # -o: the virtualenv is the one running these tests; never reinstall from here.
         demo = subprocess.Popen(
-            [shutil.which("make") or "make", "-o", ".venv/bin/.installed", "demo",
-             f"PORT={port}", "WORKERS=2", f"DATABASE_URL={url}"],
-            cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+            [
+                shutil.which("make") or "make",
+                "-o",
+                ".venv/bin/.installed",
+                "demo",
+                f"PORT={port}",
+                "WORKERS=2",
+                f"DATABASE_URL={url}",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         base = f"http://127.0.0.1:{port}"
@@ -80,14 +93,26 @@ def test_make_demo_serves_from_two_processes_on_postgres(tmp_path: Path):
             master = next(pid for pid in children(demo.pid) if "uvicorn" in command_line(pid))
             workers = wait_for_workers(master)
             headers = {"Authorization": f"Bearer {key}"}
-            args = {**VALID_ORDER,
-                    "expiration_date": (datetime.now(UTC) + timedelta(days=2)).isoformat()}
-            first = httpx.post(f"{base}/api/v1/call", headers=headers, timeout=30,
-                               json={"name": "create_order", "arguments": args}).json()
+            args = {
+                **VALID_ORDER,
+                "expiration_date": (datetime.now(UTC) + timedelta(days=2)).isoformat(),
+            }
+            first = httpx.post(
+                f"{base}/api/v1/call",
+                headers=headers,
+                timeout=30,
+                json={"name": "create_order", "arguments": args},
+            ).json()
             confirmed = {**args, "confirmation_token": first["confirmation"]["token"]}
-            answers = [httpx.post(f"{base}/api/v1/call", headers=headers, timeout=30,
-                                  json={"name": "create_order", "arguments": confirmed}).json()
-                       for _ in range(6)]
+            answers = [
+                httpx.post(
+                    f"{base}/api/v1/call",
+                    headers=headers,
+                    timeout=30,
+                    json={"name": "create_order", "arguments": confirmed},
+                ).json()
+                for _ in range(6)
+            ]
 
             assert len(workers) == 2
             assert [a["replayed"] for a in answers] == [False] + [True] * 5
@@ -97,8 +122,7 @@ def test_make_demo_serves_from_two_processes_on_postgres(tmp_path: Path):
             assert operations == [("done",)]
             assert orders == (1,)
             # Every scrape, whichever worker answers, adds up both workers' counters.
-            totals = {calls_total(httpx.get(f"{base}/metrics", timeout=10).text)
-                      for _ in range(8)}
+            totals = {calls_total(httpx.get(f"{base}/metrics", timeout=10).text) for _ in range(8)}
             assert totals == {7.0}, totals
             assert "PROMETHEUS_MULTIPROC_DIR=" in log.read_text()
         finally:
@@ -110,8 +134,11 @@ def test_make_demo_serves_from_two_processes_on_postgres(tmp_path: Path):
 
 
 def calls_total(metrics: str) -> float:
-    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-               if line.startswith("gateway_calls_total{"))
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("gateway_calls_total{")
+    )
 
 
 def wait_for_workers(master: int, count: int = 2, seconds: float = 30) -> list[int]:
@@ -119,8 +146,7 @@ def wait_for_workers(master: int, count: int = 2, seconds: float = 30) -> list[i
     while time.monotonic() < deadline:
         # uvicorn's supervisor spawns its workers with multiprocessing (beside a resource
         # tracker, which serves nothing).
-        workers = [pid for pid in children(master)
-                   if "multiprocessing.spawn" in command_line(pid)]
+        workers = [pid for pid in children(master) if "multiprocessing.spawn" in command_line(pid)]
         if len(workers) >= count:
             return workers
         time.sleep(0.2)

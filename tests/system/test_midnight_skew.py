@@ -28,8 +28,10 @@ from tests.conftest import order_args
 
 pytestmark = [
     pytest.mark.postgres,
-    pytest.mark.skipif(not Path(FAKETIME_LIBRARY).exists(),
-                       reason="no libfaketime here (apt-get install libfaketime); CI installs it"),
+    pytest.mark.skipif(
+        not Path(FAKETIME_LIBRARY).exists(),
+        reason="no libfaketime here (apt-get install libfaketime); CI installs it",
+    ),
 ]
 
 MOSCOW = ZoneInfo("Europe/Moscow")
@@ -46,14 +48,19 @@ def skewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, 
     params = postgres_params()
     with scratch_database(params, "gateway_midnight") as dbname:
         # The sandbox in each gateway's own process: only the gateways' clocks matter here.
-        built = build(tmp, params, dbname, [SLUG],
-                      extra_env={"INVOICEBOX_SANDBOX_IN_PROCESS": "true"})
+        built = build(
+            tmp, params, dbname, [SLUG], extra_env={"INVOICEBOX_SANDBOX_IN_PROCESS": "true"}
+        )
         clocks = (tmp / "clock-a", tmp / "clock-b")
         for server, clock in zip((built.a, built.b), clocks, strict=True):
             clock.write_text("+0s\n")
-            server.env = {**server.env, "LD_PRELOAD": FAKETIME_LIBRARY,
-                          "FAKETIME_TIMESTAMP_FILE": str(clock), "FAKETIME_NO_CACHE": "1",
-                          "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+            server.env = {
+                **server.env,
+                "LD_PRELOAD": FAKETIME_LIBRARY,
+                "FAKETIME_TIMESTAMP_FILE": str(clock),
+                "FAKETIME_NO_CACHE": "1",
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            }
         try:
             built.a.start()
             built.b.start()
@@ -91,12 +98,15 @@ def moscow_day(response: Any) -> str:
     return f"{parsedate_to_datetime(response.headers['date']).astimezone(MOSCOW):%Y-%m-%d}"
 
 
-def test_two_workers_90_s_apart_around_midnight_count_one_day(
-        skewed: tuple[Cluster, Path, Path]):
+def test_two_workers_90_s_apart_around_midnight_count_one_day(skewed: tuple[Cluster, Path, Path]):
     cluster, clock_a, clock_b = skewed
     contour_id = cluster.scalar("select id from tools_contour where slug = %s", SLUG)
-    cluster.sql('insert into tools_ceiling (contour_id, kind, currency, "limit") '
-                "values (%s, 'per_day', 'RUB', %s)", contour_id, CEILING_ORDERS * ORDER)
+    cluster.sql(
+        'insert into tools_ceiling (contour_id, kind, currency, "limit") '
+        "values (%s, 'per_day', 'RUB', %s)",
+        contour_id,
+        CEILING_ORDERS * ORDER,
+    )
     tokens = []
     for n in range(CEILING_ORDERS + 4):
         args = order_args(description=f"Полночь {n}")
@@ -118,8 +128,18 @@ def test_two_workers_90_s_apart_around_midnight_count_one_day(
     # The skew was real: each process lived in its own day for every call it answered.
     assert len(days["a"]) == len(days["b"]) == 1 and days["a"] != days["b"], days
     assert codes == ["ok"] * CEILING_ORDERS + ["ceiling_exceeded"] * 4, codes
-    assert cluster.scalar("select count(*) from invoicebox_sandboxorder where merchant_id = %s",
-                          uuid.UUID(cluster.contours[SLUG]["merchant_id"])) == CEILING_ORDERS
+    assert (
+        cluster.scalar(
+            "select count(*) from invoicebox_sandboxorder where merchant_id = %s",
+            uuid.UUID(cluster.contours[SLUG]["merchant_id"]),
+        )
+        == CEILING_ORDERS
+    )
     # The operations carry the database's time: b's own clock would put half in the future.
-    assert cluster.scalar("select count(*) from tools_operation where created_at > "
-                          "statement_timestamp() or started_at > statement_timestamp()") == 0
+    assert (
+        cluster.scalar(
+            "select count(*) from tools_operation where created_at > "
+            "statement_timestamp() or started_at > statement_timestamp()"
+        )
+        == 0
+    )

@@ -59,8 +59,15 @@ TAKEN: set[int] = set()
 
 
 def _manage(env: dict[str, str], *args: str) -> str:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
 
 
 def _wait(url: str, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
@@ -94,17 +101,37 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     state = tmp_path_factory.mktemp("proxied")
     port = free_port()
     ports = {name: free_port() for name in RENDER}
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}", "PORT": str(port),
-           "MCP_ALLOWED_HOSTS": ",".join(f"127.0.0.1:{each}" for each in ports.values()),
-           "MCP_ELICITATION_TIMEOUT_SECONDS": "5", "WEB_CONCURRENCY": "1"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}",
+        "PORT": str(port),
+        "MCP_ALLOWED_HOSTS": ",".join(f"127.0.0.1:{each}" for each in ports.values()),
+        "MCP_ELICITATION_TIMEOUT_SECONDS": "5",
+        "WEB_CONCURRENCY": "1",
+    }
     _manage(env, "migrate", "--noinput")
     key = re.search(r"API key:\s+(\S+)", _manage(env, "seed_demo", "--state-dir", str(state)))
     assert key is not None
     log = state / "uvicorn.log"
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1", "--proxy-headers"],
-        cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--proxy-headers",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         _wait(f"http://127.0.0.1:{port}/health", server, "uvicorn", log)
         yield {"upstream": f"127.0.0.1:{port}", "key": key.group(1), "ports": ports}
@@ -120,8 +147,17 @@ def _nginx(tmp: Path, upstream: str, port: int) -> tuple[list[str], str]:
     (tmp / "logs").mkdir()
     conf = tmp / "nginx.conf"
     conf.write_text(rendered)
-    return ["nginx", "-c", str(conf), "-p", str(tmp), "-e", str(tmp / "logs" / "error.log"),
-            "-g", f"daemon off; pid {tmp / 'nginx.pid'};"], rendered
+    return [
+        "nginx",
+        "-c",
+        str(conf),
+        "-p",
+        str(tmp),
+        "-e",
+        str(tmp / "logs" / "error.log"),
+        "-g",
+        f"daemon off; pid {tmp / 'nginx.pid'};",
+    ], rendered
 
 
 def _caddy(tmp: Path, upstream: str, port: int) -> tuple[list[str], str]:
@@ -129,8 +165,9 @@ def _caddy(tmp: Path, upstream: str, port: int) -> tuple[list[str], str]:
     rendered = re.sub(r"web-[ab]:8000", upstream, text)
     rendered = rendered.replace("\n:80 {", f"\nhttp://127.0.0.1:{port} {{")
     # Test-only: the admin API on a free loopback port, not on the shared :2019.
-    rendered = rendered.replace("{\n\tservers {", f"{{\n\tadmin 127.0.0.1:{free_port()}\n"
-                                                  "\tservers {", 1)
+    rendered = rendered.replace(
+        "{\n\tservers {", f"{{\n\tadmin 127.0.0.1:{free_port()}\n\tservers {{", 1
+    )
     assert upstream in rendered and f"127.0.0.1:{port} {{" in rendered
     assert "admin 127.0.0.1:" in rendered
     conf = tmp / "Caddyfile"
@@ -142,8 +179,9 @@ RENDER = {"nginx": _nginx, "caddy": _caddy}
 
 
 @pytest.fixture(params=["nginx", "caddy"])
-def proxied(request: pytest.FixtureRequest, gateway: dict[str, Any],
-            tmp_path: Path) -> Iterator[dict[str, Any]]:
+def proxied(
+    request: pytest.FixtureRequest, gateway: dict[str, Any], tmp_path: Path
+) -> Iterator[dict[str, Any]]:
     name = request.param
     if shutil.which(name) is None:
         pytest.skip(f"{name} is not installed (apt-get install {name}; .ci/run does)")
@@ -152,10 +190,15 @@ def proxied(request: pytest.FixtureRequest, gateway: dict[str, Any],
     port = gateway["ports"][name]
     command, _ = RENDER[name](tmp_path, gateway["upstream"], port)
     log = tmp_path / f"{name}.log"
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_DATA_HOME": str(tmp_path / "data")}
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log.open("ab"),
-                               stderr=subprocess.STDOUT)
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    process = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         _wait(f"{base}/health", process, name, log)
@@ -171,17 +214,22 @@ async def test_health_rest_and_both_mcp_eras_through_the_proxy(proxied: dict[str
     tools = httpx.get(f"{base}/api/v1/tools", headers=auth, timeout=10)
     assert tools.status_code == 200, tools.text
     assert "find_orders" in [tool["name"] for tool in tools.json()["tools"]]
-    found = httpx.post(f"{base}/api/v1/call", headers=auth, timeout=30,
-                       json={"name": "find_orders", "arguments": {}})
+    found = httpx.post(
+        f"{base}/api/v1/call",
+        headers=auth,
+        timeout=30,
+        json={"name": "find_orders", "arguments": {}},
+    )
     assert found.status_code == 200, found.text
     assert found.json()["status"] == "ok"
 
     # legacy: 2025-11-25, a session and its GET stream; default: 2026-07-28, no session.
     for mode, version in (("legacy", "2025-11-25"), (None, None)):
         options = {"mode": mode} if mode else {}
-        async with (httpx2.AsyncClient(headers=auth, timeout=30) as http,
-                    Client(streamable_http_client(f"{base}/mcp", http_client=http),
-                           **options) as client):
+        async with (
+            httpx2.AsyncClient(headers=auth, timeout=30) as http,
+            Client(streamable_http_client(f"{base}/mcp", http_client=http), **options) as client,
+        ):
             if version:
                 assert client.protocol_version == version
             names = [tool.name for tool in (await client.list_tools()).tools]
@@ -204,10 +252,16 @@ async def test_a_form_dialog_streams_through_the_proxy(proxied: dict[str, Any]):
     args = order_args()
     args["description"] += f" №{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
-    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {proxied['key']}"},
-                                   timeout=30) as http,
-                Client(streamable_http_client(f"{proxied['base']}/mcp", http_client=http),
-                       mode="legacy", elicitation_callback=dialog) as client):
+    async with (
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {proxied['key']}"}, timeout=30
+        ) as http,
+        Client(
+            streamable_http_client(f"{proxied['base']}/mcp", http_client=http),
+            mode="legacy",
+            elicitation_callback=dialog,
+        ) as client,
+    ):
         result = await client.call_tool("create_order", args)
 
     assert envelope_of(result.content[0].text, result.is_error)["status"] == "ok"
@@ -216,9 +270,12 @@ async def test_a_form_dialog_streams_through_the_proxy(proxied: dict[str, Any]):
 
 
 def test_a_two_megabyte_body_is_refused_by_the_proxy(proxied: dict[str, Any]):
-    response = httpx.post(f"{proxied['base']}/api/v1/call", content=b"x" * (2 * 1024 * 1024),
-                          headers={"Authorization": f"Bearer {proxied['key']}",
-                                   "Content-Type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"{proxied['base']}/api/v1/call",
+        content=b"x" * (2 * 1024 * 1024),
+        headers={"Authorization": f"Bearer {proxied['key']}", "Content-Type": "application/json"},
+        timeout=30,
+    )
 
     assert response.status_code == 413
     # The gateway's own 413 is its JSON envelope (request_too_large): this one is the proxy's.
@@ -230,9 +287,12 @@ def test_a_chunked_body_past_a_megabyte_is_cut_by_the_proxy(proxied: dict[str, A
         for _ in range(32):
             yield b"x" * 65536
 
-    response = httpx.post(f"{proxied['base']}/api/v1/call", content=chunks(),
-                          headers={"Authorization": f"Bearer {proxied['key']}",
-                                   "Content-Type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"{proxied['base']}/api/v1/call",
+        content=chunks(),
+        headers={"Authorization": f"Bearer {proxied['key']}", "Content-Type": "application/json"},
+        timeout=30,
+    )
 
     # nginx buffers the body and answers 413; Caddy 2.6 cuts the stream at max_size and answers
     # 413, or 502 when the cut reaches the upstream connection first.

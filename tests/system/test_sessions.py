@@ -26,8 +26,12 @@ ELICITATION = {"elicitation": {"form": {}}}
 
 
 def headers(key: str, session: str | None = None) -> dict[str, str]:
-    out = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
-           "Content-Type": "application/json", "MCP-Protocol-Version": VERSION}
+    out = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": VERSION,
+    }
     if session:
         out["Mcp-Session-Id"] = session
     return out
@@ -39,8 +43,14 @@ def messages(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
             yield json.loads(line[5:])
 
 
-def rpc(url: str, key: str, session: str | None, method: str, params: dict[str, Any] | None = None,
-        request_id: int = 1) -> tuple[httpx.Response, dict[str, Any] | None]:
+def rpc(
+    url: str,
+    key: str,
+    session: str | None,
+    method: str,
+    params: dict[str, Any] | None = None,
+    request_id: int = 1,
+) -> tuple[httpx.Response, dict[str, Any] | None]:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
     if params is not None:
         body["params"] = params
@@ -56,14 +66,23 @@ def rpc(url: str, key: str, session: str | None, method: str, params: dict[str, 
 
 
 def notify(url: str, key: str, session: str, method: str) -> httpx.Response:
-    return httpx.post(url, json={"jsonrpc": "2.0", "method": method},
-                      headers=headers(key, session), timeout=30)
+    return httpx.post(
+        url, json={"jsonrpc": "2.0", "method": method}, headers=headers(key, session), timeout=30
+    )
 
 
 def open_session(url: str, key: str, capabilities: dict[str, Any] | None = None) -> str:
-    response, answer = rpc(url, key, None, "initialize", {
-        "protocolVersion": VERSION, "capabilities": capabilities or {},
-        "clientInfo": {"name": "system-test", "version": "1"}})
+    response, answer = rpc(
+        url,
+        key,
+        None,
+        "initialize",
+        {
+            "protocolVersion": VERSION,
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "system-test", "version": "1"},
+        },
+    )
     assert response.status_code == 200 and answer is not None, response.text
     assert answer["result"]["protocolVersion"] == VERSION
     session = response.headers["mcp-session-id"]
@@ -73,7 +92,8 @@ def open_session(url: str, key: str, capabilities: dict[str, Any] | None = None)
 
 def stored(balanced: Balanced, session: str) -> int:
     return balanced.cluster.scalar(
-        "select count(*) from gateway_mcp_mcpsession where session_id = %s", session)
+        "select count(*) from gateway_mcp_mcpsession where session_id = %s", session
+    )
 
 
 def test_each_request_of_a_session_may_go_to_either_worker(balanced: Balanced):
@@ -83,8 +103,9 @@ def test_each_request_of_a_session_may_go_to_either_worker(balanced: Balanced):
     listed, answer = rpc(b, key, session, "tools/list", {}, request_id=2)
     assert listed.status_code == 200, listed.text
     assert "create_order" in {tool["name"] for tool in answer["result"]["tools"]}
-    called, answer = rpc(a, key, session, "tools/call",
-                         {"name": "find_orders", "arguments": {}}, request_id=3)
+    called, answer = rpc(
+        a, key, session, "tools/call", {"name": "find_orders", "arguments": {}}, request_id=3
+    )
     assert answer["result"]["structuredContent"]["status"] == "ok", answer
     # No elicitation declared: one JSON body, no stream to hold open.
     assert called.headers["content-type"].startswith("application/json")
@@ -112,8 +133,7 @@ def test_a_revoked_key_ends_its_session_on_the_next_request(balanced: Balanced):
     session = open_session(a, key)
     assert rpc(b, key, session, "tools/list", {}, request_id=2)[0].status_code == 200
 
-    balanced.cluster.sql("update tools_apikey set revoked_at = now() where prefix = %s",
-                         key[:12])
+    balanced.cluster.sql("update tools_apikey set revoked_at = now() where prefix = %s", key[:12])
     refused, _ = rpc(b, key, session, "tools/list", {}, request_id=3)
 
     assert refused.status_code == 401
@@ -121,8 +141,9 @@ def test_a_revoked_key_ends_its_session_on_the_next_request(balanced: Balanced):
     assert stored(balanced, session) == 0
 
 
-def call_with_dialog(balanced: Balanced | Cluster, key: str, answer_to: str | None
-                     ) -> dict[str, Any]:
+def call_with_dialog(
+    balanced: Balanced | Cluster, key: str, answer_to: str | None
+) -> dict[str, Any]:
     """create_order once on worker A; the dialog's answer posted to `answer_to` (or never).
 
     Each call describes a new invoice: two tests in the same second would otherwise send the
@@ -131,8 +152,12 @@ def call_with_dialog(balanced: Balanced | Cluster, key: str, answer_to: str | No
     a = f"{cluster.a.base}/mcp"
     session = open_session(a, key, ELICITATION)
     arguments = order_args(description=f"Бронирование номера {uuid.uuid4().hex[:8]}")
-    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "create_order", "arguments": arguments}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "create_order", "arguments": arguments},
+    }
     with httpx.stream("POST", a, json=call, headers=headers(key, session), timeout=60) as stream:
         # Elicitation declared: the call is answered on a stream that can carry the dialog.
         assert stream.headers["content-type"].startswith("text/event-stream")
@@ -140,10 +165,14 @@ def call_with_dialog(balanced: Balanced | Cluster, key: str, answer_to: str | No
             if message.get("method") == "elicitation/create":
                 assert "Подтвердите операцию" in message["params"]["message"]
                 if answer_to is not None:
-                    reply = {"jsonrpc": "2.0", "id": message["id"],
-                             "result": {"action": "accept", "content": {"confirm": True}}}
-                    posted = httpx.post(answer_to, json=reply, headers=headers(key, session),
-                                        timeout=30)
+                    reply = {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "result": {"action": "accept", "content": {"confirm": True}},
+                    }
+                    posted = httpx.post(
+                        answer_to, json=reply, headers=headers(key, session), timeout=30
+                    )
                     assert posted.status_code == 202, posted.text
             elif message.get("id") == 7:
                 return message["result"]["structuredContent"]
@@ -178,10 +207,19 @@ def without_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     params = postgres_params()
     tmp: Path = tmp_path_factory.mktemp("no-redis")
     with scratch_database(params, "gateway_noredis") as dbname:
-        cluster = build(tmp, params, dbname, ["relay"], extra_env={
-            "CELERY_BROKER_URL": "memory://", "MCP_REDIS_URL": "",
-            "CELERY_TASK_ALWAYS_EAGER": "true", "WEB_CONCURRENCY": "2",
-            "MCP_ELICITATION_TIMEOUT_SECONDS": str(DIALOG_TIMEOUT_SECONDS)})
+        cluster = build(
+            tmp,
+            params,
+            dbname,
+            ["relay"],
+            extra_env={
+                "CELERY_BROKER_URL": "memory://",
+                "MCP_REDIS_URL": "",
+                "CELERY_TASK_ALWAYS_EAGER": "true",
+                "WEB_CONCURRENCY": "2",
+                "MCP_ELICITATION_TIMEOUT_SECONDS": str(DIALOG_TIMEOUT_SECONDS),
+            },
+        )
         try:
             for server in (cluster.sandbox, cluster.a, cluster.b):
                 server.start()
@@ -191,7 +229,8 @@ def without_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
 
 
 def test_without_redis_a_dialog_answer_posted_to_the_other_worker_completes_at_once(
-        without_redis: Cluster):
+    without_redis: Cluster,
+):
     before = without_redis.upstream_orders("relay")
     key = without_redis.contours["relay"]["key"]
 

@@ -39,8 +39,9 @@ def owner(make_user: Callable[..., User]) -> Iterator[Client]:
 @pytest.fixture
 def guarded(db: None) -> Contour:
     """A contour that writes, every write approved by an operator."""
-    contour = create_contour("guarded", mode="sandbox", name="Бухгалтерия",
-                             toolsets=["read", "write"], actor=SCAFFOLDING)
+    contour = create_contour(
+        "guarded", mode="sandbox", name="Бухгалтерия", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     contour.approval_for_all_writes = True
     contour.save()
     return contour
@@ -48,7 +49,9 @@ def guarded(db: None) -> Contour:
 
 @pytest.fixture
 def guarded_assistant(guarded: Contour) -> Assistant:
-    return Assistant(http=Client(), key=issue_key(guarded, "claude", actor=SCAFFOLDING), contour=guarded)
+    return Assistant(
+        http=Client(), key=issue_key(guarded, "claude", actor=SCAFFOLDING), contour=guarded
+    )
 
 
 def prepare_order(assistant: Assistant, **changes: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -64,19 +67,22 @@ def issue(assistant: Assistant, **changes: Any) -> dict[str, Any]:
     args = order_args(**changes)
     status, first = assistant.call("create_order", args)
     assert status == 200 and first["status"] == "confirmation_required", first
-    status, done = assistant.call("create_order",
-                                  {**args, "confirmation_token": first["confirmation"]["token"]})
+    status, done = assistant.call(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     assert status == 200 and done["status"] == "ok", done
     return done["data"]
 
 
-def post_notification(http: Client, slug: str, body: bytes, key: str | None,
-                      signature: str | None = None) -> tuple[int, dict[str, Any]]:
+def post_notification(
+    http: Client, slug: str, body: bytes, key: str | None, signature: str | None = None
+) -> tuple[int, dict[str, Any]]:
     headers = {}
     if signature is not None or key is not None:
         headers["HTTP_X_SIGNATURE"] = signature if signature is not None else sign(body, key or "")
-    response = http.post(f"/invoicebox/notifications/{slug}", data=body,
-                         content_type="application/json", **headers)
+    response = http.post(
+        f"/invoicebox/notifications/{slug}", data=body, content_type="application/json", **headers
+    )
     return response.status_code, response.json()
 
 

@@ -53,10 +53,16 @@ def relay() -> Iterator[Relay]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-            state.received.append({
-                "signature_ok": hmac.compare_digest(
-                    expected, self.headers.get("X-Gateway-Signature", "")),
-                "body": json.loads(body), "raw": body.decode(), "path": self.path})
+            state.received.append(
+                {
+                    "signature_ok": hmac.compare_digest(
+                        expected, self.headers.get("X-Gateway-Signature", "")
+                    ),
+                    "body": json.loads(body),
+                    "raw": body.decode(),
+                    "path": self.path,
+                }
+            )
             status = state.answers.pop(0) if state.answers else 200
             self.send_response(status)
             self.end_headers()
@@ -75,8 +81,9 @@ def relay() -> Iterator[Relay]:
 
 @pytest.fixture
 def shop(relay: Relay) -> Contour:
-    contour = create_contour("shop", mode="sandbox", name="Лавка", toolsets=["read", "write"],
-                             actor=SCAFFOLDING)
+    contour = create_contour(
+        "shop", mode="sandbox", name="Лавка", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     contour.approval_for_all_writes = True
     contour.alert_webhook_url = relay.url
     contour.alert_webhook_secret = SECRET
@@ -94,8 +101,9 @@ def people(shop: Contour) -> dict[str, User]:
 
 
 @pytest.fixture
-def prepare(shop: Contour, django_capture_on_commit_callbacks: Callable[..., Any]
-            ) -> Callable[[], dict[str, Any]]:
+def prepare(
+    shop: Contour, django_capture_on_commit_callbacks: Callable[..., Any]
+) -> Callable[[], dict[str, Any]]:
     assistant = Assistant(http=Client(), key=issue_key(shop, actor=SCAFFOLDING), contour=shop)
     args = order_args()
 
@@ -113,8 +121,8 @@ def alert_entries() -> list[JournalEntry]:
 
 
 def test_each_operator_gets_an_email_and_the_relay_a_signed_body(
-        people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]],
-        shop: Contour):
+    people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]], shop: Contour
+):
     body = prepare()
     cid = body["confirmation"]["id"]
 
@@ -138,14 +146,16 @@ def test_each_operator_gets_an_email_and_the_relay_a_signed_body(
         assert all(private not in m.body + m.subject for m in mail.outbox)
     entries = alert_entries()
     assert [(e.code, e.channel, e.confirmation_id) for e in entries] == [
-        ("alert_sent", "celery", cid)] * 3
+        ("alert_sent", "celery", cid)
+    ] * 3
     assert {e.arguments["recipient"] for e in entries} == {"olga", "pavel", "webhook"}
     for entry in entries:  # the relay URL carries its token: never in the journal
         assert RELAY_TOKEN not in json.dumps(entry.arguments) + entry.message
 
 
 def test_the_same_waiting_item_alerts_nobody_twice(
-        people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]]):
+    people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]]
+):
     first, second = prepare(), prepare()
 
     assert first["confirmation"]["id"] == second["confirmation"]["id"]
@@ -153,8 +163,11 @@ def test_the_same_waiting_item_alerts_nobody_twice(
 
 
 def test_a_failed_webhook_is_retried_with_backoff_and_journaled(
-        people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]],
-        django_capture_on_commit_callbacks: Callable[..., Any]):
+    people: dict[str, User],
+    relay: Relay,
+    prepare: Callable[[], dict[str, Any]],
+    django_capture_on_commit_callbacks: Callable[..., Any],
+):
     relay.answers = [503]
     prepare()
     hook = OperatorAlert.objects.get(transport="webhook")
@@ -177,12 +190,15 @@ def test_a_failed_webhook_is_retried_with_backoff_and_journaled(
     assert [r["signature_ok"] for r in relay.received] == [True, True]
     webhook_entries = [e for e in alert_entries() if e.arguments["recipient"] == "webhook"]
     assert [(e.status, e.code, e.arguments["attempt"]) for e in webhook_entries] == [
-        ("error", "alert_retry", 1), ("ok", "alert_sent", 2)]
+        ("error", "alert_retry", 1),
+        ("ok", "alert_sent", 2),
+    ]
     assert f'data-alert="{hook.pk}"' not in owner.get("/dashboard/").content.decode()
 
 
 def test_a_refusing_relay_is_not_retried_and_the_owner_sees_it(
-        people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]]):
+    people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]]
+):
     relay.answers = [404]
     prepare()
 
@@ -191,11 +207,13 @@ def test_a_refusing_relay_is_not_retried_and_the_owner_sees_it(
     assert alerts.sweep_alerts() == 0
     assert len(relay.received) == 1
     assert [e.code for e in alert_entries() if e.arguments["recipient"] == "webhook"] == [
-        "alert_failed"]
+        "alert_failed"
+    ]
 
 
 def test_an_operator_without_an_address_is_an_undelivered_alert(
-        people: dict[str, User], prepare: Callable[[], dict[str, Any]]):
+    people: dict[str, User], prepare: Callable[[], dict[str, Any]]
+):
     people["pavel"].email = ""
     people["pavel"].save()
 
@@ -207,15 +225,20 @@ def test_an_operator_without_an_address_is_an_undelivered_alert(
 
 
 def test_a_reminder_goes_out_before_the_deadline_once(
-        people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]],
-        django_capture_on_commit_callbacks: Callable[..., Any], settings: Any):
+    people: dict[str, User],
+    relay: Relay,
+    prepare: Callable[[], dict[str, Any]],
+    django_capture_on_commit_callbacks: Callable[..., Any],
+    settings: Any,
+):
     settings.GATEWAY_ALERT_REMINDER_SECONDS = 300
     cid = prepare()["confirmation"]["id"]
     mail.outbox.clear()
     assert alerts.sweep_alerts() == 0  # 15 minutes left: too early
 
     PendingConfirmation.objects.filter(pk=cid).update(
-        expires_at=timezone.now() + timedelta(minutes=4))
+        expires_at=timezone.now() + timedelta(minutes=4)
+    )
     with django_capture_on_commit_callbacks(execute=True):
         alerts.sweep_alerts()
     with django_capture_on_commit_callbacks(execute=True):
@@ -228,8 +251,11 @@ def test_a_reminder_goes_out_before_the_deadline_once(
 
 
 def test_a_decided_item_sends_nothing_more(
-        people: dict[str, User], relay: Relay, prepare: Callable[[], dict[str, Any]],
-        django_capture_on_commit_callbacks: Callable[..., Any]):
+    people: dict[str, User],
+    relay: Relay,
+    prepare: Callable[[], dict[str, Any]],
+    django_capture_on_commit_callbacks: Callable[..., Any],
+):
     relay.answers = [500]
     cid = prepare()["confirmation"]["id"]
     PendingConfirmation.objects.filter(pk=cid).update(status="rejected")
@@ -243,7 +269,8 @@ def test_a_decided_item_sends_nothing_more(
 
 
 def test_a_worker_schedules_the_retry_with_the_backoff(
-        people: dict[str, User], relay: Relay, shop: Contour):
+    people: dict[str, User], relay: Relay, shop: Contour
+):
     relay.answers = [503]
     assistant = Assistant(http=Client(), key=issue_key(shop, actor=SCAFFOLDING), contour=shop)
     confirmation_id = assistant.call("create_order", order_args())[1]["confirmation"]["id"]
@@ -251,8 +278,9 @@ def test_a_worker_schedules_the_retry_with_the_backoff(
     alerts.queue_alerts(confirmation_id, "waiting")
     hook = OperatorAlert.objects.get(transport="webhook")
     task = alerts.deliver_alert
-    task.push_request(is_eager=False, retries=0, id="a-1", called_directly=False,
-                      args=[hook.pk], kwargs={})
+    task.push_request(
+        is_eager=False, retries=0, id="a-1", called_directly=False, args=[hook.pk], kwargs={}
+    )
     try:
         with pytest.raises(Retry) as retry:
             task.run(hook.pk)
@@ -264,26 +292,33 @@ def test_a_worker_schedules_the_retry_with_the_backoff(
     assert (hook.state, hook.attempts) == (AlertState.PENDING, 1)
 
 
-@pytest.mark.parametrize(("url", "production", "refused"), [
-    ("https://relay.example.org/hook", True, False),
-    ("http://relay.example.org/hook", True, True),
-    ("https://127.0.0.1/hook", True, True),
-    ("https://10.0.0.5/hook", True, True),
-    ("https://169.254.169.254/latest", True, True),
-    ("https://localhost/hook", True, True),
-    ("http://127.0.0.1:9000/hook", False, False),
-    ("ftp://relay.example.org/", False, True),
-])
-def test_the_webhook_may_not_point_inside_in_production(url: str, production: bool,
-                                                        refused: bool, settings: Any):
+@pytest.mark.parametrize(
+    ("url", "production", "refused"),
+    [
+        ("https://relay.example.org/hook", True, False),
+        ("http://relay.example.org/hook", True, True),
+        ("https://127.0.0.1/hook", True, True),
+        ("https://10.0.0.5/hook", True, True),
+        ("https://169.254.169.254/latest", True, True),
+        ("https://localhost/hook", True, True),
+        ("http://127.0.0.1:9000/hook", False, False),
+        ("ftp://relay.example.org/", False, True),
+    ],
+)
+def test_the_webhook_may_not_point_inside_in_production(
+    url: str, production: bool, refused: bool, settings: Any
+):
     settings.PRODUCTION = production
 
     assert bool(alerts.webhook_url_problem(url)) is refused
 
 
 def test_a_broker_down_never_fails_the_call_and_the_sweep_tells_later(
-        people: dict[str, User], relay: Relay, shop: Contour,
-        django_capture_on_commit_callbacks: Callable[..., Any]):
+    people: dict[str, User],
+    relay: Relay,
+    shop: Contour,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+):
     assistant = Assistant(http=Client(), key=issue_key(shop, actor=SCAFFOLDING), contour=shop)
 
     def broker_down(*args: Any) -> None:

@@ -36,9 +36,15 @@ def upstream() -> Iterator[Upstream]:
 
 def test_the_sandbox_serves_l3_as_it_serves_v3() -> None:
     transport = CountingTransport()
-    client = InvoiceboxClient(base_url=SANDBOX_URL, token=DEMO_TOKEN,
-                              merchant_id=DEMO_MERCHANT_ID, transport=transport,
-                              read_attempts=1, backoff_seconds=0, api_prefix="l3")
+    client = InvoiceboxClient(
+        base_url=SANDBOX_URL,
+        token=DEMO_TOKEN,
+        merchant_id=DEMO_MERCHANT_ID,
+        transport=transport,
+        read_attempts=1,
+        backoff_seconds=0,
+        api_prefix="l3",
+    )
 
     created = client.create_order(new_order())
     found = client.get_order(created.id)
@@ -58,8 +64,7 @@ def test_a_contours_prefix_reaches_every_request_over_http(upstream: Upstream) -
     _, body = assistant.call("get_order", {"order_id": ORDER_ID})
 
     assert body["code"] == "not_found", body
-    assert [r["path"].split("?")[0] for r in upstream.requests] == [
-        "/l3/filter/api/order/order"]
+    assert [r["path"].split("?")[0] for r in upstream.requests] == ["/l3/filter/api/order/order"]
 
 
 def test_a_prefix_the_api_has_not_is_refused_like_a_base_url() -> None:

@@ -35,8 +35,9 @@ def test_a_write_for_an_operator_lives_for_the_approval_window(assistant: Assist
     assert abs((human.expires_at - human.created_at) - timedelta(hours=8)) < timedelta(seconds=5)
 
 
-def test_the_queue_shows_the_deadline_in_the_contours_time_zone(assistant: Assistant,
-                                                                 operator: Client):
+def test_the_queue_shows_the_deadline_in_the_contours_time_zone(
+    assistant: Assistant, operator: Client
+):
     contour = assistant.contour
     contour.approval_for_all_writes = True
     contour.time_zone = "Asia/Yekaterinburg"

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_an_operator_approves_once_and_the_journal_names_them(
-        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    guarded_assistant: Assistant, make_user: Callable[..., User]
+):
     olga = make_user("olga", "operators")
     _, body = prepare_order(guarded_assistant)
     cid = body["confirmation"]["id"]
@@ -37,11 +38,11 @@ def test_an_operator_approves_once_and_the_journal_names_them(
     assert PendingConfirmation.objects.get(pk=cid).status == "approved"
     decisions = JournalEntry.objects.filter(phase__in=["approve", "reject"])
     assert [(e.actor, e.code, e.confirmation_id) for e in decisions] == [
-        ("user:olga", "approved", cid)]
+        ("user:olga", "approved", cid)
+    ]
 
 
-def test_a_rejection_needs_a_reason(guarded_assistant: Assistant,
-                                    make_user: Callable[..., User]):
+def test_a_rejection_needs_a_reason(guarded_assistant: Assistant, make_user: Callable[..., User]):
     olga = make_user("olga", "operators")
     _, body = prepare_order(guarded_assistant)
 
@@ -54,7 +55,8 @@ def test_a_rejection_needs_a_reason(guarded_assistant: Assistant,
 
 
 def test_an_expired_item_is_marked_expired_and_not_decided(
-        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    guarded_assistant: Assistant, make_user: Callable[..., User]
+):
     olga = make_user("olga", "operators")
     _, body = prepare_order(guarded_assistant)
     PendingConfirmation.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
@@ -69,7 +71,8 @@ def test_an_expired_item_is_marked_expired_and_not_decided(
 
 
 def test_someone_outside_the_operators_group_may_not_decide(
-        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    guarded_assistant: Assistant, make_user: Callable[..., User]
+):
     owner = make_user("oleg", "owners", staff=True)
     _, body = prepare_order(guarded_assistant)
 
@@ -81,7 +84,8 @@ def test_someone_outside_the_operators_group_may_not_decide(
 
 
 def test_an_operator_may_not_approve_what_their_own_key_prepared(
-        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    guarded_assistant: Assistant, make_user: Callable[..., User]
+):
     olga = make_user("olga", "operators")
     ApiKey.objects.filter(contour=guarded_assistant.contour).update(user=olga)
     _, body = prepare_order(guarded_assistant)
@@ -97,7 +101,8 @@ def test_an_operator_may_not_approve_what_their_own_key_prepared(
 
 
 def test_the_operators_key_on_another_contour_does_not_block(
-        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    guarded_assistant: Assistant, make_user: Callable[..., User]
+):
     olga = make_user("olga", "operators")
     other = create_contour("other", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     ApiKey.issue(other, "olga's", user=olga)
@@ -109,10 +114,13 @@ def test_the_operators_key_on_another_contour_does_not_block(
 
 
 def test_operators_see_only_the_contours_they_operate(
-        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    guarded_assistant: Assistant, make_user: Callable[..., User]
+):
     pavel = make_user("pavel", "operators")
     root = make_user("root", superuser=True)
-    other = create_contour("elsewhere", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    other = create_contour(
+        "elsewhere", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     olga = make_user("olga")
     role_service.grant(olga, "operator", other, actor="test")
     _, body = prepare_order(guarded_assistant)
@@ -128,8 +136,9 @@ def test_operators_see_only_the_contours_they_operate(
     assert PendingConfirmation.objects.get().decided_by == "root"
 
 
-def test_the_queue_leaves_out_what_needs_no_human(assistant: Assistant,
-                                                  make_user: Callable[..., User]):
+def test_the_queue_leaves_out_what_needs_no_human(
+    assistant: Assistant, make_user: Callable[..., User]
+):
     olga = make_user("olga", "operators")
     prepare_order(assistant)  # below the default threshold: a chat confirmation is enough
 
@@ -137,7 +146,8 @@ def test_the_queue_leaves_out_what_needs_no_human(assistant: Assistant,
 
 
 def test_a_revoked_link_still_protects_against_self_approval(
-        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    guarded_assistant: Assistant, make_user: Callable[..., User]
+):
     olga = make_user("olga", "operators")
     key, raw = ApiKey.issue(guarded_assistant.contour, "olga", user=olga)
     own = Assistant(http=guarded_assistant.http, key=raw, contour=guarded_assistant.contour)

@@ -38,9 +38,16 @@ def lines(draw: st.DrawFn, index: int) -> dict[str, Any]:
     total += draw(st.sampled_from((0, 0, 0, 1, -1, 7, -total // 2)))
     total = max(total, 0)
     vat = max(vat + draw(st.sampled_from((0, 0, 0, 1, -1, 2, 500, -vat))), 0)
-    line = {"sku": f"SKU-{index}", "name": f"Позиция {index}", "measure": "шт",
-            "quantity": quantity, "amount": str(price), "total_amount": str(total),
-            "total_vat_amount": str(vat), "vat_code": code}
+    line = {
+        "sku": f"SKU-{index}",
+        "name": f"Позиция {index}",
+        "measure": "шт",
+        "quantity": quantity,
+        "amount": str(price),
+        "total_amount": str(total),
+        "total_vat_amount": str(vat),
+        "vat_code": code,
+    }
     wo_vat = draw(st.one_of(st.none(), st.integers(min_value=0, max_value=5_000_000)))
     if wo_vat is not None:
         line["amount_wo_vat"] = str(wo_vat)
@@ -61,8 +68,9 @@ def problems_of(items: list[dict[str, Any]], amount: str, vat: str) -> list[Any]
     return check_basket(models, amount, vat, "RUB")
 
 
-def apply_hints(problems: list[Any], items: list[dict[str, Any]], amount: str,
-                vat: str) -> tuple[str, str, set[str]]:
+def apply_hints(
+    problems: list[Any], items: list[dict[str, Any]], amount: str, vat: str
+) -> tuple[str, str, set[str]]:
     hinted: set[str] = set()
     for problem in problems:
         found = HINT.search(problem.message)
@@ -97,15 +105,31 @@ def test_applying_every_named_value_is_accepted(basket: tuple[list, str, str]) -
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(quantities, st.integers(min_value=0, max_value=5_000_000),
-                          st.sampled_from(VAT_CODES)), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.tuples(
+            quantities, st.integers(min_value=0, max_value=5_000_000), st.sampled_from(VAT_CODES)
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_a_basket_as_a_shop_writes_it_is_never_refused(rows: list[tuple]) -> None:
     items = []
     for index, (quantity, price, code) in enumerate(rows):
         total = line_total(price, quantity_decimal(quantity))
-        items.append({"sku": f"S{index}", "name": "Товар", "measure": "кг",
-                      "quantity": quantity, "amount": str(price), "total_amount": str(total),
-                      "total_vat_amount": str(expected_vat(total, code)), "vat_code": code})
+        items.append(
+            {
+                "sku": f"S{index}",
+                "name": "Товар",
+                "measure": "кг",
+                "quantity": quantity,
+                "amount": str(price),
+                "total_amount": str(total),
+                "total_vat_amount": str(expected_vat(total, code)),
+                "vat_code": code,
+            }
+        )
     amount = str(sum(int(i["total_amount"]) for i in items))
     vat = str(sum(int(i["total_vat_amount"]) for i in items))
 

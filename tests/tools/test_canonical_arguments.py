@@ -36,8 +36,9 @@ def test_an_inn_with_other_digits_or_spaces_is_refused(contour: Contour, inn: st
 def test_identical_orders_spelled_differently_get_one_confirmation(contour: Contour):
     # given: the same order, its UUID-free text once in NFC and once decomposed
     composed = order_args(description="Бронирование номера, 3 ночи, Йошкар-Ола")
-    decomposed = order_args(description="Бронирование номера, 3 ночи, Йошкар-Ола".replace(
-        "Й", "И\u0306"))
+    decomposed = order_args(
+        description="Бронирование номера, 3 ночи, Йошкар-Ола".replace("Й", "И\u0306")
+    )
 
     first = gateway.call(contour, "create_order", composed, channel="rest", actor="t")
     second = gateway.call(contour, "create_order", decomposed, channel="rest", actor="t")
@@ -47,6 +48,7 @@ def test_identical_orders_spelled_differently_get_one_confirmation(contour: Cont
 
 def test_enum_values_in_another_case_or_lookalike_letters_are_refused(contour: Contour):
     for changes in ({"currency_id": "rub"}, {"currency_id": "RUВ"}):  # the last has Cyrillic В
-        outcome = gateway.call(contour, "create_order", order_args(**changes), channel="rest",
-                               actor="t")
+        outcome = gateway.call(
+            contour, "create_order", order_args(**changes), channel="rest", actor="t"
+        )
         assert outcome.code == "invalid_arguments", changes

@@ -14,8 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_currency_off_the_contour_list_is_refused(contour: Contour):
-    outcome = gateway.call(contour, "create_order", order_args(currency_id="EUR"),
-                           channel="rest", actor="t")
+    outcome = gateway.call(
+        contour, "create_order", order_args(currency_id="EUR"), channel="rest", actor="t"
+    )
 
     assert outcome.code == "currency_not_allowed"
     assert "EUR" in outcome.message and "RUB" in outcome.message
@@ -23,23 +24,31 @@ def test_a_currency_off_the_contour_list_is_refused(contour: Contour):
 
 
 def test_an_allowed_currency_without_a_ceiling_is_refused_when_others_have_one(
-        contour: Contour, client: Client):
+    contour: Contour, client: Client
+):
     # given: RUB ceilings, EUR allowed but without any
     contour.allowed_currencies = ["RUB", "EUR"]
     contour.save()
-    Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_ORDER, currency="RUB",
-                           limit=100_000_00)
-    Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_DAY, currency="RUB",
-                           limit=500_000_00)
+    Ceiling.objects.create(
+        contour=contour, kind=CeilingKind.PER_ORDER, currency="RUB", limit=100_000_00
+    )
+    Ceiling.objects.create(
+        contour=contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=500_000_00
+    )
 
     # when
     huge = order_args(currency_id="EUR", amount="999999999999", vat_amount="0")
     for item in huge["basket_items"]:
-        item.update(amount="333333333333", total_amount="999999999999", total_vat_amount="0",
-                    vat_code="VATNONE")
+        item.update(
+            amount="333333333333",
+            total_amount="999999999999",
+            total_vat_amount="0",
+            vat_code="VATNONE",
+        )
     outcome = gateway.call(contour, "create_order", huge, channel="rest", actor="t")
-    euros = gateway.call(contour, "create_order", order_args(currency_id="EUR"),
-                         channel="rest", actor="t")
+    euros = gateway.call(
+        contour, "create_order", order_args(currency_id="EUR"), channel="rest", actor="t"
+    )
 
     # then
     assert outcome.code in {"currency_not_allowed", "invalid_arguments"}, outcome.message
@@ -52,10 +61,12 @@ def test_a_currency_with_its_own_ceiling_passes(contour: Contour):
     contour.allowed_currencies = ["RUB", "EUR"]
     contour.save()
     for currency in ("RUB", "EUR"):
-        Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_ORDER, currency=currency,
-                               limit=100_000_00)
+        Ceiling.objects.create(
+            contour=contour, kind=CeilingKind.PER_ORDER, currency=currency, limit=100_000_00
+        )
 
-    outcome = gateway.call(contour, "create_order", order_args(currency_id="EUR"),
-                           channel="rest", actor="t")
+    outcome = gateway.call(
+        contour, "create_order", order_args(currency_id="EUR"), channel="rest", actor="t"
+    )
 
     assert outcome.status == "confirmation_required", outcome.message

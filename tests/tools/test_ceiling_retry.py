@@ -22,15 +22,17 @@ pytestmark = pytest.mark.django_db
 
 
 def call(assistant: Assistant, args: dict[str, Any]) -> tuple[int, dict[str, Any], str | None]:
-    response = Client().post("/api/v1/call", content_type="application/json",
-                             data=json.dumps({"name": "create_order", "arguments": args}),
-                             HTTP_AUTHORIZATION=f"Bearer {assistant.key}")
+    response = Client().post(
+        "/api/v1/call",
+        content_type="application/json",
+        data=json.dumps({"name": "create_order", "arguments": args}),
+        HTTP_AUTHORIZATION=f"Bearer {assistant.key}",
+    )
     return response.status_code, response.json(), response.headers.get("Retry-After")
 
 
 def test_a_per_operation_ceiling_is_final_not_a_retryable_429(assistant: Assistant):
-    Ceiling.objects.create(contour=assistant.contour, kind="per_order", currency="RUB",
-                           limit=30000)
+    Ceiling.objects.create(contour=assistant.contour, kind="per_order", currency="RUB", limit=30000)
 
     status, body, retry_after = call(assistant, order_args())
 
@@ -59,8 +61,7 @@ def test_an_hourly_ceiling_says_when_the_oldest_write_ages_out(assistant: Assist
 def test_a_daily_ceiling_says_room_frees_up_at_the_contours_midnight(assistant: Assistant):
     assistant.contour.time_zone = "Asia/Vladivostok"
     assistant.contour.save()
-    Ceiling.objects.create(contour=assistant.contour, kind="per_day", currency="RUB",
-                           limit=36600)
+    Ceiling.objects.create(contour=assistant.contour, kind="per_day", currency="RUB", limit=36600)
     execute(assistant, order_args())
 
     status, body, retry_after = call(assistant, single_line(100, 18, description="Ещё"))
@@ -70,14 +71,15 @@ def test_a_daily_ceiling_says_room_frees_up_at_the_contours_midnight(assistant: 
     local_now = timezone.now().astimezone(ZoneInfo("Asia/Vladivostok"))
     assert frees_at.utcoffset() == timedelta(hours=10)
     assert (frees_at.date(), frees_at.time().isoformat()) == (
-        local_now.date() + timedelta(days=1), "00:00:00")
+        local_now.date() + timedelta(days=1),
+        "00:00:00",
+    )
     assert abs(int(retry_after or 0) - (frees_at - local_now).total_seconds()) <= 2
     assert body["data"]["frees_at"] in body["hint"]
 
 
 def test_a_sum_above_the_whole_daily_ceiling_is_final(assistant: Assistant):
-    Ceiling.objects.create(contour=assistant.contour, kind="per_day", currency="RUB",
-                           limit=30000)
+    Ceiling.objects.create(contour=assistant.contour, kind="per_day", currency="RUB", limit=30000)
 
     status, body, retry_after = call(assistant, order_args())
 

@@ -27,12 +27,16 @@ def run(*args: str) -> str:
 
 
 def configure_rows() -> list[tuple[str, str, str, str]]:
-    return list(JournalEntry.objects.filter(phase="configure").order_by("id")
-                .values_list("channel", "contour", "code", "actor"))
+    return list(
+        JournalEntry.objects.filter(phase="configure")
+        .order_by("id")
+        .values_list("channel", "contour", "code", "actor")
+    )
 
 
 def test_create_contour_and_create_api_key_are_journaled_without_the_key(
-        settings: Any, tmp_path: Path):
+    settings: Any, tmp_path: Path
+):
     settings.GATEWAY_STATE_DIR = str(tmp_path)
 
     run("create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
@@ -40,11 +44,13 @@ def test_create_contour_and_create_api_key_are_journaled_without_the_key(
 
     rows = configure_rows()
     assert [(c, slug, code) for c, slug, code, _ in rows] == [
-        ("cli", "acme", "contour_created"), ("cli", "acme", "api_key_issued")]
+        ("cli", "acme", "contour_created"),
+        ("cli", "acme", "api_key_issued"),
+    ]
     assert all(actor.startswith("cli:") for *_, actor in rows)
     created, issued = JournalEntry.objects.filter(phase="configure").order_by("id")
     assert created.arguments["changes"]["toolsets"]["after"] == ["read", "write"]
-    assert issued.arguments["prefix"] == key[:len(issued.arguments["prefix"])]
+    assert issued.arguments["prefix"] == key[: len(issued.arguments["prefix"])]
     assert issued.arguments["label"] == "бухгалтерия"
     everything = str(list(JournalEntry.objects.values()))
     assert key not in everything
@@ -63,8 +69,10 @@ def test_seed_demo_journals_the_contour_and_its_key_once(tmp_path: Path):
     run("seed_demo", "--state-dir", str(tmp_path))
 
     assert [(c, slug, code) for c, slug, code, _ in configure_rows()] == [
-        ("cli", "demo", "contour_created"), ("cli", "demo", "api_key_issued"),
-        ("cli", "demo", "role_granted")]
+        ("cli", "demo", "contour_created"),
+        ("cli", "demo", "api_key_issued"),
+        ("cli", "demo", "role_granted"),
+    ]
 
 
 def test_create_auditor_token_is_journaled_without_the_token():

@@ -28,21 +28,23 @@ def command_key(*args: str) -> str:
 
 
 def approve_on_page(person: User, cid: str) -> str:
-    page = logged_in(person).post(f"/approvals/{cid}/", {"decision": "approve", "reason": ""},
-                                  follow=True)
+    page = logged_in(person).post(
+        f"/approvals/{cid}/", {"decision": "approve", "reason": ""}, follow=True
+    )
     return html.unescape(page.content.decode())
 
 
 @pytest.mark.parametrize("made_by", ["create_api_key", "rotate_api_key"])
 def test_no_superuser_approves_what_a_command_key_prepared(
-        made_by: str, guarded: Contour, make_user: Callable[..., User]):
+    made_by: str, guarded: Contour, make_user: Callable[..., User]
+):
     root = make_user("root", staff=True, superuser=True)
     if made_by == "create_api_key":
         raw = command_key("create_api_key", "guarded", "--label", "бухгалтерия")
     else:
         person_key, _ = ApiKey.issue(guarded, "выдан человеком", issued_by=root)
         raw = command_key("rotate_api_key", person_key.prefix)
-    assert ApiKey.objects.get(prefix=raw[:ApiKey.PREFIX_LENGTH]).issued_by_command
+    assert ApiKey.objects.get(prefix=raw[: ApiKey.PREFIX_LENGTH]).issued_by_command
     _, body = prepare_order(Assistant(http=Client(), key=raw, contour=guarded))
     cid = body["confirmation"]["id"]
 

@@ -75,9 +75,12 @@ def test_two_sandbox_contours_do_not_see_each_others_orders() -> None:
     key_b = run("create_api_key", "second").strip()
 
     def call(http: Client, key: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return http.post("/api/v1/call", {"name": name, "arguments": arguments},
-                         content_type="application/json",
-                         HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        return http.post(
+            "/api/v1/call",
+            {"name": name, "arguments": arguments},
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        ).json()
 
     # when: the first issues an order
     args = order_args()
@@ -90,8 +93,9 @@ def test_two_sandbox_contours_do_not_see_each_others_orders() -> None:
     assert call(second, key_b, "find_orders", {})["data"]["orders"] == []
 
 
-def test_create_contour_prints_the_port_make_demo_serves_on(tmp_path: Path,
-                                                              monkeypatch: Any) -> None:
+def test_create_contour_prints_the_port_make_demo_serves_on(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
     # given: `make demo PORT=9123` is serving (this process stands in for it); no PORT here
     monkeypatch.delenv("PORT", raising=False)
     monkeypatch.delenv("GATEWAY_SITE_URL", raising=False)
@@ -108,15 +112,17 @@ def test_create_contour_prints_the_port_make_demo_serves_on(tmp_path: Path,
 
 
 @pytest.mark.parametrize("record", ["gone", "old"])
-def test_a_stopped_servers_port_is_not_printed(tmp_path: Path, monkeypatch: Any,
-                                               record: str) -> None:
+def test_a_stopped_servers_port_is_not_printed(
+    tmp_path: Path, monkeypatch: Any, record: str
+) -> None:
     # given: the server that served on 9123 has stopped (or an older version left its URL alone)
     monkeypatch.delenv("PORT", raising=False)
     monkeypatch.delenv("GATEWAY_SITE_URL", raising=False)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     (tmp_path / "site-url").write_text(
-        "http://127.0.0.1:9123\n" + (f"{gone.pid}\n" if record == "gone" else ""))
+        "http://127.0.0.1:9123\n" + (f"{gone.pid}\n" if record == "gone" else "")
+    )
 
     output = run("create_contour", "acme", "--mode", "sandbox")
 
@@ -124,8 +130,9 @@ def test_a_stopped_servers_port_is_not_printed(tmp_path: Path, monkeypatch: Any,
     assert f"шлюз: {settings.GATEWAY_SITE_URL}/api/v1/" in output
 
 
-def test_the_server_records_its_url_while_it_serves_and_takes_it_away(tmp_path: Path,
-                                                                       transactional_db: None):
+def test_the_server_records_its_url_while_it_serves_and_takes_it_away(
+    tmp_path: Path, transactional_db: None
+):
     from starlette.testclient import TestClient
 
     from config.asgi import application
@@ -181,8 +188,16 @@ def test_token_file_is_stored_but_only_its_masked_form_is_shown(tmp_path: Path) 
     token_file.write_text(f"  {OWN_TOKEN}\n")
 
     # when
-    output = run("create_contour", "shop", "--mode", "production", "--token-file",
-                 str(token_file), "--merchant-id", OWN_MERCHANT)
+    output = run(
+        "create_contour",
+        "shop",
+        "--mode",
+        "production",
+        "--token-file",
+        str(token_file),
+        "--merchant-id",
+        OWN_MERCHANT,
+    )
 
     # then
     contour = Contour.objects.get(slug="shop")
@@ -199,8 +214,16 @@ def test_token_can_come_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO(OWN_TOKEN + "\n"))
 
     # when
-    output = run("create_contour", "shop", "--mode", "production", "--token-file", "-",
-                 "--merchant-id", OWN_MERCHANT)
+    output = run(
+        "create_contour",
+        "shop",
+        "--mode",
+        "production",
+        "--token-file",
+        "-",
+        "--merchant-id",
+        OWN_MERCHANT,
+    )
 
     # then
     assert Contour.objects.get(slug="shop").api_token == OWN_TOKEN
@@ -214,8 +237,16 @@ def test_empty_token_file_is_refused(tmp_path: Path) -> None:
 
     # when
     with pytest.raises(CommandError, match="пуст"):
-        run("create_contour", "shop", "--mode", "production", "--token-file", str(token_file),
-            "--merchant-id", OWN_MERCHANT)
+        run(
+            "create_contour",
+            "shop",
+            "--mode",
+            "production",
+            "--token-file",
+            str(token_file),
+            "--merchant-id",
+            OWN_MERCHANT,
+        )
 
     # then
     assert not Contour.objects.exists()
@@ -232,19 +263,32 @@ def test_sandbox_contour_with_its_own_token_can_call_the_sandbox(tmp_path: Path)
     # given
     token_file = tmp_path / "token"
     token_file.write_text(OWN_TOKEN)
-    with make_client(base_url=settings.INVOICEBOX_SANDBOX_BASE_URL, token=OWN_TOKEN,
-                     merchant_id=OWN_MERCHANT) as before, pytest.raises(InvoiceboxError) as refused:
+    with (
+        make_client(
+            base_url=settings.INVOICEBOX_SANDBOX_BASE_URL, token=OWN_TOKEN, merchant_id=OWN_MERCHANT
+        ) as before,
+        pytest.raises(InvoiceboxError) as refused,
+    ):
         before.check_auth()
     assert refused.value.kind == "unauthorized"
 
     # when
-    run("create_contour", "own", "--mode", "sandbox", "--token-file", str(token_file),
-        "--merchant-id", OWN_MERCHANT)
+    run(
+        "create_contour",
+        "own",
+        "--mode",
+        "sandbox",
+        "--token-file",
+        str(token_file),
+        "--merchant-id",
+        OWN_MERCHANT,
+    )
 
     # then
     contour = Contour.objects.get(slug="own")
-    with make_client(base_url=contour.base_url, token=contour.api_token,
-                     merchant_id=contour.merchant_id) as client:
+    with make_client(
+        base_url=contour.base_url, token=contour.api_token, merchant_id=contour.merchant_id
+    ) as client:
         assert uuid.UUID(client.check_auth())
         assert client.find_orders().orders == []
 
@@ -321,8 +365,9 @@ def test_seed_demo_twice_keeps_one_contour_one_key_and_one_admin(tmp_path: Path)
     operator = re.search(r"login operator / password (\S+)", second)
     assert operator and operator.group(1) in first
     assert Client().login(username="operator", password=operator.group(1))
-    assert list(ContourRole.objects.filter(user__username="operator").values_list(
-        "role", "contour__slug")) == [("operator", "demo")]
+    assert list(
+        ContourRole.objects.filter(user__username="operator").values_list("role", "contour__slug")
+    ) == [("operator", "demo")]
 
 
 def test_seed_demo_repairs_an_admin_password_that_no_longer_works(tmp_path: Path) -> None:

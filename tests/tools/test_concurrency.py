@@ -29,8 +29,7 @@ def test_parallel_executions_of_one_token_create_one_order(client):
     def execute() -> None:
         try:
             barrier.wait()
-            outcome = gateway.call(contour, "create_order", confirmed, channel="rest",
-                                   actor="test")
+            outcome = gateway.call(contour, "create_order", confirmed, channel="rest", actor="test")
             codes.append((outcome.code, outcome.replayed))
         finally:
             connections.close_all()
@@ -52,7 +51,9 @@ def test_parallel_executions_of_one_token_create_one_order(client):
 def test_concurrent_writes_never_pass_a_ceiling_together(client):
     from tools.models import Ceiling
 
-    contour = create_contour("ceiling", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    contour = create_contour(
+        "ceiling", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     Ceiling.objects.create(contour=contour, kind="per_day", currency="RUB", limit=36600)
     confirmed = []
     for n in range(4):
@@ -67,8 +68,9 @@ def test_concurrent_writes_never_pass_a_ceiling_together(client):
     def execute(arguments: dict) -> None:
         try:
             barrier.wait()
-            codes.append(gateway.call(contour, "create_order", arguments, channel="rest",
-                                      actor="test").code)
+            codes.append(
+                gateway.call(contour, "create_order", arguments, channel="rest", actor="test").code
+            )
         finally:
             connections.close_all()
 

@@ -18,14 +18,27 @@ pytestmark = pytest.mark.django_db
 
 def changed_upstream(order_id: str, roubles: int) -> None:
     """The merchant edits the order in their account: one line, a new amount."""
-    line = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт",
-            "measureCode": "796", "quantity": 1, "amount": roubles, "amountWoVat": roubles,
-            "totalAmount": roubles, "totalVatAmount": 0, "vatCode": "VATNONE",
-            "type": "service", "paymentType": "full_prepayment"}
+    line = {
+        "sku": "ROOM-STD",
+        "name": "Бронирование номера",
+        "measure": "шт",
+        "measureCode": "796",
+        "quantity": 1,
+        "amount": roubles,
+        "amountWoVat": roubles,
+        "totalAmount": roubles,
+        "totalVatAmount": 0,
+        "vatCode": "VATNONE",
+        "type": "service",
+        "paymentType": "full_prepayment",
+    }
     answer = Client().put(
-        f"{SANDBOX}/billing/api/order/order/{order_id}", content_type="application/json",
+        f"{SANDBOX}/billing/api/order/order/{order_id}",
+        content_type="application/json",
         data={"amount": roubles, "vatAmount": 0, "basketItems": [line]},
-        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}", HTTP_USER_AGENT="tests/1.0")
+        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}",
+        HTTP_USER_AGENT="tests/1.0",
+    )
     assert answer.status_code == 200, answer.content
 
 
@@ -46,15 +59,18 @@ def test_a_cancel_of_an_order_changed_since_its_summary_asks_again(assistant: As
 
     assert (status, asked["status"]) == (200, "confirmation_required"), asked
     assert "366,00 ₽" in asked["message"] and "999,00 ₽" in asked["message"]
-    assert asked["data"]["facts_changed"] == ["сумма счёта: было 366,00 ₽, стало 999,00 ₽",
-                                              "НДС счёта: было 66,00 ₽, стало 0,00 ₽"]
+    assert asked["data"]["facts_changed"] == [
+        "сумма счёта: было 366,00 ₽, стало 999,00 ₽",
+        "НДС счёта: было 66,00 ₽, стало 0,00 ₽",
+    ]
     assert "999,00 ₽" in asked["confirmation"]["summary"]
     assert read["data"]["status"] == "created"  # nothing was sent
     _, stale = assistant.call("cancel_order", old)
     assert stale["code"] == "confirmation_expired", stale
 
-    _, done = assistant.call("cancel_order", {
-        **args, "confirmation_token": asked["confirmation"]["token"]})
+    _, done = assistant.call(
+        "cancel_order", {**args, "confirmation_token": asked["confirmation"]["token"]}
+    )
     assert done["status"] == "ok" and done["data"]["status"] == "canceled", done
 
 

@@ -27,7 +27,8 @@ def issue_one_order(assistant: Assistant) -> None:
 
 
 def test_a_working_contour_reports_the_user_the_read_and_its_own_shop(
-        contour: Contour, assistant: Assistant) -> None:
+    contour: Contour, assistant: Assistant
+) -> None:
     # given an order of the contour's shop
     issue_one_order(assistant)
 
@@ -43,7 +44,8 @@ def test_a_working_contour_reports_the_user_the_read_and_its_own_shop(
 
 
 def test_a_merchant_id_of_another_shop_is_named_as_the_problem(
-        contour: Contour, assistant: Assistant) -> None:
+    contour: Contour, assistant: Assistant
+) -> None:
     # given the token's shop has an order, and the contour names another shop
     issue_one_order(assistant)
     other = str(uuid.uuid4())
@@ -93,7 +95,8 @@ def test_an_l3_token_is_refused_before_anything_is_sent() -> None:
 
 
 def test_check_contour_command_prints_each_step_and_fails_with_the_reason(
-        contour: Contour, assistant: Assistant) -> None:
+    contour: Contour, assistant: Assistant
+) -> None:
     issue_one_order(assistant)
     out = io.StringIO()
     call_command("check_contour", contour.slug, stdout=out)

@@ -31,14 +31,21 @@ def two_shops(make_user: Callable[..., User]) -> dict[str, object]:
     owns a only."""
     found: dict[str, object] = {}
     for slug in ("a", "b"):
-        contour = create_contour(slug, mode="sandbox", name=f"Магазин {slug.upper()}",
-                                 toolsets=["read", "write"], actor=SCAFFOLDING)
+        contour = create_contour(
+            slug,
+            mode="sandbox",
+            name=f"Магазин {slug.upper()}",
+            toolsets=["read", "write"],
+            actor=SCAFFOLDING,
+        )
         contour.approval_for_all_writes = True
         contour.save()
-        Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_HOUR,
-                               limit=50 if slug == "a" else 4321)
-        assistant = Assistant(http=Client(), key=issue_key(contour, f"key-{slug}", actor=SCAFFOLDING),
-                              contour=contour)
+        Ceiling.objects.create(
+            contour=contour, kind=CeilingKind.PER_HOUR, limit=50 if slug == "a" else 4321
+        )
+        assistant = Assistant(
+            http=Client(), key=issue_key(contour, f"key-{slug}", actor=SCAFFOLDING), contour=contour
+        )
         status, body = assistant.call("create_order", order_args())
         assert status == 200, body
         found[slug] = contour
@@ -76,17 +83,22 @@ def test_an_owner_of_a_gets_404_or_403_for_everything_of_b(two_shops: dict[str, 
     assert oleg.get(f"/admin/tools/contour/{two_shops['a'].pk}/change/").status_code == 200
     assert oleg.get(f"/admin/tools/pendingconfirmation/{a_pending}/change/").status_code == 200
     # B's ceiling lives on B's change page only; its row is not reachable another way.
-    assert str(b_ceiling.limit) not in oleg.get(
-        f"/admin/tools/contour/{two_shops['a'].pk}/change/").content.decode()
+    assert (
+        str(b_ceiling.limit)
+        not in oleg.get(f"/admin/tools/contour/{two_shops['a'].pk}/change/").content.decode()
+    )
 
 
 def test_an_owner_of_a_lists_and_filters_nothing_of_b(two_shops: dict[str, object]):
     oleg: Client = two_shops["oleg"]  # type: ignore[assignment]
     pages = {
-        "contours": "/admin/tools/contour/", "keys": "/admin/tools/apikey/",
+        "contours": "/admin/tools/contour/",
+        "keys": "/admin/tools/apikey/",
         "confirmations": "/admin/tools/pendingconfirmation/",
-        "operations": "/admin/tools/operation/", "journal": "/admin/audit/journalentry/",
-        "catalog": "/admin/tools/contour/catalog/", "key form": "/admin/tools/apikey/add/",
+        "operations": "/admin/tools/operation/",
+        "journal": "/admin/audit/journalentry/",
+        "catalog": "/admin/tools/contour/catalog/",
+        "key form": "/admin/tools/apikey/add/",
         "dashboard": "/dashboard/",
     }
 
@@ -129,8 +141,9 @@ def test_an_assistant_key_of_a_never_reads_bs_confirmation(two_shops: dict[str, 
     assert (status, body["code"]) == (404, "not_found")
 
 
-def test_the_operator_queue_follows_the_same_roles(two_shops: dict[str, object],
-                                                   make_user: Callable[..., User]):
+def test_the_operator_queue_follows_the_same_roles(
+    two_shops: dict[str, object], make_user: Callable[..., User]
+):
     olga = make_user("olga")
     role_service.grant(olga, "operator", two_shops["b"], actor="test")
 
@@ -152,10 +165,12 @@ def test_grant_and_revoke_are_journaled_as_configure(make_user: Callable[..., Us
     assert role_service.revoke(olga, "operator", shop, actor="user:root") is False
 
     entries = list(JournalEntry.objects.filter(phase="configure").order_by("id"))
-    assert [(e.code, e.contour, e.actor, e.arguments["user"], e.arguments["role"])
-            for e in entries] == [
+    assert [
+        (e.code, e.contour, e.actor, e.arguments["user"], e.arguments["role"]) for e in entries
+    ] == [
         ("role_granted", "shop", "user:root", "olga", "operator"),
-        ("role_revoked", "shop", "user:root", "olga", "operator")]
+        ("role_revoked", "shop", "user:root", "olga", "operator"),
+    ]
     assert not ContourRole.objects.exists()
 
 
@@ -163,8 +178,17 @@ def test_the_grant_command_sets_a_newcomer_up_and_revoke_takes_it_back():
     shop = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     out = io.StringIO()
 
-    call_command("grant", "masha", "owner", "shop", "--create", "--email", "m@example.org",
-                 stdout=out, stderr=io.StringIO())
+    call_command(
+        "grant",
+        "masha",
+        "owner",
+        "shop",
+        "--create",
+        "--email",
+        "m@example.org",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     masha = User.objects.get(username="masha")
     owns = roles.has_role(masha, shop, "owner")
     call_command("revoke", "masha", "owner", "shop", stdout=out)
@@ -173,7 +197,9 @@ def test_the_grant_command_sets_a_newcomer_up_and_revoke_takes_it_back():
     assert not masha.has_usable_password()  # set with changepassword, never on a command line
     assert not roles.has_role(masha, shop, "owner")
     assert [e.code for e in JournalEntry.objects.filter(phase="configure").order_by("id")] == [
-        "role_granted", "role_revoked"]
+        "role_granted",
+        "role_revoked",
+    ]
     with pytest.raises(CommandError, match="нет"):
         call_command("grant", "nobody", "auditor", "shop", stdout=out)
     with pytest.raises(CommandError, match="контура 'nope' нет"):
@@ -187,14 +213,25 @@ def test_the_admin_role_inline_grants_through_the_journal(make_user: Callable[..
     page = root.get(f"/admin/tools/contour/{shop.pk}/change/")
     assert page.status_code == 200 and "roles-TOTAL_FORMS" in page.content.decode()
     form = page.context["adminform"].form
-    data = {name: form[name].value() for name in form.fields
-            if form[name].value() is not None and name not in ("api_token", "notification_key",
-                                                               "alert_webhook_secret")}
+    data = {
+        name: form[name].value()
+        for name in form.fields
+        if form[name].value() is not None
+        and name not in ("api_token", "notification_key", "alert_webhook_secret")
+    }
     data["toolsets"] = ["read"]
     for prefix in ("ceilings", "api_keys"):
         data.update({f"{prefix}-TOTAL_FORMS": 0, f"{prefix}-INITIAL_FORMS": 0})
-    data.update({"roles-TOTAL_FORMS": 1, "roles-INITIAL_FORMS": 0, "roles-0-user": olga.pk,
-                 "roles-0-role": "operator", "roles-0-contour": shop.pk, "_save": "1"})
+    data.update(
+        {
+            "roles-TOTAL_FORMS": 1,
+            "roles-INITIAL_FORMS": 0,
+            "roles-0-user": olga.pk,
+            "roles-0-role": "operator",
+            "roles-0-contour": shop.pk,
+            "_save": "1",
+        }
+    )
     data["approval_thresholds"] = '{"RUB": 10000000}'
 
     # an operator without an address would never be alerted: asked for it right there
@@ -211,5 +248,7 @@ def test_the_admin_role_inline_grants_through_the_journal(make_user: Callable[..
     assert olga.email == "olga@example.org"
     granted = JournalEntry.objects.get(code="role_granted")
     assert (granted.actor, granted.channel, granted.arguments["user"]) == (
-        "user:root", "admin", "olga")
-
+        "user:root",
+        "admin",
+        "olga",
+    )

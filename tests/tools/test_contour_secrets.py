@@ -44,17 +44,16 @@ def stored_column(contour: Contour) -> str:
         return cursor.fetchone()[0]
 
 
-def test_the_assistants_call_gets_a_stable_code_not_a_500(other_key: str,
-                                                          assistant: Assistant) -> None:
-    status, body = assistant.call("get_order", {"order_id": "0190eeee-0000-7000-8000-00000000"
-                                                            "0000"})
+def test_the_assistants_call_gets_a_stable_code_not_a_500(
+    other_key: str, assistant: Assistant
+) -> None:
+    status, body = assistant.call("get_order", {"order_id": "0190eeee-0000-7000-8000-000000000000"})
 
     assert (status, body["code"]) == (503, "contour_token_unreadable"), body
     assert "введите" in body["hint"] or "ввести токен заново" in body["hint"]
 
 
-def test_health_is_degraded_and_counts_without_naming(other_key: str,
-                                                      assistant: Assistant) -> None:
+def test_health_is_degraded_and_counts_without_naming(other_key: str, assistant: Assistant) -> None:
     response = Client().get("/health")
 
     body = response.json()
@@ -64,8 +63,9 @@ def test_health_is_degraded_and_counts_without_naming(other_key: str,
     assert assistant.contour.slug not in response.content.decode()
 
 
-def test_the_admin_list_and_page_work_and_say_enter_it_again(other_key: str, owner: Client,
-                                                             assistant: Assistant) -> None:
+def test_the_admin_list_and_page_work_and_say_enter_it_again(
+    other_key: str, owner: Client, assistant: Assistant
+) -> None:
     listing = owner.get("/admin/tools/contour/")
     page = owner.get(f"/admin/tools/contour/{assistant.contour.pk}/change/")
 
@@ -73,27 +73,27 @@ def test_the_admin_list_and_page_work_and_say_enter_it_again(other_key: str, own
     assert page.status_code == 200 and MARKER in page.content.decode()
 
 
-def test_saving_other_fields_keeps_the_unreadable_ciphertext(other_key: str, owner: Client,
-                                                             assistant: Assistant) -> None:
+def test_saving_other_fields_keeps_the_unreadable_ciphertext(
+    other_key: str, owner: Client, assistant: Assistant
+) -> None:
     contour = Contour.objects.get(pk=assistant.contour.pk)
     before = stored_column(contour)
 
-    response = owner.post(f"/admin/tools/contour/{contour.pk}/change/",
-                          contour_form(contour, name="Переименован"))
+    response = owner.post(
+        f"/admin/tools/contour/{contour.pk}/change/", contour_form(contour, name="Переименован")
+    )
 
     assert response.status_code == 302
     assert Contour.objects.get(pk=contour.pk).name == "Переименован"
     assert stored_column(contour) == before  # the right key, put back, still reads it
 
 
-def test_check_contour_says_so_without_a_traceback(other_key: str,
-                                                  assistant: Assistant) -> None:
+def test_check_contour_says_so_without_a_traceback(other_key: str, assistant: Assistant) -> None:
     with pytest.raises(CommandError, match="токен не читается"):
         run("check_contour", assistant.contour.slug)
 
 
-def test_rotate_skips_and_names_what_it_cannot_read(other_key: str,
-                                                   assistant: Assistant) -> None:
+def test_rotate_skips_and_names_what_it_cannot_read(other_key: str, assistant: Assistant) -> None:
     before = stored_column(assistant.contour)
 
     out = run("rotate_secrets_key")
@@ -102,13 +102,15 @@ def test_rotate_skips_and_names_what_it_cannot_read(other_key: str,
     assert stored_column(assistant.contour) == before
 
 
-def test_the_owner_enters_the_token_again_in_the_admin(other_key: str, owner: Client,
-                                                       assistant: Assistant) -> None:
+def test_the_owner_enters_the_token_again_in_the_admin(
+    other_key: str, owner: Client, assistant: Assistant
+) -> None:
     contour = Contour.objects.get(pk=assistant.contour.pk)
     token = contour_token_of_sandbox(assistant)
 
-    response = owner.post(f"/admin/tools/contour/{contour.pk}/change/",
-                          contour_form(contour, api_token=token))
+    response = owner.post(
+        f"/admin/tools/contour/{contour.pk}/change/", contour_form(contour, api_token=token)
+    )
     status, body = assistant.call("find_orders", {})
 
     assert response.status_code == 302
@@ -116,8 +118,9 @@ def test_the_owner_enters_the_token_again_in_the_admin(other_key: str, owner: Cl
     assert Client().get("/health").json()["checks"]["secrets"]["unreadable_tokens"] == 0
 
 
-def test_the_owner_enters_the_token_again_with_a_command(other_key: str, tmp_path: Path,
-                                                         assistant: Assistant) -> None:
+def test_the_owner_enters_the_token_again_with_a_command(
+    other_key: str, tmp_path: Path, assistant: Assistant
+) -> None:
     token_file = tmp_path / "token.txt"
     token_file.write_text(contour_token_of_sandbox(assistant) + "\r\n")
 
@@ -136,8 +139,9 @@ def contour_token_of_sandbox(assistant: Assistant) -> str:
     return DEMO_TOKEN
 
 
-def test_a_bad_key_never_reaches_the_journal_or_the_answer(other_key: str,
-                                                           assistant: Assistant) -> None:
+def test_a_bad_key_never_reaches_the_journal_or_the_answer(
+    other_key: str, assistant: Assistant
+) -> None:
     _, body = assistant.call("find_orders", {})
 
     assert other_key not in json.dumps(body)

@@ -39,11 +39,14 @@ def assistant_of(contour: Contour) -> Assistant:
 
 # -- the own sandbox only at its exact address ------------------------------------------------
 
+
 def test_the_sandbox_path_on_another_loopback_port_is_asked_over_the_network(
-        double: Upstream) -> None:
+    double: Upstream,
+) -> None:
     url = f"{double.url}/sandbox/invoicebox"
-    contour = create_contour("other", mode="custom", base_url=url, token=TOKEN,
-                             merchant_id=MERCHANT, actor=SCAFFOLDING)
+    contour = create_contour(
+        "other", mode="custom", base_url=url, token=TOKEN, merchant_id=MERCHANT, actor=SCAFFOLDING
+    )
 
     assistant_of(contour).call("find_orders", {})
     out = io.StringIO()
@@ -62,11 +65,13 @@ def test_the_exact_sandbox_address_is_answered_in_process(contour: Contour) -> N
 
 
 def test_an_address_listed_in_the_setting_is_answered_in_process(
-        settings: Any, double: Upstream) -> None:
+    settings: Any, double: Upstream
+) -> None:
     url = f"{double.url}/sandbox/invoicebox"
     settings.INVOICEBOX_SANDBOX_IN_PROCESS_URLS = [url]
-    contour = create_contour("listed", mode="sandbox", base_url=url, own_sandbox_merchant=True,
-                             actor=SCAFFOLDING)
+    contour = create_contour(
+        "listed", mode="sandbox", base_url=url, own_sandbox_merchant=True, actor=SCAFFOLDING
+    )
 
     report = check_connection(contour)
 
@@ -76,24 +81,45 @@ def test_an_address_listed_in_the_setting_is_answered_in_process(
 
 # -- a custom base URL and the host's own services --------------------------------------------
 
+
 def test_a_loopback_literal_is_refused_when_saving_with_the_setting_off(
-        settings: Any, double: Upstream) -> None:
+    settings: Any, double: Upstream
+) -> None:
     settings.GATEWAY_ALLOW_PRIVATE_UPSTREAM = False
 
     with pytest.raises(ContourSetupError, match="GATEWAY_ALLOW_PRIVATE_UPSTREAM"):
-        create_contour("inner", mode="custom", base_url=double.url, token=TOKEN,
-                       merchant_id=MERCHANT, actor=SCAFFOLDING)
+        create_contour(
+            "inner",
+            mode="custom",
+            base_url=double.url,
+            token=TOKEN,
+            merchant_id=MERCHANT,
+            actor=SCAFFOLDING,
+        )
     with pytest.raises(ContourSetupError, match="локальный или внутренний"):
-        create_contour("inner", mode="custom", base_url="https://10.0.0.8", token=TOKEN,
-                       merchant_id=MERCHANT, actor=SCAFFOLDING)
+        create_contour(
+            "inner",
+            mode="custom",
+            base_url="https://10.0.0.8",
+            token=TOKEN,
+            merchant_id=MERCHANT,
+            actor=SCAFFOLDING,
+        )
     assert double.requests == []
 
 
-def test_a_stored_loopback_address_is_refused_when_connecting(settings: Any,
-                                                             double: Upstream) -> None:
+def test_a_stored_loopback_address_is_refused_when_connecting(
+    settings: Any, double: Upstream
+) -> None:
     # Saved while the installation allowed it; then it no longer does.
-    contour = create_contour("inner", mode="custom", base_url=double.url, token=TOKEN,
-                             merchant_id=MERCHANT, actor=SCAFFOLDING)
+    contour = create_contour(
+        "inner",
+        mode="custom",
+        base_url=double.url,
+        token=TOKEN,
+        merchant_id=MERCHANT,
+        actor=SCAFFOLDING,
+    )
     settings.GATEWAY_ALLOW_PRIVATE_UPSTREAM = False
 
     status, body = assistant_of(contour).call("find_orders", {})
@@ -106,11 +132,13 @@ def test_a_stored_loopback_address_is_refused_when_connecting(settings: Any,
 
 
 def test_a_name_that_resolves_to_loopback_is_refused_when_connecting(
-        settings: Any, double: Upstream) -> None:
+    settings: Any, double: Upstream
+) -> None:
     # A host *name*: only the connection, resolving it, sees where it leads.
     url = double.url.replace("127.0.0.1", "localhost")
-    contour = create_contour("named", mode="custom", base_url=url, token=TOKEN,
-                             merchant_id=MERCHANT, actor=SCAFFOLDING)
+    contour = create_contour(
+        "named", mode="custom", base_url=url, token=TOKEN, merchant_id=MERCHANT, actor=SCAFFOLDING
+    )
     settings.GATEWAY_ALLOW_PRIVATE_UPSTREAM = False
 
     report = check_connection(contour)
@@ -121,8 +149,14 @@ def test_a_name_that_resolves_to_loopback_is_refused_when_connecting(
 
 
 def test_with_the_setting_on_a_loopback_double_still_answers(double: Upstream) -> None:
-    contour = create_contour("double", mode="custom", base_url=double.url, token=TOKEN,
-                             merchant_id=MERCHANT, actor=SCAFFOLDING)
+    contour = create_contour(
+        "double",
+        mode="custom",
+        base_url=double.url,
+        token=TOKEN,
+        merchant_id=MERCHANT,
+        actor=SCAFFOLDING,
+    )
 
     assistant_of(contour).call("find_orders", {})
 

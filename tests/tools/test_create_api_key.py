@@ -18,8 +18,7 @@ def test_create_api_key_links_the_key_to_a_user(contour: Contour):
     olga = User.objects.create_user("olga")
     out = io.StringIO()
 
-    call_command("create_api_key", contour.slug, "--label", "olga's", "--user", "olga",
-                 stdout=out)
+    call_command("create_api_key", contour.slug, "--label", "olga's", "--user", "olga", stdout=out)
 
     key = ApiKey.authenticate(out.getvalue().strip())
     assert key is not None and key.user == olga

@@ -45,7 +45,8 @@ def database_down(when: Callable[[str], bool] = lambda sql: True) -> Iterator[No
 # for entries no caller's transaction depends on.
 @pytest.mark.django_db(transaction=True)
 def test_a_database_down_is_an_envelope_and_its_entry_reaches_the_journal_later(
-        assistant: Assistant):
+    assistant: Assistant,
+):
     with database_down():
         status, answer = assistant.call("get_order", {"order_id": "x" * 36})
 
@@ -63,7 +64,8 @@ def test_a_database_down_is_an_envelope_and_its_entry_reaches_the_journal_later(
 
 @pytest.mark.django_db(transaction=True)
 def test_the_database_lost_after_the_upstream_create_is_unknown_then_recovered(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     confirmed = confirmed_order(assistant, description="База пропала после создания")
     cut_at: list[str] = []
 

@@ -35,14 +35,14 @@ def hold_the_contour_row(contour_id: int, held: threading.Event, done: threading
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_held_contour_lock_gives_the_envelope_within_the_lock_timeout(
-        assistant: Assistant, tmp_path: Any):
+    assistant: Assistant, tmp_path: Any
+):
     settings.GATEWAY_STATE_DIR = str(tmp_path)
     bound = connection.get_connection_params()["options"]
     assert "lock_timeout=5000" in bound and "statement_timeout=15000" in bound
     confirmed = confirmed_order(assistant, description="Строка контура занята")
     held, done = threading.Event(), threading.Event()
-    holder = threading.Thread(target=hold_the_contour_row,
-                              args=(assistant.contour.pk, held, done))
+    holder = threading.Thread(target=hold_the_contour_row, args=(assistant.contour.pk, held, done))
     holder.start()
     try:
         assert held.wait(10)

@@ -16,9 +16,17 @@ from tools.models import PendingConfirmation
 pytestmark = pytest.mark.django_db
 
 IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+\b")
-SHIP_LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт", "quantity": 1,
-             "amount": "12200", "total_amount": "12200", "total_vat_amount": "2200",
-             "vat_code": "RUS_VAT22", "type": "service"}
+SHIP_LINE = {
+    "sku": "ROOM-STD",
+    "name": "Бронирование номера",
+    "measure": "шт",
+    "quantity": 1,
+    "amount": "12200",
+    "total_amount": "12200",
+    "total_vat_amount": "2200",
+    "vat_code": "RUS_VAT22",
+    "type": "service",
+}
 
 
 def keys_of(value: Any) -> set[str]:
@@ -59,26 +67,32 @@ def results(assistant: Assistant) -> dict[str, dict[str, Any]]:
     pay_order(paid)
     unpaid = execute(assistant, "create_order", order_args(description="Второй"))
     out = {"create_order": unpaid}
-    out["create_shipment"] = execute(assistant, "create_shipment",
-                                     {"order_id": paid, "basket_items": [SHIP_LINE]})
-    out["get_order"] = assistant.call("get_order", {"order_id": paid,
-                                                    "response_format": "detailed"})[1]
-    out["find_orders"] = assistant.call("find_orders", {"response_format": "detailed",
-                                                        "page_size": 1})[1]
-    out["find_shipments"] = assistant.call("find_shipments", {"order_id": paid,
-                                                              "response_format": "detailed"})[1]
-    out["lookup_company_by_inn"] = assistant.call("lookup_company_by_inn",
-                                                  {"inn": "7710044140"})[1]
-    out["update_order"] = execute(assistant, "update_order",
-                                  {"order_id": unpaid["data"]["order_id"], "description": "Иное"})
-    out["cancel_order"] = execute(assistant, "cancel_order",
-                                  {"order_id": unpaid["data"]["order_id"]})
+    out["create_shipment"] = execute(
+        assistant, "create_shipment", {"order_id": paid, "basket_items": [SHIP_LINE]}
+    )
+    out["get_order"] = assistant.call(
+        "get_order", {"order_id": paid, "response_format": "detailed"}
+    )[1]
+    out["find_orders"] = assistant.call(
+        "find_orders", {"response_format": "detailed", "page_size": 1}
+    )[1]
+    out["find_shipments"] = assistant.call(
+        "find_shipments", {"order_id": paid, "response_format": "detailed"}
+    )[1]
+    out["lookup_company_by_inn"] = assistant.call("lookup_company_by_inn", {"inn": "7710044140"})[1]
+    out["update_order"] = execute(
+        assistant, "update_order", {"order_id": unpaid["data"]["order_id"], "description": "Иное"}
+    )
+    out["cancel_order"] = execute(
+        assistant, "cancel_order", {"order_id": unpaid["data"]["order_id"]}
+    )
     refund_args = {"parent_order_id": paid, "description": "возврат"}
     _, first = assistant.call("create_refund", refund_args)
     # An operator's approval, as the web UI records it (its tests: tests/tools/test_operator_views.py).
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
     out["create_refund"] = assistant.call(
-        "create_refund", {**refund_args, "confirmation_token": first["confirmation"]["token"]})[1]
+        "create_refund", {**refund_args, "confirmation_token": first["confirmation"]["token"]}
+    )[1]
     out["find_refunds"] = assistant.call("find_refunds", {"order_id": paid})[1]
     out["get_refundable"] = assistant.call("get_refundable", {"order_id": paid})[1]
     return out

@@ -43,20 +43,30 @@ def change_url(contour: Contour) -> str:
 
 
 def all_text() -> str:
-    return json.dumps(list(JournalEntry.objects.values("message", "arguments", "actor")),
-                      ensure_ascii=False)
+    return json.dumps(
+        list(JournalEntry.objects.values("message", "arguments", "actor")), ensure_ascii=False
+    )
 
 
 # -- item 8 ------------------------------------------------------------------------------------
 
+
 def test_leaving_the_sandbox_in_the_admin_clears_the_published_notification_key(
-        assistant: Assistant, owner: Client):
+    assistant: Assistant, owner: Client
+):
     shop = assistant.contour
     assert shop.notification_key == PUBLISHED_KEY  # a sandbox contour signs like the sandbox
 
-    moved = owner.post(change_url(shop), contour_form(
-        shop, mode="custom", base_url="https://proxy.example.net", api_token=NEW_TOKEN,
-        merchant_id=MERCHANT))
+    moved = owner.post(
+        change_url(shop),
+        contour_form(
+            shop,
+            mode="custom",
+            base_url="https://proxy.example.net",
+            api_token=NEW_TOKEN,
+            merchant_id=MERCHANT,
+        ),
+    )
 
     assert moved.status_code == 302, moved.content.decode()[:2000]
     stored = Contour.objects.get(pk=shop.pk)
@@ -68,9 +78,17 @@ def test_leaving_the_sandbox_in_the_admin_clears_the_published_notification_key(
 def test_a_new_key_given_with_the_change_is_kept(assistant: Assistant, owner: Client):
     shop = assistant.contour
 
-    owner.post(change_url(shop), contour_form(
-        shop, mode="custom", base_url="https://proxy.example.net", api_token=NEW_TOKEN,
-        merchant_id=MERCHANT, notification_key="own-key-of-the-proxy-shop-1234"))
+    owner.post(
+        change_url(shop),
+        contour_form(
+            shop,
+            mode="custom",
+            base_url="https://proxy.example.net",
+            api_token=NEW_TOKEN,
+            merchant_id=MERCHANT,
+            notification_key="own-key-of-the-proxy-shop-1234",
+        ),
+    )
 
     assert Contour.objects.get(pk=shop.pk).notification_key == "own-key-of-the-proxy-shop-1234"
 
@@ -84,17 +102,16 @@ def test_code_that_skips_the_form_clears_it_too(assistant: Assistant):
 
 
 @pytest.mark.parametrize("mode", ["demo", "custom"])
-def test_the_published_key_verifies_nothing_outside_the_sandbox(assistant: Assistant,
-                                                                 mode: str):
+def test_the_published_key_verifies_nothing_outside_the_sandbox(assistant: Assistant, mode: str):
     # given: a paid order's notification, signed with the published sandbox key, to a contour
     # that has left the sandbox yet still holds that key (written around every form)
     order = issue(assistant)
     payload = {**json.loads(notification_body(order["order_id"])), "status": "completed"}
-    Contour.objects.filter(pk=assistant.contour.pk).update(mode=mode,
-                                                          base_url="https://api.invoicebox.ru")
+    Contour.objects.filter(pk=assistant.contour.pk).update(
+        mode=mode, base_url="https://api.invoicebox.ru"
+    )
 
-    _, answer = post_notification(Client(), assistant.contour.slug, body_of(payload),
-                                  PUBLISHED_KEY)
+    _, answer = post_notification(Client(), assistant.contour.slug, body_of(payload), PUBLISHED_KEY)
 
     assert answer["code"] == "signature_error"
     assert "опубликован" in answer["message"]
@@ -111,10 +128,15 @@ BAD_URLS = [
 
 
 @pytest.mark.parametrize(("url", "secret"), BAD_URLS)
-def test_the_admin_refuses_userinfo_and_queries_in_a_base_url(owner: Client, url: str,
-                                                               secret: str):
-    proxy = create_contour("proxy", mode="custom", base_url="https://proxy.example.net",
-                           token="old-token-0001", merchant_id=MERCHANT, actor=SCAFFOLDING)
+def test_the_admin_refuses_userinfo_and_queries_in_a_base_url(owner: Client, url: str, secret: str):
+    proxy = create_contour(
+        "proxy",
+        mode="custom",
+        base_url="https://proxy.example.net",
+        token="old-token-0001",
+        merchant_id=MERCHANT,
+        actor=SCAFFOLDING,
+    )
     for oleg in User.objects.filter(username="oleg"):
         role_service.grant(oleg, "owner", proxy, actor="test")
 
@@ -135,8 +157,19 @@ def test_the_command_refuses_them_without_echoing_them(url: str, secret: str, tm
     out = io.StringIO()
 
     with pytest.raises(CommandError) as refused:
-        call_command("create_contour", "proxy", "--mode", "custom", "--base-url", url,
-                     "--token-file", str(token), "--merchant-id", MERCHANT, stdout=out)
+        call_command(
+            "create_contour",
+            "proxy",
+            "--mode",
+            "custom",
+            "--base-url",
+            url,
+            "--token-file",
+            str(token),
+            "--merchant-id",
+            MERCHANT,
+            stdout=out,
+        )
 
     assert secret not in str(refused.value) + out.getvalue()
     assert not Contour.objects.filter(slug="proxy").exists()

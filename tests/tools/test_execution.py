@@ -42,8 +42,9 @@ def test_lost_response_is_unknown_then_recovered_without_a_second_order(assistan
     assert Operation.objects.get().state == "done"
 
 
-def test_server_error_on_create_is_unknown_and_a_retry_creates_one_order(assistant: Assistant,
-                                                                         settings: Any):
+def test_server_error_on_create_is_unknown_and_a_retry_creates_one_order(
+    assistant: Assistant, settings: Any
+):
     # The retry comes after the stale period: sooner, absence proves nothing (the earlier
     # request may still land) and nothing is sent (tests/tools/test_unknown_outcomes.py).
     settings.GATEWAY_STALE_IN_FLIGHT_SECONDS = 0
@@ -124,7 +125,8 @@ def test_identical_calls_of_one_reply_run_once_and_all_are_answered(assistant: A
     items = gateway.call_batch(
         assistant.contour,
         [("create_order", confirmed), ("find_orders", {}), ("create_order", dict(confirmed))],
-        channel="openai", actor="test",
+        channel="openai",
+        actor="test",
     )
 
     assert [item.duplicate_of for item in items] == [None, None, 0]

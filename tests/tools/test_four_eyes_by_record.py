@@ -29,26 +29,38 @@ def shop(db: None) -> Contour:
 
 
 def person(name: str, contour: Contour, *roles: str, superuser: bool = False) -> User:
-    user = User.objects.create_user(name, password=f"pw-{name}-Long-2026", is_staff=True,
-                                    is_superuser=superuser)
+    user = User.objects.create_user(
+        name, password=f"pw-{name}-Long-2026", is_staff=True, is_superuser=superuser
+    )
     for role in roles:
         ContourRole.objects.create(user=user, contour=contour, role=role)
     return user
 
 
 def issue_in_admin(issuer: User, contour: Contour, holder: User | None) -> str:
-    page = logged_in(issuer).post("/admin/tools/apikey/add/", {
-        "contour": contour.pk, "label": "ассистент", "user": holder.pk if holder else ""})
+    page = logged_in(issuer).post(
+        "/admin/tools/apikey/add/",
+        {"contour": contour.pk, "label": "ассистент", "user": holder.pk if holder else ""},
+    )
     assert page.status_code == 200 and "raw" in page.context, page.context["form"].errors
     return page.context["raw"]
 
 
 def big_write(contour: Contour, raw: str) -> dict[str, Any]:
-    line = {"sku": "CAR", "name": "Автомобиль", "measure": "шт", "quantity": 1, "amount": BIG,
-            "total_amount": BIG, "total_vat_amount": "0", "vat_code": "VATNONE",
-            "type": "commodity"}
+    line = {
+        "sku": "CAR",
+        "name": "Автомобиль",
+        "measure": "шт",
+        "quantity": 1,
+        "amount": BIG,
+        "total_amount": BIG,
+        "total_vat_amount": "0",
+        "vat_code": "VATNONE",
+        "type": "commodity",
+    }
     _, body = Assistant(http=Client(), key=raw, contour=contour).call(
-        "create_order", order_args(basket_items=[line], amount=BIG, vat_amount="0"))
+        "create_order", order_args(basket_items=[line], amount=BIG, vat_amount="0")
+    )
     assert body["status"] == "confirmation_required" and body["data"]["requires_approval"], body
     return body
 
@@ -89,8 +101,9 @@ def test_emptying_the_holder_after_preparing_relaxes_nothing(shop: Contour):
 
     # when: the holder is changed in the admin (emptied, then given to Pavel)
     for new_holder in ("", str(person("pavel", shop, "operator").pk)):
-        changed = logged_in(root).post(f"/admin/tools/apikey/{key.pk}/change/",
-                                       {"label": key.label, "user": new_holder})
+        changed = logged_in(root).post(
+            f"/admin/tools/apikey/{key.pk}/change/", {"label": key.label, "user": new_holder}
+        )
         assert changed.status_code == 302
 
     # then: Olga, who held it when the write was prepared, still may not approve it
@@ -104,7 +117,8 @@ def test_the_issuer_is_not_editable_in_the_admin(shop: Contour):
     issue_in_admin(root, shop, holder=None)
     key = ApiKey.objects.get()
 
-    logged_in(root).post(f"/admin/tools/apikey/{key.pk}/change/",
-                         {"label": key.label, "user": "", "issued_by": ""})
+    logged_in(root).post(
+        f"/admin/tools/apikey/{key.pk}/change/", {"label": key.label, "user": "", "issued_by": ""}
+    )
 
     assert ApiKey.objects.get().issued_by == root

@@ -38,4 +38,5 @@ def test_full_refund_sends_each_line_with_its_own_quantity_and_price(assistant: 
     assert done["status"] == "ok", done
     sent = json.loads(SandboxRefund.objects.get().request_json, parse_float=Decimal)["basketItems"]
     assert [(i["quantity"], i["amount"], i["totalAmount"]) for i in sent] == [
-        (3, Decimal("122.00"), Decimal("366.00"))]
+        (3, Decimal("122.00"), Decimal("366.00"))
+    ]

@@ -30,9 +30,12 @@ DEEP = [nested_objects(700), nested_arrays(900)]
 
 
 def post_raw(assistant: Assistant, path: str, body: str) -> tuple[int, Any]:
-    response = assistant.http.post(path, data=body.encode("utf-8", "surrogatepass"),
-                                   content_type="application/json",
-                                   HTTP_AUTHORIZATION=f"Bearer {assistant.key}")
+    response = assistant.http.post(
+        path,
+        data=body.encode("utf-8", "surrogatepass"),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {assistant.key}",
+    )
     assert response["Content-Type"].startswith("application/json"), response.content[:200]
     return response.status_code, response.json()
 
@@ -41,24 +44,39 @@ def endpoint_bodies(deep: str) -> dict[str, str]:
     """The same deep arguments on each of the five call endpoints, in that platform's shape."""
     return {
         "/api/v1/call": f'{{"name":"find_orders","arguments":{{"status":{deep}}}}}',
-        "/api/v1/openai/call": json.dumps({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {
-                "name": "find_orders", "arguments": f'{{"status":{deep}}}'}}]}),
+        "/api/v1/openai/call": json.dumps(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "find_orders", "arguments": f'{{"status":{deep}}}'},
+                    }
+                ],
+            }
+        ),
         "/api/v1/gigachat/call": (
             '{"role":"assistant","content":"","function_call":{"name":"find_orders",'
-            f'"arguments":{{"status":{deep}}}}}}}'),
+            f'"arguments":{{"status":{deep}}}}}}}'
+        ),
         "/api/v1/yandexgpt/call": (
             '{"role":"assistant","toolCallList":{"toolCalls":[{"functionCall":{'
-            f'"name":"find_orders","arguments":{{"status":{deep}}}}}}}]}}}}'),
-        "/api/v1/text/call": json.dumps({"text": "<tool_call>\n"
-                                         f'{{"name": "find_orders", "arguments": {{"status": {deep}}}}}'
-                                         "\n</tool_call>"}),
+            f'"name":"find_orders","arguments":{{"status":{deep}}}}}}}]}}}}'
+        ),
+        "/api/v1/text/call": json.dumps(
+            {
+                "text": "<tool_call>\n"
+                f'{{"name": "find_orders", "arguments": {{"status": {deep}}}}}'
+                "\n</tool_call>"
+            }
+        ),
     }
 
 
 @pytest.mark.parametrize("deep", DEEP, ids=["700-objects", "900-arrays"])
-def test_deep_nesting_is_refused_and_journaled_on_every_endpoint(assistant: Assistant,
-                                                                  deep: str):
+def test_deep_nesting_is_refused_and_journaled_on_every_endpoint(assistant: Assistant, deep: str):
     for path, body in endpoint_bodies(deep).items():
         before = JournalEntry.objects.count()
 
@@ -83,8 +101,9 @@ def test_deep_nesting_through_the_core_names_the_limit(contour: Contour):
 
 
 def test_a_lone_surrogate_in_a_tool_call_is_invalid_input_not_a_500(assistant: Assistant):
-    text = ('<tool_call>\n{"name": "find_orders", "arguments": {"status": ["\\ud800"]}}\n'
-            "</tool_call>")
+    text = (
+        '<tool_call>\n{"name": "find_orders", "arguments": {"status": ["\\ud800"]}}\n</tool_call>'
+    )
 
     status, answer = post_raw(assistant, "/api/v1/text/call", json.dumps({"text": text}))
 
@@ -95,8 +114,7 @@ def test_a_lone_surrogate_in_a_tool_call_is_invalid_input_not_a_500(assistant: A
 
 
 def test_a_lone_surrogate_in_a_tool_name_is_journaled(assistant: Assistant):
-    status, answer = post_raw(assistant, "/api/v1/call",
-                              '{"name":"find_\\ud800","arguments":{}}')
+    status, answer = post_raw(assistant, "/api/v1/call", '{"name":"find_\\ud800","arguments":{}}')
 
     assert status == 404, answer
     entry = JournalEntry.objects.get(pk=answer["journal_id"])
@@ -104,7 +122,8 @@ def test_a_lone_surrogate_in_a_tool_name_is_journaled(assistant: Assistant):
 
 
 def test_a_journal_that_cannot_record_the_arguments_still_records_the_call(
-        contour: Contour, monkeypatch: pytest.MonkeyPatch):
+    contour: Contour, monkeypatch: pytest.MonkeyPatch
+):
     # given: redaction fails on these arguments (a walk that cannot finish)
     real_redact = journal.redact
 
@@ -116,8 +135,9 @@ def test_a_journal_that_cannot_record_the_arguments_still_records_the_call(
     monkeypatch.setattr(journal, "redact", failing_redact)
 
     # when
-    outcome = gateway.call(contour, "find_orders", {"status": ["created"]}, channel="rest",
-                           actor="t")
+    outcome = gateway.call(
+        contour, "find_orders", {"status": ["created"]}, channel="rest", actor="t"
+    )
 
     # then: the answer stands and the journal has a fallback row
     assert outcome.status == "ok"

@@ -19,8 +19,14 @@ from tools.models import PendingConfirmation
 
 def _own_contour(slug: str, **changes: Any) -> Assistant:
     # Each with its own sandbox shop: its own token and merchant, as two real shops would be.
-    contour = create_contour(slug, mode="sandbox", toolsets=["read", "write"],
-                             token=uuid.uuid4().hex, merchant_id=str(uuid.uuid4()), actor=SCAFFOLDING)
+    contour = create_contour(
+        slug,
+        mode="sandbox",
+        toolsets=["read", "write"],
+        token=uuid.uuid4().hex,
+        merchant_id=str(uuid.uuid4()),
+        actor=SCAFFOLDING,
+    )
     for name, value in changes.items():
         setattr(contour, name, value)
     contour.save()
@@ -80,8 +86,11 @@ def test_a_key_cannot_approve_anything(pair: tuple[Assistant, Assistant]):
     _, prepared = b.call("create_order", order_args())
     confirmation_id = prepared["confirmation"]["id"]
 
-    response = a.http.post(f"/approvals/{confirmation_id}/", {"decision": "approve"},
-                           HTTP_AUTHORIZATION=f"Bearer {a.key}")
+    response = a.http.post(
+        f"/approvals/{confirmation_id}/",
+        {"decision": "approve"},
+        HTTP_AUTHORIZATION=f"Bearer {a.key}",
+    )
 
     assert response.status_code in (302, 403)
     assert "/accounts/login/" in response.get("Location", "/accounts/login/")
@@ -89,8 +98,14 @@ def test_a_key_cannot_approve_anything(pair: tuple[Assistant, Assistant]):
     assert not JournalEntry.objects.filter(phase__in=["approve", "reject"]).exists()
 
 
-@pytest.mark.parametrize("path", ["/api/v1/journal", "/api/v1/journal/export?format=jsonl",
-                                  "/api/v1/journal/export?format=csv&contour=bravo"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/journal",
+        "/api/v1/journal/export?format=jsonl",
+        "/api/v1/journal/export?format=csv&contour=bravo",
+    ],
+)
 def test_a_key_cannot_export_the_journal(pair: tuple[Assistant, Assistant], path: str):
     a, b = pair
     _b_order(b)
@@ -105,13 +120,22 @@ def test_a_key_cannot_export_the_journal(pair: tuple[Assistant, Assistant], path
 def test_as_notification_key_cannot_move_bs_orders(pair: tuple[Assistant, Assistant]):
     _, b = pair
     order = _b_order(b)
-    body = (f'{{"id": "{order["order_id"]}", "status": "completed", "merchantId": '
-            f'"{b.contour.merchant_id}", "merchantOrderId": "{order["merchant_order_id"]}", '
-            f'"amount": 366, "currencyId": "RUB"}}').encode()
+    body = (
+        f'{{"id": "{order["order_id"]}", "status": "completed", "merchantId": '
+        f'"{b.contour.merchant_id}", "merchantOrderId": "{order["merchant_order_id"]}", '
+        f'"amount": 366, "currencyId": "RUB"}}'
+    ).encode()
 
-    answer = Client().post("/invoicebox/notifications/bravo", data=body,
-                           content_type="application/json",
-                           HTTP_X_SIGNATURE=sign(body, "alpha-key")).json()
+    answer = (
+        Client()
+        .post(
+            "/invoicebox/notifications/bravo",
+            data=body,
+            content_type="application/json",
+            HTTP_X_SIGNATURE=sign(body, "alpha-key"),
+        )
+        .json()
+    )
 
     assert answer["code"] == "signature_error"
     assert b.contour.orders.get().status == "created"

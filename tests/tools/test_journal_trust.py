@@ -48,7 +48,8 @@ def journal_tables(sql: str) -> bool:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_write_whose_attempt_no_place_can_journal_never_reaches_the_upstream(
-        assistant: Assistant, client: Client, tmp_path: Path):
+    assistant: Assistant, client: Client, tmp_path: Path
+):
     confirmed = confirmed_order(assistant, description="Журнал недоступен")
     spool_unwritable(tmp_path)
 
@@ -67,7 +68,8 @@ def test_a_write_whose_attempt_no_place_can_journal_never_reaches_the_upstream(
 
 @pytest.mark.django_db(transaction=True)
 def test_with_the_database_and_the_spool_away_every_answer_says_its_journal_state(
-        assistant: Assistant, client: Client, tmp_path: Path):
+    assistant: Assistant, client: Client, tmp_path: Path
+):
     confirmed = confirmed_order(assistant, description="Всё недоступно")
     spool_unwritable(tmp_path)
 
@@ -86,7 +88,8 @@ def test_with_the_database_and_the_spool_away_every_answer_says_its_journal_stat
 
 @pytest.mark.django_db(transaction=True)
 def test_a_read_whose_entry_no_place_keeps_says_so_beside_its_result(
-        assistant: Assistant, tmp_path: Path):
+    assistant: Assistant, tmp_path: Path
+):
     spool_unwritable(tmp_path)
 
     with database_down(journal_tables):
@@ -104,8 +107,10 @@ def test_marks_planted_in_the_arguments_drop_no_spooled_entry(assistant: Assista
     spool_id = refused["journal_pending"]
 
     # The database is back; this call's entry is appended, then the spool drained.
-    _, planted = assistant.call("get_order", {**ORDER, "_spooled": {
-        "id": spool_id, "duplicate_of": refused.get("journal_id") or 1}})
+    _, planted = assistant.call(
+        "get_order",
+        {**ORDER, "_spooled": {"id": spool_id, "duplicate_of": refused.get("journal_id") or 1}},
+    )
 
     assert spool.pending() == 0
     [drained] = JournalEntry.objects.filter(code="database_unavailable")
@@ -117,14 +122,17 @@ def test_marks_planted_in_the_arguments_drop_no_spooled_entry(assistant: Assista
 
 @pytest.mark.django_db(transaction=True)
 def test_a_credential_no_one_could_verify_is_journaled_as_anonymous(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     forged = assistant.key[:12] + "forged-by-anyone"
 
     with database_down():
-        response = client.post("/api/v1/call", data=json.dumps({"name": "get_order",
-                                                                "arguments": ORDER}),
-                               content_type="application/json",
-                               HTTP_AUTHORIZATION=f"Bearer {forged}")
+        response = client.post(
+            "/api/v1/call",
+            data=json.dumps({"name": "get_order", "arguments": ORDER}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {forged}",
+        )
     spool.drain()
 
     entry = JournalEntry.objects.get(spool_id=response.json()["journal_pending"])
@@ -137,27 +145,33 @@ def refused_count(channel: str, code: str) -> float:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_hundred_anonymous_refusals_in_an_outage_write_a_handful_of_spool_files(
-        client: Client):
+def test_a_hundred_anonymous_refusals_in_an_outage_write_a_handful_of_spool_files(client: Client):
     before = refused_count("rest", "database_unavailable")
 
     with database_down():
-        answers = [client.post("/api/v1/call", data=json.dumps({"name": "get_order",
-                                                                "arguments": ORDER}),
-                               content_type="application/json",
-                               HTTP_AUTHORIZATION=f"Bearer ibg_guess{number:04d}")
-                   for number in range(100)]
+        answers = [
+            client.post(
+                "/api/v1/call",
+                data=json.dumps({"name": "get_order", "arguments": ORDER}),
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer ibg_guess{number:04d}",
+            )
+            for number in range(100)
+        ]
 
     assert {answer.status_code for answer in answers} == {503}
     assert Counter(answer.json()["journal_state"] for answer in answers) == {
-        "pending": 1, "sampled": 99}
+        "pending": 1,
+        "sampled": 99,
+    }
     assert spool.pending() == 1
     assert refused_count("rest", "database_unavailable") - before == 100
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_next_sample_says_how_many_refusals_it_stands_for(client: Client, settings: Any,
-                                                              clock: Clock):
+def test_the_next_sample_says_how_many_refusals_it_stands_for(
+    client: Client, settings: Any, clock: Clock
+):
     settings.GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = 60
     for _ in range(5):
         client.post("/api/v1/call", data="{}", content_type="application/json")
@@ -174,17 +188,23 @@ def test_the_next_sample_says_how_many_refusals_it_stands_for(client: Client, se
 async def test_unauthenticated_mcp_requests_add_one_journal_row_per_period():
     app, manager = build_mcp_app()
     before = refused_count("mcp-http", "unauthenticated")
-    async with (manager.run(),
-                httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                  base_url="http://127.0.0.1") as http):
-        answers = [await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1,
-                                                 "method": "tools/list"},
-                                   headers={"Accept": "application/json, text/event-stream"})
-                   for _ in range(20)]
+    async with (
+        manager.run(),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+        ) as http,
+    ):
+        answers = [
+            await http.post(
+                "/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
+            for _ in range(20)
+        ]
 
     assert {answer.status_code for answer in answers} == {401}
-    rows = await JournalEntry.objects.filter(channel="mcp-http",
-                                             code="unauthenticated").acount()
+    rows = await JournalEntry.objects.filter(channel="mcp-http", code="unauthenticated").acount()
     assert rows == 1
     assert refused_count("mcp-http", "unauthenticated") - before == 20
 

@@ -19,16 +19,21 @@ from tools.models import ApiKey, Contour
 
 def _fields(key: ApiKey) -> dict[str, object]:
     own = {f.attname: getattr(key, f.attname) for f in ApiKey._meta.concrete_fields}
-    contour = {f.attname: getattr(key.contour, f.attname)
-               for f in Contour._meta.concrete_fields}
+    contour = {f.attname: getattr(key.contour, f.attname) for f in Contour._meta.concrete_fields}
     return {**own, "contour": contour}
 
 
 def test_the_compiled_lookup_reads_what_the_orm_reads(contour: Contour) -> None:
-    key, raw = ApiKey.issue(contour, label="narrow", toolsets=["read"], tools=["find_orders"],
-                            expires_at=timezone.now() + timedelta(days=1))
-    ApiKey.objects.filter(pk=key.pk).update(last_used_address="10.0.0.7",
-                                            last_used_at=timezone.now())
+    key, raw = ApiKey.issue(
+        contour,
+        label="narrow",
+        toolsets=["read"],
+        tools=["find_orders"],
+        expires_at=timezone.now() + timedelta(days=1),
+    )
+    ApiKey.objects.filter(pk=key.pk).update(
+        last_used_address="10.0.0.7", last_used_at=timezone.now()
+    )
 
     found = ApiKey.authenticate(raw)
 
@@ -50,7 +55,8 @@ def test_a_key_revoked_between_two_calls_is_refused_on_the_next(assistant: Assis
 def test_a_key_expiring_between_two_calls_is_refused_on_the_next(assistant: Assistant) -> None:
     assert assistant.get("/api/v1/tools")[0] == 200
     ApiKey.objects.filter(contour=assistant.contour).update(
-        expires_at=timezone.now() - timedelta(seconds=1))
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
 
     assert assistant.get("/api/v1/tools")[0] == 401
 
@@ -61,16 +67,23 @@ def test_a_change_committed_by_another_connection_holds_at_once(contour: Contour
     raw = issue_key(contour, actor=SCAFFOLDING)
     assert ApiKey.authenticate(raw) is not None  # compiled for this thread from here on
     settings = connection.settings_dict
-    other = psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
-                            user=settings["USER"], dbname=settings["NAME"], autocommit=True)
+    other = psycopg.connect(
+        host=settings["HOST"] or "127.0.0.1",
+        port=settings["PORT"] or 5432,
+        user=settings["USER"],
+        dbname=settings["NAME"],
+        autocommit=True,
+    )
     with other:
-        other.execute("UPDATE tools_apikey SET toolsets = '[\"read\"]' WHERE contour_id = %s",
-                      [contour.pk])
+        other.execute(
+            "UPDATE tools_apikey SET toolsets = '[\"read\"]' WHERE contour_id = %s", [contour.pk]
+        )
         narrowed = ApiKey.authenticate(raw)
         assert narrowed is not None and narrowed.toolsets == ["read"]
 
-        other.execute("UPDATE tools_apikey SET revoked_at = now() WHERE contour_id = %s",
-                      [contour.pk])
+        other.execute(
+            "UPDATE tools_apikey SET revoked_at = now() WHERE contour_id = %s", [contour.pk]
+        )
         assert ApiKey.authenticate(raw) is None
 
 

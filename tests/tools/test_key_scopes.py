@@ -47,15 +47,29 @@ def test_a_read_only_key_on_a_write_contour_is_refused_create_order(read_key: As
     assert sandbox_orders(read_key.http) == []
     [entry] = JournalEntry.objects.filter(tool="create_order")
     assert (entry.status, entry.code, entry.actor) == (
-        "rejected", "forbidden", f"key:{read_key.key[:12]}")
+        "rejected",
+        "forbidden",
+        f"key:{read_key.key[:12]}",
+    )
 
 
 def test_every_protocol_refuses_alike(read_key: Assistant):
-    openai_call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function",
-         "function": {"name": "create_order", "arguments": json.dumps(order_args())}}]}
-    hermes = ("<tool_call>\n" + json.dumps({"name": "create_order", "arguments": order_args()},
-                                           ensure_ascii=False) + "\n</tool_call>")
+    openai_call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "create_order", "arguments": json.dumps(order_args())},
+            }
+        ],
+    }
+    hermes = (
+        "<tool_call>\n"
+        + json.dumps({"name": "create_order", "arguments": order_args()}, ensure_ascii=False)
+        + "\n</tool_call>"
+    )
 
     _, openai_reply = read_key.post("/api/v1/openai/call", openai_call)
     _, text_reply = read_key.post("/api/v1/text/call", {"text": hermes})
@@ -96,15 +110,19 @@ def test_a_key_is_never_wider_than_its_contour(read_only_contour: Contour):
     assert (status, body["code"]) == (403, "forbidden")
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    (["--toolsets", "everything"], "unknown toolsets everything"),
-    (["--tools", "steal_money"], "unknown tools steal_money"),
-    (["--toolsets", "read", "--tools", "create_order"], "outside --toolsets"),
-    (["--expires", "tomorrow"], "not an ISO 8601"),
-    (["--expires", "2001-01-01T00:00:00+03:00"], "must be in the future"),
-])
-def test_create_api_key_refuses_what_it_cannot_honour(contour: Contour, options: list[str],
-                                                      message: str):
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--toolsets", "everything"], "unknown toolsets everything"),
+        (["--tools", "steal_money"], "unknown tools steal_money"),
+        (["--toolsets", "read", "--tools", "create_order"], "outside --toolsets"),
+        (["--expires", "tomorrow"], "not an ISO 8601"),
+        (["--expires", "2001-01-01T00:00:00+03:00"], "must be in the future"),
+    ],
+)
+def test_create_api_key_refuses_what_it_cannot_honour(
+    contour: Contour, options: list[str], message: str
+):
     with pytest.raises(CommandError, match=message):
         run("create_api_key", contour.slug, *options)
     assert not ApiKey.objects.exists()
@@ -117,8 +135,11 @@ def test_an_expired_key_gets_401_everywhere(contour: Contour):
     assert assistant.call("find_orders", {})[0] == 200
     ApiKey.objects.filter(prefix=raw[:12]).update(expires_at=timezone.now() - timedelta(seconds=1))
 
-    answers = [assistant.call("find_orders", {}), assistant.get("/api/v1/tools"),
-               assistant.post("/api/v1/openai/call", {"role": "assistant", "tool_calls": []})]
+    answers = [
+        assistant.call("find_orders", {}),
+        assistant.get("/api/v1/tools"),
+        assistant.post("/api/v1/openai/call", {"role": "assistant", "tool_calls": []}),
+    ]
 
     assert [status for status, _ in answers] == [401, 401, 401]
     assert answers[0][1]["code"] == "unauthenticated"
@@ -130,7 +151,10 @@ def test_the_issue_is_journaled_with_its_scope_and_never_the_key(contour: Contou
 
     entry = JournalEntry.objects.get(code="api_key_issued")
     assert (entry.phase, entry.arguments["toolsets"], entry.arguments["tools"]) == (
-        "configure", ["read"], ["find_orders"])
+        "configure",
+        ["read"],
+        ["find_orders"],
+    )
     assert raw not in json.dumps(entry.arguments) + entry.message
 
 
@@ -149,7 +173,9 @@ def test_rotation_keeps_the_old_key_for_the_grace_the_owner_set(contour: Contour
         assert Assistant(http=Client(), key=raw, contour=contour).call("find_orders", {})[0] == 200
     rotated = JournalEntry.objects.get(code="api_key_rotated")
     assert (rotated.arguments["prefix"], rotated.arguments["replaces"]) == (
-        new_raw[:12], old_raw[:12])
+        new_raw[:12],
+        old_raw[:12],
+    )
     assert old_raw not in rotated.message and new_raw not in rotated.message
 
 
@@ -169,9 +195,19 @@ def test_after_the_grace_the_old_key_gets_401(contour: Contour):
 
 def test_the_last_use_is_recorded_and_shown_to_the_owner(contour: Contour, read_key: Assistant):
     read_key.call("find_orders", {})
-    read_key.post("/api/v1/openai/call", {"role": "assistant", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "find_orders",
-                                                      "arguments": "{}"}}]})
+    read_key.post(
+        "/api/v1/openai/call",
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "find_orders", "arguments": "{}"},
+                }
+            ],
+        },
+    )
     oleg = User.objects.create_user("oleg", password="pw-oleg-123", is_staff=True)
     ContourRole.objects.create(user=oleg, contour=contour, role="owner")
     owner = Client()
@@ -196,7 +232,6 @@ def test_the_last_use_is_not_rewritten_on_every_call(contour: Contour, read_key:
     assert keys.LAST_USE_PRECISION >= timedelta(seconds=30)
 
 
-
 def owner_of(contour: Contour) -> Client:
     oleg = User.objects.create_user("oleg", is_staff=True)
     ContourRole.objects.create(user=oleg, contour=contour, role="owner")
@@ -209,15 +244,15 @@ def test_an_owner_issues_a_read_only_expiring_key_in_the_admin(contour: Contour)
     owner = owner_of(contour)
     until = (timezone.localtime() + timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S")
 
-    page = owner.post("/admin/tools/apikey/add/", {"contour": contour.pk, "label": "витрина",
-                                                   "toolsets": ["read"],
-                                                   "expires_at": until})
+    page = owner.post(
+        "/admin/tools/apikey/add/",
+        {"contour": contour.pk, "label": "витрина", "toolsets": ["read"], "expires_at": until},
+    )
 
     raw = page.context["raw"]
     key = ApiKey.objects.get(prefix=raw[:12])
     assert (key.toolsets, key.expires_at is not None) == (["read"], True)
-    refused = Assistant(http=Client(), key=raw, contour=contour).call("create_order",
-                                                                     order_args())
+    refused = Assistant(http=Client(), key=raw, contour=contour).call("create_order", order_args())
     assert refused[1]["code"] == "forbidden"
     issued = JournalEntry.objects.get(code="api_key_issued")
     assert (issued.actor, issued.channel) == ("user:oleg", "admin")

@@ -45,8 +45,9 @@ def login_entries() -> list[JournalEntry]:
     return list(JournalEntry.objects.filter(phase="login").order_by("id"))
 
 
-@pytest.mark.parametrize(("path", "channel"), [("/admin/login/", "admin"),
-                                                ("/accounts/login/", "ui")])
+@pytest.mark.parametrize(
+    ("path", "channel"), [("/admin/login/", "admin"), ("/accounts/login/", "ui")]
+)
 def test_after_the_limit_the_right_password_is_refused_too(olga: User, path: str, channel: str):
     limit = settings.AXES_FAILURE_LIMIT
     for _ in range(limit - 1):
@@ -120,8 +121,10 @@ def test_the_person_and_the_superusers_get_one_letter_per_window(olga: User):
     for number in range(settings.AXES_FAILURE_LIMIT + 3):
         attempt("/admin/login/", "olga", "wrong-guess", address=f"10.8.8.{number}")
 
-    assert sorted(message.to for message in mail.outbox) == [["olga@example.com"],
-                                                             ["root@example.com"]]
+    assert sorted(message.to for message in mail.outbox) == [
+        ["olga@example.com"],
+        ["root@example.com"],
+    ]
     assert "olga" in mail.outbox[0].subject + mail.outbox[0].body
     assert "wrong-guess" not in "".join(m.body for m in mail.outbox)
     [reported] = [e for e in login_entries() if e.code == "login_failures_reported"]
@@ -147,18 +150,27 @@ def test_the_operators_login_without_next_goes_home(olga: User):
     assert response.status_code == 302 and response["Location"] == "/"
 
 
-@pytest.mark.parametrize(("username", "password", "why"), [
-    ("ivan", "password123", "слишком широко распространён"),
-    ("ivanpetrovich", "ivanpetrovich1", "слишком похож"),
-])
+@pytest.mark.parametrize(
+    ("username", "password", "why"),
+    [
+        ("ivan", "password123", "слишком широко распространён"),
+        ("ivanpetrovich", "ivanpetrovich1", "слишком похож"),
+    ],
+)
 def test_the_admin_refuses_weak_passwords(username: str, password: str, why: str):
     root = User.objects.create_superuser("root", password=PASSWORD)
     admin = Client()
     admin.force_login(root)
 
-    page = admin.post("/admin/auth/user/add/", {"username": username, "password1": password,
-                                                "password2": password,
-                                                "usable_password": "true"})
+    page = admin.post(
+        "/admin/auth/user/add/",
+        {
+            "username": username,
+            "password1": password,
+            "password2": password,
+            "usable_password": "true",
+        },
+    )
 
     assert page.status_code == 200 and why in page.content.decode()
     assert not User.objects.filter(username=username).exists()

@@ -25,8 +25,12 @@ def kopeck_fields_without_roubles(value: Any, path: str = "") -> list[str]:
     missing: list[str] = []
     if isinstance(value, dict):
         for key, item in value.items():
-            if (key.endswith("amount") and isinstance(item, str) and item.isdigit()
-                    and f"{key}_human" not in value):
+            if (
+                key.endswith("amount")
+                and isinstance(item, str)
+                and item.isdigit()
+                and f"{key}_human" not in value
+            ):
                 missing.append(f"{path}.{key}")
             missing += kopeck_fields_without_roubles(item, f"{path}.{key}")
     elif isinstance(value, list):
@@ -48,8 +52,9 @@ def test_a_prepared_order_shows_roubles_beside_every_kopeck_amount(assistant: As
 
 def test_a_ceiling_refusal_shows_its_limits_in_roubles(assistant: Assistant):
     # given
-    Ceiling.objects.create(contour=assistant.contour, kind=CeilingKind.PER_ORDER,
-                           currency="RUB", limit=30000)
+    Ceiling.objects.create(
+        contour=assistant.contour, kind=CeilingKind.PER_ORDER, currency="RUB", limit=30000
+    )
 
     # when
     status, body = assistant.call("create_order", order_args())
@@ -63,9 +68,17 @@ def test_a_ceiling_refusal_shows_its_limits_in_roubles(assistant: Assistant):
 
 def test_the_openai_adapter_renders_the_same_roubles(assistant: Assistant):
     # when: the same write through another adapter
-    message = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function",
-         "function": {"name": "create_order", "arguments": json.dumps(order_args())}}]}
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "create_order", "arguments": json.dumps(order_args())},
+            }
+        ],
+    }
     status, replies = assistant.post("/api/v1/openai/call", message)
 
     # then
@@ -78,10 +91,16 @@ def test_the_openai_adapter_renders_the_same_roubles(assistant: Assistant):
 def test_roubles_follow_the_currency_given_and_an_unknown_amount_stays_unknown():
     shown = kopecks("USD", amount=12200, vat_amount=None)
 
-    assert shown == {"amount": "12200", "amount_human": "122,00 $",
-                     "vat_amount": None, "vat_amount_human": None}
-    assert kopecks("RUB", refund_amount=5) == {"refund_amount": "5",
-                                               "refund_amount_human": "0,05 ₽"}
+    assert shown == {
+        "amount": "12200",
+        "amount_human": "122,00 $",
+        "vat_amount": None,
+        "vat_amount_human": None,
+    }
+    assert kopecks("RUB", refund_amount=5) == {
+        "refund_amount": "5",
+        "refund_amount_human": "0,05 ₽",
+    }
 
 
 def test_an_hourly_ceiling_counts_writes_not_kopecks(assistant: Assistant):
@@ -106,8 +125,15 @@ def test_every_tool_shows_roubles_beside_its_kopeck_amounts(assistant: Assistant
 def _manage(env_extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_APPROVAL")}
     env.update(env_extra)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=True)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
 
 
 SHOW = "from django.conf import settings; print('T=', settings.GATEWAY_APPROVAL_THRESHOLD_KOPECKS)"

@@ -15,9 +15,17 @@ from tools.models import PendingConfirmation
 
 pytestmark = pytest.mark.django_db
 
-SHIP_LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт", "quantity": 1,
-             "amount": "12200", "total_amount": "12200", "total_vat_amount": "2200",
-             "vat_code": "RUS_VAT22", "type": "service"}
+SHIP_LINE = {
+    "sku": "ROOM-STD",
+    "name": "Бронирование номера",
+    "measure": "шт",
+    "quantity": 1,
+    "amount": "12200",
+    "total_amount": "12200",
+    "total_vat_amount": "2200",
+    "vat_code": "RUS_VAT22",
+    "type": "service",
+}
 
 
 def two_phase(assistant: Assistant, name: str, args: dict[str, Any]) -> tuple[int, dict]:
@@ -42,17 +50,28 @@ def refunder(assistant: Assistant) -> Assistant:
     return assistant
 
 
-PINNED = ["lookup_company_by_inn", "get_order", "find_orders", "find_shipments",
-          "create_order", "cancel_order", "create_shipment", "create_refund", "update_order",
-          "find_refunds", "get_refundable"]
+PINNED = [
+    "lookup_company_by_inn",
+    "get_order",
+    "find_orders",
+    "find_shipments",
+    "create_order",
+    "cancel_order",
+    "create_shipment",
+    "create_refund",
+    "update_order",
+    "find_refunds",
+    "get_refundable",
+]
 
 
 def test_catalog_order_is_pinned():
     # Every tool keeps its place (prompts rely on it); a new tool goes after them.
-    assert [spec.name for spec in catalog.CATALOG][:len(PINNED)] == PINNED
+    assert [spec.name for spec in catalog.CATALOG][: len(PINNED)] == PINNED
 
 
 # -- lookup_company_by_inn --------------------------------------------------------------------
+
 
 def test_lookup_by_inn_returns_details_and_caches(assistant: Assistant):
     _, first = assistant.call("lookup_company_by_inn", {"inn": "7710044140"})
@@ -79,12 +98,19 @@ def test_lookup_by_inn_unknown_is_not_found(assistant: Assistant):
 
 # -- cancel_order -----------------------------------------------------------------------------
 
+
 def test_cancel_unpaid_order_in_two_phases(assistant: Assistant):
     order_id = new_order(assistant)
 
     _, first = assistant.call("cancel_order", {"order_id": order_id, "reason": "клиент передумал"})
-    status, done = assistant.call("cancel_order", {"order_id": order_id, "reason": "клиент передумал",
-                                                   "confirmation_token": first["confirmation"]["token"]})
+    status, done = assistant.call(
+        "cancel_order",
+        {
+            "order_id": order_id,
+            "reason": "клиент передумал",
+            "confirmation_token": first["confirmation"]["token"],
+        },
+    )
     _, read = assistant.call("get_order", {"order_id": order_id})
 
     assert "клиент передумал" in first["confirmation"]["summary"]
@@ -119,16 +145,23 @@ def test_cancel_on_read_only_contour_is_forbidden(reader: Assistant):
 
 # -- shipments --------------------------------------------------------------------------------
 
+
 def test_shipment_of_a_paid_order_and_listing(assistant: Assistant):
     order_id = new_order(assistant, paid=True)
 
-    _, first = assistant.call("create_shipment", {"order_id": order_id, "basket_items": [SHIP_LINE]})
-    status, done = two_phase(assistant, "create_shipment",
-                             {"order_id": order_id, "basket_items": [SHIP_LINE]})
-    _, listed = assistant.call("find_shipments", {"order_id": order_id,
-                                                  "response_format": "detailed"})
+    _, first = assistant.call(
+        "create_shipment", {"order_id": order_id, "basket_items": [SHIP_LINE]}
+    )
+    status, done = two_phase(
+        assistant, "create_shipment", {"order_id": order_id, "basket_items": [SHIP_LINE]}
+    )
+    _, listed = assistant.call(
+        "find_shipments", {"order_id": order_id, "response_format": "detailed"}
+    )
 
-    assert "ТОРГ-12" in first["confirmation"]["summary"] and "УПД" in first["confirmation"]["summary"]
+    assert (
+        "ТОРГ-12" in first["confirmation"]["summary"] and "УПД" in first["confirmation"]["summary"]
+    )
     assert (status, done["status"]) == (200, "ok"), done
     assert done["data"]["amount"] == "12200"
     assert [s["shipment_id"] for s in listed["data"]["shipments"]] == [done["data"]["shipment_id"]]
@@ -138,8 +171,9 @@ def test_shipment_of_a_paid_order_and_listing(assistant: Assistant):
 def test_shipment_of_an_unpaid_order_is_refused(assistant: Assistant):
     order_id = new_order(assistant)
 
-    status, body = assistant.call("create_shipment", {"order_id": order_id,
-                                                      "basket_items": [SHIP_LINE]})
+    status, body = assistant.call(
+        "create_shipment", {"order_id": order_id, "basket_items": [SHIP_LINE]}
+    )
 
     assert (status, body["code"]) == (422, "precondition_failed")
     assert "оплаченному" in body["message"]
@@ -150,8 +184,9 @@ def test_shipment_beyond_the_remainder_is_refused(assistant: Assistant):
     whole = {**SHIP_LINE, "quantity": 3, "total_amount": "36600", "total_vat_amount": "6600"}
     two_phase(assistant, "create_shipment", {"order_id": order_id, "basket_items": [whole]})
 
-    status, body = assistant.call("create_shipment", {"order_id": order_id,
-                                                      "basket_items": [SHIP_LINE]})
+    status, body = assistant.call(
+        "create_shipment", {"order_id": order_id, "basket_items": [SHIP_LINE]}
+    )
 
     assert (status, body["code"]) == (422, "precondition_failed")
     assert "уже отгружено 366,00 ₽" in body["message"]
@@ -160,8 +195,10 @@ def test_shipment_beyond_the_remainder_is_refused(assistant: Assistant):
 def test_shipment_with_wrong_line_arithmetic_is_refused(assistant: Assistant):
     order_id = new_order(assistant, paid=True)
 
-    status, body = assistant.call("create_shipment", {
-        "order_id": order_id, "basket_items": [{**SHIP_LINE, "total_amount": "12300"}]})
+    status, body = assistant.call(
+        "create_shipment",
+        {"order_id": order_id, "basket_items": [{**SHIP_LINE, "total_amount": "12300"}]},
+    )
 
     assert (status, body["code"]) == (400, "invalid_arguments")
     assert body["problems"][0]["field"] == "basket_items[0].total_amount"
@@ -169,11 +206,13 @@ def test_shipment_with_wrong_line_arithmetic_is_refused(assistant: Assistant):
 
 # -- refunds ----------------------------------------------------------------------------------
 
+
 def test_refund_needs_the_refund_toolset(assistant: Assistant):
     order_id = new_order(assistant, paid=True)
 
-    status, body = assistant.call("create_refund", {"parent_order_id": order_id,
-                                                    "description": "возврат"})
+    status, body = assistant.call(
+        "create_refund", {"parent_order_id": order_id, "description": "возврат"}
+    )
 
     assert (status, body["code"]) == (403, "forbidden")
 
@@ -203,9 +242,14 @@ def test_partial_refund_by_lines_and_the_remainder(refunder: Assistant, operator
     operator.post(f"/approvals/{first['confirmation']['id']}/", {"decision": "approve"})
     refunder.call("create_refund", {**args, "confirmation_token": first["confirmation"]["token"]})
 
-    _, too_much = refunder.call("create_refund", {
-        "parent_order_id": order_id, "description": "ещё",
-        "basket_items": [{"sku": "ROOM-STD", "quantity": 3, "total_amount": "36600"}]})
+    _, too_much = refunder.call(
+        "create_refund",
+        {
+            "parent_order_id": order_id,
+            "description": "ещё",
+            "basket_items": [{"sku": "ROOM-STD", "quantity": 3, "total_amount": "36600"}],
+        },
+    )
 
     assert first["data"]["summary"]["refund_amount"] == "12200"
     assert too_much["code"] == "invalid_arguments"
@@ -215,8 +259,9 @@ def test_partial_refund_by_lines_and_the_remainder(refunder: Assistant, operator
 def test_refund_of_an_unpaid_order_is_refused(refunder: Assistant):
     order_id = new_order(refunder)
 
-    status, body = refunder.call("create_refund", {"parent_order_id": order_id,
-                                                   "description": "возврат"})
+    status, body = refunder.call(
+        "create_refund", {"parent_order_id": order_id, "description": "возврат"}
+    )
 
     assert (status, body["code"]) == (422, "precondition_failed")
     assert "cancel_order" in body["hint"]
@@ -225,9 +270,14 @@ def test_refund_of_an_unpaid_order_is_refused(refunder: Assistant):
 def test_refund_of_an_unknown_sku_is_refused(refunder: Assistant):
     order_id = new_order(refunder, paid=True)
 
-    _, body = refunder.call("create_refund", {
-        "parent_order_id": order_id, "description": "возврат",
-        "basket_items": [{"sku": "NOPE", "quantity": 1, "total_amount": "100"}]})
+    _, body = refunder.call(
+        "create_refund",
+        {
+            "parent_order_id": order_id,
+            "description": "возврат",
+            "basket_items": [{"sku": "NOPE", "quantity": 1, "total_amount": "100"}],
+        },
+    )
 
     assert body["code"] == "invalid_arguments"
     assert body["problems"][0]["field"] == "basket_items[0].sku"
@@ -236,34 +286,46 @@ def test_refund_of_an_unknown_sku_is_refused(refunder: Assistant):
 def test_partial_amount_without_lines_is_refused(refunder: Assistant):
     order_id = new_order(refunder, paid=True)
 
-    _, body = refunder.call("create_refund", {"parent_order_id": order_id,
-                                              "description": "часть", "amount": "100"})
+    _, body = refunder.call(
+        "create_refund", {"parent_order_id": order_id, "description": "часть", "amount": "100"}
+    )
 
     assert body["code"] == "invalid_arguments"
     assert "составом" in body["message"]
 
 
-@pytest.mark.parametrize("policy", [
-    {"approval_thresholds": {"RUB": 10**12}},
-    {"approval_thresholds": {"RUB": 10**12}, "approval_for_all_writes": False},
-    {"confirmation_ttl_seconds": 3600, "dedup_window_seconds": 0},
-])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        {"approval_thresholds": {"RUB": 10**12}},
+        {"approval_thresholds": {"RUB": 10**12}, "approval_for_all_writes": False},
+        {"confirmation_ttl_seconds": 3600, "dedup_window_seconds": 0},
+    ],
+)
 def test_no_configuration_lets_a_refund_run_without_a_human(refunder: Assistant, policy: dict):
     for field, value in policy.items():
         setattr(refunder.contour, field, value)
     refunder.contour.save()
     order_id = new_order(refunder, paid=True)
-    _, first = refunder.call("create_refund", {"parent_order_id": order_id,
-                                               "description": "возврат"})
+    _, first = refunder.call(
+        "create_refund", {"parent_order_id": order_id, "description": "возврат"}
+    )
     # Even a stored flag forced off can't skip the human: the rule is the tool's kind.
     PendingConfirmation.objects.update(requires_approval=False)
 
-    _, body = refunder.call("create_refund", {
-        "parent_order_id": order_id, "description": "возврат",
-        "confirmation_token": first["confirmation"]["token"]})
+    _, body = refunder.call(
+        "create_refund",
+        {
+            "parent_order_id": order_id,
+            "description": "возврат",
+            "confirmation_token": first["confirmation"]["token"],
+        },
+    )
 
     assert body["status"] == "awaiting_approval"
-    assert not JournalEntry.objects.filter(tool="create_refund", phase="execute", code="ok").exists()
+    assert not JournalEntry.objects.filter(
+        tool="create_refund", phase="execute", code="ok"
+    ).exists()
 
 
 def test_a_tool_switched_off_is_hidden_and_forbidden(assistant: Assistant):
@@ -271,7 +333,9 @@ def test_a_tool_switched_off_is_hidden_and_forbidden(assistant: Assistant):
     assistant.contour.save()
 
     _, listed = assistant.get("/api/v1/tools")
-    status, body = assistant.call("cancel_order", {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"})
+    status, body = assistant.call(
+        "cancel_order", {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"}
+    )
 
     assert "cancel_order" not in [t["name"] for t in listed["tools"]]
     assert (status, body["code"]) == (403, "forbidden")

@@ -27,8 +27,14 @@ from tools.models import ProcessedNotification, TrackedOrder
 KEY = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
 Capture = Callable[..., Any]
 # docs/merchant/notification/status.md, table NotificationErrorCode (InvoiceBox/docs 85d866e).
-DOCUMENTED_CODES = {"out_of_service", "order_wrong_amount", "order_already_paid",
-                    "order_not_found", "shipping_unavailable", "signature_error"}
+DOCUMENTED_CODES = {
+    "out_of_service",
+    "order_wrong_amount",
+    "order_already_paid",
+    "order_not_found",
+    "shipping_unavailable",
+    "signature_error",
+}
 
 
 def sandbox_status(order_id: str, status: str) -> None:
@@ -38,8 +44,10 @@ def sandbox_status(order_id: str, status: str) -> None:
 
 # -- de-duplication on (order, status) --------------------------------------------------------
 
+
 def test_completed_after_hold_of_the_same_order_is_applied_not_dropped(
-        assistant: Assistant, http: Client, django_capture_on_commit_callbacks: Capture):
+    assistant: Assistant, http: Client, django_capture_on_commit_callbacks: Capture
+):
     order = issue(assistant)
     sandbox_status(order["order_id"], "hold")
     held = notification_body(order["order_id"])
@@ -56,7 +64,9 @@ def test_completed_after_hold_of_the_same_order_is_applied_not_dropped(
     row = tracked(order["order_id"])
     assert row.status == "completed" and row.paid_at is not None
     assert sorted(ProcessedNotification.objects.values_list("status", flat=True)) == [
-        "completed", "hold"]
+        "completed",
+        "hold",
+    ]
     assert [e.code for e in webhook_entries()] == ["ok", "ok"]
     # Both claims were confirmed by a read upstream, neither flagged.
     assert JournalEntry.objects.filter(code="notification_confirmed").count() == 2
@@ -64,7 +74,8 @@ def test_completed_after_hold_of_the_same_order_is_applied_not_dropped(
 
 
 def test_a_repeat_of_each_status_is_a_duplicate_with_the_same_answer(
-        assistant: Assistant, http: Client):
+    assistant: Assistant, http: Client
+):
     order = issue(assistant)
     sandbox_status(order["order_id"], "hold")
     held = notification_body(order["order_id"])
@@ -81,7 +92,8 @@ def test_a_repeat_of_each_status_is_a_duplicate_with_the_same_answer(
 
 
 def test_a_hold_arriving_after_the_payment_leaves_the_order_paid(
-        assistant: Assistant, http: Client):
+    assistant: Assistant, http: Client
+):
     order = issue(assistant)
     pay_order(order["order_id"], notify=False)
     paid = notification_body(order["order_id"])
@@ -95,8 +107,10 @@ def test_a_hold_arriving_after_the_payment_leaves_the_order_paid(
 
 # -- the same payment again is success, another payment is order_already_paid ----------------
 
+
 def test_a_retry_of_the_same_payment_after_the_status_poll_answers_success(
-        assistant: Assistant, django_capture_on_commit_callbacks: Capture):
+    assistant: Assistant, django_capture_on_commit_callbacks: Capture
+):
     """The first delivery failed; the poll marked the order paid; Invoicebox retries."""
     order = issue(assistant)
     pay_order(order["order_id"], notify=False)
@@ -114,8 +128,7 @@ def test_a_retry_of_the_same_payment_after_the_status_poll_answers_success(
     assert JournalEntry.objects.filter(code="notification_confirmed").count() == 1
 
 
-def test_another_invoicebox_orders_payment_never_pays_ours(
-        assistant: Assistant, http: Client):
+def test_another_invoicebox_orders_payment_never_pays_ours(assistant: Assistant, http: Client):
     """Another Invoicebox order carrying our merchantOrderId is not our order:
     its payment is refused for a person to look at; our own then counts, once."""
     order = issue(assistant)
@@ -133,12 +146,17 @@ def test_another_invoicebox_orders_payment_never_pays_ours(
 
 
 def test_after_the_poll_another_invoicebox_order_is_already_paid(
-        assistant: Assistant, http: Client):
+    assistant: Assistant, http: Client
+):
     order = issue(assistant)
     pay_order(order["order_id"], notify=False)
     tasks.refresh_order.delay(tracked(order["order_id"]).pk).get()
-    other = body_of({**json.loads(notification_body(order["order_id"])),
-                     "id": "0190dddd-0000-7000-8000-000000000000"})
+    other = body_of(
+        {
+            **json.loads(notification_body(order["order_id"])),
+            "id": "0190dddd-0000-7000-8000-000000000000",
+        }
+    )
 
     _, answer = post_notification(http, "acme", other, KEY)
 
@@ -148,22 +166,29 @@ def test_after_the_poll_another_invoicebox_order_is_already_paid(
 
 # -- codes, the probe, shipping_unavailable, the signature setting ---------------------------
 
+
 def test_answers_use_only_the_documented_codes():
     assert set(get_args(ErrorCode)) == DOCUMENTED_CODES
 
 
 @pytest.mark.parametrize("merchant_order_id", ["", None])
-@pytest.mark.parametrize("extra", [
-    {"status": "completed", "amount": 0, "currencyId": "RUB", "customer": {}},
-    {},  # only what the docs promise of a probe: its id and the shop's merchantId
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"status": "completed", "amount": 0, "currencyId": "RUB", "customer": {}},
+        {},  # only what the docs promise of a probe: its id and the shop's merchantId
+    ],
+)
 def test_the_monitoring_probe_with_an_empty_or_null_order_is_answered_success(
-        assistant: Assistant, http: Client, merchant_order_id: str | None,
-        extra: dict[str, Any]):
+    assistant: Assistant, http: Client, merchant_order_id: str | None, extra: dict[str, Any]
+):
     issue(assistant)
-    probe = {"id": "ffffffff-ffff-ffff-ffff-ffffffffffff",
-             "merchantId": assistant.contour.merchant_id,
-             "merchantOrderId": merchant_order_id, **extra}
+    probe = {
+        "id": "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        "merchantId": assistant.contour.merchant_id,
+        "merchantOrderId": merchant_order_id,
+        **extra,
+    }
 
     answer = post_notification(http, "acme", body_of(probe), KEY)
 
@@ -174,8 +199,11 @@ def test_the_monitoring_probe_with_an_empty_or_null_order_is_answered_success(
 
 
 def test_a_probe_for_another_shop_or_unsigned_is_refused(assistant: Assistant, http: Client):
-    probe = {"id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "merchantOrderId": None,
-             "merchantId": "11111111-1111-1111-1111-111111111111"}
+    probe = {
+        "id": "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        "merchantOrderId": None,
+        "merchantId": "11111111-1111-1111-1111-111111111111",
+    }
 
     _, foreign = post_notification(http, "acme", body_of(probe), KEY)
     _, unsigned = post_notification(http, "acme", body_of(probe), None)
@@ -184,8 +212,7 @@ def test_a_probe_for_another_shop_or_unsigned_is_refused(assistant: Assistant, h
     assert unsigned["code"] == "signature_error"
 
 
-def test_a_payment_for_a_closed_order_is_shipping_unavailable(
-        assistant: Assistant, http: Client):
+def test_a_payment_for_a_closed_order_is_shipping_unavailable(assistant: Assistant, http: Client):
     order = issue(assistant)
     sandbox_status(order["order_id"], "canceled")
     canceled = notification_body(order["order_id"])
@@ -202,13 +229,13 @@ def test_a_payment_for_a_closed_order_is_shipping_unavailable(
     # The money was taken: the order shows it, so a refund can be made and the poll sees it.
     assert tracked(order["order_id"]).status == "completed"
     codes = [(e.status, e.code) for e in webhook_entries()]
-    assert codes == [("ok", "ok"), ("rejected", "shipping_unavailable"),
-                     ("rejected", "duplicate")]
+    assert codes == [("ok", "ok"), ("rejected", "shipping_unavailable"), ("rejected", "duplicate")]
 
 
 @pytest.mark.parametrize("algorithm", ["sha256", "sha512", "sha3-256"])
 def test_a_contour_verifies_with_its_own_signature_algorithm(
-        assistant: Assistant, http: Client, algorithm: str):
+    assistant: Assistant, http: Client, algorithm: str
+):
     contour = assistant.contour
     contour.notification_signature_algorithm = algorithm
     contour.save()
@@ -217,8 +244,9 @@ def test_a_contour_verifies_with_its_own_signature_algorithm(
     body = notification_body(order["order_id"])
 
     _, with_sha1 = post_notification(http, "acme", body, KEY)
-    _, with_own = post_notification(http, "acme", body, None,
-                                    signature=sign(body, KEY, algorithm=algorithm))
+    _, with_own = post_notification(
+        http, "acme", body, None, signature=sign(body, KEY, algorithm=algorithm)
+    )
 
     assert with_sha1["code"] == "signature_error"
     assert algorithm in with_sha1["message"]
@@ -227,9 +255,11 @@ def test_a_contour_verifies_with_its_own_signature_algorithm(
 
 
 def test_a_stored_algorithm_nobody_offers_refuses_without_a_crash(
-        assistant: Assistant, http: Client):
+    assistant: Assistant, http: Client
+):
     type(assistant.contour).objects.filter(pk=assistant.contour.pk).update(
-        notification_signature_algorithm="crc32b")
+        notification_signature_algorithm="crc32b"
+    )
     order = issue(assistant)
     body = notification_body(order["order_id"])
 

@@ -29,8 +29,12 @@ from tools.models import ProcessedNotification, TrackedOrder
 
 KEY = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
 Capture = Callable[..., Any]
-VECTOR = (Path(__file__).resolve().parents[1] / "invoicebox" / "fixtures"
-          / "notification-vector.body.json")
+VECTOR = (
+    Path(__file__).resolve().parents[1]
+    / "invoicebox"
+    / "fixtures"
+    / "notification-vector.body.json"
+)
 
 
 def test_a_sandbox_contour_gets_the_sandbox_key_and_the_shop_url(assistant: Assistant):
@@ -41,7 +45,8 @@ def test_a_sandbox_contour_gets_the_sandbox_key_and_the_shop_url(assistant: Assi
 
 
 def test_paying_in_the_sandbox_notifies_and_marks_the_order_paid(
-        assistant: Assistant, django_capture_on_commit_callbacks: Capture):
+    assistant: Assistant, django_capture_on_commit_callbacks: Capture
+):
     order = issue(assistant)
     assert tracked(order["order_id"]).status == "created"
 
@@ -62,7 +67,8 @@ def test_paying_in_the_sandbox_notifies_and_marks_the_order_paid(
 
 
 def test_a_repeated_notification_answers_success_and_changes_nothing(
-        assistant: Assistant, django_capture_on_commit_callbacks: Capture):
+    assistant: Assistant, django_capture_on_commit_callbacks: Capture
+):
     order = issue(assistant)
     with django_capture_on_commit_callbacks(execute=True):
         pay_order(order["order_id"])
@@ -78,7 +84,8 @@ def test_a_repeated_notification_answers_success_and_changes_nothing(
 
 @pytest.mark.parametrize("signature", [None, "", "0" * 40, "deadbeef"])
 def test_a_wrong_or_missing_signature_is_refused_and_changes_nothing(
-        assistant: Assistant, http: Client, signature: str | None):
+    assistant: Assistant, http: Client, signature: str | None
+):
     order = issue(assistant)
     pay_order(order["order_id"], notify=False)
     body = notification_body(order["order_id"])
@@ -124,11 +131,13 @@ def test_a_wrong_amount_is_refused(assistant: Assistant, http: Client):
     assert not ProcessedNotification.objects.exists()
 
 
-def test_a_wrong_currency_is_refused_with_the_documented_code(assistant: Assistant,
-                                                              http: Client):
+def test_a_wrong_currency_is_refused_with_the_documented_code(assistant: Assistant, http: Client):
     order = issue(assistant)
-    payload = {**json.loads(notification_body(order["order_id"])), "status": "completed",
-               "currencyId": "USD"}
+    payload = {
+        **json.loads(notification_body(order["order_id"])),
+        "status": "completed",
+        "currencyId": "USD",
+    }
 
     _, answer = post_notification(http, "acme", body_of(payload), KEY)
 
@@ -140,8 +149,12 @@ def test_a_wrong_currency_is_refused_with_the_documented_code(assistant: Assista
 
 def test_an_order_this_gateway_did_not_issue_is_not_found(assistant: Assistant, http: Client):
     order = issue(assistant)
-    payload = {**json.loads(notification_body(order["order_id"])), "status": "completed",
-               "id": "0190aaaa-0000-7000-8000-000000000000", "merchantOrderId": "elsewhere-1"}
+    payload = {
+        **json.loads(notification_body(order["order_id"])),
+        "status": "completed",
+        "id": "0190aaaa-0000-7000-8000-000000000000",
+        "merchantOrderId": "elsewhere-1",
+    }
 
     _, answer = post_notification(http, "acme", body_of(payload), KEY)
 
@@ -150,13 +163,16 @@ def test_an_order_this_gateway_did_not_issue_is_not_found(assistant: Assistant, 
 
 
 def test_a_second_payment_of_a_paid_order_is_already_paid(
-        assistant: Assistant, http: Client, django_capture_on_commit_callbacks: Capture):
+    assistant: Assistant, http: Client, django_capture_on_commit_callbacks: Capture
+):
     order = issue(assistant)
     with django_capture_on_commit_callbacks(execute=True):
         pay_order(order["order_id"])
     # Another notification (another id) claiming the same order's payment.
-    payload = {**json.loads(notification_body(order["order_id"])),
-               "id": "0190bbbb-0000-7000-8000-000000000000"}
+    payload = {
+        **json.loads(notification_body(order["order_id"])),
+        "id": "0190bbbb-0000-7000-8000-000000000000",
+    }
 
     _, answer = post_notification(http, "acme", body_of(payload), KEY)
 
@@ -166,8 +182,11 @@ def test_a_second_payment_of_a_paid_order_is_already_paid(
 
 def test_another_shops_notification_is_not_ours(assistant: Assistant, http: Client):
     order = issue(assistant)
-    payload = {**json.loads(notification_body(order["order_id"])), "status": "completed",
-               "merchantId": "11111111-1111-1111-1111-111111111111"}
+    payload = {
+        **json.loads(notification_body(order["order_id"])),
+        "status": "completed",
+        "merchantId": "11111111-1111-1111-1111-111111111111",
+    }
 
     _, answer = post_notification(http, "acme", body_of(payload), KEY)
 
@@ -175,12 +194,18 @@ def test_another_shops_notification_is_not_ours(assistant: Assistant, http: Clie
     assert tracked(order["order_id"]).status == "created"
 
 
-def test_the_monitoring_probe_is_answered_without_side_effects(
-        assistant: Assistant, http: Client):
+def test_the_monitoring_probe_is_answered_without_side_effects(assistant: Assistant, http: Client):
     issue(assistant)
-    probe = {"id": "ffffffff-ffff-ffff-ffff-ffffffffffff", "status": "completed",
-             "merchantId": assistant.contour.merchant_id, "merchantOrderId": "", "amount": 0,
-             "currencyId": "RUB", "createdAt": "2026-01-01T00:00:00+00:00", "customer": {}}
+    probe = {
+        "id": "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        "status": "completed",
+        "merchantId": assistant.contour.merchant_id,
+        "merchantOrderId": "",
+        "amount": 0,
+        "currencyId": "RUB",
+        "createdAt": "2026-01-01T00:00:00+00:00",
+        "customer": {},
+    }
 
     status, answer = post_notification(http, "acme", body_of(probe), KEY)
 
@@ -190,8 +215,7 @@ def test_the_monitoring_probe_is_answered_without_side_effects(
     assert [e.code for e in webhook_entries()] == ["probe"]
 
 
-def test_a_signed_but_unreadable_body_asks_invoicebox_to_retry(assistant: Assistant,
-                                                                http: Client):
+def test_a_signed_but_unreadable_body_asks_invoicebox_to_retry(assistant: Assistant, http: Client):
     _, answer = post_notification(http, "acme", b'{"id": 1}', KEY)
 
     assert answer["code"] == "out_of_service"
@@ -216,15 +240,22 @@ def test_the_published_vector_is_accepted_for_its_order(http: Client, db: None):
     contour = create_contour("sdk", mode="demo", actor=SCAFFOLDING)
     contour.notification_key = "test"
     contour.save()
-    TrackedOrder.objects.create(contour=contour, order_id="0188d934-85f8-f872-2ac6-ad202d71b985",
-                                merchant_order_id="55626", amount=279067, currency="RUB",
-                                status="created")
+    TrackedOrder.objects.create(
+        contour=contour,
+        order_id="0188d934-85f8-f872-2ac6-ad202d71b985",
+        merchant_order_id="55626",
+        amount=279067,
+        currency="RUB",
+        status="created",
+    )
     body = VECTOR.read_bytes()
 
-    status, answer = post_notification(http, "sdk", body, None,
-                                       signature="4731e2fb446ba519fd9d8798a1a0873f073189e8")
-    repeated = post_notification(http, "sdk", body, None,
-                                 signature="4731e2fb446ba519fd9d8798a1a0873f073189e8")
+    status, answer = post_notification(
+        http, "sdk", body, None, signature="4731e2fb446ba519fd9d8798a1a0873f073189e8"
+    )
+    repeated = post_notification(
+        http, "sdk", body, None, signature="4731e2fb446ba519fd9d8798a1a0873f073189e8"
+    )
 
     assert (status, answer) == (200, {"status": "success"})
     assert repeated == (200, {"status": "success"})
@@ -237,7 +268,8 @@ def test_the_published_vector_is_accepted_for_its_order(http: Client, db: None):
 
 
 def test_sandbox_pay_command_notifies_and_reports_the_answer(
-        assistant: Assistant, django_capture_on_commit_callbacks: Capture):
+    assistant: Assistant, django_capture_on_commit_callbacks: Capture
+):
     order = issue(assistant)
     out, err = io.StringIO(), io.StringIO()
 
@@ -251,11 +283,15 @@ def test_sandbox_pay_command_notifies_and_reports_the_answer(
 
 
 def test_the_sandbox_pay_endpoint_pays_and_reports_the_notification(
-        assistant: Assistant, http: Client):
+    assistant: Assistant, http: Client
+):
     order = issue(assistant)
 
-    response = http.post(f"/sandbox/invoicebox/v3/_sandbox/pay/{order['order_id']}",
-                         HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}", HTTP_USER_AGENT="t/1")
+    response = http.post(
+        f"/sandbox/invoicebox/v3/_sandbox/pay/{order['order_id']}",
+        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}",
+        HTTP_USER_AGENT="t/1",
+    )
 
     assert response.status_code == 200
     body = response.json()
@@ -265,9 +301,12 @@ def test_the_sandbox_pay_endpoint_pays_and_reports_the_notification(
 
 
 def test_an_order_with_its_own_notification_url_is_notified_there(
-        assistant: Assistant, django_capture_on_commit_callbacks: Capture):
+    assistant: Assistant, django_capture_on_commit_callbacks: Capture
+):
     create_contour("other", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
-    order = issue(assistant, notification_url="http://127.0.0.1:8000/invoicebox/notifications/other")
+    order = issue(
+        assistant, notification_url="http://127.0.0.1:8000/invoicebox/notifications/other"
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
         pay_order(order["order_id"])
@@ -282,8 +321,11 @@ def test_another_invoicebox_order_with_our_number_is_refused(assistant: Assistan
     # A correctly signed notification about another Invoicebox order (another id) that carries
     # our merchantOrderId must not mark our unpaid order paid.
     order = issue(assistant)
-    payload = {**json.loads(notification_body(order["order_id"])), "status": "completed",
-               "id": "0190cccc-0000-7000-8000-000000000000"}
+    payload = {
+        **json.loads(notification_body(order["order_id"])),
+        "status": "completed",
+        "id": "0190cccc-0000-7000-8000-000000000000",
+    }
 
     _, answer = post_notification(http, "acme", body_of(payload), KEY)
 

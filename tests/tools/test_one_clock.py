@@ -39,7 +39,8 @@ def _prepare(assistant: Assistant, **changes: Any) -> dict[str, Any]:
 
 
 def test_a_worker_ahead_by_90_s_does_not_take_a_fresh_claim_for_stale(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     confirmed = _prepare(assistant, description="Часы впереди")
     set_faults(DEMO_TOKEN, drop_response_after_create=True)
     assistant.call("create_order", confirmed)

@@ -35,8 +35,7 @@ def test_the_queue_shows_what_waits_in_russian(guarded_assistant: Assistant, olg
     assert "в этом контуре все записи одобряет оператор" in page
 
 
-def test_the_fragment_holds_the_list_without_the_page(guarded_assistant: Assistant,
-                                                      olga: User):
+def test_the_fragment_holds_the_list_without_the_page(guarded_assistant: Assistant, olga: User):
     http = logged_in(olga)
     empty = http.get("/approvals/rows/").content.decode()
     _, body = prepare_order(guarded_assistant)
@@ -48,8 +47,7 @@ def test_the_fragment_holds_the_list_without_the_page(guarded_assistant: Assista
     assert "<html" not in rows
 
 
-def test_the_queue_asks_for_a_login_and_refuses_non_operators(
-        make_user: Callable[..., User]):
+def test_the_queue_asks_for_a_login_and_refuses_non_operators(make_user: Callable[..., User]):
     anonymous = Client().get("/approvals/")
     outsider = logged_in(make_user("ivan")).get("/approvals/")
     outsider_rows = logged_in(make_user("vera")).get("/approvals/rows/")
@@ -62,7 +60,8 @@ def test_the_queue_asks_for_a_login_and_refuses_non_operators(
 
 
 def test_the_detail_page_lists_lines_and_approving_lets_the_next_call_run(
-        guarded_assistant: Assistant, olga: User):
+    guarded_assistant: Assistant, olga: User
+):
     args, body = prepare_order(guarded_assistant)
     cid = body["confirmation"]["id"]
     http = logged_in(olga)
@@ -70,7 +69,8 @@ def test_the_detail_page_lists_lines_and_approving_lets_the_next_call_run(
     detail = http.get(f"/approvals/{cid}/").content.decode()
     decided = http.post(f"/approvals/{cid}/", {"decision": "approve"}, follow=True)
     status, done = guarded_assistant.call(
-        "create_order", {**args, "confirmation_token": body["confirmation"]["token"]})
+        "create_order", {**args, "confirmation_token": body["confirmation"]["token"]}
+    )
 
     assert "Бронирование номера" in detail and "122,00" in detail and "22%" in detail
     assert 'id="approve-form"' in detail
@@ -78,15 +78,18 @@ def test_the_detail_page_lists_lines_and_approving_lets_the_next_call_run(
     assert (status, done["status"]) == (200, "ok"), done
 
 
-def test_rejecting_with_a_reason_is_what_the_assistant_hears(guarded_assistant: Assistant,
-                                                             olga: User):
+def test_rejecting_with_a_reason_is_what_the_assistant_hears(
+    guarded_assistant: Assistant, olga: User
+):
     args, body = prepare_order(guarded_assistant)
     cid = body["confirmation"]["id"]
 
-    logged_in(olga).post(f"/approvals/{cid}/", {"decision": "reject",
-                                                "reason": "нет договора с клиентом"})
+    logged_in(olga).post(
+        f"/approvals/{cid}/", {"decision": "reject", "reason": "нет договора с клиентом"}
+    )
     status, answer = guarded_assistant.call(
-        "create_order", {**args, "confirmation_token": body["confirmation"]["token"]})
+        "create_order", {**args, "confirmation_token": body["confirmation"]["token"]}
+    )
 
     assert (status, answer["code"]) == (409, "approval_rejected")
     assert "нет договора с клиентом" in answer["message"]
@@ -94,8 +97,9 @@ def test_rejecting_with_a_reason_is_what_the_assistant_hears(guarded_assistant: 
     assert (entry.actor, entry.channel, entry.confirmation_id) == ("user:olga", "ui", cid)
 
 
-def test_a_decided_item_says_so_and_cannot_be_decided_again(guarded_assistant: Assistant,
-                                                            olga: User):
+def test_a_decided_item_says_so_and_cannot_be_decided_again(
+    guarded_assistant: Assistant, olga: User
+):
     _, body = prepare_order(guarded_assistant)
     cid = body["confirmation"]["id"]
     http = logged_in(olga)
@@ -110,13 +114,15 @@ def test_a_decided_item_says_so_and_cannot_be_decided_again(guarded_assistant: A
     assert JournalEntry.objects.filter(phase__in=["approve", "reject"]).count() == 1
 
 
-def test_a_reject_without_reason_is_refused_on_the_server(guarded_assistant: Assistant,
-                                                          olga: User):
+def test_a_reject_without_reason_is_refused_on_the_server(guarded_assistant: Assistant, olga: User):
     _, body = prepare_order(guarded_assistant)
     cid = body["confirmation"]["id"]
 
-    page = logged_in(olga).post(f"/approvals/{cid}/", {"decision": "reject", "reason": ""},
-                                follow=True).content.decode()
+    page = (
+        logged_in(olga)
+        .post(f"/approvals/{cid}/", {"decision": "reject", "reason": ""}, follow=True)
+        .content.decode()
+    )
 
     assert "при отклонении нужна причина" in page
     assert PendingConfirmation.objects.get().status == "pending"
@@ -133,8 +139,7 @@ def test_decisions_need_the_csrf_token(guarded_assistant: Assistant, olga: User)
     assert PendingConfirmation.objects.get().status == "pending"
 
 
-def test_own_key_items_show_a_note_instead_of_the_buttons(guarded_assistant: Assistant,
-                                                          olga: User):
+def test_own_key_items_show_a_note_instead_of_the_buttons(guarded_assistant: Assistant, olga: User):
     ApiKey.objects.update(user=olga)
     _, body = prepare_order(guarded_assistant)
     cid = body["confirmation"]["id"]
@@ -150,7 +155,8 @@ def test_own_key_items_show_a_note_instead_of_the_buttons(guarded_assistant: Ass
 
 
 def test_an_operator_of_other_contours_gets_404_for_this_one(
-        guarded_assistant: Assistant, make_user: Callable[..., User]):
+    guarded_assistant: Assistant, make_user: Callable[..., User]
+):
     other = create_contour("elsewhere", mode="sandbox", actor=SCAFFOLDING)
     pavel = make_user("pavel")
     role_service.grant(pavel, "operator", other, actor="test")
@@ -162,7 +168,8 @@ def test_an_operator_of_other_contours_gets_404_for_this_one(
 
 
 def test_the_detail_page_names_the_key_by_its_label_and_holder(
-        guarded: Contour, olga: User, make_user: Callable[..., User]):
+    guarded: Contour, olga: User, make_user: Callable[..., User]
+):
     # given a key with a label, held by anna, that prepares a write
     anna = make_user("anna")
     key, raw = ApiKey.issue(guarded, label="Claude, бухгалтерия", user=anna)

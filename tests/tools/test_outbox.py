@@ -10,7 +10,8 @@ from tools.models import OutboxTask
 
 
 def test_an_outbox_task_lost_by_the_broker_is_sent_again_until_done(
-        settings: Any, assistant: Assistant):
+    settings: Any, assistant: Assistant
+):
     settings.CELERY_TASK_ALWAYS_EAGER = False  # memory:// broker: sent, never consumed
     from config.celery import app
 

@@ -15,9 +15,17 @@ from tools.models import PendingConfirmation
 
 pytestmark = pytest.mark.django_db
 
-LINE = {"sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт", "quantity": 1,
-        "amount": "12200", "total_amount": "12200", "total_vat_amount": "2200",
-        "vat_code": "RUS_VAT22", "type": "service"}
+LINE = {
+    "sku": "ROOM-STD",
+    "name": "Бронирование номера",
+    "measure": "шт",
+    "quantity": 1,
+    "amount": "12200",
+    "total_amount": "12200",
+    "total_vat_amount": "2200",
+    "vat_code": "RUS_VAT22",
+    "type": "service",
+}
 
 
 def ok(reply: tuple[int, dict[str, Any]]) -> dict[str, Any]:
@@ -43,23 +51,29 @@ def test_every_list_and_write_tool_works_whatever_paging_the_upstream_reads(
     first_page = ok(assistant.call("find_orders", {"page_size": 1}))
     assert (len(first_page["orders"]), first_page["total_count"]) == (1, 2)
     assert first_page["truncated"] is True
-    ok(two_phase(assistant, "update_order", {"order_id": other["order_id"],
-                                             "description": "Иное"}))
+    ok(two_phase(assistant, "update_order", {"order_id": other["order_id"], "description": "Иное"}))
     ok(two_phase(assistant, "cancel_order", {"order_id": other["order_id"]}))
 
     pay_order(order_id)
     ok(two_phase(assistant, "create_shipment", {"order_id": order_id, "basket_items": [LINE]}))
     shipments = ok(assistant.call("find_shipments", {"order_id": order_id}))
     assert shipments["total_count"] == 1
-    refund_args = {"parent_order_id": order_id, "description": "Возврат ночи",
-                   "basket_items": [{"sku": "ROOM-STD", "quantity": 1, "total_amount": "12200"}]}
+    refund_args = {
+        "parent_order_id": order_id,
+        "description": "Возврат ночи",
+        "basket_items": [{"sku": "ROOM-STD", "quantity": 1, "total_amount": "12200"}],
+    }
     _, first = assistant.call("create_refund", refund_args)
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
-    ok(assistant.call("create_refund", {**refund_args,
-                                        "confirmation_token": first["confirmation"]["token"]}))
+    ok(
+        assistant.call(
+            "create_refund", {**refund_args, "confirmation_token": first["confirmation"]["token"]}
+        )
+    )
     assert ok(assistant.call("find_refunds", {"order_id": order_id}))["total_count"] == 1
-    assert ok(assistant.call("get_refundable", {"order_id": order_id}))[
-        "available_amount"] == "24400"
+    assert (
+        ok(assistant.call("get_refundable", {"order_id": order_id}))["available_amount"] == "24400"
+    )
 
     # A second page is only trusted from an upstream that read a paging name.
     status, second_page = assistant.call("find_orders", {"page": 2, "page_size": 1})
@@ -67,4 +81,5 @@ def test_every_list_and_write_tool_works_whatever_paging_the_upstream_reads(
         assert second_page["status"] != "ok", second_page
     else:
         assert [o["order_id"] for o in ok((status, second_page))["orders"]] != [
-            o["order_id"] for o in first_page["orders"]]
+            o["order_id"] for o in first_page["orders"]
+        ]

@@ -36,8 +36,7 @@ def test_a_phone_with_a_plus_and_brackets_is_refused_in_words(assistant: Assista
     assert (status, body["code"]) == (400, "invalid_arguments"), body
     [problem] = body["problems"]
     assert problem["field"] == "customer.phone"
-    assert "от 10 до 15 цифр без пробелов, скобок и «+», например 79001112233" in \
-        problem["message"]
+    assert "от 10 до 15 цифр без пробелов, скобок и «+», например 79001112233" in problem["message"]
     assert "[0-9]" not in problem["message"] and "^" not in problem["message"]
 
 

@@ -12,9 +12,21 @@ from tools.spec import Counted, ToolSpec
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize(("count", "word"), [
-    (1, "счёт"), (2, "счёта"), (4, "счёта"), (5, "счетов"), (11, "счетов"), (12, "счетов"),
-    (21, "счёт"), (22, "счёта"), (111, "счетов"), (0, "счетов")])
+@pytest.mark.parametrize(
+    ("count", "word"),
+    [
+        (1, "счёт"),
+        (2, "счёта"),
+        (4, "счёта"),
+        (5, "счетов"),
+        (11, "счетов"),
+        (12, "счетов"),
+        (21, "счёт"),
+        (22, "счёта"),
+        (111, "счетов"),
+        (0, "счетов"),
+    ],
+)
 def test_russian_plurals(count: int, word: str):
     assert plural(count, "счёт", "счёта", "счетов") == word
 
@@ -37,9 +49,16 @@ def test_reads_and_writes_say_what_happened(assistant: Assistant):
 def _spec_kwargs() -> dict[str, object]:
     cancel = catalog.get("cancel_order")
     assert cancel is not None
-    return {"name": "close_books", "title": "Закрыть период", "kind": "write",
-            "toolset": "write", "params": cancel.params, "handler": lambda ctx, p: {},
-            "description_ru": "Закрывает период.", "summary_ru": "Закрыть период."}
+    return {
+        "name": "close_books",
+        "title": "Закрыть период",
+        "kind": "write",
+        "toolset": "write",
+        "params": cancel.params,
+        "handler": lambda ctx, p: {},
+        "description_ru": "Закрывает период.",
+        "summary_ru": "Закрыть период.",
+    }
 
 
 def test_a_tool_without_its_success_phrase_is_refused_where_it_is_declared():
@@ -52,4 +71,3 @@ def test_a_write_cannot_count_its_success():
 
     with pytest.raises(ValueError, match="close_books"):
         ToolSpec(**_spec_kwargs(), success_ru=counted)  # type: ignore[arg-type]
-

@@ -41,11 +41,12 @@ def fifty(work: Any) -> list[Any]:
 
 
 def test_fifty_identical_first_calls_make_one_pending_confirmation():
-    contour = create_contour("first50", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    contour = create_contour(
+        "first50", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     args = order_args()
 
-    outcomes = fifty(lambda: gateway.call(contour, "create_order", args, channel="rest",
-                                          actor="t"))
+    outcomes = fifty(lambda: gateway.call(contour, "create_order", args, channel="rest", actor="t"))
 
     assert Counter(o.code for o in outcomes) == {"confirmation_required": 50}
     assert len({o.confirmation["token"] for o in outcomes}) == 1
@@ -53,12 +54,18 @@ def test_fifty_identical_first_calls_make_one_pending_confirmation():
 
 
 def test_fifty_copies_of_one_notification_are_processed_once():
-    contour = create_contour("notify50", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    contour = create_contour(
+        "notify50", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     args = order_args()
     first = gateway.call(contour, "create_order", args, channel="rest", actor="t")
-    done = gateway.call(contour, "create_order",
-                        {**args, "confirmation_token": first.confirmation["token"]},
-                        channel="rest", actor="t")
+    done = gateway.call(
+        contour,
+        "create_order",
+        {**args, "confirmation_token": first.confirmation["token"]},
+        channel="rest",
+        actor="t",
+    )
     pay_order(done.data["order_id"], notify=False)
     body = notification_body(done.data["order_id"])
     signature = sign(body, contour.notification_key)

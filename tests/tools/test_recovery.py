@@ -33,9 +33,11 @@ def _prepare(assistant: Assistant, **changes: Any) -> dict[str, Any]:
 
 
 def test_a_failed_recovery_lookup_keeps_unknown_and_the_ceiling_counts_it(
-        assistant: Assistant, client: Client):
-    Ceiling.objects.create(contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB",
-                           limit=36600)
+    assistant: Assistant, client: Client
+):
+    Ceiling.objects.create(
+        contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=36600
+    )
     order_a = _prepare(assistant, description="Заказ A")
     set_faults(DEMO_TOKEN, drop_response_after_create=True)
     _, lost = assistant.call("create_order", order_a)
@@ -59,7 +61,8 @@ def test_a_failed_recovery_lookup_keeps_unknown_and_the_ceiling_counts_it(
 
 
 def test_an_expired_confirmation_with_an_unknown_outcome_recovers_its_order(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     confirmed = _prepare(assistant)
     set_faults(DEMO_TOKEN, drop_response_after_create=True)
     _, lost = assistant.call("create_order", confirmed)
@@ -89,8 +92,10 @@ class _Killed(BaseException):
 
 def test_a_cut_execution_leaves_a_started_entry(assistant: Assistant, client: Client):
     confirmed = _prepare(assistant)
-    with mock.patch.object(InvoiceboxClient, "create_order", side_effect=_Killed), \
-            pytest.raises(_Killed):
+    with (
+        mock.patch.object(InvoiceboxClient, "create_order", side_effect=_Killed),
+        pytest.raises(_Killed),
+    ):
         assistant.call("create_order", confirmed)
 
     entries = list(JournalEntry.objects.filter(contour="acme", phase="execute"))
@@ -103,14 +108,14 @@ def test_a_normal_execution_journals_its_start_and_its_outcome(assistant: Assist
     _, done = assistant.call("create_order", confirmed)
     entries = list(JournalEntry.objects.filter(contour="acme", phase="execute").order_by("id"))
     assert done["status"] == "ok"
-    assert [(e.status, e.code) for e in entries] == [("started", "execution_started"),
-                                                     ("ok", "ok")]
+    assert [(e.status, e.code) for e in entries] == [("started", "execution_started"), ("ok", "ok")]
     assert entries[1].id == done["journal_id"]
     assert verify_chain() is None
 
 
-def test_an_expired_token_told_expired_once_never_executes_after(assistant: Assistant,
-                                                                 client: Client):
+def test_an_expired_token_told_expired_once_never_executes_after(
+    assistant: Assistant, client: Client
+):
     """The interleaving behind a double order the chaos campaign found: Y's call passes
     resolve() while an attempt of the expired token is in flight; the attempt fails; X, told
     "expired, call again", gets a new token and its order. Y's claim comes after and must
@@ -134,7 +139,8 @@ def test_an_expired_token_told_expired_once_never_executes_after(assistant: Assi
             _, meanwhile["x_told"] = assistant.call("create_order", confirmed)
             _, fresh = assistant.call("create_order", args)
             _, meanwhile["x_done"] = assistant.call(
-                "create_order", {**args, "confirmation_token": fresh["confirmation"]["token"]})
+                "create_order", {**args, "confirmation_token": fresh["confirmation"]["token"]}
+            )
         return real_claim(*claim_args)
 
     with mock.patch.object(gateway, "_claim", side_effect=claim_after_the_others):

@@ -24,13 +24,17 @@ def refunded_one_night(assistant: Assistant) -> str:
     _, done = two_phase(assistant, "create_order", order_args())
     order_id = done["data"]["order_id"]
     pay_order(order_id)
-    args = {"parent_order_id": order_id, "description": "Гость уехал раньше",
-            "basket_items": [NIGHT]}
+    args = {
+        "parent_order_id": order_id,
+        "description": "Гость уехал раньше",
+        "basket_items": [NIGHT],
+    }
     _, first = assistant.call("create_refund", args)
     # An operator's approval, as the web UI records it (its tests live in tests/tools/test_operator_views.py).
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
-    _, refund = assistant.call("create_refund", {
-        **args, "confirmation_token": first["confirmation"]["token"]})
+    _, refund = assistant.call(
+        "create_refund", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     assert refund["status"] == "ok", refund
     return order_id
 
@@ -49,13 +53,17 @@ def test_find_refunds_lists_the_orders_refunds_with_amounts(assistant: Assistant
     assert body["status"] == "ok", body
     (refund,) = body["data"]["refunds"]
     assert (refund["amount"], refund["amount_human"], refund["vat_amount"]) == (
-        "12200", "122,00 ₽", "2200")
+        "12200",
+        "122,00 ₽",
+        "2200",
+    )
     assert refund["status"] and refund["refund_id"]
     assert (body["data"]["total_count"], body["data"]["refunded_amount"]) == (1, "12200")
 
 
-@pytest.mark.parametrize("documented_only", [False, True], ids=["with availableAmount",
-                                                                "documented answer"])
+@pytest.mark.parametrize(
+    "documented_only", [False, True], ids=["with availableAmount", "documented answer"]
+)
 def test_get_refundable_is_the_line_less_what_was_refunded(
     assistant: Assistant, settings: Any, documented_only: bool
 ) -> None:

@@ -18,15 +18,33 @@ def bodies(name: str, arguments: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """One call of `name`, in each platform's own assistant-message shape."""
     encoded = json.dumps(arguments)
     return {
-        "/api/v1/openai/call": {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": name, "arguments": encoded}}]},
-        "/api/v1/gigachat/call": {"role": "assistant", "content": "",
-                                  "function_call": {"name": name, "arguments": arguments}},
-        "/api/v1/yandexgpt/call": {"role": "assistant", "toolCallList": {"toolCalls": [
-            {"functionCall": {"name": name, "arguments": arguments}}]}},
-        "/api/v1/text/call": {"text": "<tool_call>\n" + json.dumps(
-            {"name": name, "arguments": arguments}) + "\n</tool_call>"},
+        "/api/v1/openai/call": {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": name, "arguments": encoded},
+                }
+            ],
+        },
+        "/api/v1/gigachat/call": {
+            "role": "assistant",
+            "content": "",
+            "function_call": {"name": name, "arguments": arguments},
+        },
+        "/api/v1/yandexgpt/call": {
+            "role": "assistant",
+            "toolCallList": {
+                "toolCalls": [{"functionCall": {"name": name, "arguments": arguments}}]
+            },
+        },
+        "/api/v1/text/call": {
+            "text": "<tool_call>\n"
+            + json.dumps({"name": name, "arguments": arguments})
+            + "\n</tool_call>"
+        },
     }
 
 

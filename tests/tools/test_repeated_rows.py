@@ -38,7 +38,8 @@ def assert_refused(status: int, body: dict[str, Any], repeated: str) -> None:
 
 
 def test_find_orders_with_every_row_twice_is_refused_not_counted(
-        assistant: Assistant, orders: list[str], settings: Any):
+    assistant: Assistant, orders: list[str], settings: Any
+):
     _, honest = assistant.call("find_orders", {})
     assert honest["data"]["total_count"] == 3, honest
     repeating(settings, "orders")
@@ -50,7 +51,8 @@ def test_find_orders_with_every_row_twice_is_refused_not_counted(
 
 
 def test_get_order_through_a_repeating_list_is_refused(
-        assistant: Assistant, orders: list[str], settings: Any):
+    assistant: Assistant, orders: list[str], settings: Any
+):
     repeating(settings, "orders")
 
     status, body = assistant.call("get_order", {"order_id": orders[0]})
@@ -59,7 +61,8 @@ def test_get_order_through_a_repeating_list_is_refused(
 
 
 def test_find_shipments_and_the_shipped_sum_refuse_repeated_rows(
-        assistant: Assistant, orders: list[str], settings: Any):
+    assistant: Assistant, orders: list[str], settings: Any
+):
     args = {"order_id": orders[0], "basket_items": [SHIP_LINE]}
     _, done = two_phase(assistant, "create_shipment", args)
     assert done["status"] == "ok", done
@@ -73,19 +76,38 @@ def test_find_shipments_and_the_shipped_sum_refuse_repeated_rows(
     assert_refused(*prepared, "пришла в списке дважды")
 
 
-def test_find_refunds_refuses_repeated_rows(assistant: Assistant, orders: list[str],
-                                            settings: Any):
+def test_find_refunds_refuses_repeated_rows(assistant: Assistant, orders: list[str], settings: Any):
     assistant.contour.toolsets = ["read", "write", "refund"]
     assistant.contour.save()
     made = Client().post(
-        f"{SANDBOX}/billing/api/order/refund-order", content_type="application/json",
-        data={"parentId": orders[0], "merchantOrderId": "refund-by-hand", "description": "возврат",
-              "amount": 122, "vatAmount": 22, "basketItems": [{
-                  "sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт",
-                  "measureCode": "796", "quantity": 1, "amount": 122, "amountWoVat": 100,
-                  "totalAmount": 122, "totalVatAmount": 22, "vatCode": "RUS_VAT22",
-                  "type": "service", "paymentType": "full_prepayment"}]},
-        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}", HTTP_USER_AGENT="tests/1.0")
+        f"{SANDBOX}/billing/api/order/refund-order",
+        content_type="application/json",
+        data={
+            "parentId": orders[0],
+            "merchantOrderId": "refund-by-hand",
+            "description": "возврат",
+            "amount": 122,
+            "vatAmount": 22,
+            "basketItems": [
+                {
+                    "sku": "ROOM-STD",
+                    "name": "Бронирование номера",
+                    "measure": "шт",
+                    "measureCode": "796",
+                    "quantity": 1,
+                    "amount": 122,
+                    "amountWoVat": 100,
+                    "totalAmount": 122,
+                    "totalVatAmount": 22,
+                    "vatCode": "RUS_VAT22",
+                    "type": "service",
+                    "paymentType": "full_prepayment",
+                }
+            ],
+        },
+        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}",
+        HTTP_USER_AGENT="tests/1.0",
+    )
     assert made.status_code in (200, 201), made.content
     repeating(settings, "refunds")
 

@@ -20,8 +20,9 @@ pytestmark = pytest.mark.django_db
 def single_line(amount: int, vat: int, **changes: Any) -> dict[str, Any]:
     """An order of one line of quantity 1 at 22 % VAT."""
     args = order_args(amount=str(amount), vat_amount=str(vat), **changes)
-    args["basket_items"][0].update(quantity=1, amount=str(amount), total_amount=str(amount),
-                                   total_vat_amount=str(vat))
+    args["basket_items"][0].update(
+        quantity=1, amount=str(amount), total_amount=str(amount), total_vat_amount=str(vat)
+    )
     return args
 
 
@@ -29,22 +30,24 @@ def execute(assistant: Assistant, args: dict[str, Any]) -> tuple[int, dict[str, 
     status, first = assistant.call("create_order", args)
     if first["status"] != "confirmation_required":
         return status, first
-    return assistant.call("create_order",
-                          {**args, "confirmation_token": first["confirmation"]["token"]})
+    return assistant.call(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
 
 
 def decide(operator: Client, confirmation_id: str, decision: str, reason: str = "") -> str:
-    response = operator.post(f"/approvals/{confirmation_id}/",
-                             {"decision": decision, "reason": reason}, follow=True)
+    response = operator.post(
+        f"/approvals/{confirmation_id}/", {"decision": decision, "reason": reason}, follow=True
+    )
     assert response.status_code == 200
     return response.content.decode()
 
 
 # -- ceilings -------------------------------------------------------------------------------
 
+
 def test_per_order_ceiling_exactly_at_the_limit_passes(assistant: Assistant):
-    Ceiling.objects.create(contour=assistant.contour, kind="per_order", currency="RUB",
-                           limit=36600)
+    Ceiling.objects.create(contour=assistant.contour, kind="per_order", currency="RUB", limit=36600)
 
     status, body = execute(assistant, order_args())
 
@@ -52,8 +55,7 @@ def test_per_order_ceiling_exactly_at_the_limit_passes(assistant: Assistant):
 
 
 def test_per_order_ceiling_one_kopeck_over_fails_at_the_first_call(assistant: Assistant):
-    Ceiling.objects.create(contour=assistant.contour, kind="per_order", currency="RUB",
-                           limit=36600)
+    Ceiling.objects.create(contour=assistant.contour, kind="per_order", currency="RUB", limit=36600)
 
     status, body = assistant.call("create_order", single_line(36601, 6600))
 
@@ -75,8 +77,9 @@ def test_a_ceiling_only_in_another_currency_leaves_this_one_refused(assistant: A
 
 
 def test_daily_ceiling_counts_executed_orders_and_says_what_is_left(assistant: Assistant):
-    Ceiling.objects.create(contour=assistant.contour, kind="per_day", currency="RUB",
-                           limit=36600 + 12200)
+    Ceiling.objects.create(
+        contour=assistant.contour, kind="per_day", currency="RUB", limit=36600 + 12200
+    )
     execute(assistant, order_args())
 
     at_edge = execute(assistant, single_line(12200, 2200, description="Доплата"))
@@ -87,24 +90,32 @@ def test_daily_ceiling_counts_executed_orders_and_says_what_is_left(assistant: A
     assert "остаток 0,00 ₽" in over[1]["message"]
     data = dict(over[1]["data"])
     assert data.pop("retry_after_seconds") > 0 and data.pop("frees_at")  # the next midnight
-    assert data == {"ceiling": "per_day", "currency": "RUB", "limit": "48800",
-                    "used": "48800", "remaining": "0", "limit_human": "488,00 ₽",
-                    "used_human": "488,00 ₽", "remaining_human": "0,00 ₽"}
+    assert data == {
+        "ceiling": "per_day",
+        "currency": "RUB",
+        "limit": "48800",
+        "used": "48800",
+        "remaining": "0",
+        "limit_human": "488,00 ₽",
+        "used_human": "488,00 ₽",
+        "remaining_human": "0,00 ₽",
+    }
 
 
 def test_daily_ceiling_is_checked_again_at_execution(assistant: Assistant):
-    Ceiling.objects.create(contour=assistant.contour, kind="per_day", currency="RUB",
-                           limit=36600)
+    Ceiling.objects.create(contour=assistant.contour, kind="per_day", currency="RUB", limit=36600)
     first_args = order_args()
     second_args = order_args(description="Второй счёт")
     _, first = assistant.call("create_order", first_args)
     _, second = assistant.call("create_order", second_args)
     assert second["status"] == "confirmation_required"  # nothing used yet at this point
 
-    assistant.call("create_order",
-                   {**first_args, "confirmation_token": first["confirmation"]["token"]})
+    assistant.call(
+        "create_order", {**first_args, "confirmation_token": first["confirmation"]["token"]}
+    )
     status, body = assistant.call(
-        "create_order", {**second_args, "confirmation_token": second["confirmation"]["token"]})
+        "create_order", {**second_args, "confirmation_token": second["confirmation"]["token"]}
+    )
 
     assert (status, body["code"]) == (429, "ceiling_exceeded")
     assert len(sandbox_orders(assistant.http)) == 1
@@ -122,8 +133,10 @@ def test_hourly_count_ceiling(assistant: Assistant):
 
 # -- approval -------------------------------------------------------------------------------
 
-def test_above_threshold_waits_for_an_operator_then_executes(assistant: Assistant,
-                                                             operator: Client):
+
+def test_above_threshold_waits_for_an_operator_then_executes(
+    assistant: Assistant, operator: Client
+):
     assistant.contour.approval_thresholds = {"RUB": 30000}
     assistant.contour.save()
     args = order_args()
@@ -146,8 +159,7 @@ def test_above_threshold_waits_for_an_operator_then_executes(assistant: Assistan
     assert (approval.channel, approval.actor) == ("ui", "user:olga")
 
 
-def test_rejection_reaches_the_assistant_with_the_reason(assistant: Assistant,
-                                                         operator: Client):
+def test_rejection_reaches_the_assistant_with_the_reason(assistant: Assistant, operator: Client):
     assistant.contour.approval_for_all_writes = True
     assistant.contour.save()
     args = order_args()
@@ -155,7 +167,8 @@ def test_rejection_reaches_the_assistant_with_the_reason(assistant: Assistant,
 
     decide(operator, first["confirmation"]["id"], "reject", reason="не тот покупатель")
     status, body = assistant.call(
-        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]})
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
 
     assert (status, body["code"]) == (409, "approval_rejected")
     assert "не тот покупатель" in body["message"]
@@ -192,8 +205,7 @@ def test_only_operators_may_decide(assistant: Assistant):
     stranger = Client()
     stranger.force_login(User.objects.create_user("ivan", password="pw-ivan-123"))
 
-    response = stranger.post(f"/approvals/{first['confirmation']['id']}/",
-                             {"decision": "approve"})
+    response = stranger.post(f"/approvals/{first['confirmation']['id']}/", {"decision": "approve"})
 
     assert response.status_code == 403
     assert PendingConfirmation.objects.get().status == "pending"
@@ -207,6 +219,7 @@ def test_approval_page_needs_a_login(client: Client):
 
 
 # -- dedup window ---------------------------------------------------------------------------
+
 
 def test_same_order_again_inside_the_window_returns_the_existing_one(assistant: Assistant):
     args = order_args()
@@ -252,6 +265,7 @@ def test_same_order_after_the_window_is_a_new_order(assistant: Assistant):
 
 # -- cancelling an order that holds money -----------------------------------------------------
 
+
 def held_order(assistant: Assistant) -> str:
     """An issued order whose payment is held (pre-authorised): the sandbox row moved to hold."""
     from sandbox.models import SandboxOrder
@@ -262,14 +276,12 @@ def held_order(assistant: Assistant) -> str:
     return order_id
 
 
-def test_cancelling_an_order_in_hold_waits_for_an_operator(assistant: Assistant,
-                                                           operator: Client):
+def test_cancelling_an_order_in_hold_waits_for_an_operator(assistant: Assistant, operator: Client):
     order_id = held_order(assistant)
 
     _, first = assistant.call("cancel_order", {"order_id": order_id})
     token = first["confirmation"]["token"]
-    _, waiting = assistant.call("cancel_order", {"order_id": order_id,
-                                                 "confirmation_token": token})
+    _, waiting = assistant.call("cancel_order", {"order_id": order_id, "confirmation_token": token})
 
     assert first["data"]["requires_approval"] is True
     assert "вернутся плательщику" in first["message"]
@@ -291,8 +303,7 @@ def test_an_order_that_moved_to_hold_after_the_summary_is_not_cancelled(assistan
     SandboxOrder.objects.filter(order_id=order_id).update(status="hold")
 
     token = first["confirmation"]["token"]
-    _, refused = assistant.call("cancel_order", {"order_id": order_id,
-                                                 "confirmation_token": token})
+    _, refused = assistant.call("cancel_order", {"order_id": order_id, "confirmation_token": token})
     _, again = assistant.call("cancel_order", {"order_id": order_id})
 
     # The status the person saw changed: asked again (issue 39.3), now of an operator.
@@ -307,8 +318,12 @@ def test_an_unpaid_order_cancels_with_the_chat_confirmation(assistant: Assistant
     _, done = execute(assistant, order_args())
 
     _, first = assistant.call("cancel_order", {"order_id": done["data"]["order_id"]})
-    _, cancelled = assistant.call("cancel_order", {"order_id": done["data"]["order_id"],
-                                                   "confirmation_token":
-                                                       first["confirmation"]["token"]})
+    _, cancelled = assistant.call(
+        "cancel_order",
+        {
+            "order_id": done["data"]["order_id"],
+            "confirmation_token": first["confirmation"]["token"],
+        },
+    )
 
     assert cancelled["status"] == "ok", cancelled

@@ -19,20 +19,23 @@ pytestmark = pytest.mark.django_db
 def issued_order(assistant: Assistant, **changes: str) -> dict:
     args = order_args(**changes)
     _, first = assistant.call("create_order", args)
-    status, done = assistant.call("create_order", {**args, "confirmation_token":
-                                                   first["confirmation"]["token"]})
+    status, done = assistant.call(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     assert status == 200, done
     return done["data"]
 
 
 def press_pay(payer: Client, path: str, order_id: str) -> HttpResponse:
     """What the page's form sends: an urlencoded body, as a browser posts it."""
-    return payer.post(path, urlencode({"order": order_id}),
-                      content_type="application/x-www-form-urlencoded")
+    return payer.post(
+        path, urlencode({"order": order_id}), content_type="application/x-www-form-urlencoded"
+    )
 
 
 def test_the_payment_page_shows_roubles_with_a_comma_a_russian_status_and_pays(
-        assistant: Assistant) -> None:
+    assistant: Assistant,
+) -> None:
     # given
     order = issued_order(assistant)
     page_path = order["payment_url"].split("127.0.0.1:8000", 1)[-1]

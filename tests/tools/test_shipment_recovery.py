@@ -32,7 +32,8 @@ def _documented_only(settings: Any, tmp_path: Path) -> None:
 def age_operations(seconds: float = 3600) -> None:
     for operation in Operation.objects.all():
         Operation.objects.filter(pk=operation.pk).update(
-            started_at=operation.started_at - timedelta(seconds=seconds))
+            started_at=operation.started_at - timedelta(seconds=seconds)
+        )
 
 
 def prepared(assistant: Assistant, **extra: Any) -> dict[str, Any]:
@@ -52,7 +53,8 @@ def lost_execution(assistant: Assistant, confirmed: dict[str, Any]) -> None:
 
 
 def test_a_lost_shipment_answer_is_recovered_by_its_document_number_never_sent_twice(
-        assistant: Assistant):
+    assistant: Assistant,
+):
     confirmed = prepared(assistant)
     lost_execution(assistant, confirmed)
     age_operations()  # past the stale period: absence would now mean "send again"
@@ -95,9 +97,15 @@ def test_a_document_number_already_used_on_the_order_is_refused(assistant: Assis
     confirmed = prepared(assistant, document_number="УПД-18")
     assistant.call("create_shipment", confirmed)
 
-    status, again = assistant.call("create_shipment", {
-        "order_id": confirmed["order_id"], "basket_items": [SHIP_LINE],
-        "document_number": "УПД-18", "allow_duplicate": True})
+    status, again = assistant.call(
+        "create_shipment",
+        {
+            "order_id": confirmed["order_id"],
+            "basket_items": [SHIP_LINE],
+            "document_number": "УПД-18",
+            "allow_duplicate": True,
+        },
+    )
 
     assert (status, again["code"]) == (422, "precondition_failed"), again
     assert "УПД-18" in again["message"]
@@ -110,24 +118,44 @@ class _Killed(BaseException):
 def ship_by_hand(client: Client, order_id: str) -> None:
     """A shipment made in the merchant's account, with no document number."""
     answer = client.post(
-        f"{SANDBOX}/billing/api/order/shipment", content_type="application/json",
-        data={"orderId": order_id, "basketItems": [{
-            "sku": "ROOM-STD", "name": "Бронирование номера", "measure": "шт",
-            "measureCode": "796", "quantity": 1, "amount": 122, "amountWoVat": 100,
-            "totalAmount": 122, "totalVatAmount": 22, "vatCode": "RUS_VAT22",
-            "type": "service", "paymentType": "full_prepayment"}]},
-        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}", HTTP_USER_AGENT="tests/1.0")
+        f"{SANDBOX}/billing/api/order/shipment",
+        content_type="application/json",
+        data={
+            "orderId": order_id,
+            "basketItems": [
+                {
+                    "sku": "ROOM-STD",
+                    "name": "Бронирование номера",
+                    "measure": "шт",
+                    "measureCode": "796",
+                    "quantity": 1,
+                    "amount": 122,
+                    "amountWoVat": 100,
+                    "totalAmount": 122,
+                    "totalVatAmount": 22,
+                    "vatCode": "RUS_VAT22",
+                    "type": "service",
+                    "paymentType": "full_prepayment",
+                }
+            ],
+        },
+        HTTP_AUTHORIZATION=f"Bearer {DEMO_TOKEN}",
+        HTTP_USER_AGENT="tests/1.0",
+    )
     assert answer.status_code in (200, 201), answer.content
 
 
 def test_an_unnumbered_shipment_of_the_same_sum_keeps_the_outcome_unknown(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     """A worker died around the POST; the list holds a shipment of the same sum with no
     number (made by hand, or ours with the number dropped): absence is not proven, so
     nothing is sent again, by the caller or by the sweep."""
     confirmed = prepared(assistant)
-    with mock.patch.object(InvoiceboxClient, "create_shipment", side_effect=_Killed), \
-            pytest.raises(_Killed):
+    with (
+        mock.patch.object(InvoiceboxClient, "create_shipment", side_effect=_Killed),
+        pytest.raises(_Killed),
+    ):
         assistant.call("create_shipment", confirmed)
     ship_by_hand(client, confirmed["order_id"])
     age_operations()
@@ -143,7 +171,8 @@ def test_an_unnumbered_shipment_of_the_same_sum_keeps_the_outcome_unknown(
 
 
 def test_the_same_row_does_not_block_a_shipment_whose_last_attempt_was_refused(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     confirmed = prepared(assistant)
     # Refused before anything is stored: every read of the execution (the facts' re-read and
     # the handler's) is answered 429.

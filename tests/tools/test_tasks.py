@@ -23,7 +23,8 @@ def test_expire_confirmations_expires_only_stale_open_ones(assistant: Assistant)
         assistant.call("create_order", order_args(description=f"Счёт {n}"))
     stale, fresh, executed = PendingConfirmation.objects.order_by("created_at")
     PendingConfirmation.objects.filter(pk__in=[stale.pk, executed.pk]).update(
-        expires_at=timezone.now() - timedelta(seconds=1))
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
     PendingConfirmation.objects.filter(pk=executed.pk).update(status="executed")
 
     first = tasks.expire_confirmations.delay().get()
@@ -38,9 +39,13 @@ def test_expiry_leaves_a_confirmation_whose_execution_began(assistant: Assistant
     set_faults(DEMO_TOKEN, drop_response_after_create=True)
     args = order_args()
     first = gateway.call(assistant.contour, "create_order", args, channel="rest", actor="t")
-    gateway.call(assistant.contour, "create_order",
-                 {**args, "confirmation_token": first.confirmation["token"]},
-                 channel="rest", actor="t")
+    gateway.call(
+        assistant.contour,
+        "create_order",
+        {**args, "confirmation_token": first.confirmation["token"]},
+        channel="rest",
+        actor="t",
+    )
     PendingConfirmation.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
 
     assert tasks.expire_confirmations() == 0
@@ -77,8 +82,9 @@ def test_a_retryable_upstream_failure_is_retried_by_a_worker(assistant: Assistan
     pk = tracked(order["order_id"]).pk
     task = tasks.refresh_order
     # As a worker runs it (not eager): the retry is scheduled, here re-run eagerly and skipped.
-    task.push_request(is_eager=False, retries=0, id="t-1", called_directly=False, args=[pk],
-                      kwargs={})
+    task.push_request(
+        is_eager=False, retries=0, id="t-1", called_directly=False, args=[pk], kwargs={}
+    )
     try:
         with pytest.raises(Retry) as retry:
             task.run(pk)
@@ -114,8 +120,11 @@ def test_a_notification_the_api_contradicts_is_flagged(assistant: Assistant):
     order = issue(assistant)
     row = tracked(order["order_id"])
     processed = ProcessedNotification.objects.create(
-        contour=assistant.contour, notification_id=order["order_id"], order_id=row.order_id,
-        status="completed")
+        contour=assistant.contour,
+        notification_id=order["order_id"],
+        order_id=row.order_id,
+        status="completed",
+    )
 
     outcome = tasks.process_notification.delay(processed.pk).get()
 

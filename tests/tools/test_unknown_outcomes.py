@@ -44,7 +44,8 @@ def age_operations(seconds: float = 3600) -> None:
     """Move the operations' last request back in time, past the stale period."""
     for operation in Operation.objects.all():
         Operation.objects.filter(pk=operation.pk).update(
-            started_at=operation.started_at - timedelta(seconds=seconds))
+            started_at=operation.started_at - timedelta(seconds=seconds)
+        )
 
 
 def _repeated_creates() -> int:
@@ -52,9 +53,11 @@ def _repeated_creates() -> int:
 
 
 def test_a_503_after_the_order_was_stored_is_unknown_counted_and_recovered(
-        assistant: Assistant, client: Client):
-    Ceiling.objects.create(contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB",
-                           limit=36600)
+    assistant: Assistant, client: Client
+):
+    Ceiling.objects.create(
+        contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=36600
+    )
     confirmed = confirmed_order(assistant, description="503 после записи")
     set_faults(DEMO_TOKEN, fail_after_create=True)
     status, lost = assistant.call("create_order", confirmed)
@@ -74,7 +77,8 @@ def test_a_503_after_the_order_was_stored_is_unknown_counted_and_recovered(
 
 
 def test_an_answer_with_another_merchant_order_id_is_never_reported_as_ours(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     confirmed = confirmed_order(assistant, description="Чужой номер")
     set_faults(DEMO_TOKEN, wrong_order_after_create=True)
     _, lied = assistant.call("create_order", confirmed)
@@ -90,7 +94,8 @@ def test_an_answer_with_another_merchant_order_id_is_never_reported_as_ours(
 
 
 def test_absence_right_after_an_unknown_outcome_sends_nothing_until_the_request_is_stale(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     confirmed = confirmed_order(assistant, description="Рано")
     set_faults(DEMO_TOKEN, fail_next=1)  # a 503 before anything is stored
     _, first = assistant.call("create_order", confirmed)
@@ -108,7 +113,8 @@ def test_absence_right_after_an_unknown_outcome_sends_nothing_until_the_request_
 
 
 def test_the_sweep_resolves_a_lost_create_and_its_payment_notification_is_accepted(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     confirmed = confirmed_order(assistant, description="Потерянный ответ")
     set_faults(DEMO_TOKEN, drop_response_after_create=True)
     _, lost = assistant.call("create_order", confirmed)
@@ -148,7 +154,8 @@ def test_the_sweep_marks_a_create_proven_absent_failed(assistant: Assistant, cli
 
 
 def test_a_notification_before_the_create_answer_is_out_of_service_then_accepted(
-        assistant: Assistant, client: Client):
+    assistant: Assistant, client: Client
+):
     confirmed = confirmed_order(assistant, description="Уведомление раньше ответа")
     set_faults(DEMO_TOKEN, notify_before_answer=True)
     _, done = assistant.call("create_order", confirmed)

@@ -28,17 +28,23 @@ def test_the_partial_index_is_migrated_with_the_lookups_condition():
     assert INDEX in indexes
     assert indexes[INDEX].condition == _index().condition
     assert dict(_index().condition.children)["state__in"] == UNRESOLVED_STATES
-    assert INDEX in {c["name"] if isinstance(c, dict) else c for c in
-                     connection.introspection.get_constraints(connection.cursor(),
-                                                              Operation._meta.db_table)}
+    assert INDEX in {
+        c["name"] if isinstance(c, dict) else c
+        for c in connection.introspection.get_constraints(
+            connection.cursor(), Operation._meta.db_table
+        )
+    }
 
 
 def test_the_lookup_asks_exactly_the_indexed_states(contour):
     with CaptureQueriesContext(connection) as queries:
         unresolved_operation(contour, catalog.get("create_order"), {"amount": 1})
 
-    [sql] = [q["sql"] for q in queries.captured_queries
-             if f'FROM "{Operation._meta.db_table}"' in q["sql"]]
+    [sql] = [
+        q["sql"]
+        for q in queries.captured_queries
+        if f'FROM "{Operation._meta.db_table}"' in q["sql"]
+    ]
     assert "\"state\" IN ('in_flight', 'unknown')" in sql
     assert '"contour_id" = ' in sql and '"tool" = ' in sql
 
@@ -46,9 +52,16 @@ def test_the_lookup_asks_exactly_the_indexed_states(contour):
 @pytest.mark.postgres
 def test_postgresql_plans_the_lookup_on_the_partial_index(contour):
     spec = catalog.get("create_order")
-    qs = (Operation.objects.select_related("confirmation")
-          .filter(contour=contour, tool=spec.name, state__in=UNRESOLVED_STATES,
-                  confirmation__args_hash="x").order_by("created_at"))
+    qs = (
+        Operation.objects.select_related("confirmation")
+        .filter(
+            contour=contour,
+            tool=spec.name,
+            state__in=UNRESOLVED_STATES,
+            confirmation__args_hash="x",
+        )
+        .order_by("created_at")
+    )
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         plan = qs.explain()

@@ -21,9 +21,17 @@ BIG = "20000000"  # 200 000,00 ₽, above the default threshold of 100 000,00 �
 
 
 def big_order() -> dict[str, Any]:
-    line = {"sku": "CAR", "name": "Автомобиль", "measure": "шт", "quantity": 1, "amount": BIG,
-            "total_amount": BIG, "total_vat_amount": "0", "vat_code": "VATNONE",
-            "type": "commodity"}
+    line = {
+        "sku": "CAR",
+        "name": "Автомобиль",
+        "measure": "шт",
+        "quantity": 1,
+        "amount": BIG,
+        "total_amount": BIG,
+        "total_vat_amount": "0",
+        "vat_code": "VATNONE",
+        "type": "commodity",
+    }
     return order_args(basket_items=[line], amount=BIG, vat_amount="0")
 
 
@@ -50,22 +58,31 @@ def create(assistant: Assistant, args: dict[str, Any], operator: Client | None =
 def test_retargeting_a_large_order_needs_an_operator_and_names_its_amount(assistant: Assistant):
     order_id = create(assistant, big_order(), operator_session())
 
-    _, first = assistant.call("update_order", {
-        "order_id": order_id, "description": "Другой получатель",
-        "customer": {"type": "legal", "name": "ООО «Лютик»", "vat_number": "7707083893"}})
+    _, first = assistant.call(
+        "update_order",
+        {
+            "order_id": order_id,
+            "description": "Другой получатель",
+            "customer": {"type": "legal", "name": "ООО «Лютик»", "vat_number": "7707083893"},
+        },
+    )
 
     assert first["status"] == "confirmation_required", first
     assert first["data"]["requires_approval"] is True
     assert "200\xa0000,00 ₽" in first["confirmation"]["summary"]
-    _, again = assistant.call("update_order", {
-        "order_id": order_id, "description": "Другой получатель",
-        "customer": {"type": "legal", "name": "ООО «Лютик»", "vat_number": "7707083893"},
-        "confirmation_token": first["confirmation"]["token"]})
+    _, again = assistant.call(
+        "update_order",
+        {
+            "order_id": order_id,
+            "description": "Другой получатель",
+            "customer": {"type": "legal", "name": "ООО «Лютик»", "vat_number": "7707083893"},
+            "confirmation_token": first["confirmation"]["token"],
+        },
+    )
     assert again["status"] == "awaiting_approval", again
 
 
-def test_an_order_an_operator_approved_at_creation_stays_under_an_operator(
-        assistant: Assistant):
+def test_an_order_an_operator_approved_at_creation_stays_under_an_operator(assistant: Assistant):
     # given: a small order created while the contour sent every write to an operator
     assistant.contour.approval_for_all_writes = True
     assistant.contour.save()
@@ -101,8 +118,9 @@ def journal_messages() -> str:
 
 
 @pytest.mark.parametrize("tool", ["cancel_order", "update_order"])
-def test_a_customer_read_back_from_the_order_is_masked_in_the_journal(assistant: Assistant,
-                                                                       tool: str):
+def test_a_customer_read_back_from_the_order_is_masked_in_the_journal(
+    assistant: Assistant, tool: str
+):
     order_id = create(assistant, person_order())
     before = JournalEntry.objects.count()
     args = {"order_id": order_id}
@@ -125,8 +143,9 @@ def test_a_refund_summary_masks_the_customer_too(assistant: Assistant):
     order_id = create(assistant, person_order())
     pay_order(order_id)
 
-    _, first = assistant.call("create_refund", {"parent_order_id": order_id,
-                                                "description": "отказ"})
+    _, first = assistant.call(
+        "create_refund", {"parent_order_id": order_id, "description": "отказ"}
+    )
 
     assert first["status"] == "confirmation_required", first
     assert PERSON in first["confirmation"]["summary"]

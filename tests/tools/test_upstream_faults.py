@@ -20,8 +20,12 @@ FAULTS: dict[str, tuple[dict[str, Any], str, int, bool]] = {
     # A 5xx on a create may come after the order was stored: unknown, proven absent by lookup.
     "503 once": ({"fail_next": 1}, "outcome_unknown", 504, False),
     "connection reset": ({"reset_next": 1}, "outcome_unknown", 504, False),
-    "response lost after the create": ({"drop_response_after_create": True},
-                                       "outcome_unknown", 504, True),
+    "response lost after the create": (
+        {"drop_response_after_create": True},
+        "outcome_unknown",
+        504,
+        True,
+    ),
     "429 once": ({"rate_limit_next": 1}, "rate_limited", 429, False),
 }
 
@@ -35,8 +39,9 @@ def _short_timeout(settings: Any) -> None:
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_a_fault_during_execution_never_duplicates_the_order(assistant: Assistant,
-                                                             client: Client, fault: str):
+def test_a_fault_during_execution_never_duplicates_the_order(
+    assistant: Assistant, client: Client, fault: str
+):
     switches, code, http_status, landed = FAULTS[fault]
     args = order_args()
     _, first = assistant.call("create_order", args)
@@ -63,16 +68,23 @@ def test_a_fault_during_execution_never_duplicates_the_order(assistant: Assistan
     # entries; each of the two attempts also journaled that it started, before its request.
     entries = list(JournalEntry.objects.filter(contour="acme").order_by("id"))
     assert [(e.phase, e.code) for e in entries] == [
-        ("prepare", "confirmation_required"), ("execute", "execution_started"),
-        ("execute", code), ("execute", "execution_started"), ("execute", "ok"),
-        ("execute", "ok")]
+        ("prepare", "confirmation_required"),
+        ("execute", "execution_started"),
+        ("execute", code),
+        ("execute", "execution_started"),
+        ("execute", "ok"),
+        ("execute", "ok"),
+    ]
 
 
-@pytest.mark.parametrize("switches", [
-    {"rate_limit_next": 1},  # retried after Retry-After
-    {"reset_next": 1},
-    {"fail_next": 1},
-])
+@pytest.mark.parametrize(
+    "switches",
+    [
+        {"rate_limit_next": 1},  # retried after Retry-After
+        {"reset_next": 1},
+        {"fail_next": 1},
+    ],
+)
 def test_a_transient_fault_on_a_read_is_retried(assistant: Assistant, switches: dict[str, Any]):
     set_faults(DEMO_TOKEN, **switches)
 
@@ -83,8 +95,7 @@ def test_a_transient_fault_on_a_read_is_retried(assistant: Assistant, switches: 
     assert (faults.rate_limit_next, faults.reset_next, faults.fail_next) == (0, 0, 0)
 
 
-def test_a_read_past_the_timeout_is_unavailable_not_a_crash(assistant: Assistant,
-                                                            settings: Any):
+def test_a_read_past_the_timeout_is_unavailable_not_a_crash(assistant: Assistant, settings: Any):
     settings.INVOICEBOX_READ_ATTEMPTS = 1
     set_faults(DEMO_TOKEN, latency_ms=600)
 

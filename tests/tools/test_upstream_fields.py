@@ -23,26 +23,47 @@ def refused_with(remote: Remote, error: dict) -> ToolError:
 
 
 def test_the_fields_of_a_422_and_a_hint_reach_the_answer():
-    error = refused_with(Remote(), {
-        "code": "wrong_basket_item_total_vat_amount", "message": "Error",
-        "fields": [{"name": "basketItems[0].totalVatAmount", "code": "wrong_value",
-                    "message": "VAT does not match the rate."}]})
+    error = refused_with(
+        Remote(),
+        {
+            "code": "wrong_basket_item_total_vat_amount",
+            "message": "Error",
+            "fields": [
+                {
+                    "name": "basketItems[0].totalVatAmount",
+                    "code": "wrong_value",
+                    "message": "VAT does not match the rate.",
+                }
+            ],
+        },
+    )
 
     assert error.code == "upstream_rejected"
     assert error.data["upstream_code"] == "wrong_basket_item_total_vat_amount"
     assert error.data["upstream_fields"] == [
-        {"field": "basketItems[0].totalVatAmount", "message": "VAT does not match the rate."}]
+        {"field": "basketItems[0].totalVatAmount", "message": "VAT does not match the rate."}
+    ]
     assert "basketItems[0].totalVatAmount" in error.hint
     assert "без confirmation_token" in error.hint
 
 
 def test_values_the_upstream_echoes_are_not_relayed():
-    error = refused_with(Remote(), {
-        "code": "validation", "message": "Validation error",
-        "fields": [{"name": "customer.email<script>", "code": "wrong_value",
-                    "message": f'Value "buh@romashka.example" is not valid; token {REMOTE_TOKEN}'},
-                   {"name": "customer.vatNumber", "message": "7710044140 is not valid"},
-                   "not an object"]})
+    error = refused_with(
+        Remote(),
+        {
+            "code": "validation",
+            "message": "Validation error",
+            "fields": [
+                {
+                    "name": "customer.email<script>",
+                    "code": "wrong_value",
+                    "message": f'Value "buh@romashka.example" is not valid; token {REMOTE_TOKEN}',
+                },
+                {"name": "customer.vatNumber", "message": "7710044140 is not valid"},
+                "not an object",
+            ],
+        },
+    )
 
     fields = error.data["upstream_fields"]
     assert [f["field"] for f in fields] == ["customer.emailscript", "customer.vatNumber"]

@@ -80,8 +80,9 @@ def test_concurrent_burst_never_exceeds_the_budget(settings):
     def read() -> None:
         try:
             barrier.wait()
-            codes.append(gateway.call(contour, "find_orders", {}, channel="rest",
-                                      actor="test").code)
+            codes.append(
+                gateway.call(contour, "find_orders", {}, channel="rest", actor="test").code
+            )
         finally:
             connections.close_all()
 

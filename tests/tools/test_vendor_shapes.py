@@ -21,8 +21,7 @@ LINE = VALID_ORDER["basket_items"][0]
 
 
 def paid_order(assistant: Assistant, description: str, **line: Any) -> str:
-    args = order_args(description=description,
-                      basket_items=[{**LINE, **line}])
+    args = order_args(description=description, basket_items=[{**LINE, **line}])
     _, done = two_phase(assistant, "create_order", args)
     assert done["status"] == "ok", done
     pay_order(done["data"]["order_id"])
@@ -30,22 +29,27 @@ def paid_order(assistant: Assistant, description: str, **line: Any) -> str:
 
 
 def test_service_date_and_group_name_are_sent_on_the_lines(assistant: Assistant):
-    order_id = paid_order(assistant, "Проживание", service_date="2026-03-01",
-                          group_name="Проживание")
+    order_id = paid_order(
+        assistant, "Проживание", service_date="2026-03-01", group_name="Проживание"
+    )
 
     sent = json.loads(SandboxOrder.objects.get(order_id=order_id).request_json)
     assert sent["basketItems"][0]["serviceDate"] == "2026-03-01"
     assert sent["basketItems"][0]["groupName"] == "Проживание"
-    _, shipped = two_phase(assistant, "create_shipment", {
-        "order_id": order_id, "basket_items": [{**SHIP_LINE, "service_date": "2026-03-01"}]})
+    _, shipped = two_phase(
+        assistant,
+        "create_shipment",
+        {"order_id": order_id, "basket_items": [{**SHIP_LINE, "service_date": "2026-03-01"}]},
+    )
     assert shipped["status"] == "ok", shipped
 
 
 def test_find_shipments_without_an_order_and_by_pages(assistant: Assistant):
     for n in range(2):
         order_id = paid_order(assistant, f"Заказ {n}")
-        _, done = two_phase(assistant, "create_shipment",
-                            {"order_id": order_id, "basket_items": [SHIP_LINE]})
+        _, done = two_phase(
+            assistant, "create_shipment", {"order_id": order_id, "basket_items": [SHIP_LINE]}
+        )
         assert done["status"] == "ok", done
 
     _, first = assistant.call("find_shipments", {"page": 1, "page_size": 1})
@@ -55,17 +59,29 @@ def test_find_shipments_without_an_order_and_by_pages(assistant: Assistant):
     assert first["status"] == "ok", first
     assert (first["data"]["total_count"], first["data"]["truncated"]) == (2, True)
     assert len(first["data"]["shipments"]) == len(second["data"]["shipments"]) == 1
-    assert first["data"]["shipments"][0]["shipment_id"] != second["data"]["shipments"][0][
-        "shipment_id"]
+    assert (
+        first["data"]["shipments"][0]["shipment_id"]
+        != second["data"]["shipments"][0]["shipment_id"]
+    )
     assert first["data"]["shipments"][0]["amount_human"] == "122,00 ₽"
     assert of_one["data"]["order_id"] == order_id and of_one["data"]["total_count"] == 1
 
 
 def refund_args(order_id: str, **line: Any) -> dict[str, Any]:
-    full = {**LINE, "quantity": 1, "total_amount": "12200", "total_vat_amount": "2200",
-            "amount": "12200", "payment_type": "full_payment", **line}
-    return {"parent_order_id": order_id, "description": "Гость уехал раньше",
-            "basket_items": [full]}
+    full = {
+        **LINE,
+        "quantity": 1,
+        "total_amount": "12200",
+        "total_vat_amount": "2200",
+        "amount": "12200",
+        "payment_type": "full_payment",
+        **line,
+    }
+    return {
+        "parent_order_id": order_id,
+        "description": "Гость уехал раньше",
+        "basket_items": [full],
+    }
 
 
 def test_a_refund_line_given_as_a_full_basket_item_is_accepted(assistant: Assistant):
@@ -77,8 +93,9 @@ def test_a_refund_line_given_as_a_full_basket_item_is_accepted(assistant: Assist
     _, first = assistant.call("create_refund", args)
     assert first["status"] == "confirmation_required", first
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
-    _, done = assistant.call("create_refund", {
-        **args, "confirmation_token": first["confirmation"]["token"]})
+    _, done = assistant.call(
+        "create_refund", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
 
     assert done["status"] == "ok", done
     sent = json.loads(SandboxRefund.objects.get().request_json)
@@ -91,9 +108,12 @@ def test_extra_fields_that_contradict_the_paid_line_are_named(assistant: Assista
     assistant.contour.save()
     order_id = paid_order(assistant, "Возврат с ошибкой")
 
-    status, body = assistant.call("create_refund", refund_args(
-        order_id, name="Завтрак", vat_code="RUS_VAT10", amount="10000", measure="кг"))
+    status, body = assistant.call(
+        "create_refund",
+        refund_args(order_id, name="Завтрак", vat_code="RUS_VAT10", amount="10000", measure="кг"),
+    )
 
     assert (status, body["code"]) == (400, "invalid_arguments"), body
     assert {p["field"] for p in body["problems"]} == {
-        f"basket_items[0].{name}" for name in ("name", "vat_code", "amount", "measure")}
+        f"basket_items[0].{name}" for name in ("name", "vat_code", "amount", "measure")
+    }

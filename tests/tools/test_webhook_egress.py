@@ -61,7 +61,8 @@ def internal_name() -> str:
 
 
 def test_a_name_resolving_inside_gets_no_connection_in_production(
-        settings: Any, listener: Listener, django_capture_on_commit_callbacks: Callable[..., Any]):
+    settings: Any, listener: Listener, django_capture_on_commit_callbacks: Callable[..., Any]
+):
     # given: a production gateway whose owner pointed the webhook at a host name that is
     # internal; the URL check alone accepts it (https, a name, not "localhost")
     settings.PRODUCTION = True
@@ -88,7 +89,8 @@ def test_a_name_resolving_inside_gets_no_connection_in_production(
 
 
 def test_outside_production_a_loopback_relay_still_gets_the_alert(
-        listener: Listener, django_capture_on_commit_callbacks: Callable[..., Any]):
+    listener: Listener, django_capture_on_commit_callbacks: Callable[..., Any]
+):
     shop = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     shop.approval_for_all_writes = True
     shop.alert_webhook_url = f"http://127.0.0.1:{listener.port}/hook"
@@ -101,15 +103,24 @@ def test_outside_production_a_loopback_relay_still_gets_the_alert(
     assert listener.accepted >= 1  # connected (the listener hangs up: delivery then retries)
 
 
-@pytest.mark.parametrize(("address", "public"), [
-    ("8.8.8.8", True), ("2001:4860:4860::8888", True),
-    ("127.0.0.1", False), ("10.0.0.5", False), ("169.254.169.254", False), ("::1", False),
-    ("fe80::1", False), ("100.64.0.1", False), ("::ffff:10.0.0.5", False),
-    ("64:ff9b::a00:5", False),  # NAT64 of 10.0.0.5: Python calls it global
-    ("64:ff9b::808:808", True),  # NAT64 of 8.8.8.8
-    ("2002:a00:5::1", False),  # 6to4 of 10.0.0.5
-    ("ff02::1", False),
-])
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("8.8.8.8", True),
+        ("2001:4860:4860::8888", True),
+        ("127.0.0.1", False),
+        ("10.0.0.5", False),
+        ("169.254.169.254", False),
+        ("::1", False),
+        ("fe80::1", False),
+        ("100.64.0.1", False),
+        ("::ffff:10.0.0.5", False),
+        ("64:ff9b::a00:5", False),  # NAT64 of 10.0.0.5: Python calls it global
+        ("64:ff9b::808:808", True),  # NAT64 of 8.8.8.8
+        ("2002:a00:5::1", False),  # 6to4 of 10.0.0.5
+        ("ff02::1", False),
+    ],
+)
 def test_which_addresses_count_as_public(address: str, public: bool):
     assert is_public(ipaddress.ip_address(address)) is public
 

@@ -16,14 +16,14 @@ pytestmark = pytest.mark.django_db
 
 
 def admin_login(name: str, password: str) -> str:
-    response = Client().post("/admin/login/?next=/admin/",
-                             {"username": name, "password": password})
+    response = Client().post("/admin/login/?next=/admin/", {"username": name, "password": password})
     assert response.status_code == 200  # the form again, with its error
     return response.content.decode()
 
 
 def test_an_operator_at_the_admin_login_is_sent_to_approvals(
-        guarded: Contour, make_user: Callable[..., User]) -> None:
+    guarded: Contour, make_user: Callable[..., User]
+) -> None:
     make_user("olga", "operators")
 
     page = admin_login("olga", "pw-olga-123")
@@ -33,7 +33,8 @@ def test_an_operator_at_the_admin_login_is_sent_to_approvals(
 
 
 def test_a_wrong_password_at_the_admin_login_says_nothing_about_roles(
-        guarded: Contour, make_user: Callable[..., User]) -> None:
+    guarded: Contour, make_user: Callable[..., User]
+) -> None:
     make_user("olga", "operators")
 
     page = admin_login("olga", "not-her-password")
@@ -43,7 +44,8 @@ def test_a_wrong_password_at_the_admin_login_says_nothing_about_roles(
 
 
 def test_a_person_without_a_staff_role_is_told_who_gives_one(
-        make_user: Callable[..., User]) -> None:
+    make_user: Callable[..., User],
+) -> None:
     make_user("nobody")
 
     page = admin_login("nobody", "pw-nobody-123")
@@ -52,7 +54,8 @@ def test_a_person_without_a_staff_role_is_told_who_gives_one(
 
 
 def test_an_owner_at_approvals_is_told_the_admin_is_theirs_and_who_gives_the_operator_role(
-        owner: Client, guarded: Contour) -> None:
+    owner: Client, guarded: Contour
+) -> None:
     response = owner.get("/approvals/")
 
     page = response.content.decode()
@@ -62,7 +65,8 @@ def test_an_owner_at_approvals_is_told_the_admin_is_theirs_and_who_gives_the_ope
 
 
 def test_the_admin_index_links_the_queue_only_to_operators(
-        owner: Client, guarded: Contour, make_user: Callable[..., User]) -> None:
+    owner: Client, guarded: Contour, make_user: Callable[..., User]
+) -> None:
     owner_page = owner.get("/admin/").content.decode()
     operator_owner = make_user("anna", "owners", "operators", staff=True)
     both_page = logged_in(operator_owner).get("/admin/").content.decode()

@@ -30,15 +30,45 @@ from tools.people.factors import stepup
 class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
     # Short cells that wrap (templates/admin/tools/apikey/change_list.html): the whole list
     # fits a 1 280 px laptop screen beside its filters.
-    list_display = ("prefix", "contour_slug", "label", "user", "created_short", "state", "scope",
-                    "last_use")
+    list_display = (
+        "prefix",
+        "contour_slug",
+        "label",
+        "user",
+        "created_short",
+        "state",
+        "scope",
+        "last_use",
+    )
     list_filter = (contour_filter, RevokedFilter)
     search_fields = ("prefix", "label")
-    fields = ("contour", "prefix", "label", "user", "issued_by", "issued_by_command",
-              "created_at", "revoked_at", "toolsets", "tools", "expires_at", "last_use")
+    fields = (
+        "contour",
+        "prefix",
+        "label",
+        "user",
+        "issued_by",
+        "issued_by_command",
+        "created_at",
+        "revoked_at",
+        "toolsets",
+        "tools",
+        "expires_at",
+        "last_use",
+    )
     # The issuer (a person, or a command) is fixed at issue: the four-eyes rule rests on it.
-    readonly_fields = ("contour", "prefix", "issued_by", "issued_by_command", "created_at",
-                       "revoked_at", "toolsets", "tools", "expires_at", "last_use")
+    readonly_fields = (
+        "contour",
+        "prefix",
+        "issued_by",
+        "issued_by_command",
+        "created_at",
+        "revoked_at",
+        "toolsets",
+        "tools",
+        "expires_at",
+        "last_use",
+    )
     last_use = key_last_use
 
     @admin.display(description="контур", ordering="contour__slug")
@@ -53,13 +83,16 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
     def scope(self, obj: ApiKey) -> str:
         return keys.describe_scope(obj).strip(" ()") or "как у контура"
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False,
-                 **kwargs: Any) -> type[forms.ModelForm]:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm]:
         form = super().get_form(request, obj, change=change, **kwargs)
         if "user" in form.base_fields:
             cast(forms.ModelChoiceField, form.base_fields["user"]).queryset = roles.people_for(
-                request.user)
+                request.user
+            )
         return form
+
     actions = ["revoke", "rotate"]
 
     @admin.display(description="состояние")
@@ -73,37 +106,53 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # revoke instead: the prefix stays to read the journal by
 
-    def add_view(self, request: HttpRequest, form_url: str = "",
-                 extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         """Issue a key and show it once; afterwards only its prefix exists (admin views are
         never cached; the page with the key also says no-store)."""
         if not self.has_add_permission(request):
             raise PermissionDenied
-        form = ApiKeyCreateForm(request.POST or None,
-                                initial={"contour": request.GET.get("contour")})
+        form = ApiKeyCreateForm(
+            request.POST or None, initial={"contour": request.GET.get("contour")}
+        )
         cast(forms.ModelChoiceField, form.fields["contour"]).queryset = roles.contours_for(
-            request.user, Role.OWNER).order_by("slug")
+            request.user, Role.OWNER
+        ).order_by("slug")
         cast(forms.ModelChoiceField, form.fields["user"]).queryset = roles.people_for(request.user)
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
-                   "title": "Новый ключ API", "form": form}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Новый ключ API",
+            "form": form,
+        }
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             key, raw = key_service.issue(
-                data["contour"], label=data["label"], user=data["user"],
-                toolsets=data["toolsets"], tools=data["tools"], expires_at=data["expires_at"],
-                actor=user_actor(request.user), channel="admin", issued_by=request.user,
-                step_up=stepup.of_request(request))
-            response = TemplateResponse(request, "admin/tools/apikey/issued.html",
-                                        {**context, "title": "Ключ выдан", "key": key,
-                                         "raw": raw})
+                data["contour"],
+                label=data["label"],
+                user=data["user"],
+                toolsets=data["toolsets"],
+                tools=data["tools"],
+                expires_at=data["expires_at"],
+                actor=user_actor(request.user),
+                channel="admin",
+                issued_by=request.user,
+                step_up=stepup.of_request(request),
+            )
+            response = TemplateResponse(
+                request,
+                "admin/tools/apikey/issued.html",
+                {**context, "title": "Ключ выдан", "key": key, "raw": raw},
+            )
             response["Cache-Control"] = "no-store"
             return response
         return TemplateResponse(request, "admin/tools/apikey/add.html", context)
 
-    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm,
-                   change: bool) -> None:
-        key_service.change(obj, form.changed_data, actor=user_actor(request.user),
-                           channel="admin")
+    def save_model(
+        self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm, change: bool
+    ) -> None:
+        key_service.change(obj, form.changed_data, actor=user_actor(request.user), channel="admin")
 
     @admin.action(description="Отозвать выбранные ключи")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
@@ -120,15 +169,25 @@ class ApiKeyAdmin(OwnerScoped, admin.ModelAdmin):
             self.message_user(request, "Выберите один ключ.", messages.WARNING)
             return None
         try:
-            key, raw = key_service.rotate(chosen[0], actor=user_actor(request.user),
-                                          channel="admin", by=request.user,
-                                          step_up=stepup.of_request(request))
+            key, raw = key_service.rotate(
+                chosen[0],
+                actor=user_actor(request.user),
+                channel="admin",
+                by=request.user,
+                step_up=stepup.of_request(request),
+            )
         except keys.KeySetupError:
             self.message_user(request, "Ключ отозван или истёк: выдайте новый.", messages.ERROR)
             return None
         chosen[0].refresh_from_db()
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
-                   "title": "Ключ заменён", "key": key, "raw": raw, "replaced": chosen[0]}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Ключ заменён",
+            "key": key,
+            "raw": raw,
+            "replaced": chosen[0],
+        }
         response = TemplateResponse(request, "admin/tools/apikey/issued.html", context)
         response["Cache-Control"] = "no-store"
         return response

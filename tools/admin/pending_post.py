@@ -38,11 +38,18 @@ def stash(request: HttpRequest, object_id: str | None) -> str:
     nonce = secrets.token_urlsafe(16)
     request.session[PENDING_POST_KEY.format(nonce=nonce)] = {
         "until": time.time() + PENDING_POST_SECONDS,
-        "sealed": secret_box.seal(json.dumps({
-            "object_id": object_id or "",
-            "post": {k: request.POST.getlist(k) for k in request.POST
-                     if k != "csrfmiddlewaretoken"},
-        })),
+        "sealed": secret_box.seal(
+            json.dumps(
+                {
+                    "object_id": object_id or "",
+                    "post": {
+                        k: request.POST.getlist(k)
+                        for k in request.POST
+                        if k != "csrfmiddlewaretoken"
+                    },
+                }
+            )
+        ),
     }
     return nonce
 
@@ -51,7 +58,8 @@ def restore(request: HttpRequest, object_id: str | None) -> bool:
     """Put the stashed POST the confirmation names back as request.POST; False when there is
     none for this object (stale, expired, of an old shape, sealed under another key)."""
     kept = request.session.pop(
-        PENDING_POST_KEY.format(nonce=request.POST.get(CONFIRM_FIELD, "")), None)
+        PENDING_POST_KEY.format(nonce=request.POST.get(CONFIRM_FIELD, "")), None
+    )
     drop_stale(request)
     try:
         stashed = json.loads(secret_box.unseal(kept["sealed"], max_age=PENDING_POST_SECONDS))

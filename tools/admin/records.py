@@ -27,8 +27,9 @@ class RoublesShown:
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> list[Any]:
         fields = list(super().get_fields(request, obj))  # type: ignore[misc]
-        shown = ["amount_rub" if name == "amount" else name for name in fields
-                 if name != "currency"]
+        shown = [
+            "amount_rub" if name == "amount" else name for name in fields if name != "currency"
+        ]
         return list(dict.fromkeys(shown))
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[Any]:
@@ -37,8 +38,17 @@ class RoublesShown:
 
 @admin.register(PendingConfirmation)
 class PendingConfirmationAdmin(RoublesShown, OwnerScoped, ReadOnlyAdmin):
-    list_display = ("created_at", "contour", "tool", "status", "amount_rub", "operator_needed",
-                    "expires_at", "decided_by_short", "approval_link")
+    list_display = (
+        "created_at",
+        "contour",
+        "tool",
+        "status",
+        "amount_rub",
+        "operator_needed",
+        "expires_at",
+        "decided_by_short",
+        "approval_link",
+    )
     list_filter = ("status", ToolFilter, contour_filter, "requires_approval")
     exclude = ("token_hash",)
     ordering = ("-created_at",)
@@ -56,13 +66,18 @@ class PendingConfirmationAdmin(RoublesShown, OwnerScoped, ReadOnlyAdmin):
     def approval_link(self, obj: PendingConfirmation) -> str:
         if not obj.requires_approval:
             return "—"
-        return format_html('<a href="{}">открыть</a>',
-                           reverse("approval-detail", args=[obj.id]))
+        return format_html('<a href="{}">открыть</a>', reverse("approval-detail", args=[obj.id]))
 
 
 @admin.register(Operation)
 class OperationAdmin(RoublesShown, OwnerScoped, ReadOnlyAdmin):
-    list_display = ("key", "contour", "tool", "state", "merchant_order_id", "amount_rub",
-                    "created_at")
+    list_display = (
+        "key",
+        "contour",
+        "tool",
+        "state",
+        "merchant_order_id",
+        "amount_rub",
+        "created_at",
+    )
     list_filter = ("state", ToolFilter, contour_filter)
-

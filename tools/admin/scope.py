@@ -46,6 +46,7 @@ class ToolFilter(admin.SimpleListFilter):
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         from tools import catalog
+
         return [(name, name) for name in catalog.names()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
@@ -68,8 +69,9 @@ class OwnerScoped:
 
     def _perm(self, request: HttpRequest, action: str, obj: Model | None) -> bool:
         opts = self.model._meta  # type: ignore[attr-defined]
-        return request.user.has_perm(f"{opts.app_label}.{action}_{opts.model_name}",
-                                     self._contour_of(obj))
+        return request.user.has_perm(
+            f"{opts.app_label}.{action}_{opts.model_name}", self._contour_of(obj)
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         qs = super().get_queryset(request)  # type: ignore[misc]
@@ -78,8 +80,9 @@ class OwnerScoped:
         owned = roles.contours_for(request.user, Role.OWNER).values("pk")
         return qs.filter(**{f"{self.contour_path}__in": owned})
 
-    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None
-                   ) -> Any:
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Any:
         obj = super().get_object(request, object_id, from_field)  # type: ignore[misc]
         if obj is None:
             raise Http404("нет такого объекта среди ваших контуров")
@@ -89,26 +92,32 @@ class OwnerScoped:
         return roles.has_role(request.user, None, Role.OWNER)
 
     def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return (super().has_view_permission(request, obj)  # type: ignore[misc]
-                and self._perm(request, "view", obj))
+        return (
+            super().has_view_permission(request, obj)  # type: ignore[misc]
+            and self._perm(request, "view", obj)
+        )
 
     def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return (super().has_change_permission(request, obj)  # type: ignore[misc]
-                and self._perm(request, "change", obj))
+        return (
+            super().has_change_permission(request, obj)  # type: ignore[misc]
+            and self._perm(request, "change", obj)
+        )
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         if self.model is Contour:  # type: ignore[attr-defined]
             # An owner may start another contour and owns it (ContourAdmin.save_model).
             return roles.has_role(request.user, None, Role.OWNER)
-        return (super().has_add_permission(request, *args)  # type: ignore[misc]
-                and self._perm(request, "add", None))
+        return (
+            super().has_add_permission(request, *args)  # type: ignore[misc]
+            and self._perm(request, "add", None)
+        )
 
 
 class ContourRoleForm(forms.ModelForm):
     # Asked where the role is given: an operator without an address is never alerted.
     email = forms.EmailField(
-        label="почта", required=False,
-        help_text="куда приходят оповещения; оператору обязательна")
+        label="почта", required=False, help_text="куда приходят оповещения; оператору обязательна"
+    )
 
     class Meta:
         model = ContourRole
@@ -125,10 +134,17 @@ class ContourRoleForm(forms.ModelForm):
         user, email = data.get("user"), data.get("email") or ""
         # Asked when a role is given or changed; a row left as it was never blocks a save
         # (the contour page warns about it instead).
-        if (self.has_changed() and data.get("role") == Role.OPERATOR and user is not None
-                and not (email or user.email)):
-            self.add_error("email", f"у {user.get_username()} нет почты: без неё оператор не "
-                                    "узнает о записях, ждущих его решения")
+        if (
+            self.has_changed()
+            and data.get("role") == Role.OPERATOR
+            and user is not None
+            and not (email or user.email)
+        ):
+            self.add_error(
+                "email",
+                f"у {user.get_username()} нет почты: без неё оператор не "
+                "узнает о записях, ждущих его решения",
+            )
         return data
 
 
@@ -174,13 +190,19 @@ def save_role_formset(request: HttpRequest, formset: Any, contour: Contour) -> N
             stored = ContourRole.objects.get(pk=form.instance.pk)
             if (stored.user_id, stored.role) == (data["user"].pk, data["role"]):
                 # Only the address changed: the role stays as granted.
-                role_service.grant(stored.user, stored.role, contour, actor=by,
-                                   email=data.get("email") or "")
+                role_service.grant(
+                    stored.user, stored.role, contour, actor=by, email=data.get("email") or ""
+                )
                 continue
             role_service.revoke(stored.user, stored.role, contour, actor=by)
-        role_service.grant(data["user"], data["role"], contour, actor=by,
-                           step_up=stepup.of_request(request),
-                           email=data.get("email") or "")
+        role_service.grant(
+            data["user"],
+            data["role"],
+            contour,
+            actor=by,
+            step_up=stepup.of_request(request),
+            email=data.get("email") or "",
+        )
 
 
 @admin.display(description="последний вызов")

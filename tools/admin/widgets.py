@@ -16,13 +16,14 @@ _NOISE = re.compile(r"[\s\u00a0\u202f'₽$€£¥]|руб\.?|р\.", re.I)
 
 
 def parse_roubles(text: str) -> int:
-    """"100 000,50 ₽" -> 10000050 kopecks; refuses signs, more than two decimals, letters."""
+    """ "100 000,50 ₽" -> 10000050 kopecks; refuses signs, more than two decimals, letters."""
     cleaned = _NOISE.sub("", text)
     match = _AMOUNT.fullmatch(cleaned)
     if not match:
         raise forms.ValidationError(
             "сумма в рублях, например 100 000 или 100 000,50 (не больше двух знаков копеек)",
-            code="money")
+            code="money",
+        )
     roubles, kopecks = match.group(1), (match.group(2) or "0").ljust(2, "0")
     return int(roubles) * 100 + int(kopecks)
 
@@ -80,9 +81,15 @@ class ThresholdsField(forms.MultiValueField):
     widget = ThresholdsWidget
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(fields=[MoneyField(code, required=False) for code in CURRENCIES],
-                         require_all_fields=False, **kwargs)
+        super().__init__(
+            fields=[MoneyField(code, required=False) for code in CURRENCIES],
+            require_all_fields=False,
+            **kwargs,
+        )
 
     def compress(self, data_list: list[int | None]) -> dict[str, int]:
-        return {code: amount for code, amount in zip(CURRENCIES, data_list or [], strict=False)
-                if amount is not None}
+        return {
+            code: amount
+            for code, amount in zip(CURRENCIES, data_list or [], strict=False)
+            if amount is not None
+        }

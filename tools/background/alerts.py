@@ -102,13 +102,20 @@ def _queue_safely(confirmation_id: str, kind: str) -> None:
 def unreachable_operators(contour: Contour) -> list[str]:
     """Operators of the contour an alert cannot reach (no email address): the owner is told
     on the contour's page, before the first alert fails in the dashboard."""
-    return list(roles.holders(contour, Role.OPERATOR).filter(email="")
-                .order_by("username").values_list("username", flat=True))
+    return list(
+        roles.holders(contour, Role.OPERATOR)
+        .filter(email="")
+        .order_by("username")
+        .values_list("username", flat=True)
+    )
 
 
 def is_waiting(confirmation: PendingConfirmation, now: datetime | None = None) -> bool:
-    return (confirmation.status == ConfirmationStatus.PENDING and confirmation.requires_approval
-            and approval_deadline(confirmation) > (now or clock.now()))
+    return (
+        confirmation.status == ConfirmationStatus.PENDING
+        and confirmation.requires_approval
+        and approval_deadline(confirmation) > (now or clock.now())
+    )
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -123,21 +130,28 @@ def backoff(attempts: int) -> int:
 @shared_task(name="tools.alerts.queue_alerts")
 def queue_alerts(confirmation_id: str, kind: str) -> int:
     """Create the alerts of one waiting confirmation (idempotent); returns how many are new."""
-    confirmation = (PendingConfirmation.objects.select_related("contour")
-                    .filter(pk=confirmation_id).first())
+    confirmation = (
+        PendingConfirmation.objects.select_related("contour").filter(pk=confirmation_id).first()
+    )
     if confirmation is None or not is_waiting(confirmation):
         return 0
     contour = confirmation.contour
-    recipients = [(AlertTransport.EMAIL, str(user.pk))
-                  for user in roles.holders(contour, Role.OPERATOR).order_by("pk")]
+    recipients = [
+        (AlertTransport.EMAIL, str(user.pk))
+        for user in roles.holders(contour, Role.OPERATOR).order_by("pk")
+    ]
     if contour.alert_webhook_url:
         recipients.append((AlertTransport.WEBHOOK, ""))
     created_ids = []
     with transaction.atomic():
         for transport, recipient in recipients:
             alert, created = OperatorAlert.objects.get_or_create(
-                confirmation=confirmation, kind=kind, transport=transport, recipient=recipient,
-                defaults={"contour": contour})
+                confirmation=confirmation,
+                kind=kind,
+                transport=transport,
+                recipient=recipient,
+                defaults={"contour": contour},
+            )
             if created:
                 created_ids.append(alert.pk)
         for alert_id in created_ids:
@@ -150,13 +164,16 @@ def sweep_alerts() -> int:
     """Beat: queue reminders for items close to their deadline and re-queue due retries."""
     now = clock.now()
     soon = now + timedelta(seconds=settings.GATEWAY_ALERT_REMINDER_SECONDS)
-    reminded = OperatorAlert.objects.filter(confirmation=OuterRef("pk"),
-                                            kind=AlertKind.REMINDER)
+    reminded = OperatorAlert.objects.filter(confirmation=OuterRef("pk"), kind=AlertKind.REMINDER)
     due_reminders = list(
         PendingConfirmation.objects.filter(
-            status=ConfirmationStatus.PENDING, requires_approval=True,
-            **{f"{DEADLINE_FIELD}__gt": now, f"{DEADLINE_FIELD}__lte": soon})
-        .filter(~Exists(reminded)).values_list("pk", flat=True))
+            status=ConfirmationStatus.PENDING,
+            requires_approval=True,
+            **{f"{DEADLINE_FIELD}__gt": now, f"{DEADLINE_FIELD}__lte": soon},
+        )
+        .filter(~Exists(reminded))
+        .values_list("pk", flat=True)
+    )
     for confirmation_id in due_reminders:
         queue_alerts.delay(str(confirmation_id), AlertKind.REMINDER.value)
     # Waiting items whose first alerts were never queued (the broker was down at the time).
@@ -164,17 +181,25 @@ def sweep_alerts() -> int:
     someone = Q(contour__alert_webhook_url__gt="") | Q(contour__roles__role=Role.OPERATOR)
     missed = list(
         PendingConfirmation.objects.filter(
-            someone, status=ConfirmationStatus.PENDING, requires_approval=True,
-            created_at__lte=now - timedelta(minutes=2), **{f"{DEADLINE_FIELD}__gt": now})
-        .filter(~Exists(told)).values_list("pk", flat=True).distinct())
+            someone,
+            status=ConfirmationStatus.PENDING,
+            requires_approval=True,
+            created_at__lte=now - timedelta(minutes=2),
+            **{f"{DEADLINE_FIELD}__gt": now},
+        )
+        .filter(~Exists(told))
+        .values_list("pk", flat=True)
+        .distinct()
+    )
     for confirmation_id in missed:
         queue_alerts.delay(str(confirmation_id), AlertKind.WAITING.value)
     # Due retries, and first attempts whose queued message was lost (never picked up).
     lost = Q(attempts=0, created_at__lte=now - timedelta(minutes=2))
-    retries = list(OperatorAlert.objects.filter(Q(attempts__gt=0) | lost,
-                                                state=AlertState.PENDING,
-                                                next_attempt_at__lte=now)
-                   .values_list("pk", flat=True))
+    retries = list(
+        OperatorAlert.objects.filter(
+            Q(attempts__gt=0) | lost, state=AlertState.PENDING, next_attempt_at__lte=now
+        ).values_list("pk", flat=True)
+    )
     for alert_id in retries:
         deliver_alert.delay(alert_id)
     return len(due_reminders) + len(missed) + len(retries)
@@ -189,12 +214,14 @@ class DeliveryError(Exception):
         self.permanent = permanent
 
 
-@shared_task(bind=True, name="tools.alerts.deliver_alert",
-             max_retries=None)  # the row counts attempts (GATEWAY_ALERT_MAX_ATTEMPTS)
+@shared_task(
+    bind=True, name="tools.alerts.deliver_alert", max_retries=None
+)  # the row counts attempts (GATEWAY_ALERT_MAX_ATTEMPTS)
 def deliver_alert(self: Task, alert_id: int) -> str:
     """Send one alert once; a failure that can pass is retried with backoff."""
-    alert = (OperatorAlert.objects.select_related("confirmation", "contour")
-             .filter(pk=alert_id).first())
+    alert = (
+        OperatorAlert.objects.select_related("confirmation", "contour").filter(pk=alert_id).first()
+    )
     if alert is None or alert.state != AlertState.PENDING:
         return alert.state if alert is not None else "gone"
     if not is_waiting(alert.confirmation):
@@ -205,7 +232,10 @@ def deliver_alert(self: Task, alert_id: int) -> str:
     now = timezone.now()
     lease = timedelta(seconds=2 * settings.GATEWAY_ALERT_TIMEOUT_SECONDS + 60)
     claimed = OperatorAlert.objects.filter(
-        pk=alert.pk, state=AlertState.PENDING, attempts=alert.attempts, next_attempt_at__lte=now,
+        pk=alert.pk,
+        state=AlertState.PENDING,
+        attempts=alert.attempts,
+        next_attempt_at__lte=now,
     ).update(attempts=F("attempts") + 1, next_attempt_at=now + lease)
     if not claimed:
         return "busy"
@@ -218,15 +248,22 @@ def deliver_alert(self: Task, alert_id: int) -> str:
         OperatorAlert.objects.filter(pk=alert.pk).update(
             state=AlertState.FAILED if final else AlertState.PENDING,
             last_error=error.message[:300],
-            next_attempt_at=timezone.now() + timedelta(seconds=delay))
-        _journal(alert, attempt, "error", "alert_failed" if final else "alert_retry",
-                 f"оповещение не доставлено (попытка {attempt}): {error.message}"
-                 + ("" if final else f"; повтор через {delay} с"))
+            next_attempt_at=timezone.now() + timedelta(seconds=delay),
+        )
+        _journal(
+            alert,
+            attempt,
+            "error",
+            "alert_failed" if final else "alert_retry",
+            f"оповещение не доставлено (попытка {attempt}): {error.message}"
+            + ("" if final else f"; повтор через {delay} с"),
+        )
         if not final and not self.request.is_eager:
             raise self.retry(countdown=delay) from None
         return "failed" if final else "retry"
-    OperatorAlert.objects.filter(pk=alert.pk).update(state=AlertState.SENT,
-                                                     sent_at=timezone.now(), last_error="")
+    OperatorAlert.objects.filter(pk=alert.pk).update(
+        state=AlertState.SENT, sent_at=timezone.now(), last_error=""
+    )
     _journal(alert, attempt, "ok", "alert_sent", f"оповещение доставлено (попытка {attempt})")
     return "sent"
 
@@ -248,8 +285,11 @@ def facts(confirmation: PendingConfirmation) -> dict[str, Any]:
         "title": spec.title if spec else confirmation.tool,
         "amount": str(confirmation.amount) if confirmation.amount is not None else None,
         "currency": confirmation.currency or None,
-        "amount_human": (format_rub(confirmation.amount, confirmation.currency or "RUB")
-                         if confirmation.amount is not None else ""),
+        "amount_human": (
+            format_rub(confirmation.amount, confirmation.currency or "RUB")
+            if confirmation.amount is not None
+            else ""
+        ),
         "deadline": approval_deadline(confirmation).isoformat(),
         "approval_url": f"{settings.GATEWAY_SITE_URL}/approvals/{confirmation.id}/",
         "reason": confirmation.approval_reason,
@@ -263,26 +303,31 @@ def _send_email(alert: OperatorAlert) -> None:
     data = facts(alert.confirmation)
     deadline = timezone.localtime(approval_deadline(alert.confirmation))
     reminder = alert.kind == AlertKind.REMINDER
-    subject = (("Напоминание: " if reminder else "Ждёт одобрения: ")
-               + f"{data['title']}" + (f" на {data['amount_human']}" if data["amount_human"]
-                                       else "") + f" ({alert.contour.name})")
-    body = "\n".join([
-        "Операция ждёт решения оператора." if not reminder
-        else "Операция всё ещё ждёт решения оператора, срок скоро истечёт.",
-        "",
-        f"Контур: {alert.contour.name} ({alert.contour.slug})",
-        f"Операция: {data['title']}",
-        f"Сумма: {data['amount_human'] or '—'}",
-        f"Решить до: {deadline:%d.%m.%Y %H:%M}",
-        f"Почему нужен оператор: {data['reason'] or '—'}",
-        "",
-        f"Одобрить или отклонить: {data['approval_url']}",
-    ])
+    subject = (
+        ("Напоминание: " if reminder else "Ждёт одобрения: ")
+        + f"{data['title']}"
+        + (f" на {data['amount_human']}" if data["amount_human"] else "")
+        + f" ({alert.contour.name})"
+    )
+    body = "\n".join(
+        [
+            "Операция ждёт решения оператора."
+            if not reminder
+            else "Операция всё ещё ждёт решения оператора, срок скоро истечёт.",
+            "",
+            f"Контур: {alert.contour.name} ({alert.contour.slug})",
+            f"Операция: {data['title']}",
+            f"Сумма: {data['amount_human'] or '—'}",
+            f"Решить до: {deadline:%d.%m.%Y %H:%M}",
+            f"Почему нужен оператор: {data['reason'] or '—'}",
+            "",
+            f"Одобрить или отклонить: {data['approval_url']}",
+        ]
+    )
     try:
         send_mail(subject, body, None, [user.email], fail_silently=False)
     except (smtplib.SMTPException, OSError) as error:
-        raise DeliveryError(f"почтовый сервер не принял письмо ({type(error).__name__})"
-                            ) from None
+        raise DeliveryError(f"почтовый сервер не принял письмо ({type(error).__name__})") from None
 
 
 def _send_webhook(alert: OperatorAlert) -> None:
@@ -292,35 +337,47 @@ def _send_webhook(alert: OperatorAlert) -> None:
     problem = webhook_url_problem(contour.alert_webhook_url)
     if problem:
         raise DeliveryError(problem, permanent=True)
-    payload = {"event": f"confirmation.{alert.kind}", "sent_at": timezone.now().isoformat(),
-               **facts(alert.confirmation)}
+    payload = {
+        "event": f"confirmation.{alert.kind}",
+        "sent_at": timezone.now().isoformat(),
+        **facts(alert.confirmation),
+    }
     body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()
-    headers = {"Content-Type": "application/json; charset=utf-8",
-               "User-Agent": "invoicebox-gateway-alerts"}
+    headers = {
+        "Content-Type": "application/json; charset=utf-8",
+        "User-Agent": "invoicebox-gateway-alerts",
+    }
     if secret_box.is_unreadable(contour.alert_webhook_secret):
         # Never sent unsigned in its place: the relay would take it for one of ours.
-        raise DeliveryError("секрет подписи вебхука не читается (другой GATEWAY_SECRETS_KEY): "
-                            "введите его заново на странице контура", permanent=True)
+        raise DeliveryError(
+            "секрет подписи вебхука не читается (другой GATEWAY_SECRETS_KEY): "
+            "введите его заново на странице контура",
+            permanent=True,
+        )
     if contour.alert_webhook_secret:
         headers[SIGNATURE_HEADER] = sign(contour.alert_webhook_secret, body)
     # In production the connection itself goes to public addresses only (tools.public_http):
     # the URL check above cannot see where a host name resolves at send time.
     transport = PublicOnlyTransport() if settings.PRODUCTION else None
     try:
-        with httpx.Client(transport=transport,
-                          timeout=settings.GATEWAY_ALERT_TIMEOUT_SECONDS) as client:
+        with httpx.Client(
+            transport=transport, timeout=settings.GATEWAY_ALERT_TIMEOUT_SECONDS
+        ) as client:
             response = client.post(contour.alert_webhook_url, content=body, headers=headers)
     except httpx.ConnectError as error:
         if isinstance(error.__cause__, NonPublicAddress):
-            raise DeliveryError("адрес вебхука ведёт на внутренний адрес: отправка запрещена",
-                                permanent=True) from None
+            raise DeliveryError(
+                "адрес вебхука ведёт на внутренний адрес: отправка запрещена", permanent=True
+            ) from None
         raise DeliveryError(f"вебхук недоступен ({type(error).__name__})") from None
     except httpx.HTTPError as error:
         # The exception text may carry the URL (and a relay's token in it): the type only.
         raise DeliveryError(f"вебхук недоступен ({type(error).__name__})") from None
     if not response.is_success:
-        raise DeliveryError(f"вебхук ответил HTTP {response.status_code}",
-                            permanent=response.status_code in PERMANENT_HTTP)
+        raise DeliveryError(
+            f"вебхук ответил HTTP {response.status_code}",
+            permanent=response.status_code in PERMANENT_HTTP,
+        )
 
 
 def _journal(alert: OperatorAlert, attempt: int, status: str, code: str, message: str) -> None:
@@ -328,14 +385,19 @@ def _journal(alert: OperatorAlert, attempt: int, status: str, code: str, message
     if alert.transport == AlertTransport.EMAIL:
         user = get_user_model().objects.filter(pk=alert.recipient).first()
         recipient = user.get_username() if user else alert.recipient
-    events.operator_alert(alert, recipient=recipient, attempt=attempt, status=status,
-                          code=code, message=message)
+    events.operator_alert(
+        alert, recipient=recipient, attempt=attempt, status=status, code=code, message=message
+    )
 
 
 def undelivered(contour_ids: Any) -> list[OperatorAlert]:
     """For the owner's dashboard: alerts that failed or are still being retried."""
-    return list(OperatorAlert.objects.select_related("confirmation", "contour")
-                .filter(Q(state=AlertState.FAILED)
-                        | (Q(state=AlertState.PENDING, attempts__gt=0) & ~Q(last_error="")),
-                        contour_id__in=contour_ids)
-                .order_by("-created_at")[:50])
+    return list(
+        OperatorAlert.objects.select_related("confirmation", "contour")
+        .filter(
+            Q(state=AlertState.FAILED)
+            | (Q(state=AlertState.PENDING, attempts__gt=0) & ~Q(last_error="")),
+            contour_id__in=contour_ids,
+        )
+        .order_by("-created_at")[:50]
+    )

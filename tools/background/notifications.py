@@ -64,8 +64,9 @@ class _Record:
 def receive(request: HttpRequest, slug: str) -> JsonResponse:
     """The webhook. Never anything but 200 + JSON for a POST; other methods get 405."""
     if request.method != "POST":
-        return JsonResponse({"status": "error", "code": "method_not_allowed",
-                             "message": "только POST"}, status=405)
+        return JsonResponse(
+            {"status": "error", "code": "method_not_allowed", "message": "только POST"}, status=405
+        )
     actor = f"invoicebox@{request.META.get('REMOTE_ADDR', '')}"
     try:
         body = request.body
@@ -76,42 +77,63 @@ def receive(request: HttpRequest, slug: str) -> JsonResponse:
     except DatabaseError:
         # Our database is away: nothing was applied, so Invoicebox is asked to retry.
         logger.exception("notification for contour %s: database unavailable", slug[:64])
-        answer = _journal(_Record(slug=slug[:64], actor=actor), notify.error(
-            "out_of_service", "база данных шлюза временно недоступна; повторите уведомление"))
+        answer = _journal(
+            _Record(slug=slug[:64], actor=actor),
+            notify.error(
+                "out_of_service", "база данных шлюза временно недоступна; повторите уведомление"
+            ),
+        )
     return JsonResponse(answer.as_dict(), status=200)
 
 
-def process(slug: str, body: bytes, signature: str | None, *, actor: str = "invoicebox"
-            ) -> Answer:
+def process(slug: str, body: bytes, signature: str | None, *, actor: str = "invoicebox") -> Answer:
     """Check, process once and journal one notification; returns what Invoicebox is told."""
     record = _Record(slug=slug[:64], actor=actor)
     contour = Contour.objects.filter(slug=slug).first()
     if contour is None:
         # No contour, no key: nothing can be verified, nothing is changed.
         record.slug, record.facts = "", {"contour_slug": slug[:64]}
-        return _refuse(record, notify.error("signature_error",
-                                            "подпись нечем проверить: такого контура нет"))
+        return _refuse(
+            record, notify.error("signature_error", "подпись нечем проверить: такого контура нет")
+        )
     record.secrets = [s for s in (contour.notification_key, contour.api_token) if s]
     if not contour.notification_key:
-        return _refuse(record, notify.error(
-            "signature_error", "у контура не задан ключ подписи уведомлений"))
-    if (contour.notification_key == settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
-            and contour.mode != InvoiceboxMode.SANDBOX):
+        return _refuse(
+            record, notify.error("signature_error", "у контура не задан ключ подписи уведомлений")
+        )
+    if (
+        contour.notification_key == settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
+        and contour.mode != InvoiceboxMode.SANDBOX
+    ):
         # Published with the sandbox: anyone could sign "paid" with it.
-        return _refuse(record, notify.error(
-            "signature_error", "ключ подписи контура — опубликованный ключ песочницы; вне "
-                               "песочницы он ничего не доказывает: задайте ключ магазина"))
+        return _refuse(
+            record,
+            notify.error(
+                "signature_error",
+                "ключ подписи контура — опубликованный ключ песочницы; вне "
+                "песочницы он ничего не доказывает: задайте ключ магазина",
+            ),
+        )
     try:
-        valid = notify.signature_valid(body, signature, contour.notification_key,
-                                       method=contour.notification_signature_method,
-                                       algorithm=contour.notification_signature_algorithm)
+        valid = notify.signature_valid(
+            body,
+            signature,
+            contour.notification_key,
+            method=contour.notification_signature_method,
+            algorithm=contour.notification_signature_algorithm,
+        )
     except ValueError as error:  # a setting written past the admin's choices
         return _refuse(record, notify.error("signature_error", str(error)))
     if not valid:
-        reason = "нет подписи X-Signature" if not signature else (
-            "подпись X-Signature не сошлась (метод "
-            f"{contour.notification_signature_method}, алгоритм "
-            f"{contour.notification_signature_algorithm})")
+        reason = (
+            "нет подписи X-Signature"
+            if not signature
+            else (
+                "подпись X-Signature не сошлась (метод "
+                f"{contour.notification_signature_method}, алгоритм "
+                f"{contour.notification_signature_algorithm})"
+            )
+        )
         return _refuse(record, notify.error("signature_error", reason))
     try:
         note = notify.parse(body)
@@ -120,8 +142,9 @@ def process(slug: str, body: bytes, signature: str | None, *, actor: str = "invo
         return _refuse(record, notify.error("out_of_service", str(error)))
     record.facts = note.facts()
     if note.merchant_id.lower() != contour.merchant_id.lower():
-        return _refuse(record, notify.error("order_not_found",
-                                            "уведомление о счёте другого магазина"))
+        return _refuse(
+            record, notify.error("order_not_found", "уведомление о счёте другого магазина")
+        )
     if note.is_probe:
         return _journal(record, SUCCESS, code="probe", message="проверка связи Инвойсбокс")
     return _apply(contour, note, record)
@@ -135,33 +158,55 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         # here and then sees the first one's record.
         seen = _processed(contour, note)
         if seen is not None:
-            return _journal(record, answer_from(seen.answer), code="duplicate",
-                            message="это уведомление уже обработано; ответ прежний")
+            return _journal(
+                record,
+                answer_from(seen.answer),
+                code="duplicate",
+                message="это уведомление уже обработано; ответ прежний",
+            )
         if tracked is None and _create_in_flight(contour, note):
             # Our create of this order has not come back yet (or its outcome is being
             # recovered): Invoicebox retries out_of_service, and by then the order is tracked.
-            return _journal(record, notify.error(
-                "out_of_service", f"счёт {note.merchant_order_id} ещё создаётся: ответ "
-                                  "Инвойсбокс на его создание не получен; повторите позже"))
+            return _journal(
+                record,
+                notify.error(
+                    "out_of_service",
+                    f"счёт {note.merchant_order_id} ещё создаётся: ответ "
+                    "Инвойсбокс на его создание не получен; повторите позже",
+                ),
+            )
         if tracked is None:
-            return _journal(record, notify.error(
-                "order_not_found", f"счёт {note.merchant_order_id or note.id} этот шлюз не "
-                                   "выставлял"))
+            return _journal(
+                record,
+                notify.error(
+                    "order_not_found",
+                    f"счёт {note.merchant_order_id or note.id} этот шлюз не выставлял",
+                ),
+            )
         problem = _mismatch(tracked, note)
         if problem is not None:
             return _journal(record, problem)
         if note.id != tracked.order_id and not (note.is_paid and tracked.status == PAID):
             # Found by our merchantOrderId alone: another Invoicebox order carries our number.
             # Its payment is not this order's; a person looks at it (the journal names both).
-            return _journal(record, notify.error(
-                "order_not_found", f"уведомление о другом счёте Инвойсбокс ({note.id}) с "
-                                   f"номером нашего счёта {tracked.merchant_order_id} "
-                                   f"({tracked.order_id}): не учтено, проверьте вручную"))
+            return _journal(
+                record,
+                notify.error(
+                    "order_not_found",
+                    f"уведомление о другом счёте Инвойсбокс ({note.id}) с "
+                    f"номером нашего счёта {tracked.merchant_order_id} "
+                    f"({tracked.order_id}): не учтено, проверьте вручную",
+                ),
+            )
         if note.is_paid and tracked.status == PAID:
             if _paid_by_another(contour, tracked, note):
-                return _journal(record, notify.error(
-                    "order_already_paid", f"счёт {tracked.merchant_order_id} уже оплачен "
-                                          "другим платежом"))
+                return _journal(
+                    record,
+                    notify.error(
+                        "order_already_paid",
+                        f"счёт {tracked.merchant_order_id} уже оплачен другим платежом",
+                    ),
+                )
             # The same payment, already known (the status poll saw it first): a retry of it
             # is answered success, as the docs ask for a notification processed before.
             answer, code = SUCCESS, "already_applied"
@@ -177,11 +222,19 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
         try:
             with transaction.atomic():
                 processed = ProcessedNotification.objects.create(
-                    contour=contour, notification_id=note.id, order_id=tracked.order_id,
-                    status=note.status, answer=answer.as_dict())
+                    contour=contour,
+                    notification_id=note.id,
+                    order_id=tracked.order_id,
+                    status=note.status,
+                    answer=answer.as_dict(),
+                )
         except IntegrityError:  # a concurrent copy that found no tracked row to lock
-            return _journal(record, answer, code="duplicate",
-                            message="это уведомление уже обработано; ответ прежний")
+            return _journal(
+                record,
+                answer,
+                code="duplicate",
+                message="это уведомление уже обработано; ответ прежний",
+            )
         # Confirmed by a read of the order upstream (a notification is a claim, the API is the
         # record). Through the outbox, in this transaction: a broker that is down when it
         # commits delays the read, never loses it (tools/background/outbox.py).
@@ -191,14 +244,18 @@ def _apply(contour: Contour, note: OrderNotification, record: _Record) -> Answer
 
 def _create_in_flight(contour: Contour, note: OrderNotification) -> bool:
     """Whether an execution of ours that may have created this order is still unresolved."""
-    return bool(note.merchant_order_id) and Operation.objects.filter(
-        contour=contour, merchant_order_id=note.merchant_order_id,
-        state__in=UNRESOLVED_STATES).exists()
+    return (
+        bool(note.merchant_order_id)
+        and Operation.objects.filter(
+            contour=contour, merchant_order_id=note.merchant_order_id, state__in=UNRESOLVED_STATES
+        ).exists()
+    )
 
 
 def _processed(contour: Contour, note: OrderNotification) -> ProcessedNotification | None:
     return ProcessedNotification.objects.filter(
-        contour=contour, notification_id=note.id, status=note.status).first()
+        contour=contour, notification_id=note.id, status=note.status
+    ).first()
 
 
 def _paid_by_another(contour: Contour, tracked: TrackedOrder, note: OrderNotification) -> bool:
@@ -206,9 +263,15 @@ def _paid_by_another(contour: Contour, tracked: TrackedOrder, note: OrderNotific
     merchantOrderId, another id) than the one this notification is about."""
     if note.id != tracked.order_id:
         return True
-    return ProcessedNotification.objects.filter(
-        contour=contour, order_id=tracked.order_id, status=PAID,
-    ).exclude(notification_id=note.id).exists()
+    return (
+        ProcessedNotification.objects.filter(
+            contour=contour,
+            order_id=tracked.order_id,
+            status=PAID,
+        )
+        .exclude(notification_id=note.id)
+        .exists()
+    )
 
 
 def _unavailable(tracked: TrackedOrder) -> Answer:
@@ -217,7 +280,8 @@ def _unavailable(tracked: TrackedOrder) -> Answer:
     return notify.error(
         "shipping_unavailable",
         f"счёт {tracked.merchant_order_id} уже закрыт ({tracked.status}), а пришла оплата: "
-        "товар или услуга не будут предоставлены; деньги сами не вернутся, нужен возврат")
+        "товар или услуга не будут предоставлены; деньги сами не вернутся, нужен возврат",
+    )
 
 
 def _tracked_order(contour: Contour, note: OrderNotification) -> TrackedOrder | None:
@@ -232,14 +296,20 @@ def _mismatch(tracked: TrackedOrder, note: OrderNotification) -> Answer | None:
     # Another currency is another sum: order_wrong_amount is the documented code for it. A
     # notification that names no currency proves no sum either.
     if not note.currency_id:
-        return notify.error("order_wrong_amount",
-                            f"в уведомлении нет currencyId, а счёт выставлен в {tracked.currency}")
+        return notify.error(
+            "order_wrong_amount",
+            f"в уведомлении нет currencyId, а счёт выставлен в {tracked.currency}",
+        )
     if note.currency_id != tracked.currency:
-        return notify.error("order_wrong_amount",
-                            f"валюта {note.currency_id}, а счёт выставлен в {tracked.currency}")
+        return notify.error(
+            "order_wrong_amount",
+            f"валюта {note.currency_id}, а счёт выставлен в {tracked.currency}",
+        )
     if note.amount_kopecks != tracked.amount:
-        return notify.error("order_wrong_amount",
-                            f"сумма {note.amount} не равна сумме счёта {tracked.amount / 100:.2f}")
+        return notify.error(
+            "order_wrong_amount",
+            f"сумма {note.amount} не равна сумме счёта {tracked.amount / 100:.2f}",
+        )
     return None
 
 
@@ -249,8 +319,9 @@ def _update(tracked: TrackedOrder, note: OrderNotification) -> str:
     if note.is_paid:
         paid_at = note.model_extra.get("paidAt") if note.model_extra else None
         tracked.status = PAID
-        tracked.paid_at = (parse_datetime(paid_at) if isinstance(paid_at, str) else None
-                           ) or timezone.now()
+        tracked.paid_at = (
+            parse_datetime(paid_at) if isinstance(paid_at, str) else None
+        ) or timezone.now()
         tracked.save(update_fields=["status", "paid_at", "updated_at"])
         return f"счёт {tracked.merchant_order_id} оплачен"
     if note.status == HOLD and tracked.status in UNPAID:
@@ -274,9 +345,16 @@ def _journal(record: _Record, answer: Answer, *, code: str = "", message: str = 
     else:
         status = "error" if answer.code == "out_of_service" else "rejected"
     events.payment_notification(
-        record.slug, channel=CHANNEL, actor=record.actor, phase=PHASE, facts=record.facts,
-        status=status, code=code or answer.code or "ok", message=message or answer.message,
-        duration_ms=int((time.monotonic() - record.started) * 1000), secrets=record.secrets,
+        record.slug,
+        channel=CHANNEL,
+        actor=record.actor,
+        phase=PHASE,
+        facts=record.facts,
+        status=status,
+        code=code or answer.code or "ok",
+        message=message or answer.message,
+        duration_ms=int((time.monotonic() - record.started) * 1000),
+        secrets=record.secrets,
     )
     if answer.status != "success":
         logger.info("notification for contour %s refused: %s", record.slug, answer.code)

@@ -40,8 +40,9 @@ def lease(attempts: int) -> timedelta:
 def enqueue(task: str, *args: Any) -> OutboxTask:
     """Record the task with its cause (call inside the cause's transaction); send on commit."""
     now = clock.now()
-    item = OutboxTask.objects.create(task=task, args=list(args), created_at=now, attempts=1,
-                                     next_attempt_at=now + lease(1))
+    item = OutboxTask.objects.create(
+        task=task, args=list(args), created_at=now, attempts=1, next_attempt_at=now + lease(1)
+    )
     # robust: a broker that is down at commit is logged; the sweep sends it later.
     transaction.on_commit(lambda: _send(item), robust=True)
     return item
@@ -60,14 +61,18 @@ def sweep_outbox() -> int:
     Bounded (SWEEP_BATCH per run); each item is taken by a conditional update, so two sweeps
     never send one item twice in one round.
     """
-    due = list(OutboxTask.objects.filter(done_at__isnull=True, attempts__lt=MAX_ATTEMPTS,
-                                         next_attempt_at__lte=Now())
-               .order_by("next_attempt_at")[:SWEEP_BATCH])
+    due = list(
+        OutboxTask.objects.filter(
+            done_at__isnull=True, attempts__lt=MAX_ATTEMPTS, next_attempt_at__lte=Now()
+        ).order_by("next_attempt_at")[:SWEEP_BATCH]
+    )
     now = clock.now()
     sent = 0
     for item in due:
         taken = OutboxTask.objects.filter(
-            pk=item.pk, attempts=item.attempts, done_at__isnull=True,
+            pk=item.pk,
+            attempts=item.attempts,
+            done_at__isnull=True,
         ).update(attempts=item.attempts + 1, next_attempt_at=now + lease(item.attempts + 1))
         if taken:
             item.attempts += 1
@@ -85,5 +90,6 @@ def _send(item: OutboxTask) -> None:
     except Exception:
         if current_app.conf.task_always_eager:
             raise  # eager: the task itself failed; the caller (on_commit, robust) logs it
-        logger.exception("outbox task %s %s not sent; the sweep sends it again", item.task,
-                         item.args)
+        logger.exception(
+            "outbox task %s %s not sent; the sweep sends it again", item.task, item.args
+        )

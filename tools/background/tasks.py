@@ -50,7 +50,9 @@ def expire_confirmations() -> int:
     counts. The rule is confirmations.EXPIRABLE, which the resolve path applies too.
     """
     return PendingConfirmation.objects.filter(
-        EXPIRABLE, status__in=OPEN_CONFIRMATIONS, expires_at__lte=Now(),
+        EXPIRABLE,
+        status__in=OPEN_CONFIRMATIONS,
+        expires_at__lte=Now(),
     ).update(status=ConfirmationStatus.EXPIRED)
 
 
@@ -58,8 +60,11 @@ def expire_confirmations() -> int:
 def refresh_open_orders() -> int:
     """Queue a status refresh for every open order issued recently; returns how many."""
     since = timezone.now() - timedelta(days=settings.GATEWAY_REFRESH_MAX_AGE_DAYS)
-    ids = list(TrackedOrder.objects.filter(status__in=OPEN_ORDER_STATUSES, created_at__gte=since)
-               .order_by("pk").values_list("pk", flat=True))
+    ids = list(
+        TrackedOrder.objects.filter(status__in=OPEN_ORDER_STATUSES, created_at__gte=since)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     for pk in ids:
         refresh_order.delay(pk)
     return len(ids)
@@ -79,15 +84,21 @@ def refresh_order(self: Task, tracked_order_id: int) -> str:
         return "not_found"
     changed = _store(tracked.pk, order)
     if changed:
-        _note(tracked.contour, "read", "ok", "status_refreshed",
-              f"счёт {tracked.merchant_order_id}: статус {changed} → {order.status}",
-              {"order_id": tracked.order_id, "status": order.status})
+        _note(
+            tracked.contour,
+            "read",
+            "ok",
+            "status_refreshed",
+            f"счёт {tracked.merchant_order_id}: статус {changed} → {order.status}",
+            {"order_id": tracked.order_id, "status": order.status},
+        )
     return order.status
 
 
 @shared_task(bind=True, name="tools.tasks.process_notification", max_retries=MAX_RETRIES)
-def process_notification(self: Task, processed_notification_id: int,
-                         outbox_id: int | None = None) -> str:
+def process_notification(
+    self: Task, processed_notification_id: int, outbox_id: int | None = None
+) -> str:
     """After a notification was accepted: confirm it by reading the order upstream.
 
     Agreement is journaled as notification_confirmed; a notification the API contradicts
@@ -101,33 +112,50 @@ def process_notification(self: Task, processed_notification_id: int,
 
 
 def _confirm_notification(self: Task, processed_notification_id: int) -> str:
-    processed = (ProcessedNotification.objects.select_related("contour")
-                 .filter(pk=processed_notification_id).first())
+    processed = (
+        ProcessedNotification.objects.select_related("contour")
+        .filter(pk=processed_notification_id)
+        .first()
+    )
     if processed is None:
         return "gone"
-    tracked = TrackedOrder.objects.filter(contour=processed.contour,
-                                          order_id=processed.order_id).first()
+    tracked = TrackedOrder.objects.filter(
+        contour=processed.contour, order_id=processed.order_id
+    ).first()
     if tracked is None:
         return "gone"
     try:
         order = _read_upstream(self, tracked)
     except _Skip as skip:
         return f"skipped: {skip}"
-    facts = {"notification_id": processed.notification_id, "order_id": processed.order_id,
-             "notified_status": processed.status,
-             "upstream_status": order.status if order else None}
+    facts = {
+        "notification_id": processed.notification_id,
+        "order_id": processed.order_id,
+        "notified_status": processed.status,
+        "upstream_status": order.status if order else None,
+    }
     if order is not None and order.status == processed.status:
         _store(tracked.pk, order)
-        _note(processed.contour, "notify", "ok", "notification_confirmed",
-              f"Инвойсбокс подтвердил статус {order.status} счёта {tracked.merchant_order_id}",
-              facts)
+        _note(
+            processed.contour,
+            "notify",
+            "ok",
+            "notification_confirmed",
+            f"Инвойсбокс подтвердил статус {order.status} счёта {tracked.merchant_order_id}",
+            facts,
+        )
         return "confirmed"
     if order is not None:
         _store(tracked.pk, order)
-    _note(processed.contour, "notify", "error", "notification_unconfirmed",
-          f"уведомление о статусе {processed.status} счёта {tracked.merchant_order_id} API не "
-          f"подтвердил (там {order.status if order else 'счёта нет'}); проверьте ключ подписи",
-          facts)
+    _note(
+        processed.contour,
+        "notify",
+        "error",
+        "notification_unconfirmed",
+        f"уведомление о статусе {processed.status} счёта {tracked.merchant_order_id} API не "
+        f"подтвердил (там {order.status if order else 'счёта нет'}); проверьте ключ подписи",
+        facts,
+    )
     return "unconfirmed"
 
 
@@ -140,11 +168,19 @@ def _read_upstream(task: Task, tracked: TrackedOrder) -> Order | None:
     except InvoiceboxError as error:
         if error.kind in RETRYABLE_KINDS and not task.request.is_eager:
             # Below the broker's visibility timeout: a message held longer is delivered twice.
-            countdown = min(error.retry_after or 5 * 2 ** task.request.retries,
-                            settings.CELERY_VISIBILITY_TIMEOUT_SECONDS / 2)
+            countdown = min(
+                error.retry_after or 5 * 2**task.request.retries,
+                settings.CELERY_VISIBILITY_TIMEOUT_SECONDS / 2,
+            )
             raise task.retry(exc=error, countdown=countdown) from None
-        logger.warning("task %s: order %s of contour %s not read (%s): %s", task.name,
-                       tracked.order_id, contour.slug, error.kind, error.message)
+        logger.warning(
+            "task %s: order %s of contour %s not read (%s): %s",
+            task.name,
+            tracked.order_id,
+            contour.slug,
+            error.kind,
+            error.message,
+        )
         raise _Skip(error.kind) from None
 
 
@@ -170,7 +206,7 @@ def _moment(value: str) -> datetime | None:
     return parse_datetime(value)
 
 
-def _note(contour: Contour, phase: str, status: str, code: str, message: str,
-          facts: dict[str, Any]) -> None:
-    events.order_sync(contour, phase=phase, status=status, code=code, message=message,
-                      facts=facts)
+def _note(
+    contour: Contour, phase: str, status: str, code: str, message: str, facts: dict[str, Any]
+) -> None:
+    events.order_sync(contour, phase=phase, status=status, code=code, message=message, facts=facts)

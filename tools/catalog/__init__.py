@@ -14,9 +14,17 @@ from tools.spec import ToolSpec
 # The reference server's order, which prompts written for it rely on (pinned by a test);
 # the tools that server lacks come last so the eight keep their places.
 CATALOG: tuple[ToolSpec, ...] = (
-    LOOKUP_COMPANY_BY_INN, GET_ORDER, FIND_ORDERS, FIND_SHIPMENTS,
-    CREATE_ORDER, CANCEL_ORDER, CREATE_SHIPMENT, CREATE_REFUND, UPDATE_ORDER,
-    FIND_REFUNDS, GET_REFUNDABLE,
+    LOOKUP_COMPANY_BY_INN,
+    GET_ORDER,
+    FIND_ORDERS,
+    FIND_SHIPMENTS,
+    CREATE_ORDER,
+    CANCEL_ORDER,
+    CREATE_SHIPMENT,
+    CREATE_REFUND,
+    UPDATE_ORDER,
+    FIND_REFUNDS,
+    GET_REFUNDABLE,
 )
 BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in CATALOG}
 

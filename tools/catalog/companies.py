@@ -25,8 +25,9 @@ def lookup_company_by_inn(ctx: CallContext, params: LookupCompanyParams) -> dict
         return {**cached, "cached": True}
     companies = ctx.client.lookup_company(params.inn)
     if not companies:
-        raise ToolError("not_found", f"по ИНН {params.inn} ничего не нашлось",
-                        hint="проверьте ИНН у покупателя")
+        raise ToolError(
+            "not_found", f"по ИНН {params.inn} ничего не нашлось", hint="проверьте ИНН у покупателя"
+        )
     company = companies[0]
     result = {
         "inn": company.inn,

@@ -35,8 +35,15 @@ if TYPE_CHECKING:
     from tools.models import Contour
 
 
-LockableField = Literal["type", "name", "phone", "email", "vat_number", "registration_address",
-                        "tax_registration_reason_code"]
+LockableField = Literal[
+    "type",
+    "name",
+    "phone",
+    "email",
+    "vat_number",
+    "registration_address",
+    "tax_registration_reason_code",
+]
 
 
 class CreateOrderParams(StrictModel):
@@ -50,10 +57,13 @@ class CreateOrderParams(StrictModel):
     expiration_date: Timestamp = Field(description="Оплатить до; в будущем.")
     success_url: str | None = Field(None, max_length=1000)
     fail_url: str | None = Field(None, max_length=1000)
-    return_url: str | None = Field(None, max_length=1000, description="Кнопка «вернуться в магазин».")
+    return_url: str | None = Field(
+        None, max_length=1000, description="Кнопка «вернуться в магазин»."
+    )
     notification_url: str | None = Field(None, max_length=1000)
     confirmation_token: str | None = Field(
-        None, max_length=200,
+        None,
+        max_length=200,
         description="Токен из первого вызова. Без него счёт не выставляется, а готовится сводка.",
     )
     confirm_amount: Kopecks | None = Field(
@@ -63,20 +73,29 @@ class CreateOrderParams(StrictModel):
     # customerLockedFields. Accepted and named in description_ru, not offered in the schemas:
     # the reference tools' size budget (tests/tools/formats/test_sizes.py) has no room.
     merchant_order_id_visible: SkipJsonSchema[str | None] = Field(
-        None, min_length=1, max_length=256)
+        None, min_length=1, max_length=256
+    )
     lock_customer: SkipJsonSchema[bool] = False
     locked_customer_fields: SkipJsonSchema[list[LockableField] | None] = Field(
-        None, min_length=1, max_length=7)
+        None, min_length=1, max_length=7
+    )
     allow_duplicate: bool = Field(
-        False, description="true — осознанно выставить второй такой же счёт (по умолчанию "
-        "повтор в окне защиты от дублей возвращает уже выставленный)."
+        False,
+        description="true — осознанно выставить второй такой же счёт (по умолчанию "
+        "повтор в окне защиты от дублей возвращает уже выставленный).",
     )
 
 
 URL_FIELDS = ("success_url", "fail_url", "return_url", "notification_url")
-CUSTOMER_API_NAMES = {"type": "type", "name": "name", "phone": "phone", "email": "email",
-                      "vat_number": "vatNumber", "registration_address": "registrationAddress",
-                      "tax_registration_reason_code": "taxRegistrationReasonCode"}
+CUSTOMER_API_NAMES = {
+    "type": "type",
+    "name": "name",
+    "phone": "phone",
+    "email": "email",
+    "vat_number": "vatNumber",
+    "registration_address": "registrationAddress",
+    "tax_registration_reason_code": "taxRegistrationReasonCode",
+}
 
 
 def invoice_setting_of(params: CreateOrderParams) -> dict[str, Any] | None:
@@ -85,14 +104,16 @@ def invoice_setting_of(params: CreateOrderParams) -> dict[str, Any] | None:
     if params.lock_customer:
         setting["customerLocked"] = True
     if params.locked_customer_fields:
-        setting["customerLockedFields"] = [CUSTOMER_API_NAMES[name]
-                                           for name in params.locked_customer_fields]
+        setting["customerLockedFields"] = [
+            CUSTOMER_API_NAMES[name] for name in params.locked_customer_fields
+        ]
     return setting or None
 
 
 def check_create_order(params: CreateOrderParams, contour: Contour) -> list[Problem]:
-    problems = check_basket(params.basket_items, params.amount, params.vat_amount,
-                            params.currency_id)
+    problems = check_basket(
+        params.basket_items, params.amount, params.vat_amount, params.currency_id
+    )
     customer_problems, _ = check_customer(params.customer)
     problems += customer_problems
     problems += check_future(params.expiration_date, "expiration_date")
@@ -101,8 +122,12 @@ def check_create_order(params: CreateOrderParams, contour: Contour) -> list[Prob
         if value is not None:
             problems += check_url(value, name, allow_loopback_http=contour.mode == "sandbox")
     if params.confirm_amount is not None and params.confirm_amount != params.amount:
-        problems.append(Problem("confirm_amount", f"confirm_amount {params.confirm_amount} не "
-                                                  f"равен сумме счёта {params.amount}"))
+        problems.append(
+            Problem(
+                "confirm_amount",
+                f"confirm_amount {params.confirm_amount} не равен сумме счёта {params.amount}",
+            )
+        )
     return problems
 
 
@@ -110,11 +135,16 @@ def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summa
     currency = params.currency_id
     customer = params.customer
     who = customer.name or "покупатель без названия"
-    ids = ", ".join(part for part in (
-        f"ИНН {customer.vat_number}" if customer.vat_number else "",
-        f"КПП {customer.tax_registration_reason_code}" if customer.tax_registration_reason_code
-        else "",
-    ) if part)
+    ids = ", ".join(
+        part
+        for part in (
+            f"ИНН {customer.vat_number}" if customer.vat_number else "",
+            f"КПП {customer.tax_registration_reason_code}"
+            if customer.tax_registration_reason_code
+            else "",
+        )
+        if part
+    )
     lines = []
     for index, item in enumerate(params.basket_items, start=1):
         unit = resolve_unit(item)
@@ -128,19 +158,33 @@ def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summa
     text = (
         f"Выставить счёт на {format_rub(int(params.amount), currency)} "
         f"(НДС {format_rub(int(params.vat_amount), currency)}) для {who}"
-        + (f" ({ids})" if ids else "") + f": «{params.description}». "
+        + (f" ({ids})" if ids else "")
+        + f": «{params.description}». "
         f"Позиции: {'; '.join(lines)}. "
         f"Оплатить до {moment(params.expiration_date)}."
-        + (f" Номер для плательщика: {params.merchant_order_id_visible}."
-           if params.merchant_order_id_visible else "")
-        + (" Реквизиты плательщика на странице оплаты менять нельзя."
-           if params.lock_customer else "")
-        + (f" Плательщик не сможет изменить: {', '.join(params.locked_customer_fields)}."
-           if params.locked_customer_fields and not params.lock_customer else "")
+        + (
+            f" Номер для плательщика: {params.merchant_order_id_visible}."
+            if params.merchant_order_id_visible
+            else ""
+        )
+        + (
+            " Реквизиты плательщика на странице оплаты менять нельзя."
+            if params.lock_customer
+            else ""
+        )
+        + (
+            f" Плательщик не сможет изменить: {', '.join(params.locked_customer_fields)}."
+            if params.locked_customer_fields and not params.lock_customer
+            else ""
+        )
     )
     data = {
-        "customer": {"type": customer.type, "name": customer.name, "inn": customer.vat_number,
-                     "kpp": customer.tax_registration_reason_code},
+        "customer": {
+            "type": customer.type,
+            "name": customer.name,
+            "inn": customer.vat_number,
+            "kpp": customer.tax_registration_reason_code,
+        },
         **kopecks(currency, amount=int(params.amount), vat_amount=int(params.vat_amount)),
         "currency": currency,
         "description": params.description,
@@ -149,8 +193,9 @@ def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summa
         "merchant_order_id_visible": params.merchant_order_id_visible,
         "invoice_setting": invoice_setting_of(params),
     }
-    return Summary(text=text, data=data, warnings=warnings, amount=int(params.amount),
-                   currency=currency)
+    return Summary(
+        text=text, data=data, warnings=warnings, amount=int(params.amount), currency=currency
+    )
 
 
 def build_new_order(params: CreateOrderParams, merchant_order_id: str) -> NewOrder:
@@ -213,7 +258,7 @@ CREATE_ORDER = ToolSpec(
         "Выставляет покупателю счёт на оплату в Инвойсбокс. Работает в два шага: первый вызов "
         "ничего не создаёт, а проверяет данные и возвращает сводку и одноразовый "
         "confirmation_token; счёт выставляется только вторым вызовом с теми же параметрами и этим "
-        "токеном, после согласия человека. Суммы — копейки строкой (\"12200\" — это 122,00 ₽). "
+        'токеном, после согласия человека. Суммы — копейки строкой ("12200" — это 122,00 ₽). '
         "amount каждой позиции — цена за единицу с НДС, total_amount — цена × количество, "
         "total_vat_amount — НДС позиции по ставке vat_code; amount счёта — сумма позиций, "
         "vat_amount — сумма их НДС. Единица: measure или measure_code (ОКЕИ). Валюта и срок "
@@ -227,18 +272,31 @@ CREATE_ORDER = ToolSpec(
         "Выставить счёт: два шага, первый вызов даёт сводку и confirmation_token, второй с "
         "токеном выставляет. Суммы — копейки строкой; позиции сходятся с суммой."
     ),
-    examples_ru=(Example(
-        "Выставь ООО «Ромашка», ИНН 7710044140, счёт за 3 ночи в номере по 122 рубля с НДС 22%, "
-        "оплатить до конца 2099 года",
-        {
-            "description": "Бронирование номера, 3 ночи",
-            "customer": {"type": "legal", "name": "ООО «Ромашка»", "vat_number": "7710044140"},
-            "basket_items": [{"sku": "ROOM-STD", "name": "Бронирование номера", "type": "service",
-                              "measure": "шт", "quantity": 3, "amount": "12200",
-                              "total_amount": "36600", "total_vat_amount": "6600",
-                              "vat_code": "RUS_VAT22"}],
-            "amount": "36600", "vat_amount": "6600", "currency_id": "RUB",
-            "expiration_date": "2099-12-31T23:59:00+03:00",
-        },
-    ),),
+    examples_ru=(
+        Example(
+            "Выставь ООО «Ромашка», ИНН 7710044140, счёт за 3 ночи в номере по 122 рубля с НДС 22%, "
+            "оплатить до конца 2099 года",
+            {
+                "description": "Бронирование номера, 3 ночи",
+                "customer": {"type": "legal", "name": "ООО «Ромашка»", "vat_number": "7710044140"},
+                "basket_items": [
+                    {
+                        "sku": "ROOM-STD",
+                        "name": "Бронирование номера",
+                        "type": "service",
+                        "measure": "шт",
+                        "quantity": 3,
+                        "amount": "12200",
+                        "total_amount": "36600",
+                        "total_vat_amount": "6600",
+                        "vat_code": "RUS_VAT22",
+                    }
+                ],
+                "amount": "36600",
+                "vat_amount": "6600",
+                "currency_id": "RUB",
+                "expiration_date": "2099-12-31T23:59:00+03:00",
+            },
+        ),
+    ),
 )

@@ -45,21 +45,28 @@ class CustomerParams(StrictModel):
 
 def customer_of(c: CustomerParams) -> Customer:
     return Customer(
-        type=c.type, name=c.name, vat_number=c.vat_number,
+        type=c.type,
+        name=c.name,
+        vat_number=c.vat_number,
         tax_registration_reason_code=c.tax_registration_reason_code,
-        registration_address=c.registration_address, email=c.email, phone=c.phone,
+        registration_address=c.registration_address,
+        email=c.email,
+        phone=c.phone,
     )
 
 
 class BasketItemParams(StrictModel):
     sku: str = Field(min_length=1, max_length=36)
     name: str = Field(
-        min_length=1, max_length=300,
+        min_length=1,
+        max_length=300,
         description="Название для чека: конкретное, не «Заказ №123».",
     )
     type: ItemType = Field("commodity", description="commodity — товар, service — услуга.")
     measure: str | None = Field(
-        None, min_length=1, max_length=10,
+        None,
+        min_length=1,
+        max_length=10,
         description="Знак ОКЕИ (шт, кг, ч, мес...) — или measure_code.",
     )
     measure_code: str | None = Field(
@@ -74,8 +81,8 @@ class BasketItemParams(StrictModel):
     total_vat_amount: Kopecks = Field(description="НДС позиции, копейки.")
     vat_code: VatCode
     payment_type: PaymentType = Field(
-        "full_prepayment", description="full_prepayment: чек предоплаты при оплате, полного "
-        "расчёта при отгрузке.",
+        "full_prepayment",
+        description="full_prepayment: чек предоплаты при оплате, полного расчёта при отгрузке.",
     )
     # The vendor's server's fields (docs BasketItem groupName, serviceDate), sent on the line
     # when given; accepted for prompts written for it, not offered (like confirm_amount,
@@ -90,15 +97,26 @@ def basket_lines(items: list[BasketItemParams]) -> list[BasketLine]:
     for item in items:
         unit = resolve_unit(item)
         assert not isinstance(unit, str), "units are checked before execution"
-        lines.append(BasketLine(
-            sku=item.sku, name=item.name, measure=unit.measure, measure_code=unit.measure_code,
-            quantity=quantity_decimal(item.quantity), amount=int(item.amount),
-            amount_wo_vat=int(item.amount_wo_vat) if item.amount_wo_vat is not None
-            else default_amount_wo_vat(item),
-            total_amount=int(item.total_amount), total_vat_amount=int(item.total_vat_amount),
-            vat_code=item.vat_code, type=item.type, payment_type=item.payment_type,
-            group_name=item.group_name, service_date=item.service_date,
-        ))
+        lines.append(
+            BasketLine(
+                sku=item.sku,
+                name=item.name,
+                measure=unit.measure,
+                measure_code=unit.measure_code,
+                quantity=quantity_decimal(item.quantity),
+                amount=int(item.amount),
+                amount_wo_vat=int(item.amount_wo_vat)
+                if item.amount_wo_vat is not None
+                else default_amount_wo_vat(item),
+                total_amount=int(item.total_amount),
+                total_vat_amount=int(item.total_vat_amount),
+                vat_code=item.vat_code,
+                type=item.type,
+                payment_type=item.payment_type,
+                group_name=item.group_name,
+                service_date=item.service_date,
+            )
+        )
     return lines
 
 
@@ -125,22 +143,27 @@ def order_row(order: Order, response_format: str) -> dict[str, Any]:
         "created_at": order.created_at,
     }
     if response_format == "detailed":
-        row.update({
-            **kopecks(order.currency, vat_amount=order.vat_amount),
-            "description": order.description,
-            "expiration_date": order.expiration_date,
-            "paid_at": order.paid_at,
-            "payment_url": order.payment_url,
-            "customer": {"name": order.customer_name, "vat_number": order.customer_vat_number},
-        })
+        row.update(
+            {
+                **kopecks(order.currency, vat_amount=order.vat_amount),
+                "description": order.description,
+                "expiration_date": order.expiration_date,
+                "paid_at": order.paid_at,
+                "payment_url": order.payment_url,
+                "customer": {"name": order.customer_name, "vat_number": order.customer_vat_number},
+            }
+        )
     return row
 
 
 def load_order(ctx: CallContext, order_id: UUID | str) -> Order:
     order = ctx.client.get_order(str(order_id))
     if order is None:
-        raise ToolError("not_found", f"счёт {order_id} не найден",
-                        hint="проверьте идентификатор или найдите счёт через find_orders")
+        raise ToolError(
+            "not_found",
+            f"счёт {order_id} не найден",
+            hint="проверьте идентификатор или найдите счёт через find_orders",
+        )
     return order
 
 
@@ -150,9 +173,17 @@ def track(ctx: CallContext, order: Order) -> None:
     One upsert statement (INSERT ... ON CONFLICT DO UPDATE), not update_or_create's
     transaction, locked read and savepoint: this runs inside every order's execution."""
     TrackedOrder.objects.bulk_create(
-        [TrackedOrder(contour=ctx.contour, order_id=order.id,
-                      merchant_order_id=order.merchant_order_id, amount=order.amount,
-                      currency=order.currency, status=order.status)],
-        update_conflicts=True, unique_fields=["contour", "order_id"],
+        [
+            TrackedOrder(
+                contour=ctx.contour,
+                order_id=order.id,
+                merchant_order_id=order.merchant_order_id,
+                amount=order.amount,
+                currency=order.currency,
+                status=order.status,
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["contour", "order_id"],
         update_fields=["merchant_order_id", "amount", "currency", "status", "updated_at"],
     )

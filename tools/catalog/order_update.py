@@ -33,20 +33,22 @@ CHANGES = ("description", "basket_items", "expiration_date", "customer")
 
 class UpdateOrderParams(StrictModel):
     order_id: UUID = Field(description="Неоплаченный счёт.")
-    description: str | None = Field(None, min_length=1, max_length=1000,
-                                    description="Новое назначение счёта.")
+    description: str | None = Field(
+        None, min_length=1, max_length=1000, description="Новое назначение счёта."
+    )
     basket_items: list[BasketItemParams] | None = Field(
-        None, min_length=1, max_length=100,
+        None,
+        min_length=1,
+        max_length=100,
         description="Новый состав целиком; тогда нужны amount и vat_amount.",
     )
     amount: Kopecks | None = Field(None, description="Новая сумма — сумма позиций, копейки.")
     vat_amount: Kopecks | None = Field(None, description="Новый НДС — сумма НДС позиций, копейки.")
-    expiration_date: Timestamp | None = Field(
-        None, description="Новый срок оплаты, в будущем."
-    )
+    expiration_date: Timestamp | None = Field(None, description="Новый срок оплаты, в будущем.")
     customer: CustomerParams | None = Field(None, description="Покупатель целиком.")
     confirmation_token: str | None = Field(
-        None, max_length=200,
+        None,
+        max_length=200,
         description="Токен из первого вызова. Без него счёт не меняется, а готовится сводка.",
     )
     allow_duplicate: bool = Field(
@@ -57,8 +59,12 @@ class UpdateOrderParams(StrictModel):
 def check_update_order(params: UpdateOrderParams, contour: Contour) -> list[Problem]:
     problems: list[Problem] = []
     if all(getattr(params, name) is None for name in CHANGES):
-        problems.append(Problem("order_id", "нечего менять: передайте description, "
-                                            "basket_items, expiration_date или customer"))
+        problems.append(
+            Problem(
+                "order_id",
+                "нечего менять: передайте description, basket_items, expiration_date или customer",
+            )
+        )
     money = (params.amount, params.vat_amount)
     if params.basket_items is not None and None in money:
         problems.append(Problem("amount", "с новым составом нужны amount и vat_amount"))
@@ -75,16 +81,22 @@ def _checked(ctx: CallContext, params: UpdateOrderParams) -> Order:
     """The order as it is now, if it may still change, with the new basket reconciled."""
     order = load_order(ctx, params.order_id)
     if order.status not in UPDATABLE:
-        raise ToolError("precondition_failed",
-                        f"счёт {order.merchant_order_id} в статусе {order.status}: менять можно "
-                        "только неоплаченный счёт (created)",
-                        hint="оплаченный счёт не меняют; деньги возвращают через create_refund")
+        raise ToolError(
+            "precondition_failed",
+            f"счёт {order.merchant_order_id} в статусе {order.status}: менять можно "
+            "только неоплаченный счёт (created)",
+            hint="оплаченный счёт не меняют; деньги возвращают через create_refund",
+        )
     if params.basket_items is not None:
-        problems = check_basket(params.basket_items, params.amount or "0",
-                                params.vat_amount or "0", order.currency)
+        problems = check_basket(
+            params.basket_items, params.amount or "0", params.vat_amount or "0", order.currency
+        )
         if problems:
-            raise ToolError("invalid_arguments", "новый состав не принят: " + "; ".join(
-                p.message for p in problems[:3]), problems=problems)
+            raise ToolError(
+                "invalid_arguments",
+                "новый состав не принят: " + "; ".join(p.message for p in problems[:3]),
+                problems=problems,
+            )
     return order
 
 
@@ -93,26 +105,40 @@ def summarize_update_order(ctx: CallContext, params: UpdateOrderParams) -> Summa
     c = order.currency
     parts = []
     if params.basket_items is not None:
-        parts.append(f"сумма {format_rub(order.amount, c)} → {format_rub(int(params.amount or 0), c)}"
-                     f" (НДС {format_rub(int(params.vat_amount or 0), c)}), позиций "
-                     f"{len(params.basket_items)}")
+        parts.append(
+            f"сумма {format_rub(order.amount, c)} → {format_rub(int(params.amount or 0), c)}"
+            f" (НДС {format_rub(int(params.vat_amount or 0), c)}), позиций "
+            f"{len(params.basket_items)}"
+        )
     if params.description is not None:
         parts.append(f"назначение «{params.description}»")
     if params.expiration_date is not None:
         parts.append(f"оплатить до {moment(params.expiration_date)}")
     if params.customer is not None:
-        parts.append(f"покупатель {params.customer.name or 'без названия'}"
-                     + (f" (ИНН {params.customer.vat_number})" if params.customer.vat_number else ""))
-    text = (f"Изменить неоплаченный счёт {order.merchant_order_id} на сумму "
-            f"{format_rub(order.amount, c)} "
-            f"({order.customer_name or 'покупатель не указан'}): " + "; ".join(parts) + ".")
+        parts.append(
+            f"покупатель {params.customer.name or 'без названия'}"
+            + (f" (ИНН {params.customer.vat_number})" if params.customer.vat_number else "")
+        )
+    text = (
+        f"Изменить неоплаченный счёт {order.merchant_order_id} на сумму "
+        f"{format_rub(order.amount, c)} "
+        f"({order.customer_name or 'покупатель не указан'}): " + "; ".join(parts) + "."
+    )
     warnings = check_customer(params.customer)[1] if params.customer is not None else []
     new_amount = int(params.amount) if params.amount is not None else None
     # A new amount weighs on the ceilings like a new order (the old one is not subtracted).
-    return Summary(text=text, data={"order": order_row(order, "concise"),
-                                    "new_amount": params.amount, "new_vat_amount": params.vat_amount},
-                   warnings=warnings, amount=new_amount, currency=c if new_amount else None,
-                   changes=ChangedOrder(order.merchant_order_id, order.amount, c))
+    return Summary(
+        text=text,
+        data={
+            "order": order_row(order, "concise"),
+            "new_amount": params.amount,
+            "new_vat_amount": params.vat_amount,
+        },
+        warnings=warnings,
+        amount=new_amount,
+        currency=c if new_amount else None,
+        changes=ChangedOrder(order.merchant_order_id, order.amount, c),
+    )
 
 
 def _update(params: UpdateOrderParams) -> OrderUpdate:
@@ -144,7 +170,8 @@ def recover_update_order(ctx: CallContext, params: UpdateOrderParams) -> dict[st
     full values, so repeating it is harmless) is sent again after the usual re-checks."""
     order = load_order(ctx, params.order_id)
     shows = (params.amount is None or order.amount == int(params.amount)) and (
-        params.description is None or order.description == params.description)
+        params.description is None or order.description == params.description
+    )
     if not shows or params.customer is not None or params.expiration_date is not None:
         return None
     track(ctx, order)
@@ -179,7 +206,13 @@ UPDATE_ORDER = ToolSpec(
         "Изменить неоплаченный счёт: два шага, первый вызов даёт сводку и confirmation_token, "
         "второй с токеном меняет. Оплаченный не меняется."
     ),
-    examples_ru=(Example("Продли оплату счёта 017f038f-c78b-736d-dc00-8bce30bd0f9f до конца 2099 года",
-                         {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
-                          "expiration_date": "2099-12-31T23:59:00+03:00"}),),
+    examples_ru=(
+        Example(
+            "Продли оплату счёта 017f038f-c78b-736d-dc00-8bce30bd0f9f до конца 2099 года",
+            {
+                "order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
+                "expiration_date": "2099-12-31T23:59:00+03:00",
+            },
+        ),
+    ),
 )

@@ -44,7 +44,8 @@ def get_order(ctx: CallContext, params: GetOrderParams) -> dict[str, Any]:
         raise ToolError("not_found", f"счёт с номером {number} не найден")
     if len(page.orders) > 1:
         raise ToolError(
-            "precondition_failed", f"по номеру {number} нашлось {page.total_count} счетов",
+            "precondition_failed",
+            f"по номеру {number} нашлось {page.total_count} счетов",
             hint="повторите запрос с order_id одного из кандидатов",
             data={"candidates": [order_row(o, "concise") for o in page.orders]},
         )
@@ -52,6 +53,7 @@ def get_order(ctx: CallContext, params: GetOrderParams) -> dict[str, Any]:
 
 
 # -- find_orders ------------------------------------------------------------------------------
+
 
 class FindOrdersParams(StrictModel):
     merchant_order_id: str | None = Field(
@@ -83,8 +85,9 @@ def check_find_orders(params: FindOrdersParams, contour: Contour) -> list[Proble
         if name == "amount" and low is not None and high is not None:
             low, high = int(low), int(high)
         if low and high and low > high:
-            problems.append(Problem(f"{name}_from",
-                                    f"{name}_from позже {name}_to: пустой интервал"))
+            problems.append(
+                Problem(f"{name}_from", f"{name}_from позже {name}_to: пустой интервал")
+            )
     return problems
 
 
@@ -114,8 +117,10 @@ def find_orders(ctx: CallContext, params: FindOrdersParams) -> dict[str, Any]:
         "truncated": truncated,
     }
     if truncated:
-        result["note"] = (f"показано {len(page.orders)} из {page.total_count}: уточните фильтр "
-                          "или запросите следующую страницу")
+        result["note"] = (
+            f"показано {len(page.orders)} из {page.total_count}: уточните фильтр "
+            "или запросите следующую страницу"
+        )
     return result
 
 
@@ -135,11 +140,16 @@ GET_ORDER = ToolSpec(
         "customer (name, vat_number). Суммы — копейки строкой. Ничего не меняет."
     ),
     success_ru="Вот данные счёта.",
-    summary_ru=("Счёт по order_id или merchant_order_id статус, сумма в "
-                "копейках, дата. Только чтение."),
+    summary_ru=(
+        "Счёт по order_id или merchant_order_id статус, сумма в копейках, дата. Только чтение."
+    ),
     # The shop's number, not a UUID, goes to merchant_order_id: the mapping worth showing.
-    examples_ru=(Example("Покажи подробно счёт № 1042",
-                         {"merchant_order_id": "1042", "response_format": "detailed"}),),
+    examples_ru=(
+        Example(
+            "Покажи подробно счёт № 1042",
+            {"merchant_order_id": "1042", "response_format": "detailed"},
+        ),
+    ),
 )
 
 FIND_ORDERS = ToolSpec(

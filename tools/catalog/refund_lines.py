@@ -47,29 +47,47 @@ class RefundLineParams(StrictModel):
     service_date: SkipJsonSchema[date | None] = None
 
 
-def mismatches(line: RefundLineParams, item: RefundableItem, where: str, total: int, vat: int,
-                currency: str) -> list[Problem]:
+def mismatches(
+    line: RefundLineParams, item: RefundableItem, where: str, total: int, vat: int, currency: str
+) -> list[Problem]:
     """The extra fields of a line given as a full basket item, against the paid line. The
     refund repeats the sale's line: payment_type is the sale's and is not compared."""
     problems = []
     for name in ("name", "type", "vat_code"):
         given, paid = getattr(line, name), getattr(item, name)
-        if given is not None and " ".join(str(given).split()).casefold() != " ".join(
-                str(paid).split()).casefold():
-            problems.append(Problem(f"{where}.{name}", f"в оплаченном счёте у позиции "
-                                                       f"{item.sku} {name} = «{paid}»"))
+        if (
+            given is not None
+            and " ".join(str(given).split()).casefold() != " ".join(str(paid).split()).casefold()
+        ):
+            problems.append(
+                Problem(
+                    f"{where}.{name}", f"в оплаченном счёте у позиции {item.sku} {name} = «{paid}»"
+                )
+            )
     if line.measure is not None or line.measure_code is not None:
         unit = resolve_unit(line)
         if isinstance(unit, str) or unit.measure_code != item.measure_code:
-            problems.append(Problem(f"{where}.measure", f"в оплаченном счёте у позиции "
-                                                        f"{item.sku} единица {item.measure} "
-                                                        f"({item.measure_code})"))
+            problems.append(
+                Problem(
+                    f"{where}.measure",
+                    f"в оплаченном счёте у позиции "
+                    f"{item.sku} единица {item.measure} "
+                    f"({item.measure_code})",
+                )
+            )
     quantity = quantity_decimal(line.quantity)
-    for name, expected in (("amount", Decimal(total) / quantity),
-                           ("amount_wo_vat", Decimal(total - vat) / quantity)):
+    for name, expected in (
+        ("amount", Decimal(total) / quantity),
+        ("amount_wo_vat", Decimal(total - vat) / quantity),
+    ):
         given = getattr(line, name)
         if given is not None and abs(Decimal(int(given)) - expected) > 1:
-            problems.append(Problem(f"{where}.{name}", f"с возвратом {format_rub(total, currency)}"
-                                                       f" за {quantity} ед. цена — "
-                                                       f"{format_rub(round_kopecks(expected), currency)}"))
+            problems.append(
+                Problem(
+                    f"{where}.{name}",
+                    f"с возвратом {format_rub(total, currency)}"
+                    f" за {quantity} ед. цена — "
+                    f"{format_rub(round_kopecks(expected), currency)}",
+                )
+            )
     return problems

@@ -24,23 +24,26 @@ from tools.params import (
 from tools.pipeline import facts
 from tools.spec import CallContext, Summary, ToolSpec
 
-TIMING_NOTE = ("деньги зачисляются покупателю до двух рабочих дней, в зависимости от банка; "
-               "чек возврата Инвойсбокс выдаст сам")
+TIMING_NOTE = (
+    "деньги зачисляются покупателю до двух рабочих дней, в зависимости от банка; "
+    "чек возврата Инвойсбокс выдаст сам"
+)
 
 
 class CreateRefundParams(StrictModel):
     parent_order_id: UUID = Field(description="Оплаченный счёт.")
     description: str = Field(min_length=1, max_length=1000, description="Причина возврата.")
-    amount: Kopecks | None = Field(
-        None, description="Копейки; без состава — только вся доступная."
-    )
+    amount: Kopecks | None = Field(None, description="Копейки; без состава — только вся доступная.")
     vat_amount: Kopecks | None = Field(None, description="Копейки.")
     basket_items: list[RefundLineParams] | None = Field(
-        None, min_length=1, max_length=100,
+        None,
+        min_length=1,
+        max_length=100,
         description="Частичный возврат: позиции и суммы; без него — полный.",
     )
     confirmation_token: str | None = Field(
-        None, max_length=200,
+        None,
+        max_length=200,
         description="Токен из первого вызова; исполняется только после одобрения оператора.",
     )
     allow_duplicate: bool = Field(False, description="true — осознанно второй такой же возврат.")
@@ -58,10 +61,17 @@ class Plan:
 
 def _line(item: RefundableItem, quantity: Decimal, total: int, vat: int) -> BasketLine:
     return BasketLine(
-        sku=item.sku, name=item.name, measure=item.measure, measure_code=item.measure_code,
-        quantity=quantity, amount=round_kopecks(Decimal(total) / quantity),
-        amount_wo_vat=round_kopecks(Decimal(total - vat) / quantity), total_amount=total,
-        total_vat_amount=vat, vat_code=item.vat_code, type=item.type,
+        sku=item.sku,
+        name=item.name,
+        measure=item.measure,
+        measure_code=item.measure_code,
+        quantity=quantity,
+        amount=round_kopecks(Decimal(total) / quantity),
+        amount_wo_vat=round_kopecks(Decimal(total - vat) / quantity),
+        total_amount=total,
+        total_vat_amount=vat,
+        vat_code=item.vat_code,
+        type=item.type,
         payment_type=item.payment_type,
     )
 
@@ -70,13 +80,24 @@ def _remainder_line(item: RefundableItem) -> BasketLine:
     """The whole remainder of a line: the item itself when nothing of it was refunded yet, so
     the receipt repeats the sale's quantity and unit price; else 1 × what is left."""
     if item.available_amount == item.total_amount:
-        vat = item.total_vat_amount if item.available_vat_amount is None else (
-            item.available_vat_amount)
+        vat = (
+            item.total_vat_amount
+            if item.available_vat_amount is None
+            else (item.available_vat_amount)
+        )
         return BasketLine(
-            sku=item.sku, name=item.name, measure=item.measure, measure_code=item.measure_code,
-            quantity=item.quantity, amount=item.amount, amount_wo_vat=item.amount_wo_vat,
-            total_amount=item.total_amount, total_vat_amount=vat, vat_code=item.vat_code,
-            type=item.type, payment_type=item.payment_type,
+            sku=item.sku,
+            name=item.name,
+            measure=item.measure,
+            measure_code=item.measure_code,
+            quantity=item.quantity,
+            amount=item.amount,
+            amount_wo_vat=item.amount_wo_vat,
+            total_amount=item.total_amount,
+            total_vat_amount=vat,
+            vat_code=item.vat_code,
+            type=item.type,
+            payment_type=item.payment_type,
         )
     return _line(item, Decimal(1), item.available_amount, _item_vat(item, item.available_amount))
 
@@ -93,10 +114,13 @@ def refundable(ctx: CallContext, order_id: str) -> list[RefundableItem]:
         if refund.status == "canceled":
             continue
         if refund.items is None:
-            raise ToolError("upstream_unavailable",
-                            f"Инвойсбокс не прислал ни остатков к возврату, ни состава возврата "
-                            f"{refund.merchant_order_id}: сколько осталось по позициям, не "
-                            "установить", hint="повторите позже или проверьте в личном кабинете")
+            raise ToolError(
+                "upstream_unavailable",
+                f"Инвойсбокс не прислал ни остатков к возврату, ни состава возврата "
+                f"{refund.merchant_order_id}: сколько осталось по позициям, не "
+                "установить",
+                hint="повторите позже или проверьте в личном кабинете",
+            )
         for line in refund.items:
             sums = taken.setdefault(line.sku, [0, 0])
             sums[0] += line.total_amount
@@ -110,8 +134,13 @@ def refundable(ctx: CallContext, order_id: str) -> list[RefundableItem]:
         amount, vat = min(item.total_amount, sums[0]), min(item.total_vat_amount, sums[1])
         sums[0] -= amount
         sums[1] -= vat
-        out.append(replace(item, available_amount=item.total_amount - amount,
-                           available_vat_amount=item.total_vat_amount - vat))
+        out.append(
+            replace(
+                item,
+                available_amount=item.total_amount - amount,
+                available_vat_amount=item.total_vat_amount - vat,
+            )
+        )
     return out
 
 
@@ -125,16 +154,20 @@ def plan(ctx: CallContext, params: CreateRefundParams) -> Plan:
     """What would be refunded, checked against what is still refundable — or a refusal."""
     order = load_order(ctx, params.parent_order_id)
     if order.status != "completed":
-        raise ToolError("precondition_failed",
-                        f"счёт {order.merchant_order_id} не оплачен (статус {order.status}): "
-                        "возврат делают по оплаченному счёту",
-                        hint="неоплаченный счёт отменяют через cancel_order")
+        raise ToolError(
+            "precondition_failed",
+            f"счёт {order.merchant_order_id} не оплачен (статус {order.status}): "
+            "возврат делают по оплаченному счёту",
+            hint="неоплаченный счёт отменяют через cancel_order",
+        )
     items = {item.sku: item for item in refundable(ctx, order.id)}
     available = sum(item.available_amount for item in items.values())
     c = order.currency
     if available == 0:
-        raise ToolError("precondition_failed",
-                        f"по счёту {order.merchant_order_id} возвращать нечего: всё уже возвращено")
+        raise ToolError(
+            "precondition_failed",
+            f"по счёту {order.merchant_order_id} возвращать нечего: всё уже возвращено",
+        )
     if params.basket_items is None:
         lines = [_remainder_line(item) for item in items.values() if item.available_amount > 0]
         if params.amount is not None and int(params.amount) != available:
@@ -152,22 +185,36 @@ def plan(ctx: CallContext, params: CreateRefundParams) -> Plan:
     vat = sum(line.total_vat_amount for line in lines)
     problems = []
     if params.amount is not None and int(params.amount) != amount:
-        problems.append(Problem("amount", f"сумма возврата {format_rub(int(params.amount), c)} "
-                                          f"не сходится с составом {format_rub(amount, c)}"))
+        problems.append(
+            Problem(
+                "amount",
+                f"сумма возврата {format_rub(int(params.amount), c)} "
+                f"не сходится с составом {format_rub(amount, c)}",
+            )
+        )
     if params.vat_amount is not None and int(params.vat_amount) != vat:
-        problems.append(Problem("vat_amount", f"НДС возврата {format_rub(int(params.vat_amount), c)}"
-                                              f" не сходится с составом {format_rub(vat, c)}"))
+        problems.append(
+            Problem(
+                "vat_amount",
+                f"НДС возврата {format_rub(int(params.vat_amount), c)}"
+                f" не сходится с составом {format_rub(vat, c)}",
+            )
+        )
     if problems:
-        raise ToolError("invalid_arguments", "; ".join(p.message for p in problems),
-                        problems=problems)
+        raise ToolError(
+            "invalid_arguments", "; ".join(p.message for p in problems), problems=problems
+        )
     if amount > available:
-        raise ToolError("precondition_failed", f"к возврату доступно {format_rub(available, c)}, "
-                                               f"запрошено {format_rub(amount, c)}")
+        raise ToolError(
+            "precondition_failed",
+            f"к возврату доступно {format_rub(available, c)}, запрошено {format_rub(amount, c)}",
+        )
     return Plan(order, available, lines, amount, vat, by_composition)
 
 
-def _composition(requested: list[RefundLineParams], items: dict[str, RefundableItem],
-                 currency: str) -> list[BasketLine]:
+def _composition(
+    requested: list[RefundLineParams], items: dict[str, RefundableItem], currency: str
+) -> list[BasketLine]:
     problems: list[Problem] = []
     lines: list[BasketLine] = []
     seen: set[str] = set()
@@ -175,8 +222,12 @@ def _composition(requested: list[RefundLineParams], items: dict[str, RefundableI
         where = f"basket_items[{index}]"
         item = items.get(line.sku)
         if item is None:
-            problems.append(Problem(f"{where}.sku", f"позиции {line.sku} нет среди оплаченных; "
-                                                    f"есть: {', '.join(items) or '—'}"))
+            problems.append(
+                Problem(
+                    f"{where}.sku",
+                    f"позиции {line.sku} нет среди оплаченных; есть: {', '.join(items) or '—'}",
+                )
+            )
             continue
         if line.sku in seen:
             problems.append(Problem(f"{where}.sku", f"позиция {line.sku} указана дважды"))
@@ -185,32 +236,54 @@ def _composition(requested: list[RefundLineParams], items: dict[str, RefundableI
         quantity = quantity_decimal(line.quantity)
         total = int(line.total_amount)
         if quantity > item.quantity:
-            problems.append(Problem(f"{where}.quantity", f"по позиции {line.sku} оплачено "
-                                                         f"{item.quantity}, запрошено {quantity}"))
+            problems.append(
+                Problem(
+                    f"{where}.quantity",
+                    f"по позиции {line.sku} оплачено {item.quantity}, запрошено {quantity}",
+                )
+            )
         if total > item.available_amount:
-            problems.append(Problem(
-                f"{where}.total_amount",
-                f"по позиции {line.sku} доступно {format_rub(item.available_amount, currency)}, "
-                f"запрошено {format_rub(total, currency)}"))
+            problems.append(
+                Problem(
+                    f"{where}.total_amount",
+                    f"по позиции {line.sku} доступно {format_rub(item.available_amount, currency)}, "
+                    f"запрошено {format_rub(total, currency)}",
+                )
+            )
         vat = _item_vat(item, total)
         if line.total_vat_amount is not None:
             if abs(int(line.total_vat_amount) - vat) > 1:
-                problems.append(Problem(
-                    f"{where}.total_vat_amount",
-                    f"по ставке {item.vat_code} НДС с {format_rub(total, currency)} — "
-                    f"{format_rub(vat, currency)}, передано "
-                    f"{format_rub(int(line.total_vat_amount), currency)}"))
+                problems.append(
+                    Problem(
+                        f"{where}.total_vat_amount",
+                        f"по ставке {item.vat_code} НДС с {format_rub(total, currency)} — "
+                        f"{format_rub(vat, currency)}, передано "
+                        f"{format_rub(int(line.total_vat_amount), currency)}",
+                    )
+                )
             vat = int(line.total_vat_amount)
         if round_kopecks(Decimal(round_kopecks(Decimal(total) / quantity)) * quantity) != total:
-            problems.append(Problem(f"{where}.total_amount",
-                                    f"сумма {format_rub(total, currency)} не делится на "
-                                    f"{quantity} ед. без остатка в копейках"))
+            problems.append(
+                Problem(
+                    f"{where}.total_amount",
+                    f"сумма {format_rub(total, currency)} не делится на "
+                    f"{quantity} ед. без остатка в копейках",
+                )
+            )
         problems += mismatches(line, item, where, total, vat, currency)
-        lines.append(replace(_line(item, quantity, total, vat), group_name=line.group_name,
-                             service_date=line.service_date))
+        lines.append(
+            replace(
+                _line(item, quantity, total, vat),
+                group_name=line.group_name,
+                service_date=line.service_date,
+            )
+        )
     if problems:
-        raise ToolError("invalid_arguments", "состав возврата не принят: " + "; ".join(
-            p.message for p in problems[:3]), problems=problems)
+        raise ToolError(
+            "invalid_arguments",
+            "состав возврата не принят: " + "; ".join(p.message for p in problems[:3]),
+            problems=problems,
+        )
     return lines
 
 
@@ -218,32 +291,50 @@ def summarize_create_refund(ctx: CallContext, params: CreateRefundParams) -> Sum
     p = plan(ctx, params)
     c = p.order.currency
     kind = "частичный, по составу" if p.by_composition else "полный"
-    text = (f"Вернуть {format_rub(p.amount, c)} (НДС {format_rub(p.vat, c)}) по счёту "
-            f"{p.order.merchant_order_id} ({p.order.customer_name or 'покупатель не указан'}); "
-            f"возврат {kind}, доступно к возврату {format_rub(p.available, c)}. "
-            f"Причина: {params.description}. Нужно одобрение оператора.")
+    text = (
+        f"Вернуть {format_rub(p.amount, c)} (НДС {format_rub(p.vat, c)}) по счёту "
+        f"{p.order.merchant_order_id} ({p.order.customer_name or 'покупатель не указан'}); "
+        f"возврат {kind}, доступно к возврату {format_rub(p.available, c)}. "
+        f"Причина: {params.description}. Нужно одобрение оператора."
+    )
     data = {
         **kopecks(c, available_total=p.available, refund_amount=p.amount, vat_amount=p.vat),
         "by_composition": p.by_composition,
-        "positions": len(p.lines), "timing_note": TIMING_NOTE,
+        "positions": len(p.lines),
+        "timing_note": TIMING_NOTE,
     }
-    return Summary(text=text, data=data, amount=p.amount, currency=c,
-                   facts=facts.of_order(p.order, available=p.available))
+    return Summary(
+        text=text,
+        data=data,
+        amount=p.amount,
+        currency=c,
+        facts=facts.of_order(p.order, available=p.available),
+    )
 
 
 def refund_result(refund: Refund, currency: str) -> dict[str, Any]:
-    return {"refund_id": refund.id, "parent_order_id": refund.parent_id,
-            "merchant_order_id": refund.merchant_order_id, "status": refund.status,
-            **kopecks(currency, amount=refund.amount),
-            "timing_note": TIMING_NOTE}
+    return {
+        "refund_id": refund.id,
+        "parent_order_id": refund.parent_id,
+        "merchant_order_id": refund.merchant_order_id,
+        "status": refund.status,
+        **kopecks(currency, amount=refund.amount),
+        "timing_note": TIMING_NOTE,
+    }
 
 
 def create_refund(ctx: CallContext, params: CreateRefundParams) -> dict[str, Any]:
     p = plan(ctx, params)
-    refund = ctx.client.create_refund(NewRefund(
-        parent_id=p.order.id, merchant_order_id=ctx.merchant_order_id,
-        description=params.description, amount=p.amount, vat_amount=p.vat, basket=p.lines,
-    ))
+    refund = ctx.client.create_refund(
+        NewRefund(
+            parent_id=p.order.id,
+            merchant_order_id=ctx.merchant_order_id,
+            description=params.description,
+            amount=p.amount,
+            vat_amount=p.vat,
+            basket=p.lines,
+        )
+    )
     return refund_result(refund, p.order.currency)
 
 
@@ -285,6 +376,7 @@ CREATE_REFUND = ToolSpec(
 
 # -- find_refunds, get_refundable -------------------------------------------------------------
 
+
 class RefundsOfOrderParams(StrictModel):
     order_id: UUID = Field(description="Оплаченный счёт.")
 
@@ -296,9 +388,16 @@ def find_refunds(ctx: CallContext, params: RefundsOfOrderParams) -> dict[str, An
     refunded = sum(r.amount for r in found if r.status != "canceled")
     return {
         "order_id": order.id,
-        "refunds": [{"refund_id": r.id, "merchant_order_id": r.merchant_order_id,
-                     "status": r.status, **kopecks(c, amount=r.amount, vat_amount=r.vat_amount),
-                     "created_at": r.created_at} for r in found],
+        "refunds": [
+            {
+                "refund_id": r.id,
+                "merchant_order_id": r.merchant_order_id,
+                "status": r.status,
+                **kopecks(c, amount=r.amount, vat_amount=r.vat_amount),
+                "created_at": r.created_at,
+            }
+            for r in found
+        ],
         "total_count": len(found),
         **kopecks(c, refunded_amount=refunded),
     }
@@ -310,12 +409,22 @@ def get_refundable(ctx: CallContext, params: RefundsOfOrderParams) -> dict[str, 
     items = refundable(ctx, order.id) if order.status == "completed" else []
     available = sum(i.available_amount for i in items)
     return {
-        "order_id": order.id, "status": order.status,
-        "lines": [{"sku": i.sku, "name": i.name, "quantity": str(i.quantity),
-                   **kopecks(c, total_amount=i.total_amount,
-                             available_amount=i.available_amount,
-                             available_vat_amount=_item_vat(i, i.available_amount))}
-                  for i in items],
+        "order_id": order.id,
+        "status": order.status,
+        "lines": [
+            {
+                "sku": i.sku,
+                "name": i.name,
+                "quantity": str(i.quantity),
+                **kopecks(
+                    c,
+                    total_amount=i.total_amount,
+                    available_amount=i.available_amount,
+                    available_vat_amount=_item_vat(i, i.available_amount),
+                ),
+            }
+            for i in items
+        ],
         **kopecks(c, available_amount=available),
     }
 

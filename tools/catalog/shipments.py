@@ -24,8 +24,10 @@ DOCUMENTS_NOTE = (
 )
 # `final` is the official MCP server's field, absent from the docs: nothing beyond the mark is
 # promised (docs/invoicebox-api.md, "Shipment final").
-FINAL_NOTE = ("отметка «последняя отгрузка» уходит в Инвойсбокс; что она меняет на его стороне, "
-              "документация API не описывает")
+FINAL_NOTE = (
+    "отметка «последняя отгрузка» уходит в Инвойсбокс; что она меняет на его стороне, "
+    "документация API не описывает"
+)
 
 
 def shipment_row(shipment: Shipment, currency: str, response_format: str) -> dict[str, Any]:
@@ -38,15 +40,22 @@ def shipment_row(shipment: Shipment, currency: str, response_format: str) -> dic
         "created_at": shipment.created_at,
     }
     if response_format == "detailed":
-        row.update({
-            **kopecks(currency, vat_amount=shipment.vat_amount),
-            "document_number": shipment.document_number,
-            "document_date": shipment.document_date,
-            "basket_items": [
-                {"sku": i.sku, "name": i.name, "quantity": str(i.quantity),
-                 **kopecks(currency, total_amount=i.total_amount)} for i in shipment.items[:5]
-            ],
-        })
+        row.update(
+            {
+                **kopecks(currency, vat_amount=shipment.vat_amount),
+                "document_number": shipment.document_number,
+                "document_date": shipment.document_date,
+                "basket_items": [
+                    {
+                        "sku": i.sku,
+                        "name": i.name,
+                        "quantity": str(i.quantity),
+                        **kopecks(currency, total_amount=i.total_amount),
+                    }
+                    for i in shipment.items[:5]
+                ],
+            }
+        )
         if len(shipment.items) > 5:
             row["basket_items_note"] = f"показано 5 позиций из {len(shipment.items)}"
     return row
@@ -59,6 +68,7 @@ def order_shipments(ctx: CallContext, order_id: str) -> tuple[list[Shipment], in
 
 
 # -- find_shipments ---------------------------------------------------------------------------
+
 
 class FindShipmentsParams(StrictModel):
     order_id: UUID | None = None
@@ -75,21 +85,24 @@ def find_shipments(ctx: CallContext, params: FindShipmentsParams) -> dict[str, A
         # One order's shipments are read whole (checked like the shipped sum), then paged here.
         order = load_order(ctx, params.order_id)
         every, foreign = order_shipments(ctx, order.id)
-        shown, total = every[start:start + params.page_size], len(every)
+        shown, total = every[start : start + params.page_size], len(every)
         currency = {order.id.lower(): order.currency}
     else:
         page = ctx.client.find_shipments(page=params.page, page_size=params.page_size)
-        shown, total, foreign = page.shipments[:params.page_size], page.total_count, 0
+        shown, total, foreign = page.shipments[: params.page_size], page.total_count, 0
         # A shipment's sums are in its order's currency: each order on the page is read once.
         currency = {}
         for shipment in shown:
             if shipment.order_id.lower() not in currency:
                 currency[shipment.order_id.lower()] = load_order(ctx, shipment.order_id).currency
     result: dict[str, Any] = {
-        "shipments": [shipment_row(s, currency[s.order_id.lower()], params.response_format)
-                      for s in shown],
-        "page": params.page, "page_size": params.page_size,
-        "total_count": total, "truncated": start + len(shown) < total,
+        "shipments": [
+            shipment_row(s, currency[s.order_id.lower()], params.response_format) for s in shown
+        ],
+        "page": params.page,
+        "page_size": params.page_size,
+        "total_count": total,
+        "truncated": start + len(shown) < total,
         "dropped_foreign": foreign,
     }
     if params.order_id is not None:
@@ -111,30 +124,28 @@ FIND_SHIPMENTS = ToolSpec(
         "document_date и первые 5 позиций. Возвращает shipments, page, page_size, total_count, "
         "truncated и dropped_foreign. Ничего не меняет."
     ),
-    success_ru=Counted("shipments", "отгрузка", "отгрузки", "отгрузок",
-                       "Отгрузок по этому заказу нет."),
-    summary_ru="Отгрузки счёта (order_id) или магазина: суммы, статусы. Только "
-               "чтение.",
+    success_ru=Counted(
+        "shipments", "отгрузка", "отгрузки", "отгрузок", "Отгрузок по этому заказу нет."
+    ),
+    summary_ru="Отгрузки счёта (order_id) или магазина: суммы, статусы. Только чтение.",
     # No few-shot example: copying an id into order_id is what the schema says already.
 )
 
 
 # -- create_shipment --------------------------------------------------------------------------
 
+
 class CreateShipmentParams(StrictModel):
     order_id: UUID = Field(description="Оплаченный счёт.")
     basket_items: list[BasketItemParams] = Field(
         min_length=1, max_length=100, description="Что отгружено, как в счёте."
     )
-    final: bool = Field(
-        False, description="true — последняя отгрузка (в API не описано)."
-    )
-    document_number: str | None = Field(
-        None, min_length=1, max_length=36
-    )
+    final: bool = Field(False, description="true — последняя отгрузка (в API не описано).")
+    document_number: str | None = Field(None, min_length=1, max_length=36)
     document_date: date | None = None
     confirmation_token: str | None = Field(
-        None, max_length=200,
+        None,
+        max_length=200,
         description="Токен из первого вызова. Без него отгрузка не создаётся, а готовится сводка.",
     )
     allow_duplicate: bool = Field(
@@ -143,34 +154,45 @@ class CreateShipmentParams(StrictModel):
 
 
 def _totals(params: CreateShipmentParams) -> tuple[int, int]:
-    return (sum(int(i.total_amount) for i in params.basket_items),
-            sum(int(i.total_vat_amount) for i in params.basket_items))
+    return (
+        sum(int(i.total_amount) for i in params.basket_items),
+        sum(int(i.total_vat_amount) for i in params.basket_items),
+    )
 
 
 def _checked(ctx: CallContext, params: CreateShipmentParams) -> tuple[Order, int, int, int]:
     """The order, what is already shipped, and this shipment's totals — or a refusal."""
     order = load_order(ctx, params.order_id)
     if order.status not in SHIPPABLE:
-        raise ToolError("precondition_failed",
-                        f"отгрузка возможна только по оплаченному счёту; счёт "
-                        f"{order.merchant_order_id} в статусе {order.status}")
+        raise ToolError(
+            "precondition_failed",
+            f"отгрузка возможна только по оплаченному счёту; счёт "
+            f"{order.merchant_order_id} в статусе {order.status}",
+        )
     this, vat = _totals(params)
     problems = check_basket(params.basket_items, str(this), str(vat), order.currency)
     if problems:
-        raise ToolError("invalid_arguments", "состав отгрузки не принят: " + "; ".join(
-            p.message for p in problems[:3]), problems=problems)
+        raise ToolError(
+            "invalid_arguments",
+            "состав отгрузки не принят: " + "; ".join(p.message for p in problems[:3]),
+            problems=problems,
+        )
     shipments, _ = order_shipments(ctx, order.id)
     active = [s for s in shipments if s.status != "canceled"]
     if params.document_number and any(
-            s.document_number == params.document_number for s in shipments):
+        s.document_number == params.document_number for s in shipments
+    ):
         # Recovery finds a shipment by its number: two with one number would be confused.
-        raise ToolError("precondition_failed",
-                        f"по счёту {order.merchant_order_id} уже есть отгрузка с номером "
-                        f"документа {params.document_number}",
-                        hint="укажите другой document_number или не указывайте его вовсе")
+        raise ToolError(
+            "precondition_failed",
+            f"по счёту {order.merchant_order_id} уже есть отгрузка с номером "
+            f"документа {params.document_number}",
+            hint="укажите другой document_number или не указывайте его вовсе",
+        )
     if any(s.final for s in active):
-        raise ToolError("precondition_failed",
-                        f"по счёту {order.merchant_order_id} уже была финальная отгрузка")
+        raise ToolError(
+            "precondition_failed", f"по счёту {order.merchant_order_id} уже была финальная отгрузка"
+        )
     shipped = sum(s.amount for s in active)
     if shipped + this > order.amount:
         raise ToolError(
@@ -185,13 +207,24 @@ def _checked(ctx: CallContext, params: CreateShipmentParams) -> tuple[Order, int
 def summarize_create_shipment(ctx: CallContext, params: CreateShipmentParams) -> Summary:
     order, shipped, this, vat = _checked(ctx, params)
     c = order.currency
-    text = (f"Подтвердить отгрузку по счёту {order.merchant_order_id} на {format_rub(this, c)} "
-            f"(НДС {format_rub(vat, c)}): по заказу {format_rub(order.amount, c)}, уже отгружено "
-            f"{format_rub(shipped, c)}" + ("; финальная" if params.final else "") + ". "
-            + DOCUMENTS_NOTE[0].upper() + DOCUMENTS_NOTE[1:] + ".")
+    text = (
+        f"Подтвердить отгрузку по счёту {order.merchant_order_id} на {format_rub(this, c)} "
+        f"(НДС {format_rub(vat, c)}): по заказу {format_rub(order.amount, c)}, уже отгружено "
+        f"{format_rub(shipped, c)}"
+        + ("; финальная" if params.final else "")
+        + ". "
+        + DOCUMENTS_NOTE[0].upper()
+        + DOCUMENTS_NOTE[1:]
+        + "."
+    )
     data = {
-        **kopecks(c, order_amount=order.amount, already_shipped=shipped, this_shipment=this,
-                  vat_amount=vat),
+        **kopecks(
+            c,
+            order_amount=order.amount,
+            already_shipped=shipped,
+            this_shipment=this,
+            vat_amount=vat,
+        ),
         "final": params.final,
         "documents_note": DOCUMENTS_NOTE,
     }
@@ -202,10 +235,15 @@ def summarize_create_shipment(ctx: CallContext, params: CreateShipmentParams) ->
 
 
 def shipment_result(shipment: Shipment, currency: str) -> dict[str, Any]:
-    return {"shipment_id": shipment.id, "order_id": shipment.order_id, "status": shipment.status,
-            **kopecks(currency, amount=shipment.amount),
-            "final": shipment.final, "document_number": shipment.document_number,
-            "documents_note": DOCUMENTS_NOTE}
+    return {
+        "shipment_id": shipment.id,
+        "order_id": shipment.order_id,
+        "status": shipment.status,
+        **kopecks(currency, amount=shipment.amount),
+        "final": shipment.final,
+        "document_number": shipment.document_number,
+        "documents_note": DOCUMENTS_NOTE,
+    }
 
 
 def document_number(ctx: CallContext, params: CreateShipmentParams) -> str | None:
@@ -217,15 +255,21 @@ def document_number(ctx: CallContext, params: CreateShipmentParams) -> str | Non
 
 def create_shipment(ctx: CallContext, params: CreateShipmentParams) -> dict[str, Any]:
     order, _, _, _ = _checked(ctx, params)
-    shipment = ctx.client.create_shipment(NewShipment(
-        order_id=order.id, basket=basket_lines(params.basket_items), final=params.final,
-        document_number=document_number(ctx, params), document_date=params.document_date,
-    ))
+    shipment = ctx.client.create_shipment(
+        NewShipment(
+            order_id=order.id,
+            basket=basket_lines(params.basket_items),
+            final=params.final,
+            document_number=document_number(ctx, params),
+            document_date=params.document_date,
+        )
+    )
     return shipment_result(shipment, order.currency)
 
 
-def recover_create_shipment(ctx: CallContext, params: CreateShipmentParams
-                            ) -> dict[str, Any] | None:
+def recover_create_shipment(
+    ctx: CallContext, params: CreateShipmentParams
+) -> dict[str, Any] | None:
     """Find the shipment by the documentNumber it was sent with; None only when the list
     proves it absent.
 
@@ -254,7 +298,9 @@ def recover_create_shipment(ctx: CallContext, params: CreateShipmentParams
             "outcome_unknown",
             f"в Инвойсбокс есть отгрузка {shipment.id} на ту же сумму без номера документа: "
             f"наша ли она (номер {key or '—'}), по ответу не понять",
-            data={"lookup": NOT_PROVEN}, upstream_request_id=ctx.client.last_request_id)
+            data={"lookup": NOT_PROVEN},
+            upstream_request_id=ctx.client.last_request_id,
+        )
     return None
 
 

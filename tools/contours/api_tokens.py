@@ -34,9 +34,11 @@ def shape_problem(token: str) -> str:
     if any(char.isspace() for char in token):
         return "в токене пробел или перевод строки: скопируйте его заново, без лишних знаков"
     if not token.isascii():
-        return ("в токене есть знаки не из латиницы (например, невидимый знак или русская "
-                "буква): токен состоит из латинских букв, цифр и знаков -_.:; скопируйте его "
-                "заново")
+        return (
+            "в токене есть знаки не из латиницы (например, невидимый знак или русская "
+            "буква): токен состоит из латинских букв, цифр и знаков -_.:; скопируйте его "
+            "заново"
+        )
     if not token.isprintable():
         return "в токене управляющие знаки: скопируйте его заново, без лишних знаков"
     return ""
@@ -68,11 +70,11 @@ def read_file(source: str, stdin_text: str | None = None) -> str:
         except PermissionError:
             raise TokenInputError(f"файл с токеном {path} не прочитать: нет прав") from None
         except OSError as error:
-            raise TokenInputError(f"файл с токеном {path} не прочитать: {error.strerror}"
-                                  ) from None
+            raise TokenInputError(f"файл с токеном {path} не прочитать: {error.strerror}") from None
         except UnicodeDecodeError:
-            raise TokenInputError(f"файл с токеном {path} не в UTF-8: сохраните его как "
-                                  "обычный текст") from None
+            raise TokenInputError(
+                f"файл с токеном {path} не в UTF-8: сохраните его как обычный текст"
+            ) from None
     token = clean(raw)
     if not token:
         raise TokenInputError(f"файл с токеном {source if source != '-' else '(stdin)'} пуст")

@@ -21,20 +21,22 @@ from tools.pipeline.upstream_calls import contour_client
 # Инвойсбокс.Бизнес (business.invoicebox.ru) issues `/l3/` tokens like `29078-API:<hex>`
 # (docs api/auth.md); this gateway speaks `/v3/` only (docs/invoicebox-api.md).
 L3_TOKEN = re.compile(r"^\d+-API:", re.I)
-CABINET = ("личный кабинет Инвойсбокс → «Мои продажи» → «Мои магазины» → магазин → вкладка "
-           "«Интеграция (API)»")
+CABINET = (
+    "личный кабинет Инвойсбокс → «Мои продажи» → «Мои магазины» → магазин → вкладка "
+    "«Интеграция (API)»"
+)
 
 _WHY: dict[str, str] = {
     "unauthorized": f"Инвойсбокс не принял токен. Скопируйте токен API заново: {CABINET}",
     "forbidden": "Инвойсбокс принял токен, но не дал читать счета: у токена нет прав на этот "
-                 "магазин, проверьте идентификатор магазина и токен в кабинете",
+    "магазин, проверьте идентификатор магазина и токен в кабинете",
     "not_found": "по адресу API нет такого метода: адрес указывает не на API Инвойсбокс v3",
     "rate_limited": "Инвойсбокс просит подождать (слишком много запросов): повторите проверку "
-                    "через минуту",
+    "через минуту",
     "unavailable": "Инвойсбокс не ответил: нет связи с адресом API или сервис недоступен; "
-                   "проверьте адрес и выход в интернет с сервера шлюза",
+    "проверьте адрес и выход в интернет с сервера шлюза",
     "bad_response": "по адресу API отвечает не Инвойсбокс (ответ не похож на API v3): "
-                    "проверьте адрес",
+    "проверьте адрес",
     "unknown_outcome": "ответ Инвойсбокс не прочитан: проверьте адрес API",
 }
 
@@ -83,9 +85,11 @@ def token_problem(token: str) -> str:
     if not token:
         return f"токен не задан: впишите токен API из кабинета ({CABINET})"
     if L3_TOKEN.match(token):
-        return ("это токен API l3 (кабинет business.invoicebox.ru, вид «12345-API:…»); шлюз "
-                "работает с API v3: нужен токен из 32 шестнадцатеричных знаков, как у "
-                "демо-магазина")
+        return (
+            "это токен API l3 (кабинет business.invoicebox.ru, вид «12345-API:…»); шлюз "
+            "работает с API v3: нужен токен из 32 шестнадцатеричных знаков, как у "
+            "демо-магазина"
+        )
     return api_tokens.shape_problem(token)
 
 
@@ -103,12 +107,19 @@ QUICK_TIMEOUT_SECONDS = 10.0
 def check_connection(contour: Contour, *, quick: bool = False) -> ConnectionReport:
     """Token shape, then auth, then one page of orders and the shop they belong to.
     `quick`: one attempt with a short timeout (the check after a save)."""
-    report = ConnectionReport(contour=contour.slug, base_url=contour.base_url,
-                              answered_by=answered_by(contour.base_url))
+    report = ConnectionReport(
+        contour=contour.slug, base_url=contour.base_url, answered_by=answered_by(contour.base_url)
+    )
     if contour.token_unreadable:
-        report.steps.append(Step("токен", False, f"{UNREADABLE_TOKEN_TEXT}: он зашифрован "
-                                 "другим ключом GATEWAY_SECRETS_KEY (manage.py "
-                                 "set_contour_token или страница контура в админке)"))
+        report.steps.append(
+            Step(
+                "токен",
+                False,
+                f"{UNREADABLE_TOKEN_TEXT}: он зашифрован "
+                "другим ключом GATEWAY_SECRETS_KEY (manage.py "
+                "set_contour_token или страница контура в админке)",
+            )
+        )
         return report
     problem = token_problem(contour.api_token)
     if problem:
@@ -116,9 +127,12 @@ def check_connection(contour: Contour, *, quick: bool = False) -> ConnectionRepo
         return report
     # No shop scope on this read: it asks which shop the token itself sees, to compare it with
     # the contour's (a list scoped to the contour's shop would just come back empty).
-    with contour_client(contour, merchant_id="",
-                        timeout=QUICK_TIMEOUT_SECONDS if quick else None,
-                        read_attempts=1 if quick else None) as client:
+    with contour_client(
+        contour,
+        merchant_id="",
+        timeout=QUICK_TIMEOUT_SECONDS if quick else None,
+        read_attempts=1 if quick else None,
+    ) as client:
         try:
             user_id = client.check_auth()
         except InvoiceboxError as error:
@@ -130,22 +144,32 @@ def check_connection(contour: Contour, *, quick: bool = False) -> ConnectionRepo
         except InvoiceboxError as error:
             report.steps.append(Step("чтение счетов", False, _upstream_failure(error)))
             return report
-    report.steps.append(Step("чтение счетов", True, f"работает, счетов у магазина: "
-                                                   f"{page.total_count}"))
-    report.steps.append(_merchant_step(contour, page.orders[0].merchant_id
-                                       if page.orders else None))
+    report.steps.append(
+        Step("чтение счетов", True, f"работает, счетов у магазина: {page.total_count}")
+    )
+    report.steps.append(
+        _merchant_step(contour, page.orders[0].merchant_id if page.orders else None)
+    )
     return report
 
 
 def _merchant_step(contour: Contour, seen: str | None) -> Step:
     title = "магазин"
     if seen is None:
-        return Step(title, None, "счетов ещё нет (или ответ не назвал магазин), поэтому магазин "
-                                 "токена не сверить: убедитесь, что "
-                                 f"идентификатор {contour.merchant_id} — из той же вкладки "
-                                 "«Интеграция (API)», что и токен")
+        return Step(
+            title,
+            None,
+            "счетов ещё нет (или ответ не назвал магазин), поэтому магазин "
+            "токена не сверить: убедитесь, что "
+            f"идентификатор {contour.merchant_id} — из той же вкладки "
+            "«Интеграция (API)», что и токен",
+        )
     if seen.lower() != contour.merchant_id.lower():
-        return Step(title, False, f"токен видит магазин {seen}, а в контуре указан "
-                                  f"{contour.merchant_id}: счета создавались бы не там; "
-                                  "исправьте идентификатор магазина")
+        return Step(
+            title,
+            False,
+            f"токен видит магазин {seen}, а в контуре указан "
+            f"{contour.merchant_id}: счета создавались бы не там; "
+            "исправьте идентификатор магазина",
+        )
     return Step(title, True, f"{seen}, как указано в контуре")

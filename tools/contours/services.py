@@ -41,11 +41,25 @@ SANDBOX_TOKEN_MARK = "sbx_"  # noqa: S105 - a prefix, not a secret
 # What the journal compares before and after a contour change (secrets separately, by value
 # equality only: their values never enter the journal).
 AUDITED_FIELDS = (
-    "slug", "name", "mode", "base_url", "api_prefix", "merchant_id", "toolsets",
-    "disabled_tools", "approval_for_all_writes", "require_second_factor", "approval_thresholds",
+    "slug",
+    "name",
+    "mode",
+    "base_url",
+    "api_prefix",
+    "merchant_id",
+    "toolsets",
+    "disabled_tools",
+    "approval_for_all_writes",
+    "require_second_factor",
+    "approval_thresholds",
     "allowed_currencies",
-    "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds", "time_zone",
-    "key_grace_hours", "notification_signature_method", "notification_signature_algorithm",
+    "confirmation_ttl_seconds",
+    "approval_window_hours",
+    "dedup_window_seconds",
+    "time_zone",
+    "key_grace_hours",
+    "notification_signature_method",
+    "notification_signature_algorithm",
 )
 # The webhook URL counts as a secret: a relay's URL (Telegram) carries its token.
 SECRET_FIELDS = ("api_token", "notification_key", "alert_webhook_url", "alert_webhook_secret")
@@ -71,10 +85,17 @@ def default_base_url(mode: str) -> str:
 
 
 # What a new contour starts with besides its mode's address: the model's own defaults.
-_DEFAULTED_FIELDS = ("toolsets", "allowed_currencies", "approval_thresholds",
-                     "approval_for_all_writes", "confirmation_ttl_seconds",
-                     "approval_window_hours", "dedup_window_seconds", "time_zone",
-                     "key_grace_hours")
+_DEFAULTED_FIELDS = (
+    "toolsets",
+    "allowed_currencies",
+    "approval_thresholds",
+    "approval_for_all_writes",
+    "confirmation_ttl_seconds",
+    "approval_window_hours",
+    "dedup_window_seconds",
+    "time_zone",
+    "key_grace_hours",
+)
 
 
 def new_contour_defaults(mode: str = InvoiceboxMode.SANDBOX) -> dict[str, Any]:
@@ -82,8 +103,9 @@ def new_contour_defaults(mode: str = InvoiceboxMode.SANDBOX) -> dict[str, Any]:
     (the command) and the admin's add form: the mode's API address, reads only, writes in
     RUB with the environment's operator threshold, the windows. Values come from the model
     field defaults (themselves from the settings), so there is one answer."""
-    values = {name: cast(Field, Contour._meta.get_field(name)).get_default()
-              for name in _DEFAULTED_FIELDS}  # concrete fields of the model, none a relation
+    values = {
+        name: cast(Field, Contour._meta.get_field(name)).get_default() for name in _DEFAULTED_FIELDS
+    }  # concrete fields of the model, none a relation
     values.update(mode=mode, base_url=default_base_url(mode))
     return values
 
@@ -100,7 +122,8 @@ def snapshot(contour: Contour | None) -> dict[str, Any]:
         return {}
     state = {JOURNAL_KEYS.get(name, name): getattr(contour, name) for name in AUDITED_FIELDS}
     state["ceilings"] = sorted(
-        f"{c.kind} {c.currency or '-'} {c.limit}" for c in contour.ceilings.all())
+        f"{c.kind} {c.currency or '-'} {c.limit}" for c in contour.ceilings.all()
+    )
     return state
 
 
@@ -108,8 +131,7 @@ def state_of(contour: Contour | None) -> ContourState:
     """What a later record_change() compares with; empty for a contour not stored yet."""
     if contour is None or contour.pk is None:
         return ContourState()
-    return ContourState(snapshot(contour),
-                        {name: getattr(contour, name) for name in SECRET_FIELDS})
+    return ContourState(snapshot(contour), {name: getattr(contour, name) for name in SECRET_FIELDS})
 
 
 @transaction.atomic
@@ -140,9 +162,11 @@ def create_contour(
     if mode not in InvoiceboxMode.values:
         raise ContourSetupError(f"mode must be one of {', '.join(InvoiceboxMode.values)}")
     if Contour.objects.filter(slug=slug).exists():
-        raise ContourSetupError(f"контур {slug!r} уже есть: токен и адрес API меняет "
-                                f"manage.py set_contour_token {slug} --token-file ФАЙЛ "
-                                "[--base-url АДРЕС]")
+        raise ContourSetupError(
+            f"контур {slug!r} уже есть: токен и адрес API меняет "
+            f"manage.py set_contour_token {slug} --token-file ФАЙЛ "
+            "[--base-url АДРЕС]"
+        )
     if mode == InvoiceboxMode.PRODUCTION and not (token and merchant_id):
         raise ContourSetupError("production needs --token-file and --merchant-id")
     if merchant_id and not token:
@@ -179,8 +203,15 @@ def create_contour(
 
 
 @transaction.atomic
-def set_token(contour: Contour, token: str, *, base_url: str = "", actor: str, channel: str,
-              step_up: stepup.StepUp | None = None) -> list[str]:
+def set_token(
+    contour: Contour,
+    token: str,
+    *,
+    base_url: str = "",
+    actor: str,
+    channel: str,
+    step_up: stepup.StepUp | None = None,
+) -> list[str]:
     """Enter a contour's token again (a lost GATEWAY_SECRETS_KEY, a token re-issued in the
     cabinet), with a new base URL if given: the token entered counts even when it equals the
     stored one. Journaled as any change; returns what changed."""
@@ -214,38 +245,64 @@ def _ceilings(state: Mapping[str, Any]) -> dict[tuple[str, str], int]:
 def widenings(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     """What a change lets assistants do that they could not before (snapshot() states; an
     empty `before` is a new contour): each needs a fresh second factor (tools/factors)."""
-    found = [f"включён набор «{Toolset(t).label}»" for t in WRITE_TOOLSETS
-             if t in (after.get("toolsets") or []) and t not in (before.get("toolsets") or [])]
+    found = [
+        f"включён набор «{Toolset(t).label}»"
+        for t in WRITE_TOOLSETS
+        if t in (after.get("toolsets") or []) and t not in (before.get("toolsets") or [])
+    ]
     if before:
         enabled = set(before.get("disabled_tools") or []) - set(after.get("disabled_tools") or [])
-        found += [f"включён инструмент {name}" for name in sorted(enabled)
-                  if (spec := catalog.get(name)) is not None and spec.kind != "read"]
+        found += [
+            f"включён инструмент {name}"
+            for name in sorted(enabled)
+            if (spec := catalog.get(name)) is not None and spec.kind != "read"
+        ]
         if before.get("approval_for_all_writes") and not after.get("approval_for_all_writes"):
             found.append("записи больше не ждут оператора")
         if before.get("require_second_factor") and not after.get("require_second_factor"):
             found.append("второй фактор контура выключен")
         old, new = before.get("approval_thresholds") or {}, after.get("approval_thresholds") or {}
-        found += [f"порог одобрения {currency} повышен" for currency, value in new.items()
-                  if currency not in old or int(value) > int(old[currency])]
-        found += [f"разрешена валюта {currency}" for currency in after.get("allowed_currencies")
-                  or [] if currency not in (before.get("allowed_currencies") or [])]
+        found += [
+            f"порог одобрения {currency} повышен"
+            for currency, value in new.items()
+            if currency not in old or int(value) > int(old[currency])
+        ]
+        found += [
+            f"разрешена валюта {currency}"
+            for currency in after.get("allowed_currencies") or []
+            if currency not in (before.get("allowed_currencies") or [])
+        ]
         old_limits, new_limits = _ceilings(before), _ceilings(after)
-        found += [f"потолок {kind} {currency} {'снят' if key not in new_limits else 'повышен'}"
-                  for key in old_limits for kind, currency in [key]
-                  if key not in new_limits or new_limits[key] > old_limits[key]]
+        found += [
+            f"потолок {kind} {currency} {'снят' if key not in new_limits else 'повышен'}"
+            for key in old_limits
+            for kind, currency in [key]
+            if key not in new_limits or new_limits[key] > old_limits[key]
+        ]
     return found
 
 
-def _require_step_up(contour: Contour, found: list[str], step_up: stepup.StepUp | None, *,
-                     strict: bool = False) -> None:
+def _require_step_up(
+    contour: Contour, found: list[str], step_up: stepup.StepUp | None, *, strict: bool = False
+) -> None:
     if found:
-        stepup.require(step_up, contour=contour, strict=strict,
-                       action=f"изменение контура {contour.slug} ({'; '.join(found)})")
+        stepup.require(
+            step_up,
+            contour=contour,
+            strict=strict,
+            action=f"изменение контура {contour.slug} ({'; '.join(found)})",
+        )
 
 
 @transaction.atomic
-def record_new(contour: Contour, *, actor: str, channel: str, creator: Any = None,
-               step_up: stepup.StepUp | None = None) -> None:
+def record_new(
+    contour: Contour,
+    *,
+    actor: str,
+    channel: str,
+    creator: Any = None,
+    step_up: stepup.StepUp | None = None,
+) -> None:
     """What follows every new contour's row (the admin's, after its inlines are saved): its
     sandbox connection, its journal entry, and the owner role of a creator who is no
     superuser (an owner who starts a contour owns it, and nothing else changes hands).
@@ -260,13 +317,20 @@ def record_new(contour: Contour, *, actor: str, channel: str, creator: Any = Non
     if journaled:
         events.contour_created(contour, snapshot(contour), actor=actor, channel=channel)
     if creator is not None and not creator.is_superuser:
-        role_service.grant(creator, Role.OWNER, contour, actor=actor, channel=channel,
-                           step_up=step_up)
+        role_service.grant(
+            creator, Role.OWNER, contour, actor=actor, channel=channel, step_up=step_up
+        )
 
 
 @transaction.atomic
-def record_change(contour: Contour, before: ContourState, *, actor: str, channel: str,
-                  step_up: stepup.StepUp | None = None) -> list[str]:
+def record_change(
+    contour: Contour,
+    before: ContourState,
+    *,
+    actor: str,
+    channel: str,
+    step_up: stepup.StepUp | None = None,
+) -> list[str]:
     """Journal what changed since `before` (state_of() taken before the save); nothing when
     nothing did. Returns the names of the changed settings and replaced secrets.
 
@@ -274,20 +338,35 @@ def record_change(contour: Contour, before: ContourState, *, actor: str, channel
     ToolError and the caller's transaction (the admin's request) takes the change back."""
     required(actor)
     after = snapshot(contour)
-    _require_step_up(contour, widenings(before.settings, after), step_up,
-                     strict=bool(before.settings.get("require_second_factor")))
-    changes = {key: {"before": before.settings.get(key), "after": value}
-               for key, value in after.items() if before.settings.get(key) != value}
-    replaced = [name for name in SECRET_FIELDS
-                if before.secrets.get(name) != getattr(contour, name)]
+    _require_step_up(
+        contour,
+        widenings(before.settings, after),
+        step_up,
+        strict=bool(before.settings.get("require_second_factor")),
+    )
+    changes = {
+        key: {"before": before.settings.get(key), "after": value}
+        for key, value in after.items()
+        if before.settings.get(key) != value
+    }
+    replaced = [
+        name for name in SECRET_FIELDS if before.secrets.get(name) != getattr(contour, name)
+    ]
     if changes or replaced:
-        events.contour_changed(contour, changes, replaced, old_secrets=before.secrets.values(),
-                               actor=actor, channel=channel)
+        events.contour_changed(
+            contour,
+            changes,
+            replaced,
+            old_secrets=before.secrets.values(),
+            actor=actor,
+            channel=channel,
+        )
     return [*changes, *replaced]
 
 
-def connect_sandbox_notifications(contour: Contour, *, own_account: bool,
-                                  claim_shared: bool = False) -> None:
+def connect_sandbox_notifications(
+    contour: Contour, *, own_account: bool, claim_shared: bool = False
+) -> None:
     """A sandbox contour signs like its sandbox shop and is that shop's notification URL.
 
     A contour with its own sandbox token has its own shop. The shared demo shop keeps the URL
@@ -301,6 +380,10 @@ def connect_sandbox_notifications(contour: Contour, *, own_account: bool,
         contour.notification_key = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
         contour.save(update_fields=["notification_key"])
     sandbox_contour_connected.send(
-        Contour, token=contour.api_token, merchant_id=str(contour.merchant_id),
-        notification_url=notification_url(contour), own_account=own_account,
-        claim_shared=claim_shared)
+        Contour,
+        token=contour.api_token,
+        merchant_id=str(contour.merchant_id),
+        notification_url=notification_url(contour),
+        own_account=own_account,
+        claim_shared=claim_shared,
+    )

@@ -26,7 +26,6 @@ Payload = Callable[[dict[str, Any]], Any]
 Option = Callable[[dict[str, Any], str], dict[str, Any]]
 
 
-
 class Described(Protocol):
     """What the registry reads of a platform an adapter declares (adapters.functions.platform):
     its name, how the home page calls its assistants, its formats and their options."""
@@ -49,8 +48,13 @@ _OPTIONS: dict[str, dict[str, Option]] = {}
 _PLATFORMS: dict[str, Described] = {}
 
 
-def register(name: str, exporter: Exporter, *, payload: Payload | None = None,
-             options: dict[str, Option] | None = None) -> None:
+def register(
+    name: str,
+    exporter: Exporter,
+    *,
+    payload: Payload | None = None,
+    options: dict[str, Option] | None = None,
+) -> None:
     """Add a format; a second exporter under a taken name is a wiring bug, not an override."""
     if _FORMATS.get(name, exporter) is not exporter:
         raise ValueError(f"format {name!r} is already registered")
@@ -83,8 +87,9 @@ def taking(option: str) -> list[str]:
     return sorted(name for name, options in _OPTIONS.items() if option in options)
 
 
-def export_tools(fmt: str, specs: list[ToolSpec], options: Mapping[str, str] | None = None
-                 ) -> dict[str, Any]:
+def export_tools(
+    fmt: str, specs: list[ToolSpec], options: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The format's body; of ``options`` (the query string) only this format's own apply."""
     body = _FORMATS[fmt](specs)
     for name, apply in _OPTIONS.get(fmt, {}).items():

@@ -20,20 +20,47 @@ FUNCTION_DESCRIPTION_LIMIT = 1024
 FIELD_DESCRIPTION_LIMIT = 240
 
 # Keywords no exported schema may contain (the strict OpenAI variant adds its own nullable types).
-FORBIDDEN_KEYWORDS = frozenset({
-    "anyOf", "oneOf", "allOf", "not", "$ref", "$defs", "definitions", "nullable",
-    "if", "then", "else", "dependentRequired", "dependentSchemas", "patternProperties",
-})
+FORBIDDEN_KEYWORDS = frozenset(
+    {
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "$ref",
+        "$defs",
+        "definitions",
+        "nullable",
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+        "patternProperties",
+    }
+)
 
 # The shape every platform understands; the constraints are optional extras per profile.
 STRUCTURE = frozenset({"type", "description", "enum", "properties", "required", "items"})
-CONSTRAINTS = frozenset({
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems",
-    "minLength", "maxLength", "pattern", "format", "default",
-})
+CONSTRAINTS = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "default",
+    }
+)
 
 CONFIRMATION_MARK = "confirmation_token"
-TWO_STEP_SHORT_RU = "Два шага: первый вызов даёт сводку и confirmation_token, второй с ним выполняет."
+TWO_STEP_SHORT_RU = (
+    "Два шага: первый вызов даёт сводку и confirmation_token, второй с ним выполняет."
+)
 TWO_STEP_RU = (
     "Работает в два шага: первый вызов ничего не меняет и возвращает сводку и "
     "confirmation_token; операция выполняется только повторным вызовом с теми же параметрами "
@@ -43,8 +70,10 @@ TWO_STEP_RU = (
 # No platform tokenizer is available offline. BPE tokenizers give roughly 3-4 characters per
 # token on Russian prose mixed with JSON punctuation, so dividing by 3 errs on the high side.
 CHARS_PER_TOKEN = 3
-TOKEN_METHOD = (f"characters of compact JSON (ensure_ascii=False) / {CHARS_PER_TOKEN}, rounded up; "
-                "a deliberate over-estimate, no platform tokenizer is used")
+TOKEN_METHOD = (
+    f"characters of compact JSON (ensure_ascii=False) / {CHARS_PER_TOKEN}, rounded up; "
+    "a deliberate over-estimate, no platform tokenizer is used"
+)
 
 
 class SchemaError(ValueError):
@@ -99,8 +128,9 @@ def shorten(text: str, limit: int, *, keep: str = "") -> str:
     return " ".join(parts[i] for i in sorted(chosen))
 
 
-def describe(spec: ToolSpec, limit: int = FUNCTION_DESCRIPTION_LIMIT, *, short: bool = False
-             ) -> str:
+def describe(
+    spec: ToolSpec, limit: int = FUNCTION_DESCRIPTION_LIMIT, *, short: bool = False
+) -> str:
     """The function description: full or short catalog text within ``limit``. A write tool's
     text always states the two-step confirmation, since no format has a 'modifies' flag."""
     source = spec.summary_ru if short else spec.description_ru
@@ -118,6 +148,7 @@ def describe(spec: ToolSpec, limit: int = FUNCTION_DESCRIPTION_LIMIT, *, short: 
 
 # -- parameters ------------------------------------------------------------------------------
 
+
 def parameters(model: type[BaseModel], profile: Profile = FULL) -> dict[str, Any]:
     """The tool's arguments as a common-subset object schema (generated, never hand-written)."""
     return copy.deepcopy(_parameters(model, profile))
@@ -128,10 +159,16 @@ def _parameters(model: type[BaseModel], profile: Profile) -> dict[str, Any]:
     raw = model.model_json_schema()
     root = {key: value for key, value in raw.items() if key not in ("description", "title")}
     if "properties" in root:
-        props = {name: _control(name, node) for name, node in root["properties"].items()
-                 if name not in HIDDEN}
-        root = {**root, "properties": props,
-                "required": [name for name in root.get("required", []) if name in props]}
+        props = {
+            name: _control(name, node)
+            for name, node in root["properties"].items()
+            if name not in HIDDEN
+        }
+        root = {
+            **root,
+            "properties": props,
+            "required": [name for name in root.get("required", []) if name in props],
+        }
     return _node(root, raw.get("$defs", {}), profile, path=model.__name__, root=True)
 
 
@@ -148,10 +185,12 @@ HIDDEN = frozenset({"confirm_amount"})
 def not_offered(model: type[BaseModel]) -> set[str]:
     """A model's fields left out of every schema: HIDDEN, and those marked SkipJsonSchema (the
     vendor server's basket fields, accepted for prompts written for it: tools/catalog)."""
-    return {name for name, f in model.model_fields.items()
-            # pydantic types SkipJsonSchema as an Annotated alias; at run time it is a class.
-            if name in HIDDEN
-            or any(isinstance(m, SkipJsonSchema) for m in f.metadata)}  # type: ignore[misc]
+    return {
+        name
+        for name, f in model.model_fields.items()
+        # pydantic types SkipJsonSchema as an Annotated alias; at run time it is a class.
+        if name in HIDDEN or any(isinstance(m, SkipJsonSchema) for m in f.metadata)
+    }  # type: ignore[misc]
 
 
 def _control(name: str, node: dict[str, Any]) -> dict[str, Any]:
@@ -171,8 +210,10 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str,
             if key in node:
                 branches = [b for b in node[key] if b.get("type") != "null"]
                 if len(branches) != 1:
-                    raise SchemaError(f"{path}: {key} with {len(branches)} branches cannot be "
-                                      "expressed without unions; split it into separate fields")
+                    raise SchemaError(
+                        f"{path}: {key} with {len(branches)} branches cannot be "
+                        "expressed without unions; split it into separate fields"
+                    )
                 rest = {k: v for k, v in node.items() if k != key}
                 if rest.get("default", 0) is None:
                     rest.pop("default")
@@ -189,8 +230,15 @@ FORMAT_NOTES = {"date-time": "ISO 8601 с поясом.", "date": "ГГГГ-ММ
 MAX_DEPTH = 8
 
 
-def _node(node: dict[str, Any], defs: dict[str, Any], profile: Profile, path: str,
-          *, root: bool = False, item: bool = False) -> dict[str, Any]:
+def _node(
+    node: dict[str, Any],
+    defs: dict[str, Any],
+    profile: Profile,
+    path: str,
+    *,
+    root: bool = False,
+    item: bool = False,
+) -> dict[str, Any]:
     if path.count(".") + path.count("[]") > MAX_DEPTH:
         raise SchemaError(f"{path}: nested deeper than {MAX_DEPTH} levels (a recursive model?)")
     node = _resolve(node, defs, path)
@@ -219,8 +267,9 @@ def _node(node: dict[str, Any], defs: dict[str, Any], profile: Profile, path: st
         if required:
             out["required"] = required
     elif kind == "array":
-        out["items"] = _node(node.get("items", {"type": "string"}), defs, profile, f"{path}[]",
-                             item=True)
+        out["items"] = _node(
+            node.get("items", {"type": "string"}), defs, profile, f"{path}[]", item=True
+        )
     if "enum" in node:
         out["enum"] = list(node["enum"])
     for key in sorted(profile.constraints & node.keys()):
@@ -302,10 +351,20 @@ def walk(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
 
 # What OpenAI's strict mode documents as supported besides the structure; minLength/maxLength
 # and default are not in that list, so they are left out rather than risk a 400.
-STRICT = Profile(constraints=frozenset({
-    "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-    "minItems", "maxItems",
-}))
+STRICT = Profile(
+    constraints=frozenset(
+        {
+            "pattern",
+            "format",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "minItems",
+            "maxItems",
+        }
+    )
+)
 
 
 def strict(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
@@ -314,8 +373,10 @@ def strict(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
     out = dict(schema)
     if out["type"] == "object":
         optional = set(out["properties"]) - set(out.get("required", []))
-        out["properties"] = {name: strict(child, required=name not in optional)
-                             for name, child in out["properties"].items()}
+        out["properties"] = {
+            name: strict(child, required=name not in optional)
+            for name, child in out["properties"].items()
+        }
         out["required"] = list(out["properties"])
         out["additionalProperties"] = False
     elif out["type"] == "array":
@@ -329,12 +390,19 @@ def strict(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
 
 # -- size ------------------------------------------------------------------------------------
 
+
 def measure(definitions: Any) -> dict[str, Any]:
     """Compact JSON of the definitions; a prompt (a string) counts as the text itself."""
-    text = (definitions if isinstance(definitions, str)
-            else json.dumps(definitions, ensure_ascii=False, separators=(",", ":")))
-    return {"characters": len(text), "tokens_estimate": math.ceil(len(text) / CHARS_PER_TOKEN),
-            "token_estimate_method": TOKEN_METHOD}
+    text = (
+        definitions
+        if isinstance(definitions, str)
+        else json.dumps(definitions, ensure_ascii=False, separators=(",", ":"))
+    )
+    return {
+        "characters": len(text),
+        "tokens_estimate": math.ceil(len(text) / CHARS_PER_TOKEN),
+        "token_estimate_method": TOKEN_METHOD,
+    }
 
 
 # -- shared definitions ----------------------------------------------------------------------
@@ -357,8 +425,9 @@ def parameters_for(specs: list[ToolSpec], profile: Profile = FULL) -> list[dict[
     return out
 
 
-def _share(node: dict[str, Any], tool: str, seen: dict[tuple[str, ...], str],
-           profile: Profile) -> None:
+def _share(
+    node: dict[str, Any], tool: str, seen: dict[tuple[str, ...], str], profile: Profile
+) -> None:
     for child in (node.get("properties") or {}).values():
         target = child["items"] if child.get("type") == "array" else child
         fields = tuple(target.get("properties") or ())

@@ -44,8 +44,11 @@ def key_of(contour: Contour | None, actor: str) -> ApiKey | None:
 
 def note_use(key: ApiKey, channel: str, now: datetime | None = None) -> None:
     now = now or timezone.now()
-    if (key.last_used_channel == channel and key.last_used_at is not None
-            and now - key.last_used_at < LAST_USE_PRECISION):
+    if (
+        key.last_used_channel == channel
+        and key.last_used_at is not None
+        and now - key.last_used_at < LAST_USE_PRECISION
+    ):
         return
     ApiKey.objects.filter(pk=key.pk).update(last_used_at=now, last_used_channel=channel)
 
@@ -62,13 +65,16 @@ def check_scope(key: ApiKey | None, spec: ToolSpec) -> None:
     if key is None or key.allows(spec.toolset, spec.name):
         return
     if key.toolsets and spec.toolset not in key.toolsets:
-        message = (f"ключ {key.prefix}… выдан только для наборов "
-                   f"{', '.join(key.toolsets)}: инструмент {spec.name} из набора "
-                   f"«{spec.toolset}» ему недоступен")
+        message = (
+            f"ключ {key.prefix}… выдан только для наборов "
+            f"{', '.join(key.toolsets)}: инструмент {spec.name} из набора "
+            f"«{spec.toolset}» ему недоступен"
+        )
     else:
         message = f"ключ {key.prefix}… не допускает инструмент {spec.name}"
-    raise ToolError("forbidden", message,
-                    hint="нужен другой ключ контура: его выдаёт владелец контура")
+    raise ToolError(
+        "forbidden", message, hint="нужен другой ключ контура: его выдаёт владелец контура"
+    )
 
 
 def visible(specs: list[ToolSpec], key: ApiKey | None) -> list[ToolSpec]:
@@ -79,8 +85,9 @@ def parse_scope(toolsets: str, tools: str) -> tuple[list[str], list[str]]:
     chosen_sets = [t.strip() for t in toolsets.split(",") if t.strip()]
     unknown = sorted(set(chosen_sets) - set(Toolset.values))
     if unknown:
-        raise KeySetupError(f"unknown toolsets {', '.join(unknown)}; "
-                            f"known: {', '.join(Toolset.values)}")
+        raise KeySetupError(
+            f"unknown toolsets {', '.join(unknown)}; known: {', '.join(Toolset.values)}"
+        )
     chosen_tools = [t.strip() for t in tools.split(",") if t.strip()]
     missing = sorted(set(chosen_tools) - set(catalog.names()))
     if missing:

@@ -22,15 +22,26 @@ EDITABLE_FIELDS = ("label", "user")
 def has_write_scope(key: ApiKey) -> bool:
     """Whether the key's own scope covers a write or money tool (a key without toolsets
     follows its contour, writes included once they are on)."""
-    return any(key.allows(spec.toolset, spec.name)
-               for spec in map(catalog.get, catalog.names())
-               if spec is not None and spec.kind != "read")
+    return any(
+        key.allows(spec.toolset, spec.name)
+        for spec in map(catalog.get, catalog.names())
+        if spec is not None and spec.kind != "read"
+    )
 
 
-def issue(contour: Contour, *, label: str = "", user: Any = None,
-          toolsets: Sequence[str] = (), tools: Sequence[str] = (),
-          expires_at: datetime | None = None, actor: str, channel: str,
-          issued_by: Any = None, step_up: stepup.StepUp | None = None) -> tuple[ApiKey, str]:
+def issue(
+    contour: Contour,
+    *,
+    label: str = "",
+    user: Any = None,
+    toolsets: Sequence[str] = (),
+    tools: Sequence[str] = (),
+    expires_at: datetime | None = None,
+    actor: str,
+    channel: str,
+    issued_by: Any = None,
+    step_up: stepup.StepUp | None = None,
+) -> tuple[ApiKey, str]:
     """Issue a key (narrower than the contour when asked); the raw key is returned once.
     A key with write scope needs the actor's fresh second factor (tools/factors).
 
@@ -43,18 +54,29 @@ def issue(contour: Contour, *, label: str = "", user: Any = None,
     if expires_at is not None and expires_at <= timezone.now():
         raise KeySetupError("--expires must be in the future")
     with transaction.atomic():
-        key, raw = ApiKey.issue(contour, label=label, user=user, toolsets=list(toolsets),
-                                tools=list(tools), expires_at=expires_at, issued_by=issued_by,
-                                issued_by_command=issued_by is None)
+        key, raw = ApiKey.issue(
+            contour,
+            label=label,
+            user=user,
+            toolsets=list(toolsets),
+            tools=list(tools),
+            expires_at=expires_at,
+            issued_by=issued_by,
+            issued_by_command=issued_by is None,
+        )
         if has_write_scope(key):
-            stepup.require(step_up, contour=contour,
-                           action=f"ключ API с правом записи для контура {contour.slug}")
+            stepup.require(
+                step_up,
+                contour=contour,
+                action=f"ключ API с правом записи для контура {contour.slug}",
+            )
         events.api_key_issued(key, describe_scope(key), actor=actor, channel=channel)
     return key, raw
 
 
-def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None,
-           step_up: stepup.StepUp | None = None) -> tuple[ApiKey, str]:
+def rotate(
+    old: ApiKey, *, actor: str, channel: str, by: Any = None, step_up: stepup.StepUp | None = None
+) -> tuple[ApiKey, str]:
     """A new key with the old one's scope; the old one stays valid for the contour's grace
     period (never longer than it already had). `by` sees the new raw key: its issuer (None: a
     command, and the new key is marked issued_by_command). A key with write scope needs the
@@ -62,18 +84,25 @@ def rotate(old: ApiKey, *, actor: str, channel: str, by: Any = None,
     required(actor)
     contour = old.contour
     if has_write_scope(old):
-        stepup.require(step_up, contour=contour,
-                       action=f"замена ключа API {old.prefix} с правом записи")
+        stepup.require(
+            step_up, contour=contour, action=f"замена ключа API {old.prefix} с правом записи"
+        )
     now = clock.now()  # the grace and the expiry by the database's clock (tools/clock.py)
     grace_end = now + timedelta(hours=contour.key_grace_hours)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=old.pk)
         if not locked.is_active(now):
             raise KeySetupError(f"key {old.prefix} is revoked or expired: issue a new one")
-        new, raw = ApiKey.issue(contour, label=locked.label, user=locked.user,
-                                toolsets=locked.toolsets, tools=locked.tools,
-                                expires_at=locked.expires_at, issued_by=by,
-                                issued_by_command=by is None)
+        new, raw = ApiKey.issue(
+            contour,
+            label=locked.label,
+            user=locked.user,
+            toolsets=locked.toolsets,
+            tools=locked.tools,
+            expires_at=locked.expires_at,
+            issued_by=by,
+            issued_by_command=by is None,
+        )
         if locked.expires_at is None or locked.expires_at > grace_end:
             locked.expires_at = grace_end
             locked.save(update_fields=["expires_at"])

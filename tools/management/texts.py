@@ -11,8 +11,7 @@ def no_user(name: str) -> str:
 
 
 def no_user_to_grant(name: str) -> str:
-    return gettext("user %(name)s does not exist (add --create to make it)") % {
-        "name": repr(name)}
+    return gettext("user %(name)s does not exist (add --create to make it)") % {"name": repr(name)}
 
 
 def no_contour(slug: str) -> str:
@@ -20,29 +19,34 @@ def no_contour(slug: str) -> str:
 
 
 def contour_created(slug: str, mode: str, toolsets: str, base_url: str, token: str) -> str:
-    return gettext("contour %(slug)s: mode %(mode)s, toolsets %(toolsets)s, base URL "
-                   "%(base_url)s, token %(token)s") % {
-        "slug": slug, "mode": mode, "toolsets": toolsets, "base_url": base_url, "token": token}
+    return gettext(
+        "contour %(slug)s: mode %(mode)s, toolsets %(toolsets)s, base URL "
+        "%(base_url)s, token %(token)s"
+    ) % {"slug": slug, "mode": mode, "toolsets": toolsets, "base_url": base_url, "token": token}
 
 
 def own_sandbox_merchant(merchant: str) -> str:
-    return gettext("sandbox merchant %(merchant)s: this contour's own, other contours don't "
-                   "see its orders") % {"merchant": merchant}
+    return gettext(
+        "sandbox merchant %(merchant)s: this contour's own, other contours don't see its orders"
+    ) % {"merchant": merchant}
 
 
 def gateway_urls(site: str, slug: str) -> str:
-    return gettext("gateway: %(site)s/api/v1/ and %(site)s/mcp (key: manage.py create_api_key "
-                   "%(slug)s)") % {"site": site, "slug": slug}
+    return gettext(
+        "gateway: %(site)s/api/v1/ and %(site)s/mcp (key: manage.py create_api_key %(slug)s)"
+    ) % {"site": site, "slug": slug}
 
 
 def check_the_contour(slug: str) -> str:
     return gettext("check the token and the shop id: manage.py check_contour %(slug)s") % {
-        "slug": slug}
+        "slug": slug
+    }
 
 
 def devices_removed(name: str, count: int) -> str:
-    return ngettext("%(name)s: %(count)d device removed", "%(name)s: %(count)d devices removed",
-                    count) % {"name": name, "count": count}
+    return ngettext(
+        "%(name)s: %(count)d device removed", "%(name)s: %(count)d devices removed", count
+    ) % {"name": name, "count": count}
 
 
 def database_created(name: str) -> str:

@@ -66,5 +66,5 @@ __all__ = [
     "api_prefix_problem",
     "base_url_problem",
     "mask_secret",
-    "sha256_hex"
+    "sha256_hex",
 ]

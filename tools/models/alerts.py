@@ -32,15 +32,17 @@ class OperatorAlert(models.Model):
     Unique per (confirmation, kind, transport, recipient): queuing twice sends once.
     """
 
-    confirmation = models.ForeignKey(PendingConfirmation, on_delete=models.CASCADE,
-                                     related_name="alerts")
+    confirmation = models.ForeignKey(
+        PendingConfirmation, on_delete=models.CASCADE, related_name="alerts"
+    )
     contour = models.ForeignKey(Contour, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField("повод", max_length=16, choices=AlertKind.choices)
     transport = models.CharField("способ", max_length=16, choices=AlertTransport.choices)
     # The operator's user id for email, "" for the contour's webhook.
     recipient = models.CharField("получатель", max_length=64, blank=True)
-    state = models.CharField("состояние", max_length=16, choices=AlertState.choices,
-                             default=AlertState.PENDING)
+    state = models.CharField(
+        "состояние", max_length=16, choices=AlertState.choices, default=AlertState.PENDING
+    )
     attempts = models.PositiveIntegerField("попыток", default=0)
     last_error = models.CharField("последняя ошибка", max_length=300, blank=True)
     next_attempt_at = models.DateTimeField("следующая попытка", default=timezone.now)
@@ -50,8 +52,11 @@ class OperatorAlert(models.Model):
     class Meta:
         verbose_name = "оповещение оператора"
         verbose_name_plural = "оповещения операторов"
-        constraints = [models.UniqueConstraint(
-            fields=["confirmation", "kind", "transport", "recipient"], name="one_alert_each")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["confirmation", "kind", "transport", "recipient"], name="one_alert_each"
+            )
+        ]
         indexes = [models.Index(fields=["state", "next_attempt_at"])]
 
     def __str__(self) -> str:

@@ -24,8 +24,9 @@ class PendingConfirmation(models.Model):
     """The first phase of a write: what will be done, bound to one contour, tool and arguments."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур",
-                                related_name="confirmations")
+    contour = models.ForeignKey(
+        Contour, models.CASCADE, verbose_name="контур", related_name="confirmations"
+    )
     tool = models.CharField("инструмент", max_length=64)
     arguments = models.JSONField("канонические аргументы")
     args_hash = models.CharField("хеш аргументов", max_length=64)
@@ -33,18 +34,25 @@ class PendingConfirmation(models.Model):
     summary_data = models.JSONField("сводка (данные)", default=dict)
     token_hash = models.CharField("хеш токена", max_length=64, unique=True)
     status = models.CharField(
-        "статус", max_length=16, choices=ConfirmationStatus.choices, default=ConfirmationStatus.PENDING
+        "статус",
+        max_length=16,
+        choices=ConfirmationStatus.choices,
+        default=ConfirmationStatus.PENDING,
     )
     created_by = models.CharField("подготовил", max_length=200, blank=True)
     # The people behind each key that prepared this write, snapshotted when it did: the key's
     # issuer and its holder at that moment (its issuer when it had none). None of them may
     # approve it, whatever the key's holder becomes later (tools.pipeline.approvals.prepared_by).
     barred_approvers = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, blank=True, related_name="+",
-        verbose_name="не могут одобрить (выдали ключ или держали его)")
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="+",
+        verbose_name="не могут одобрить (выдали ключ или держали его)",
+    )
     # A key issued by a command (ApiKey.issued_by_command) prepared it: no superuser approves.
-    prepared_by_command_key = models.BooleanField("подготовил ключ, выданный командой",
-                                                  default=False)
+    prepared_by_command_key = models.BooleanField(
+        "подготовил ключ, выданный командой", default=False
+    )
     # Set from the database's clock (tools/clock.py) by whoever creates the row.
     created_at = models.DateTimeField("создано", default=timezone.now)
     expires_at = models.DateTimeField("истекает")
@@ -91,7 +99,9 @@ class Operation(models.Model):
     """Idempotency record: one upstream write per key, guaranteed by the unique constraint."""
 
     key = models.CharField("ключ операции", max_length=64, unique=True)
-    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="operations")
+    contour = models.ForeignKey(
+        Contour, models.CASCADE, verbose_name="контур", related_name="operations"
+    )
     tool = models.CharField("инструмент", max_length=64)
     confirmation = models.OneToOneField(
         PendingConfirmation, on_delete=models.PROTECT, related_name="operation"
@@ -119,9 +129,11 @@ class Operation(models.Model):
             # prepare's look for an unresolved execution of the same write
             # (tools.pipeline.confirmations.unresolved_operation) reads only these rows, however many
             # operations the contour has finished (issue 43: 10 065 of 10 071 rows filtered).
-            models.Index(fields=["contour", "tool", "created_at"],
-                         condition=models.Q(state__in=UNRESOLVED_OPERATION_STATES),
-                         name="tools_operation_unresolved"),
+            models.Index(
+                fields=["contour", "tool", "created_at"],
+                condition=models.Q(state__in=UNRESOLVED_OPERATION_STATES),
+                name="tools_operation_unresolved",
+            ),
         ]
 
     def __str__(self) -> str:

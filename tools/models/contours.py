@@ -68,16 +68,21 @@ class Contour(models.Model):
     slug = models.SlugField("код", max_length=64, unique=True)
     name = models.CharField("название", max_length=200)
     mode = models.CharField(
-        "режим Инвойсбокс", max_length=16, choices=InvoiceboxMode.choices,
+        "режим Инвойсбокс",
+        max_length=16,
+        choices=InvoiceboxMode.choices,
         default=InvoiceboxMode.SANDBOX,
     )
     base_url = models.URLField("адрес API", max_length=500)
     api_prefix = models.CharField(
-        "префикс API", max_length=2, choices=ApiPrefix.choices, default=ApiPrefix.V3,
+        "префикс API",
+        max_length=2,
+        choices=ApiPrefix.choices,
+        default=ApiPrefix.V3,
         help_text="/v3/ — для магазинов Инвойсбокс; /l3/ — для магазинов Инвойсбокс.Бизнес "
-                  "(зарегистрированных на business.invoicebox.ru, токен вида «12345-API:…»). "
-                  "Берите тот, что указан в личном кабинете рядом с токеном; смена префикса "
-                  "сбрасывает токен.",
+        "(зарегистрированных на business.invoicebox.ru, токен вида «12345-API:…»). "
+        "Берите тот, что указан в личном кабинете рядом с токеном; смена префикса "
+        "сбрасывает токен.",
     )
     # Never rendered back in full: see masked_token and the admin form (write-only). Encrypted
     # at rest; cleared whenever mode, base URL or API prefix change (save), so it never
@@ -93,7 +98,8 @@ class Contour(models.Model):
     )
     # A write that waits for an operator lives this long instead of confirmation_ttl_seconds.
     approval_window_hours = models.PositiveIntegerField(
-        "срок на решение оператора, ч", default=_default_approval_window,
+        "срок на решение оператора, ч",
+        default=_default_approval_window,
         validators=[MinValueValidator(1)],
     )
     # Kopecks per currency; a write above it waits for an operator. A currency missing here
@@ -111,12 +117,14 @@ class Contour(models.Model):
     )
     # Stricter than GATEWAY_REQUIRE_SECOND_FACTOR, never looser (tools/people/factors/stepup.py).
     require_second_factor = models.BooleanField(
-        "второй фактор для решений и расширения прав", default=False,
+        "второй фактор для решений и расширения прав",
+        default=False,
         help_text="решения по операциям и расширение прав ассистента требуют свежей проверки "
-                  "вторым фактором, даже если в настройках шлюза это выключено",
+        "вторым фактором, даже если в настройках шлюза это выключено",
     )
-    time_zone = models.CharField("часовой пояс суточных потолков", max_length=64,
-                                 default="Europe/Moscow")
+    time_zone = models.CharField(
+        "часовой пояс суточных потолков", max_length=64, default="Europe/Moscow"
+    )
     # Per-tool switches inside the enabled toolsets: names listed here are off.
     disabled_tools = models.JSONField("выключенные инструменты", default=list, blank=True)
     # The key Invoicebox signs payment notifications with (X-Signature); write-only like the token.
@@ -124,24 +132,28 @@ class Contour(models.Model):
     # The shop's notification settings in the Invoicebox account choose how X-Signature is
     # made (HMAC-SHA1 by default); the contour must say the same to verify it.
     notification_signature_method = models.CharField(
-        "метод подписи уведомлений", max_length=8, default=DEFAULT_METHOD,
+        "метод подписи уведомлений",
+        max_length=8,
+        default=DEFAULT_METHOD,
         choices=[(method, method.upper()) for method in SIGNATURE_METHODS],
     )
     notification_signature_algorithm = models.CharField(
-        "алгоритм подписи уведомлений", max_length=16, default=DEFAULT_ALGORITHM,
+        "алгоритм подписи уведомлений",
+        max_length=16,
+        default=DEFAULT_ALGORITHM,
         choices=[(name, name) for name in SIGNATURE_ALGORITHMS],
         help_text="как в настройках уведомлений магазина в личном кабинете Инвойсбокс; "
-                  "по умолчанию sha1",
+        "по умолчанию sha1",
     )
     # Operators are told about writes waiting for them (tools/background/alerts.py); this optional relay
     # (Telegram, Slack) gets the same facts as JSON signed with the secret (HMAC-SHA256). The
     # secret is write-only and encrypted at rest like the token.
-    alert_webhook_url = models.URLField("адрес вебхука для операторов", max_length=500,
-                                         blank=True)
+    alert_webhook_url = models.URLField("адрес вебхука для операторов", max_length=500, blank=True)
     alert_webhook_secret = EncryptedTextField("секрет подписи вебхука", blank=True)
     # After rotate_api_key the old key keeps working this long, so the assistant can switch.
-    key_grace_hours = models.PositiveIntegerField("старый ключ действует после замены, ч",
-                                                  default=24)
+    key_grace_hours = models.PositiveIntegerField(
+        "старый ключ действует после замены, ч", default=24
+    )
     created_at = models.DateTimeField("создан", auto_now_add=True)
 
     class Meta:
@@ -171,8 +183,11 @@ class Contour(models.Model):
         for index, name in ((3, "api_token"), (4, "notification_key")):
             if name in self.entered_secrets:
                 continue  # typed for this very change (the same value again is an answer)
-            if (self._loaded is not None and self.endpoint_changed
-                    and getattr(self, name) == self._loaded[index]):
+            if (
+                self._loaded is not None
+                and self.endpoint_changed
+                and getattr(self, name) == self._loaded[index]
+            ):
                 setattr(self, name, "")
                 if kwargs.get("update_fields") is not None:
                     kwargs["update_fields"] = {*kwargs["update_fields"], name}
@@ -197,7 +212,10 @@ class Contour(models.Model):
     def endpoint_changed(self) -> bool:
         """True when mode, base URL or prefix differ from what was loaded from the database."""
         return self._loaded is not None and self._loaded[:3] != (
-            self.mode, self.base_url, self.api_prefix)
+            self.mode,
+            self.base_url,
+            self.api_prefix,
+        )
 
     def clean(self) -> None:
         super().clean()
@@ -207,19 +225,26 @@ class Contour(models.Model):
         problem = api_prefix_problem(self.api_prefix)
         if problem:
             raise ValidationError({"api_prefix": problem})
-        if (self._loaded is not None and self.endpoint_changed
-                and self.api_token == self._loaded[3]
-                and "api_token" not in self.entered_secrets):
-            raise ValidationError({"api_token": "адрес API, префикс или режим изменились: введите "
-                                                "токен заново, прежний на новый адрес не "
-                                                "отправляется"})
-
+        if (
+            self._loaded is not None
+            and self.endpoint_changed
+            and self.api_token == self._loaded[3]
+            and "api_token" not in self.entered_secrets
+        ):
+            raise ValidationError(
+                {
+                    "api_token": "адрес API, префикс или режим изменились: введите "
+                    "токен заново, прежний на новый адрес не "
+                    "отправляется"
+                }
+            )
 
     def _remember_endpoint(self) -> None:
         # From __dict__: a deferred field (.only()) must not trigger a load here.
-        loaded = tuple(self.__dict__.get(name)
-                       for name in ("mode", "base_url", "api_prefix", "api_token",
-                                    "notification_key"))
+        loaded = tuple(
+            self.__dict__.get(name)
+            for name in ("mode", "base_url", "api_prefix", "api_token", "notification_key")
+        )
         self._loaded = loaded if self.pk and None not in loaded else None
 
     def has_toolset(self, toolset: str) -> bool:
@@ -234,8 +259,11 @@ class Contour(models.Model):
 
     def secrets(self) -> list[str]:
         """What the journal, logs and errors must never show of this contour."""
-        return [secret for secret in (self.api_token, self.notification_key,
-                                      self.alert_webhook_secret) if secret]
+        return [
+            secret
+            for secret in (self.api_token, self.notification_key, self.alert_webhook_secret)
+            if secret
+        ]
 
     @property
     def token_unreadable(self) -> bool:
@@ -274,7 +302,9 @@ class Ceiling(models.Model):
     """An owner's limit on what a contour's assistant may do; checked twice, the second time
     under the contour's row lock, in the transaction that records the operation."""
 
-    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="ceilings")
+    contour = models.ForeignKey(
+        Contour, models.CASCADE, verbose_name="контур", related_name="ceilings"
+    )
     kind = models.CharField("вид", max_length=16, choices=CeilingKind.choices)
     currency = models.CharField(
         "валюта", max_length=3, blank=True, help_text="для сумм; у числа записей пусто"
@@ -285,8 +315,9 @@ class Ceiling(models.Model):
         verbose_name = "потолок"
         verbose_name_plural = "потолки"
         constraints = [
-            models.UniqueConstraint(fields=["contour", "kind", "currency"],
-                                    name="one_ceiling_per_kind_and_currency"),
+            models.UniqueConstraint(
+                fields=["contour", "kind", "currency"], name="one_ceiling_per_kind_and_currency"
+            ),
             models.CheckConstraint(condition=models.Q(limit__gte=0), name="ceiling_not_negative"),
         ]
 

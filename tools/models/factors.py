@@ -11,9 +11,13 @@ class PreparedDevice(models.Model):
     by another hand, so the web never shows it; its first code confirms it (the bootstrap
     proof) until GATEWAY_PREPARED_DEVICE_SECONDS after `created_at`. Removed on confirmation."""
 
-    device = models.OneToOneField("otp_totp.TOTPDevice", on_delete=models.CASCADE,
-                                  primary_key=True, related_name="prepared",
-                                  verbose_name="устройство")
+    device = models.OneToOneField(
+        "otp_totp.TOTPDevice",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="prepared",
+        verbose_name="устройство",
+    )
     prepared_by = models.CharField("подготовил", max_length=200)
     created_at = models.DateTimeField("подготовлено", default=timezone.now)
 

@@ -31,18 +31,32 @@ class ApiKey(models.Model):
 
     PREFIX_LENGTH = 12
 
-    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="api_keys")
+    contour = models.ForeignKey(
+        Contour, models.CASCADE, verbose_name="контур", related_name="api_keys"
+    )
     label = models.CharField("метка", max_length=200, blank=True)
     # The person who holds the key, when known: an editable label, so the four-eyes rule
     # (tools.pipeline.approvals.prepared_by) never rests on it alone.
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
-                             blank=True, related_name="api_keys", verbose_name="владелец ключа")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="api_keys",
+        verbose_name="владелец ключа",
+    )
     # Who issued the key and so saw its raw secret: recorded once at issue, never edited (no
     # form shows it as a field; PROTECT: the person outlives the record). None: no person
     # (a command, scaffolding).
-    issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                                  null=True, blank=True, editable=False, related_name="+",
-                                  verbose_name="выдал")
+    issued_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        verbose_name="выдал",
+    )
     # Issued by a manage.py command (create_api_key, rotate_api_key, seed_demo): no person of
     # the gateway stands behind it, so no superuser may approve what it prepares (whoever ran
     # the command may be one). Set once at issue, never edited.
@@ -52,15 +66,21 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField("создан", auto_now_add=True)
     revoked_at = models.DateTimeField("отозван", null=True, blank=True)
     # A key may be narrower than its contour (never wider): empty means "as the contour".
-    toolsets = models.JSONField("наборы ключа", default=list, blank=True,
-                                help_text="пусто — все наборы контура")
-    tools = models.JSONField("инструменты ключа", default=list, blank=True,
-                             help_text="пусто — все инструменты его наборов")
+    toolsets = models.JSONField(
+        "наборы ключа", default=list, blank=True, help_text="пусто — все наборы контура"
+    )
+    tools = models.JSONField(
+        "инструменты ключа",
+        default=list,
+        blank=True,
+        help_text="пусто — все инструменты его наборов",
+    )
     expires_at = models.DateTimeField("действует до", null=True, blank=True)
     last_used_at = models.DateTimeField("последний вызов", null=True, blank=True)
     last_used_channel = models.CharField("канал последнего вызова", max_length=16, blank=True)
-    last_used_address = models.GenericIPAddressField("адрес последнего вызова", null=True,
-                                                     blank=True)
+    last_used_address = models.GenericIPAddressField(
+        "адрес последнего вызова", null=True, blank=True
+    )
 
     objects = ApiKeyQuerySet.as_manager()
 
@@ -72,23 +92,39 @@ class ApiKey(models.Model):
         return f"{self.prefix}… ({self.contour.slug})"
 
     @classmethod
-    def issue(cls, contour: Contour, label: str = "", user: Any = None, *,
-              toolsets: list[str] | None = None, tools: list[str] | None = None,
-              expires_at: datetime | None = None, issued_by: Any = None,
-              issued_by_command: bool = False) -> tuple[ApiKey, str]:
+    def issue(
+        cls,
+        contour: Contour,
+        label: str = "",
+        user: Any = None,
+        *,
+        toolsets: list[str] | None = None,
+        tools: list[str] | None = None,
+        expires_at: datetime | None = None,
+        issued_by: Any = None,
+        issued_by_command: bool = False,
+    ) -> tuple[ApiKey, str]:
         """Create a key and return it with the full secret, which is never stored."""
         raw = "ibg_" + secrets.token_urlsafe(32)
         key = cls.objects.create(
-            contour=contour, label=label, prefix=raw[: cls.PREFIX_LENGTH], key_hash=sha256_hex(raw),
-            user=user, toolsets=list(toolsets or []), tools=list(tools or []),
-            expires_at=expires_at, issued_by=issued_by, issued_by_command=issued_by_command,
+            contour=contour,
+            label=label,
+            prefix=raw[: cls.PREFIX_LENGTH],
+            key_hash=sha256_hex(raw),
+            user=user,
+            toolsets=list(toolsets or []),
+            tools=list(tools or []),
+            expires_at=expires_at,
+            issued_by=issued_by,
+            issued_by_command=issued_by_command,
         )
         return key, raw
 
     def allows(self, toolset: str, tool: str) -> bool:
         """Whether this key's own scope covers the tool (the contour's is checked apart)."""
-        return ((not self.toolsets or toolset in self.toolsets)
-                and (not self.tools or tool in self.tools))
+        return (not self.toolsets or toolset in self.toolsets) and (
+            not self.tools or tool in self.tools
+        )
 
     @property
     def narrowed(self) -> bool:
@@ -97,8 +133,9 @@ class ApiKey(models.Model):
     def is_active(self, now: datetime | None = None) -> bool:
         """The rule of ApiKeyQuerySet.active(), for one key already read; `now` is the
         database's (authenticate reads it with the key)."""
-        return self.revoked_at is None and (self.expires_at is None
-                                            or self.expires_at > (now or timezone.now()))
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > (now or timezone.now())
+        )
 
     @classmethod
     def authenticate(cls, raw: str) -> ApiKey | None:
@@ -125,5 +162,10 @@ class _ReadAt(TypedDict):
 
 
 _BY_HASH: PreparedQuery[WithAnnotations[ApiKey, _ReadAt]] = PreparedQuery(
-    lambda key_hash: ApiKey.objects.select_related("contour").filter(key_hash=key_hash)
-    .annotate(database_now=Now()), ["<key_hash>"])
+    lambda key_hash: (
+        ApiKey.objects.select_related("contour")
+        .filter(key_hash=key_hash)
+        .annotate(database_now=Now())
+    ),
+    ["<key_hash>"],
+)

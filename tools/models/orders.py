@@ -10,7 +10,9 @@ from tools.models.contours import Contour
 class TrackedOrder(models.Model):
     """An order this gateway issued: what notifications and status refreshes compare against."""
 
-    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур", related_name="orders")
+    contour = models.ForeignKey(
+        Contour, models.CASCADE, verbose_name="контур", related_name="orders"
+    )
     order_id = models.CharField(max_length=64)
     merchant_order_id = models.CharField(max_length=256)
     amount = models.BigIntegerField("сумма, копейки")
@@ -26,8 +28,10 @@ class TrackedOrder(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["contour", "order_id"], name="one_tracked_order"),
         ]
-        indexes = [models.Index(fields=["contour", "status"]),
-                   models.Index(fields=["merchant_order_id"])]
+        indexes = [
+            models.Index(fields=["contour", "status"]),
+            models.Index(fields=["merchant_order_id"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.merchant_order_id} ({self.status})"
@@ -37,8 +41,9 @@ class ProcessedNotification(models.Model):
     """A payment notification handled once per (contour, id, status): Invoicebox retries one,
     and its `id` is the order's, so "hold" then "completed" of one order are two."""
 
-    contour = models.ForeignKey(Contour, models.CASCADE, verbose_name="контур",
-                                related_name="notifications")
+    contour = models.ForeignKey(
+        Contour, models.CASCADE, verbose_name="контур", related_name="notifications"
+    )
     notification_id = models.CharField(max_length=64)
     order_id = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=32)
@@ -49,8 +54,10 @@ class ProcessedNotification(models.Model):
         verbose_name = "уведомление"
         verbose_name_plural = "уведомления"
         constraints = [
-            models.UniqueConstraint(fields=["contour", "notification_id", "status"],
-                                    name="one_notification_per_id_and_status"),
+            models.UniqueConstraint(
+                fields=["contour", "notification_id", "status"],
+                name="one_notification_per_id_and_status",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -21,8 +21,7 @@ class OutboxTask(models.Model):
     class Meta:
         verbose_name = "задача из outbox"
         verbose_name_plural = "задачи из outbox"
-        indexes = [models.Index(fields=["done_at", "next_attempt_at"],
-                                name="outbox_due")]
+        indexes = [models.Index(fields=["done_at", "next_attempt_at"], name="outbox_due")]
 
     def __str__(self) -> str:
         return f"{self.task}{self.args} ({'done' if self.done_at else 'pending'})"

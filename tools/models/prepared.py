@@ -34,17 +34,18 @@ class _Compiled:
         self.params = list(params)
         self.slots = [self.params.index(marker) for marker in markers]
         if len(set(self.slots)) != len(markers) or sum(
-                1 for p in self.params if p in markers) != len(markers):
+            1 for p in self.params if p in markers
+        ) != len(markers):
             raise ValueError("each marker must stand exactly once among the query's parameters")
         select, klass_info = compiler.select, compiler.klass_info
-        self.converters = compiler.get_converters([s[0] for s in select[:compiler.col_count]])
+        self.converters = compiler.get_converters([s[0] for s in select[: compiler.col_count]])
         self.compiler = compiler
         if klass_info is None:  # values_list(): rows only
             return
         self.model: type[Model] = klass_info["model"]
         fields = klass_info["select_fields"]
         self.start, self.end = fields[0], fields[-1] + 1
-        self.init_list = [s[0].target.attname for s in select[self.start:self.end]]
+        self.init_list = [s[0].target.attname for s in select[self.start : self.end]]
         self.related = get_related_populators(klass_info, select, alias)
         self.annotations = dict(compiler.annotation_col_map)
 
@@ -55,8 +56,9 @@ class PreparedQuery(Generic[M]):
     itself: a string, an integer); `first(*values)` runs it with the real values and returns
     the first instance or None; `row(*values)` the first row of a values_list() query."""
 
-    def __init__(self, build: Callable[..., QuerySet[Any]], markers: Sequence[Any],
-                 using: str = "default") -> None:
+    def __init__(
+        self, build: Callable[..., QuerySet[Any]], markers: Sequence[Any], using: str = "default"
+    ) -> None:
         self.build, self.markers, self.alias = build, tuple(markers), using
         self._local = threading.local()
 
@@ -66,8 +68,7 @@ class PreparedQuery(Generic[M]):
         # Django's connection object is per thread and outlives its database sessions: the
         # same SQL stays right for it across reconnects.
         if compiled is None or compiled[0] is not connection:
-            compiled = (connection, _Compiled(self.build(*self.markers), self.markers,
-                                              self.alias))
+            compiled = (connection, _Compiled(self.build(*self.markers), self.markers, self.alias))
             self._local.compiled = compiled
         return compiled[1]
 
@@ -91,8 +92,11 @@ class PreparedQuery(Generic[M]):
         compiled, row = self._fetch(values)
         if row is None:
             return None
-        obj: M = compiled.model.from_db(self.alias, compiled.init_list,  # type: ignore[assignment]
-                                        row[compiled.start:compiled.end])
+        obj: M = compiled.model.from_db(
+            self.alias,
+            compiled.init_list,  # type: ignore[assignment]
+            row[compiled.start : compiled.end],
+        )
         for populator in compiled.related:
             populator.populate(row, obj)
         for name, position in compiled.annotations.items():

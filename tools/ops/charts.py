@@ -53,10 +53,14 @@ def bar_chart(bars: Sequence[Bar], *, title: str, label_every: int) -> SafeStrin
     for fraction in (0, 0.5, 1):
         y = top + plot_h * (1 - fraction)
         text = f"{axis_top * fraction:g}"
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" '
-                     f'stroke="{TRACK_COLOUR}"/>')
-        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" '
-                     f'font-size="11" fill="#555">{text}</text>')
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="{TRACK_COLOUR}"/>'
+        )
+        parts.append(
+            f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" '
+            f'font-size="11" fill="#555">{text}</text>'
+        )
     for index, bar in enumerate(bars):
         x = left + index * slot + slot * 0.15
         bar_w = slot * 0.7
@@ -64,19 +68,27 @@ def bar_chart(bars: Sequence[Bar], *, title: str, label_every: int) -> SafeStrin
         refused_h = plot_h * bar.refusals / axis_top
         base = top + plot_h
         tooltip = f"{bar.heading}: вызовов {bar.calls}, отказов {bar.refusals}"
-        parts.append(f'<g class="bar" data-calls="{bar.calls}" data-refusals="{bar.refusals}">'
-                     f"<title>{escape(tooltip)}</title>")
+        parts.append(
+            f'<g class="bar" data-calls="{bar.calls}" data-refusals="{bar.refusals}">'
+            f"<title>{escape(tooltip)}</title>"
+        )
         if bar.calls > bar.refusals:
-            parts.append(f'<rect x="{x:.1f}" y="{base - total_h:.1f}" width="{bar_w:.1f}" '
-                         f'height="{total_h - refused_h:.1f}" fill="{CALLS_COLOUR}"/>')
+            parts.append(
+                f'<rect x="{x:.1f}" y="{base - total_h:.1f}" width="{bar_w:.1f}" '
+                f'height="{total_h - refused_h:.1f}" fill="{CALLS_COLOUR}"/>'
+            )
         if bar.refusals:
-            parts.append(f'<rect x="{x:.1f}" y="{base - refused_h:.1f}" width="{bar_w:.1f}" '
-                         f'height="{refused_h:.1f}" fill="{REFUSALS_COLOUR}"/>')
+            parts.append(
+                f'<rect x="{x:.1f}" y="{base - refused_h:.1f}" width="{bar_w:.1f}" '
+                f'height="{refused_h:.1f}" fill="{REFUSALS_COLOUR}"/>'
+            )
         parts.append("</g>")
         # Counted back from the last bar (now), so "now" is always labelled and spacing even.
         if (len(bars) - 1 - index) % label_every == 0:
-            parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - 6}" text-anchor="middle" '
-                         f'font-size="11" fill="#555">{escape(bar.label)}</text>')
+            parts.append(
+                f'<text x="{x + bar_w / 2:.1f}" y="{height - 6}" text-anchor="middle" '
+                f'font-size="11" fill="#555">{escape(bar.label)}</text>'
+            )
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - every text above went through escape()
 

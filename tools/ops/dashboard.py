@@ -28,8 +28,12 @@ from tools.people import roles
 CALL_PHASES = (Phase.CALL, Phase.READ, Phase.PREPARE, Phase.EXECUTE)
 REFUSED = (Status.REJECTED, Status.ERROR)
 HOURS, DAYS = 24, 30
-CIRCUIT_LABELS = {"closed": "работает", "open": "разомкнут: вызовы приостановлены",
-                  "half_open": "ждёт пробного вызова", "": ""}
+CIRCUIT_LABELS = {
+    "closed": "работает",
+    "open": "разомкнут: вызовы приостановлены",
+    "half_open": "ждёт пробного вызова",
+    "": "",
+}
 
 
 @dataclass(frozen=True)
@@ -79,13 +83,15 @@ def is_owner(user: Any) -> bool:
     return roles.has_role(user, None, Role.OWNER)
 
 
-def _counts(slug: str, since: datetime, trunc: type[TruncHour] | type[TruncDay],
-            tz: ZoneInfo) -> list[dict[str, Any]]:
+def _counts(
+    slug: str, since: datetime, trunc: type[TruncHour] | type[TruncDay], tz: ZoneInfo
+) -> list[dict[str, Any]]:
     return list(
         # An execution's "started" entry precedes its outcome entry: one call, counted once.
         JournalEntry.objects.filter(contour=slug, at__gte=since, phase__in=CALL_PHASES)
         .exclude(status=Status.STARTED)
-        .annotate(bucket=trunc("at", tzinfo=tz)).values("bucket")
+        .annotate(bucket=trunc("at", tzinfo=tz))
+        .values("bucket")
         .annotate(calls=Count("id"), refusals=Count("id", filter=Q(status__in=REFUSED)))
         .order_by("bucket")
     )
@@ -100,8 +106,11 @@ def hourly(slug: str, tz: ZoneInfo, now: datetime) -> list[charts.Bar]:
     for start in starts:
         row = found.get(start, {})
         local = start.astimezone(tz)
-        bars.append(charts.Bar(f"{local:%H}", f"{local:%d.%m %H}:00", row.get("calls", 0),
-                               row.get("refusals", 0)))
+        bars.append(
+            charts.Bar(
+                f"{local:%H}", f"{local:%d.%m %H}:00", row.get("calls", 0), row.get("refusals", 0)
+            )
+        )
     return bars
 
 
@@ -110,10 +119,16 @@ def daily(slug: str, tz: ZoneInfo, now: datetime) -> list[charts.Bar]:
     today = now.astimezone(tz).date()
     days: list[date] = [today - timedelta(days=back) for back in range(DAYS - 1, -1, -1)]
     since = datetime.combine(days[0], time(0), tzinfo=tz)
-    found = {row["bucket"].astimezone(tz).date(): row
-             for row in _counts(slug, since, TruncDay, tz)}
-    return [charts.Bar(f"{day:%d.%m}", f"{day:%d.%m.%Y}", found.get(day, {}).get("calls", 0),
-                       found.get(day, {}).get("refusals", 0)) for day in days]
+    found = {row["bucket"].astimezone(tz).date(): row for row in _counts(slug, since, TruncDay, tz)}
+    return [
+        charts.Bar(
+            f"{day:%d.%m}",
+            f"{day:%d.%m.%Y}",
+            found.get(day, {}).get("calls", 0),
+            found.get(day, {}).get("refusals", 0),
+        )
+        for day in days
+    ]
 
 
 def percent(ratio: float) -> str:
@@ -134,18 +149,26 @@ def _ceiling_rows(contour: Contour, now: datetime) -> list[CeilingRow]:
             limit = format_rub(usage.limit, usage.currency)
             used = "—" if usage.used is None else format_rub(usage.used, usage.currency)
         ratio = usage.ratio
-        rows.append(CeilingRow(
-            kind=kind, currency=usage.currency, limit=limit, used=used,
-            percent=None if ratio is None else percent(ratio),
-            gauge=None if usage.used is None else charts.usage_bar(usage.used, usage.limit)))
+        rows.append(
+            CeilingRow(
+                kind=kind,
+                currency=usage.currency,
+                limit=limit,
+                used=used,
+                percent=None if ratio is None else percent(ratio),
+                gauge=None if usage.used is None else charts.usage_bar(usage.used, usage.limit),
+            )
+        )
     return rows
 
 
-def _panel(slug: str, name: str, mode: str, circuit: str, tz: ZoneInfo, now: datetime
-           ) -> Panel:
+def _panel(slug: str, name: str, mode: str, circuit: str, tz: ZoneInfo, now: datetime) -> Panel:
     hours, days = hourly(slug, tz, now), daily(slug, tz, now)
     return Panel(
-        slug=slug, name=name, mode=mode, circuit=circuit,
+        slug=slug,
+        name=name,
+        mode=mode,
+        circuit=circuit,
         day_chart=charts.bar_chart(hours, title="Вызовы за 24 часа", label_every=3),
         month_chart=charts.bar_chart(days, title="Вызовы за 30 дней", label_every=5),
         day_calls=sum(bar.calls for bar in hours),
@@ -157,25 +180,32 @@ def _panel(slug: str, name: str, mode: str, circuit: str, tz: ZoneInfo, now: dat
 
 
 def zone_label(tz: ZoneInfo, now: datetime) -> str:
-    """"Europe/Moscow, UTC+03:00": which clock the hours and days of a chart follow."""
+    """ "Europe/Moscow, UTC+03:00": which clock the hours and days of a chart follow."""
     offset = now.astimezone(tz).strftime("%z")
     return f"{tz.key}, UTC{offset[:3]}:{offset[3:]}"
 
 
-def panels(now: datetime, contours: QuerySet[Contour], *, orphans: bool = True
-           ) -> list[Panel]:
+def panels(now: datetime, contours: QuerySet[Contour], *, orphans: bool = True) -> list[Panel]:
     breakers = dict(state.circuits(now))
     pending: dict[str, int] = {}
     for stat in state.pending_stats(now):
         pending[stat.contour] = pending.get(stat.contour, 0) + stat.count
     result = []
     for contour in contours.order_by("slug"):
-        panel = _panel(contour.slug, contour.name, contour.get_mode_display(),
-                       breakers.get(contour.slug, "closed"), ZoneInfo(contour.time_zone), now)
+        panel = _panel(
+            contour.slug,
+            contour.name,
+            contour.get_mode_display(),
+            breakers.get(contour.slug, "closed"),
+            ZoneInfo(contour.time_zone),
+            now,
+        )
         panel.pending = pending.get(contour.slug, 0)
         panel.ceilings = _ceiling_rows(contour, now)
-        panel.invoiced = [format_rub(total, currency) for currency, total
-                          in state.invoiced(contour, now - timedelta(days=DAYS)).items()]
+        panel.invoiced = [
+            format_rub(total, currency)
+            for currency, total in state.invoiced(contour, now - timedelta(days=DAYS)).items()
+        ]
         result.append(panel)
     if not orphans:
         return result
@@ -188,8 +218,10 @@ def panels(now: datetime, contours: QuerySet[Contour], *, orphans: bool = True
 def pending_rows(now: datetime, contours: QuerySet[Contour]) -> list[PendingRow]:
     return [
         PendingRow(
-            confirmation=confirmation, age=now - confirmation.created_at,
-            amount="—" if confirmation.amount is None
+            confirmation=confirmation,
+            age=now - confirmation.created_at,
+            amount="—"
+            if confirmation.amount is None
             else format_rub(confirmation.amount, confirmation.currency or "RUB"),
             waiting_for="оператора" if confirmation.requires_approval else "ассистента",
         )
@@ -204,9 +236,14 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         return HttpResponseForbidden("Только для владельцев контуров.")
     now = timezone.now()
     contours = roles.contours_for(request.user, Role.OWNER)
-    return render(request, "dashboard/index.html", {
-        "panels": panels(now, contours, orphans=request.user.is_superuser),
-        "pending": pending_rows(now, contours), "now": now,
-        "undelivered": alerts.undelivered(contours.values("pk")),
-        "server_zone": zone_label(ZoneInfo(settings.TIME_ZONE), now),
-    })
+    return render(
+        request,
+        "dashboard/index.html",
+        {
+            "panels": panels(now, contours, orphans=request.user.is_superuser),
+            "pending": pending_rows(now, contours),
+            "now": now,
+            "undelivered": alerts.undelivered(contours.values("pk")),
+            "server_zone": zone_label(ZoneInfo(settings.TIME_ZONE), now),
+        },
+    )

@@ -37,9 +37,15 @@ def version() -> str:
 def catalog_definitions(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
     """What an assistant is shown of each tool, in catalog order (the order matters too)."""
     return [
-        {"name": spec.name, "title": spec.title, "kind": spec.kind, "toolset": spec.toolset,
-         "description": spec.description_ru, "summary": spec.summary_ru,
-         "input_schema": spec.params.model_json_schema()}
+        {
+            "name": spec.name,
+            "title": spec.title,
+            "kind": spec.kind,
+            "toolset": spec.toolset,
+            "description": spec.description_ru,
+            "summary": spec.summary_ru,
+            "input_schema": spec.params.model_json_schema(),
+        }
         for spec in specs
     ]
 
@@ -87,8 +93,11 @@ def check_database() -> dict[str, Any]:
             cursor.fetchone()
     except DatabaseError as error:
         return {"status": "unavailable", "error": type(error).__name__}
-    return {"status": "ok", "vendor": connection.vendor,
-            "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
+    return {
+        "status": "ok",
+        "vendor": connection.vendor,
+        "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
 
 
 # The broker's answer, kept this many seconds per process: a probe is a new TCP connection
@@ -102,8 +111,11 @@ def check_broker() -> dict[str, Any]:
     global _broker_seen
     url = str(settings.CELERY_BROKER_URL or "")
     now = time.monotonic()
-    if _broker_seen is not None and _broker_seen[0] == url \
-            and now - _broker_seen[1] < BROKER_CHECK_TTL_SECONDS:
+    if (
+        _broker_seen is not None
+        and _broker_seen[0] == url
+        and now - _broker_seen[1] < BROKER_CHECK_TTL_SECONDS
+    ):
         return {**_broker_seen[2], "age_s": round(now - _broker_seen[1], 1)}
     result = _probe_broker(url)
     _broker_seen = (url, now, result)
@@ -118,12 +130,19 @@ def _probe_broker(url: str) -> dict[str, Any]:
     timeout = _timeout()
     started = time.perf_counter()
     try:
-        with Connection(url, connect_timeout=timeout, transport_options={
-                "socket_connect_timeout": timeout, "socket_timeout": timeout,
-                "max_retries": 0}) as connection:
+        with Connection(
+            url,
+            connect_timeout=timeout,
+            transport_options={
+                "socket_connect_timeout": timeout,
+                "socket_timeout": timeout,
+                "max_retries": 0,
+            },
+        ) as connection:
             # kombu takes a float of seconds; celery-types say int.
-            connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0,
-                                         timeout=timeout)  # type: ignore[arg-type]
+            connection.ensure_connection(
+                max_retries=1, interval_start=0, interval_step=0, timeout=timeout
+            )  # type: ignore[arg-type]
     except Exception as error:  # any transport's failure; only its class is shown
         return {"status": "unavailable", "error": type(error).__name__}
     return {"status": "ok", "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
@@ -144,9 +163,14 @@ def check_contours() -> tuple[dict[str, Any], dict[str, Any]]:
         unknown = {"status": "unknown", "error": type(error).__name__}
         return unknown, unknown
     unreadable = sum(contour.token_unreadable for contour in contours)
-    return ({"status": "degraded" if counts["open"] else "ok",
-             "contours": sum(counts.values()), "circuits": counts},
-            {"status": "degraded" if unreadable else "ok", "unreadable_tokens": unreadable})
+    return (
+        {
+            "status": "degraded" if counts["open"] else "ok",
+            "contours": sum(counts.values()),
+            "circuits": counts,
+        },
+        {"status": "degraded" if unreadable else "ok", "unreadable_tokens": unreadable},
+    )
 
 
 def check_journal_spool() -> dict[str, Any]:
@@ -157,26 +181,37 @@ def check_journal_spool() -> dict[str, Any]:
 
     room = spool.room()
     body: dict[str, Any] = {
-        "status": "degraded" if room.low else "ok", "writable": room.writable,
+        "status": "degraded" if room.low else "ok",
+        "writable": room.writable,
         "free_mb": room.free_bytes // (1024 * 1024) if room.free_bytes is not None else None,
-        "min_free_mb": int(settings.GATEWAY_SPOOL_MIN_FREE_MB), "pending": spool.pending()}
+        "min_free_mb": int(settings.GATEWAY_SPOOL_MIN_FREE_MB),
+        "pending": spool.pending(),
+    }
     return body
 
 
 def report() -> tuple[int, dict[str, Any]]:
     database = check_database()
     upstream, secrets = check_contours()
-    checks = {"database": database, "broker": check_broker(), "upstream": upstream,
-              "secrets": secrets, "journal_spool": check_journal_spool()}
+    checks = {
+        "database": database,
+        "broker": check_broker(),
+        "upstream": upstream,
+        "secrets": secrets,
+        "journal_spool": check_journal_spool(),
+    }
     if database["status"] != "ok":
         overall, http_status = "unavailable", 503
     elif any(check["status"] not in ("ok", "not_configured") for check in checks.values()):
         overall, http_status = "degraded", 200
     else:
         overall, http_status = "ok", 200
-    body = {"status": overall, "version": version(),
-            "catalog": {"fingerprint": catalog_fingerprint(), "tools": _tool_count()},
-            "checks": checks}
+    body = {
+        "status": overall,
+        "version": version(),
+        "catalog": {"fingerprint": catalog_fingerprint(), "tools": _tool_count()},
+        "checks": checks,
+    }
     return http_status, body
 
 

@@ -35,8 +35,9 @@ def observe_call(entry: JournalEntry) -> None:
             logger.exception("ops hook %s failed for journal entry %s", step.__name__, entry.id)
 
 
-def observe_upstream(send: Callable[..., httpx.Response], method: str, path: str,
-                     **kwargs: Any) -> httpx.Response:
+def observe_upstream(
+    send: Callable[..., httpx.Response], method: str, path: str, **kwargs: Any
+) -> httpx.Response:
     """Send one upstream request through `send` and record its latency, status, error code."""
     started = time.perf_counter()
     try:
@@ -47,8 +48,13 @@ def observe_upstream(send: Callable[..., httpx.Response], method: str, path: str
     except httpx.HTTPError:
         _record(method, path, started, status=None, failure="network")
         raise
-    _record(method, path, started, status=response.status_code,
-            code=_error_code(response) if response.status_code >= 400 else "")
+    _record(
+        method,
+        path,
+        started,
+        status=response.status_code,
+        code=_error_code(response) if response.status_code >= 400 else "",
+    )
     return response
 
 

@@ -19,13 +19,21 @@ CALL_LOGGER = "gateway.calls"
 
 # What every LogRecord carries; anything else on a record came in through `extra=`.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
-    "message", "asctime", "taskName"}
+    "message",
+    "asctime",
+    "taskName",
+}
 # A record whose extra fields were redacted by their writer says so (redacting twice would
 # mask a masked INN again, and the log would no longer read like the journal).
 REDACTED_FLAG = "fields_redacted"
 
-_LEVELS = {"ok": logging.INFO, "confirmation_required": logging.INFO,
-           "awaiting_approval": logging.INFO, "rejected": logging.INFO, "error": logging.WARNING}
+_LEVELS = {
+    "ok": logging.INFO,
+    "confirmation_required": logging.INFO,
+    "awaiting_approval": logging.INFO,
+    "rejected": logging.INFO,
+    "error": logging.WARNING,
+}
 _SEVERE_CODES = frozenset({"outcome_unknown", "internal_error"})
 
 
@@ -39,8 +47,11 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, extra fields (redacted), error."""
 
     def format(self, record: logging.LogRecord) -> str:
-        fields = {key: value for key, value in vars(record).items()
-                  if key not in _STANDARD and key != REDACTED_FLAG}
+        fields = {
+            key: value
+            for key, value in vars(record).items()
+            if key not in _STANDARD and key != REDACTED_FLAG
+        }
         if not getattr(record, REDACTED_FLAG, False):
             fields = _redact(record, fields)
         line: dict[str, Any] = {
@@ -60,14 +71,18 @@ class JsonFormatter(logging.Formatter):
 def _redact(record: logging.LogRecord, fields: dict[str, Any]) -> dict[str, Any]:
     redacted = redact(fields)
     task = fields.get("data")
-    if record.name.startswith("celery.") and isinstance(task, dict) \
-            and isinstance(redacted.get("data"), dict):
+    if (
+        record.name.startswith("celery.")
+        and isinstance(task, dict)
+        and isinstance(redacted.get("data"), dict)
+    ):
         redacted["data"].update({key: task[key] for key in _CELERY_TASK_FIELDS if key in task})
     return redacted
 
 
-def journaled_refusals_logged_once(get_response: Callable[[HttpRequest], HttpResponse]
-                                   ) -> Callable[[HttpRequest], HttpResponse]:
+def journaled_refusals_logged_once(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
     """Middleware: a 4xx carrying an envelope the journal recorded (its `journal_id`) already
     has its `gateway.calls` line; Django's own `django.request` warning ("Bad Request:
     /api/v1/call") would repeat every refused tool call as a warning. Other 4xx stay logged."""
@@ -75,8 +90,11 @@ def journaled_refusals_logged_once(get_response: Callable[[HttpRequest], HttpRes
     def middleware(request: HttpRequest) -> HttpResponse:
         response = get_response(request)
         body = getattr(response, "data", None)  # a DRF Response's envelope, before rendering
-        if 400 <= response.status_code < 500 and isinstance(body, dict) \
-                and body.get("journal_id") is not None:
+        if (
+            400 <= response.status_code < 500
+            and isinstance(body, dict)
+            and body.get("journal_id") is not None
+        ):
             # django.utils.log.log_response's own flag (private: django-stubs leave it out)
             response._has_been_logged = True  # type: ignore[attr-defined]
         return response
@@ -107,9 +125,14 @@ def call_fields(entry: JournalEntry) -> dict[str, Any]:
 
 
 def log_call(entry: JournalEntry) -> None:
-    level = logging.ERROR if entry.code in _SEVERE_CODES else _LEVELS.get(entry.status,
-                                                                           logging.INFO)
+    level = (
+        logging.ERROR if entry.code in _SEVERE_CODES else _LEVELS.get(entry.status, logging.INFO)
+    )
     logging.getLogger(CALL_LOGGER).log(
-        level, "%s %s %s", entry.tool or "-", entry.status, entry.code,
+        level,
+        "%s %s %s",
+        entry.tool or "-",
+        entry.status,
+        entry.code,
         extra={**call_fields(entry), REDACTED_FLAG: True},
     )

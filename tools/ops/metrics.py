@@ -65,34 +65,46 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 EVENTS = CollectorRegistry(auto_describe=True)
 
 CALLS = Counter(
-    "gateway_calls", "Tool calls through the core, one per journal entry",
-    ["tool", "channel", "status", "code"], registry=EVENTS,
+    "gateway_calls",
+    "Tool calls through the core, one per journal entry",
+    ["tool", "channel", "status", "code"],
+    registry=EVENTS,
 )
 CALL_SECONDS = Histogram(
-    "gateway_call_duration_seconds", "Time a call spent in the core (the journaled duration)",
-    ["tool", "phase"], buckets=LATENCY_BUCKETS, registry=EVENTS,
+    "gateway_call_duration_seconds",
+    "Time a call spent in the core (the journaled duration)",
+    ["tool", "phase"],
+    buckets=LATENCY_BUCKETS,
+    registry=EVENTS,
 )
 UPSTREAM_SECONDS = Histogram(
     "invoicebox_request_duration_seconds",
     "Invoicebox HTTP requests (each attempt): latency by method, endpoint and outcome",
-    ["method", "endpoint", "status"], buckets=LATENCY_BUCKETS, registry=EVENTS,
+    ["method", "endpoint", "status"],
+    buckets=LATENCY_BUCKETS,
+    registry=EVENTS,
 )
 UPSTREAM_ERRORS = Counter(
     "invoicebox_errors",
     "Failed Invoicebox requests by code: the API's error code, http_<status>, timeout, network",
-    ["code"], registry=EVENTS,
+    ["code"],
+    registry=EVENTS,
 )
 
 ANONYMOUS_REFUSALS = Counter(
     "gateway_anonymous_refusals",
     "Refusals of callers with no verified credential, each one (the journal keeps a sample: "
-    "tools/pipeline/anonymous.py)", ["channel", "code"], registry=EVENTS,
+    "tools/pipeline/anonymous.py)",
+    ["channel", "code"],
+    registry=EVENTS,
 )
 
 OVERLOAD_REFUSALS = Counter(
     "gateway_overload_refusals",
     "Requests answered 503 overloaded: no slot of GATEWAY_MAX_INFLIGHT free within the wait "
-    "(adapters/inflight.py)", ["door"], registry=EVENTS,
+    "(adapters/inflight.py)",
+    ["door"],
+    registry=EVENTS,
 )
 
 # An id in a path (order UUID, numeric shipment id, an INN in a query-less lookup) becomes {id}.
@@ -129,17 +141,20 @@ def upstream_code_label(code: str) -> str:
 def observe_call(entry: JournalEntry) -> None:
     """Count one journaled call and its duration in the core."""
     tool = tool_label(entry.tool)
-    CALLS.labels(tool=tool, channel=entry.channel, status=entry.status,
-                 code=entry.code or "none").inc()
+    CALLS.labels(
+        tool=tool, channel=entry.channel, status=entry.status, code=entry.code or "none"
+    ).inc()
     CALL_SECONDS.labels(tool=tool, phase=entry.phase).observe(entry.duration_ms / 1000)
 
 
-def observe_upstream(method: str, path: str, seconds: float, *, status: int | None,
-                     failure: str = "", code: str = "") -> None:
+def observe_upstream(
+    method: str, path: str, seconds: float, *, status: int | None, failure: str = "", code: str = ""
+) -> None:
     """One upstream attempt: status is the HTTP status (None: no answer, see failure)."""
     outcome = str(status) if status is not None else failure
-    UPSTREAM_SECONDS.labels(method=method.upper(), endpoint=endpoint_label(path),
-                            status=outcome).observe(seconds)
+    UPSTREAM_SECONDS.labels(
+        method=method.upper(), endpoint=endpoint_label(path), status=outcome
+    ).observe(seconds)
     if status is None:
         UPSTREAM_ERRORS.labels(code=failure).inc()
     elif status >= 300:
@@ -155,13 +170,15 @@ class StateCollector(Collector):
 
         from tools.ops import health
 
-        build = GaugeMetricFamily("gateway_build_info", "Version and catalog fingerprint",
-                                  labels=["version", "catalog"])
+        build = GaugeMetricFamily(
+            "gateway_build_info", "Version and catalog fingerprint", labels=["version", "catalog"]
+        )
         build.add_metric([health.version(), health.catalog_fingerprint()], 1)
         yield build
         yield from self._spool()
-        up = GaugeMetricFamily("gateway_state_up",
-                               "1 when the state gauges below could be read from the database")
+        up = GaugeMetricFamily(
+            "gateway_state_up", "1 when the state gauges below could be read from the database"
+        )
         now = timezone.now()
         try:
             families = list(self._state(now))
@@ -180,15 +197,19 @@ class StateCollector(Collector):
         from audit import spool
 
         room = spool.room()
-        free = GaugeMetricFamily("gateway_journal_spool_free_bytes",
-                                 "Free bytes on the journal spool's disk (-1: unreadable)")
+        free = GaugeMetricFamily(
+            "gateway_journal_spool_free_bytes",
+            "Free bytes on the journal spool's disk (-1: unreadable)",
+        )
         free.add_metric([], room.free_bytes if room.free_bytes is not None else -1)
-        low = GaugeMetricFamily("gateway_journal_spool_low",
-                                "1 when the journal spool is unwritable or below "
-                                "GATEWAY_SPOOL_MIN_FREE_MB free")
+        low = GaugeMetricFamily(
+            "gateway_journal_spool_low",
+            "1 when the journal spool is unwritable or below GATEWAY_SPOOL_MIN_FREE_MB free",
+        )
         low.add_metric([], 1 if room.low else 0)
-        waiting = GaugeMetricFamily("gateway_journal_spool_pending",
-                                    "Journal entries waiting in the spool for the database")
+        waiting = GaugeMetricFamily(
+            "gateway_journal_spool_pending", "Journal entries waiting in the spool for the database"
+        )
         waiting.add_metric([], spool.pending())
         yield from (free, low, waiting)
 
@@ -197,12 +218,15 @@ class StateCollector(Collector):
         from tools.ops import state
 
         pending = GaugeMetricFamily(
-            "gateway_pending_confirmations", "Open (unexpired) confirmations",
-            labels=["contour", "waiting_for"])
+            "gateway_pending_confirmations",
+            "Open (unexpired) confirmations",
+            labels=["contour", "waiting_for"],
+        )
         age = GaugeMetricFamily(
             "gateway_pending_confirmation_oldest_age_seconds",
             "Age of the oldest open confirmation (0 when there is none)",
-            labels=["contour", "waiting_for"])
+            labels=["contour", "waiting_for"],
+        )
         for stat in state.pending_stats(now):
             pending.add_metric([stat.contour, stat.waiting_for], stat.count)
             oldest = (now - stat.oldest).total_seconds() if stat.oldest else 0.0
@@ -210,14 +234,17 @@ class StateCollector(Collector):
         ratio = GaugeMetricFamily(
             "gateway_ceiling_used_ratio",
             "Share of a ceiling used now (per_day: kopecks today, per_hour: writes in the last "
-            "hour); 1 means exhausted", labels=["contour", "ceiling", "currency"])
+            "hour); 1 means exhausted",
+            labels=["contour", "ceiling", "currency"],
+        )
         for usage in state.ceiling_usage(now):
             if usage.ratio is not None:
                 ratio.add_metric([usage.contour, usage.kind, usage.currency], usage.ratio)
         circuit = GaugeMetricFamily(
             "invoicebox_circuit_open",
             "1 while the contour's upstream circuit breaker refuses calls (half-open counts 0)",
-            labels=["contour"])
+            labels=["contour"],
+        )
         for slug, breaker in state.circuits(now):
             circuit.add_metric([slug], 1 if breaker == "open" else 0)
         yield from (pending, age, ratio, circuit)
@@ -254,8 +281,10 @@ def _client_allowed(remote_addr: str) -> bool:
         return False
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
-    return any(address in ipaddress.ip_network(allowed, strict=False)
-               for allowed in settings.METRICS_ALLOWED_IPS)
+    return any(
+        address in ipaddress.ip_network(allowed, strict=False)
+        for allowed in settings.METRICS_ALLOWED_IPS
+    )
 
 
 def authorize(request: HttpRequest) -> int:
@@ -269,8 +298,11 @@ def authorize(request: HttpRequest) -> int:
     if header:
         scheme, _, presented = header.partition(" ")
         token = str(settings.METRICS_TOKEN or "")
-        valid = bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(
-            presented.strip().encode(), token.encode())
+        valid = (
+            bool(token)
+            and scheme.lower() == "bearer"
+            and hmac.compare_digest(presented.strip().encode(), token.encode())
+        )
         return 0 if valid else 401
     return 0 if _client_allowed(request.META.get("REMOTE_ADDR", "")) else 403
 
@@ -280,8 +312,11 @@ def authorize(request: HttpRequest) -> int:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     refusal = authorize(request)
     if refusal:
-        response = HttpResponse("metrics: a valid METRICS_TOKEN or an allowed address is "
-                                "required\n", status=refusal, content_type="text/plain")
+        response = HttpResponse(
+            "metrics: a valid METRICS_TOKEN or an allowed address is required\n",
+            status=refusal,
+            content_type="text/plain",
+        )
         if refusal == 401:
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response

@@ -43,8 +43,10 @@ def init(dsn: str, *, environment: str, transport: Any = None) -> None:
             max_breadcrumbs=0,
             # httpx, Celery, Redis integrations would attach URLs and task arguments: off.
             auto_enabling_integrations=False,
-            integrations=[DjangoIntegration(),
-                          LoggingIntegration(level=None, event_level=logging.ERROR)],
+            integrations=[
+                DjangoIntegration(),
+                LoggingIntegration(level=None, event_level=logging.ERROR),
+            ],
             before_send=before_send,
             traces_sample_rate=0.0,
             transport=transport,
@@ -89,8 +91,11 @@ def before_send(event: Event, hint: dict[str, Any]) -> Event:
 def report_call(entry: JournalEntry) -> None:
     """Send one event for a call that failed upstream or ended with an unknown outcome."""
     level = REPORTED.get(entry.code)
-    if level is None and entry.code == "upstream_rejected" \
-            and entry.upstream_status in CREDENTIAL_STATUSES:
+    if (
+        level is None
+        and entry.code == "upstream_rejected"
+        and entry.upstream_status in CREDENTIAL_STATUSES
+    ):
         level = "warning"
     if level is None:
         return
@@ -102,11 +107,16 @@ def report_call(entry: JournalEntry) -> None:
 
     tool = tool_label(entry.tool)
     with sentry_sdk.new_scope() as scope:
-        for key, value in (("tool", tool), ("channel", entry.channel), ("code", entry.code),
-                           ("phase", entry.phase), ("contour", entry.contour),
-                           ("journal_id", entry.id),
-                           ("upstream_status", entry.upstream_status or "none"),
-                           ("upstream_request_id", entry.upstream_request_id or "none")):
+        for key, value in (
+            ("tool", tool),
+            ("channel", entry.channel),
+            ("code", entry.code),
+            ("phase", entry.phase),
+            ("contour", entry.contour),
+            ("journal_id", entry.id),
+            ("upstream_status", entry.upstream_status or "none"),
+            ("upstream_request_id", entry.upstream_request_id or "none"),
+        ):
             scope.set_tag(key, str(value))
         scope.fingerprint = ["gateway-call", entry.code, tool]
         sentry_sdk.capture_message(f"{entry.code} in {tool} (journal #{entry.id})", level=level)

@@ -52,28 +52,32 @@ class CeilingUsage:
 
 
 def open_confirmations(now: datetime) -> QuerySet[PendingConfirmation]:
-    return PendingConfirmation.objects.filter(status=ConfirmationStatus.PENDING,
-                                              expires_at__gt=now)
+    return PendingConfirmation.objects.filter(status=ConfirmationStatus.PENDING, expires_at__gt=now)
 
 
 def pending_stats(now: datetime) -> list[PendingStat]:
     """Every contour twice (operator, assistant), with zero counts too: absent is not zero."""
     rows = {
         (row["contour__slug"], row["requires_approval"]): row
-        for row in open_confirmations(now).values("contour__slug", "requires_approval")
+        for row in open_confirmations(now)
+        .values("contour__slug", "requires_approval")
         .annotate(count=Count("id"), oldest=Min("created_at"))
     }
     stats: list[PendingStat] = []
     for slug in Contour.objects.order_by("slug").values_list("slug", flat=True):
         for needs_operator, waiting_for in ((True, "operator"), (False, "assistant")):
             row = rows.get((slug, needs_operator))
-            stats.append(PendingStat(slug, waiting_for, row["count"] if row else 0,
-                                     row["oldest"] if row else None))
+            stats.append(
+                PendingStat(
+                    slug, waiting_for, row["count"] if row else 0, row["oldest"] if row else None
+                )
+            )
     return stats
 
 
-def oldest_pending(now: datetime, limit: int = 10, contours: QuerySet[Contour] | None = None
-                   ) -> list[PendingConfirmation]:
+def oldest_pending(
+    now: datetime, limit: int = 10, contours: QuerySet[Contour] | None = None
+) -> list[PendingConfirmation]:
     qs = open_confirmations(now)
     if contours is not None:
         qs = qs.filter(contour__in=contours)
@@ -82,24 +86,30 @@ def oldest_pending(now: datetime, limit: int = 10, contours: QuerySet[Contour] |
 
 def ceiling_usage(now: datetime, contour: Contour | None = None) -> list[CeilingUsage]:
     """What tools.pipeline.ceilings.check would count right now, ceiling by ceiling."""
-    ceilings = Ceiling.objects.select_related("contour").order_by("contour__slug", "kind",
-                                                                  "currency")
+    ceilings = Ceiling.objects.select_related("contour").order_by(
+        "contour__slug", "kind", "currency"
+    )
     if contour is not None:
         ceilings = ceilings.filter(contour=contour)
     usage: list[CeilingUsage] = []
     for ceiling in ceilings:
         spent = ceilings_module.used(ceiling, now)
-        usage.append(CeilingUsage(ceiling.contour.slug, ceiling.kind, ceiling.currency,
-                                  ceiling.limit, spent))
+        usage.append(
+            CeilingUsage(ceiling.contour.slug, ceiling.kind, ceiling.currency, ceiling.limit, spent)
+        )
     return usage
 
 
 def invoiced(contour: Contour, since: datetime) -> dict[str, int]:
     """Kopecks of orders issued since `since`, per currency (done create_order operations)."""
-    rows = (Operation.objects.filter(contour=contour, tool="create_order",
-                                     state=OperationState.DONE,
-                                     created_at__gte=since)
-            .values("currency").annotate(total=Sum("amount")).order_by("currency"))
+    rows = (
+        Operation.objects.filter(
+            contour=contour, tool="create_order", state=OperationState.DONE, created_at__gte=since
+        )
+        .values("currency")
+        .annotate(total=Sum("amount"))
+        .order_by("currency")
+    )
     return {row["currency"]: row["total"] or 0 for row in rows}
 
 
@@ -109,10 +119,14 @@ def circuits(now: datetime, contours: list[Contour] | None = None) -> list[tuple
     if contours is None:
         contours = list(Contour.objects.order_by("slug").only("slug", "api_token"))
     accounts = {contour.slug: account_key(contour.api_token) for contour in contours}
-    states = {state.account: state
-              for state in CircuitState.objects.filter(account__in=set(accounts.values()))}
-    return [(slug, states[account].state_at(now) if account in states else "closed")
-            for slug, account in accounts.items()]
+    states = {
+        state.account: state
+        for state in CircuitState.objects.filter(account__in=set(accounts.values()))
+    }
+    return [
+        (slug, states[account].state_at(now) if account in states else "closed")
+        for slug, account in accounts.items()
+    ]
 
 
 def circuit_counts(now: datetime, contours: list[Contour] | None = None) -> dict[str, int]:

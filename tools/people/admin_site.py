@@ -41,12 +41,16 @@ class AdminLoginForm(JournaledAdminLoginForm):
                 raise ValidationError(
                     "Пароль верный, но эта учётная запись — оператора: одобрение операций — на "
                     "странице %(approvals)s, вход там же. В админку входят владельцы и аудиторы "
-                    "контуров.", code="operator_at_admin",
-                    params={"approvals": reverse("approval-queue")})
+                    "контуров.",
+                    code="operator_at_admin",
+                    params={"approvals": reverse("approval-queue")},
+                )
             raise ValidationError(
                 "Пароль верный, но у этой учётной записи нет роли владельца или аудитора ни в "
                 "одном контуре: админка открыта только им. Роль даёт владелец контура "
-                "(страница контура, «Люди контура») или manage.py grant.", code="no_staff_role")
+                "(страница контура, «Люди контура») или manage.py grant.",
+                code="no_staff_role",
+            )
         super().confirm_login_allowed(user)
 
 
@@ -60,8 +64,12 @@ class PasswordThroughService(AdminPasswordChangeForm):
             raise PermissionDenied
         usable = self.cleaned_data.get("set_usable_password", True)
         try:
-            people.set_password(self.user, self.cleaned_data["password1"] if usable else None,
-                                actor=request.user, step_up=stepup.of_request(request))
+            people.set_password(
+                self.user,
+                self.cleaned_data["password1"] if usable else None,
+                actor=request.user,
+                step_up=stepup.of_request(request),
+            )
         except ToolError as error:
             if error.code == "forbidden":
                 raise PermissionDenied(error.message) from None
@@ -70,13 +78,14 @@ class PasswordThroughService(AdminPasswordChangeForm):
 
 
 def _flag_action(flag: str, value: bool, description: str) -> Any:
-    def action(modeladmin: PeopleUserAdmin, request: HttpRequest, queryset: QuerySet[Any]
-               ) -> None:
+    def action(modeladmin: PeopleUserAdmin, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         if not request.user.is_superuser:
             raise PermissionDenied
         step_up = stepup.of_request(request)
-        changed = sum(people.set_flag(person, flag, value, actor=request.user,
-                                      step_up=step_up) for person in queryset)
+        changed = sum(
+            people.set_flag(person, flag, value, actor=request.user, step_up=step_up)
+            for person in queryset
+        )
         modeladmin.message_user(request, f"Изменено: {changed}.", messages.SUCCESS)
 
     action.__name__ = f"set_{flag}_{'on' if value else 'off'}"
@@ -106,12 +115,15 @@ class PeopleUserAdmin(UserAdmin):
     fieldsets = (
         (None, {"fields": ("username", "password")}),
         ("Личные данные", {"fields": ("first_name", "last_name", "email")}),
-        ("Доступ", {
-            "fields": ("is_active", "is_staff", "is_superuser"),
-            "description": "Что человек делает в контуре — его роль (владелец, оператор, "
-                           "аудитор): страница контура, раздел «Люди контура». Оператору нужен "
-                           "адрес почты: туда приходят оповещения.",
-        }),
+        (
+            "Доступ",
+            {
+                "fields": ("is_active", "is_staff", "is_superuser"),
+                "description": "Что человек делает в контуре — его роль (владелец, оператор, "
+                "аудитор): страница контура, раздел «Люди контура». Оператору нужен "
+                "адрес почты: туда приходят оповещения.",
+            },
+        ),
         ("Даты", {"fields": ("last_login", "date_joined")}),
     )
     list_filter = ("is_staff", "is_superuser", "is_active")
@@ -130,8 +142,9 @@ class PeopleUserAdmin(UserAdmin):
                     actions.pop(name)
         return actions
 
-    def user_change_password(self, request: HttpRequest, id: str, form_url: str = ""
-                             ) -> HttpResponse:
+    def user_change_password(
+        self, request: HttpRequest, id: str, form_url: str = ""
+    ) -> HttpResponse:
         token = _ACTING.set(request)
         try:
             return super().user_change_password(request, id, form_url)
@@ -139,15 +152,26 @@ class PeopleUserAdmin(UserAdmin):
             _ACTING.reset(token)
 
     # Django titles these "Add %s" and "Change %s": «Добавить пользователь».
-    def add_view(self, request: HttpRequest, form_url: str = "",
-                 extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        return super().add_view(request, form_url,
-                                {**(extra_context or {}), "title": "Добавить пользователя"})
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return super().add_view(
+            request, form_url, {**(extra_context or {}), "title": "Добавить пользователя"}
+        )
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
-                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        return super().change_view(request, object_id, form_url,
-                                   {**(extra_context or {}), "title": "Изменить пользователя"})
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        return super().change_view(
+            request,
+            object_id,
+            form_url,
+            {**(extra_context or {}), "title": "Изменить пользователя"},
+        )
 
 
 def configure(site: admin.AdminSite, people_admin: type[admin.ModelAdmin[Any]]) -> None:

@@ -40,7 +40,8 @@ def _window_start(now: datetime) -> datetime:
 def _failures(where: Q, now: datetime) -> tuple[int, datetime | None]:
     """Failed attempts matching `where` within the window (axes' counts), and the last one."""
     found = AccessAttempt.objects.filter(where, attempt_time__gte=_window_start(now)).aggregate(
-        count=Sum("failures_since_start"), last=Max("attempt_time"))
+        count=Sum("failures_since_start"), last=Max("attempt_time")
+    )
     return found["count"] or 0, found["last"]
 
 
@@ -57,11 +58,13 @@ def wait_seconds(username: str, address: str) -> int:
     now = timezone.now()
     waits = [0]
     if username:
-        waits.append(_wait(Q(username=username), settings.GATEWAY_LOGIN_USERNAME_FREE_FAILURES,
-                           now))
+        waits.append(
+            _wait(Q(username=username), settings.GATEWAY_LOGIN_USERNAME_FREE_FAILURES, now)
+        )
     if address:
-        waits.append(_wait(Q(ip_address=address), settings.GATEWAY_LOGIN_ADDRESS_FREE_FAILURES,
-                           now))
+        waits.append(
+            _wait(Q(ip_address=address), settings.GATEWAY_LOGIN_ADDRESS_FREE_FAILURES, now)
+        )
     return max(waits)
 
 
@@ -76,33 +79,45 @@ def report_failures(username: str, *, channel: str) -> bool:
     if count < settings.AXES_FAILURE_LIMIT:
         return False
     actor = f"login:{username}"
-    if JournalEntry.objects.filter(code=REPORTED, actor=actor,
-                                   at__gte=_window_start(now)).exists():
+    if JournalEntry.objects.filter(code=REPORTED, actor=actor, at__gte=_window_start(now)).exists():
         return False
-    addresses = AccessAttempt.objects.filter(
-        username=username, attempt_time__gte=_window_start(now)).values("ip_address").distinct()
+    addresses = (
+        AccessAttempt.objects.filter(username=username, attempt_time__gte=_window_start(now))
+        .values("ip_address")
+        .distinct()
+    )
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
-    superusers = list(get_user_model().objects.filter(is_superuser=True, is_active=True)
-                      .exclude(email="").exclude(pk=person.pk).values_list("email", flat=True))
-    sent = _mail([person.email] if person.email else [], _to_person(username, count, minutes)) + \
-        _mail(superusers, _to_superusers(username, count, addresses.count(), minutes))
-    events.login_failures_reported(username=username, failures=count, recipients=sent,
-                                   channel=channel)
+    superusers = list(
+        get_user_model()
+        .objects.filter(is_superuser=True, is_active=True)
+        .exclude(email="")
+        .exclude(pk=person.pk)
+        .values_list("email", flat=True)
+    )
+    sent = _mail(
+        [person.email] if person.email else [], _to_person(username, count, minutes)
+    ) + _mail(superusers, _to_superusers(username, count, addresses.count(), minutes))
+    events.login_failures_reported(
+        username=username, failures=count, recipients=sent, channel=channel
+    )
     return True
 
 
 def _to_person(username: str, count: int, minutes: int) -> tuple[str, str]:
-    return ("Шлюз Инвойсбокс: неудачные попытки входа в вашу учётную запись",
-            f"За последние {minutes} мин было {count} неудачных попыток войти под именем "
-            f"«{username}».\n\nЕсли это были не вы, смените пароль и сообщите администратору. "
-            "Вход с других адресов для вас открыт; попытки подбора замедляются.")
+    return (
+        "Шлюз Инвойсбокс: неудачные попытки входа в вашу учётную запись",
+        f"За последние {minutes} мин было {count} неудачных попыток войти под именем "
+        f"«{username}».\n\nЕсли это были не вы, смените пароль и сообщите администратору. "
+        "Вход с других адресов для вас открыт; попытки подбора замедляются.",
+    )
 
 
-def _to_superusers(username: str, count: int, addresses: int, minutes: int
-                   ) -> tuple[str, str]:
-    return (f"Шлюз Инвойсбокс: подбор пароля к учётной записи «{username}»",
-            f"За последние {minutes} мин: {count} неудачных попыток входа под именем "
-            f"«{username}» с {addresses} адрес(ов). Подробности — в журнале (фаза login).")
+def _to_superusers(username: str, count: int, addresses: int, minutes: int) -> tuple[str, str]:
+    return (
+        f"Шлюз Инвойсбокс: подбор пароля к учётной записи «{username}»",
+        f"За последние {minutes} мин: {count} неудачных попыток входа под именем "
+        f"«{username}» с {addresses} адрес(ов). Подробности — в журнале (фаза login).",
+    )
 
 
 def _mail(recipients: list[str], letter: tuple[str, str]) -> int:

@@ -31,8 +31,13 @@ class RequestOnlyAxesBackend(AxesStandaloneBackend):
     test client's login()) has no address to count and is no web brute force: it passes on to
     ModelBackend instead of failing with axes' "request required" error."""
 
-    def authenticate(self, request: HttpRequest | None, username: str | None = None,
-                     password: str | None = None, **kwargs: Any) -> None:
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         if request is None:
             return None
         return super().authenticate(request, username, password, **kwargs)
@@ -58,8 +63,11 @@ def journal_failed_login(request: HttpRequest | None, username: str, *, channel:
     shown, known = _shown(username)
     events.login_failed(
         shown_username=shown,
-        address=client_address(request) if request is not None else "", known_user=known,
-        locked_out=bool(getattr(request, "axes_locked_out", False)), channel=channel)
+        address=client_address(request) if request is not None else "",
+        known_user=known,
+        locked_out=bool(getattr(request, "axes_locked_out", False)),
+        channel=channel,
+    )
 
 
 class _Journaled:
@@ -75,11 +83,16 @@ class _Journaled:
             address = client_address(self.request)
             wait = login_guard.wait_seconds(username, address)
             if wait:
-                events.login_throttled(shown_username=_shown(username)[0], address=address,
-                                       wait_seconds=wait, channel=self.channel)
+                events.login_throttled(
+                    shown_username=_shown(username)[0],
+                    address=address,
+                    wait_seconds=wait,
+                    channel=self.channel,
+                )
                 raise ValidationError(
                     f"Слишком много неудачных попыток входа. Попробуйте через {wait} с.",
-                    code="login_throttled")
+                    code="login_throttled",
+                )
         try:
             return super().clean()  # type: ignore[misc]
         except ValidationError:

@@ -66,7 +66,7 @@ class Item:
 
 
 def deadline_text(moment: datetime, zone_name: str) -> str:
-    """"04.12.2026 10:15 (Europe/Moscow, UTC+03:00)": the zone is named, never implied."""
+    """ "04.12.2026 10:15 (Europe/Moscow, UTC+03:00)": the zone is named, never implied."""
     try:
         zone = ZoneInfo(zone_name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -108,18 +108,24 @@ def _lines(arguments: dict[str, Any], currency: str) -> list[Line]:
     for item in arguments.get("basket_items") or []:
         if not isinstance(item, dict):
             continue
+
         def rub(key: str, item: dict[str, Any] = item) -> str:
             value = str(item.get(key, ""))
             return format_rub(int(value), currency) if value.isdigit() else "—"
+
         quantity = item.get("quantity", "")
-        lines.append(Line(
-            name=str(item.get("name", "")),
-            quantity=str(int(quantity)) if isinstance(quantity, float) and quantity.is_integer()
-            else str(quantity),
-            measure=str(item.get("measure") or item.get("measure_code") or ""),
-            price=rub("amount"), total=rub("total_amount"),
-            vat=f"{_vat_label(str(item.get('vat_code', '')))}, {rub('total_vat_amount')}",
-        ))
+        lines.append(
+            Line(
+                name=str(item.get("name", "")),
+                quantity=str(int(quantity))
+                if isinstance(quantity, float) and quantity.is_integer()
+                else str(quantity),
+                measure=str(item.get("measure") or item.get("measure_code") or ""),
+                price=rub("amount"),
+                total=rub("total_amount"),
+                vat=f"{_vat_label(str(item.get('vat_code', '')))}, {rub('total_vat_amount')}",
+            )
+        )
     return lines
 
 
@@ -130,8 +136,9 @@ def preparer_text(c: PendingConfirmation) -> str:
     if not actor.startswith("key:"):
         return actor or "—"
     prefix = actor.removeprefix("key:")
-    key = (ApiKey.objects.select_related("user")
-           .filter(contour_id=c.contour_id, prefix=prefix).first())
+    key = (
+        ApiKey.objects.select_related("user").filter(contour_id=c.contour_id, prefix=prefix).first()
+    )
     if key is None:
         return f"ключ {prefix}…"
     named = f"ключ «{key.label}» ({prefix}…)" if key.label else f"ключ {prefix}…"
@@ -147,12 +154,18 @@ def present(c: PendingConfirmation, user: Any, now: datetime | None = None) -> I
     if not isinstance(customer, dict):
         customer = {}
     currency = c.currency or str(data.get("currency") or "RUB")
-    amount = (format_rub(c.amount, currency) if c.amount is not None
-              else str(data.get("amount_human", "")))
+    amount = (
+        format_rub(c.amount, currency)
+        if c.amount is not None
+        else str(data.get("amount_human", ""))
+    )
     return Item(
-        c=c, title=spec.title if spec else c.tool,
-        customer=str(customer.get("name") or ""), inn=str(customer.get("inn") or ""),
-        kpp=str(customer.get("kpp") or ""), amount=amount,
+        c=c,
+        title=spec.title if spec else c.tool,
+        customer=str(customer.get("name") or ""),
+        inn=str(customer.get("inn") or ""),
+        kpp=str(customer.get("kpp") or ""),
+        amount=amount,
         vat=str(data.get("vat_amount_human") or ""),
         description=str(data.get("description") or ""),
         pay_until=_moment(data["expiration_date"]) if data.get("expiration_date") else "",
@@ -169,21 +182,26 @@ def _forbidden(request: HttpRequest) -> HttpResponse:
     """Who this person is here, so the page says which door is theirs (owners and auditors
     work in /admin/) and who gives the operator role."""
     assert request.user.is_authenticated  # every caller is behind @login_required
-    held = (ContourRole.objects.filter(user=request.user).select_related("contour")
-            .order_by("contour__slug"))
+    held = (
+        ContourRole.objects.filter(user=request.user)
+        .select_related("contour")
+        .order_by("contour__slug")
+    )
     owned = [role.contour.slug for role in held if role.role == Role.OWNER]
     audited = [role.contour.slug for role in held if role.role == Role.AUDITOR]
-    return render(request, "approvals/forbidden.html",
-                  {"owned": owned, "audited": audited}, status=403)
+    return render(
+        request, "approvals/forbidden.html", {"owned": owned, "audited": audited}, status=403
+    )
 
 
 def _queue_context(request: HttpRequest) -> dict[str, Any]:
     now = timezone.now()
     pending = [present(c, request.user, now) for c in approvals.waiting(request.user)]
-    recent = (PendingConfirmation.objects.select_related("contour")
-              .filter(contour__in=approvals.visible_contours(request.user),
-                      decided_at__isnull=False)
-              .order_by("-decided_at")[:RECENT_DECISIONS])
+    recent = (
+        PendingConfirmation.objects.select_related("contour")
+        .filter(contour__in=approvals.visible_contours(request.user), decided_at__isnull=False)
+        .order_by("-decided_at")[:RECENT_DECISIONS]
+    )
     return {"pending": pending, "recent": recent, "refresh_ms": REFRESH_MS, "now": now}
 
 
@@ -213,8 +231,11 @@ def detail(request: HttpRequest, confirmation_id: str) -> HttpResponse:
     if not approvals.can_decide(request.user):
         return _forbidden(request)
     confirmation = get_object_or_404(
-        PendingConfirmation.objects.select_related("contour")
-        .filter(contour__in=approvals.visible_contours(request.user)), pk=confirmation_id)
+        PendingConfirmation.objects.select_related("contour").filter(
+            contour__in=approvals.visible_contours(request.user)
+        ),
+        pk=confirmation_id,
+    )
     if request.method == "POST":
         decision = request.POST.get("decision")
         if decision not in ("approve", "reject"):
@@ -223,27 +244,52 @@ def detail(request: HttpRequest, confirmation_id: str) -> HttpResponse:
         approve = decision == "approve"
         try:
             factor = stepup.from_post(request)
-            approvals.decide(str(confirmation.id), request.user, approve=approve,
-                             reason=request.POST.get("reason", ""), factor=factor)
+            approvals.decide(
+                str(confirmation.id),
+                request.user,
+                approve=approve,
+                reason=request.POST.get("reason", ""),
+                factor=factor,
+            )
         except ToolError as error:
             messages.error(request, f"Решение не принято: {error.message}.")
         else:
-            messages.success(request, "Одобрено: ассистент выполнит операцию при следующем "
-                             "вызове." if approve else "Отклонено: ассистент получит отказ "
-                             "с вашей причиной.")
+            messages.success(
+                request,
+                "Одобрено: ассистент выполнит операцию при следующем вызове."
+                if approve
+                else "Отклонено: ассистент получит отказ с вашей причиной.",
+            )
         return redirect("approval-detail", confirmation_id=confirmation.id)
     item = present(confirmation, request.user)
-    open_for_decision = (confirmation.status == ConfirmationStatus.PENDING
-                         and confirmation.requires_approval
-                         and not confirmation.is_expired() and not item.own)
-    if (open_for_decision and stepup.required(confirmation.contour)
-            and not devices.confirmed(request.user)):
-        return send_to_enrollment(request, "решения по операциям этого контура принимают "
-                                  "только со вторым фактором")
-    return render(request, "approvals/detail.html", {
-        "item": item, "c": confirmation, "open": open_for_decision,
-        "step_up": (open_for_decision and stepup.required(confirmation.contour)
-                    and not stepup.is_fresh(request)),
-        "has_passkey": any(devices.kind_of(d) == devices.PASSKEY
-                           for d in devices.confirmed(request.user)),
-    })
+    open_for_decision = (
+        confirmation.status == ConfirmationStatus.PENDING
+        and confirmation.requires_approval
+        and not confirmation.is_expired()
+        and not item.own
+    )
+    if (
+        open_for_decision
+        and stepup.required(confirmation.contour)
+        and not devices.confirmed(request.user)
+    ):
+        return send_to_enrollment(
+            request, "решения по операциям этого контура принимают только со вторым фактором"
+        )
+    return render(
+        request,
+        "approvals/detail.html",
+        {
+            "item": item,
+            "c": confirmation,
+            "open": open_for_decision,
+            "step_up": (
+                open_for_decision
+                and stepup.required(confirmation.contour)
+                and not stepup.is_fresh(request)
+            ),
+            "has_passkey": any(
+                devices.kind_of(d) == devices.PASSKEY for d in devices.confirmed(request.user)
+            ),
+        },
+    )

@@ -35,7 +35,8 @@ def contours_for(user: Any, *roles: str) -> QuerySet[Contour]:
     if user.is_superuser:
         return Contour.objects.all()
     return Contour.objects.filter(
-        pk__in=ContourRole.objects.filter(user=user, role__in=roles).values("contour_id"))
+        pk__in=ContourRole.objects.filter(user=user, role__in=roles).values("contour_id")
+    )
 
 
 def slugs_for(user: Any, *roles: str) -> set[str] | None:
@@ -74,11 +75,16 @@ def is_auditor(user: Any, contour: Contour | None = None) -> bool:
 
 
 # The object is a Contour (or None: "on some contour", which opens the admin module).
-for _model in ("contour", "ceiling", "apikey", "pendingconfirmation", "operation",
-               "operatoralert"):
+for _model in ("contour", "ceiling", "apikey", "pendingconfirmation", "operation", "operatoralert"):
     rules.set_perm(f"tools.view_{_model}", is_owner)
-for _perm in ("change_contour", "add_ceiling", "change_ceiling", "delete_ceiling",
-              "add_apikey", "change_apikey"):
+for _perm in (
+    "change_contour",
+    "add_ceiling",
+    "change_ceiling",
+    "delete_ceiling",
+    "add_apikey",
+    "change_apikey",
+):
     rules.set_perm(f"tools.{_perm}", is_owner)
 rules.set_perm("tools.decide_confirmation", is_operator)
 rules.set_perm("audit.view_journalentry", is_owner | is_auditor)
@@ -90,14 +96,20 @@ def people_for(user: Any) -> QuerySet[Any]:
     model = get_user_model()
     if active(user) and user.is_superuser:
         return model.objects.order_by("username")
-    return (model.objects.filter(contour_roles__contour__in=contours_for(user, Role.OWNER))
-            .distinct().order_by("username"))
+    return (
+        model.objects.filter(contour_roles__contour__in=contours_for(user, Role.OWNER))
+        .distinct()
+        .order_by("username")
+    )
 
 
 def holders(contour: Contour, role: str) -> QuerySet[Any]:
     """Active users holding role on contour (superusers are not implied here)."""
-    return get_user_model().objects.filter(
-        is_active=True, contour_roles__contour=contour, contour_roles__role=role).distinct()
+    return (
+        get_user_model()
+        .objects.filter(is_active=True, contour_roles__contour=contour, contour_roles__role=role)
+        .distinct()
+    )
 
 
 def audited_slugs(user: Any, roles: tuple[str, ...]) -> set[str] | None:

@@ -35,8 +35,11 @@ def actor_of_unverified(authorization: str) -> str:
     credential = parts[-1] if parts else ""
     if not credential:
         return ANONYMOUS
-    digest = hmac.new(settings.SECRET_KEY.encode(), b"unverified-credential:" + credential.encode(
-        "utf-8", "replace"), hashlib.sha256).hexdigest()[:HASH_CHARS]
+    digest = hmac.new(
+        settings.SECRET_KEY.encode(),
+        b"unverified-credential:" + credential.encode("utf-8", "replace"),
+        hashlib.sha256,
+    ).hexdigest()[:HASH_CHARS]
     return f"{ANONYMOUS} cred:{digest}"
 
 

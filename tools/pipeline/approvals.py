@@ -26,8 +26,15 @@ from tools.people.factors import stepup
 from tools.spec import ChangedOrder, ToolSpec
 
 
-def requirement(spec: ToolSpec, contour: Contour, amount: int | None, currency: str | None,
-                *, operator_reason: str = "", changes: ChangedOrder | None = None) -> str:
+def requirement(
+    spec: ToolSpec,
+    contour: Contour,
+    amount: int | None,
+    currency: str | None,
+    *,
+    operator_reason: str = "",
+    changes: ChangedOrder | None = None,
+) -> str:
     """Why this write needs a human ('' when the chat confirmation is enough).
 
     A write that changes an existing order (`changes`) needs an operator when that order is
@@ -41,8 +48,9 @@ def requirement(spec: ToolSpec, contour: Contour, amount: int | None, currency: 
     if contour.approval_for_all_writes:
         return "в этом контуре все записи одобряет оператор"
     if changes is not None:
-        reason = (_over_threshold(contour, changes.amount, changes.currency, "сумма счёта")
-                  or _approved_at_creation(contour, changes))
+        reason = _over_threshold(
+            contour, changes.amount, changes.currency, "сумма счёта"
+        ) or _approved_at_creation(contour, changes)
         if reason:
             return reason
     if amount is None:
@@ -55,18 +63,24 @@ def _over_threshold(contour: Contour, amount: int, currency: str, what: str) -> 
     if threshold is None:
         return f"для валюты {currency} порог не задан: одобряет оператор"
     if amount > threshold:
-        return (f"{what} {format_rub(amount, currency)} выше порога "
-                f"{format_rub(threshold, currency)}: одобряет оператор")
+        return (
+            f"{what} {format_rub(amount, currency)} выше порога "
+            f"{format_rub(threshold, currency)}: одобряет оператор"
+        )
     return ""
 
 
 def _approved_at_creation(contour: Contour, changes: ChangedOrder) -> str:
     created = PendingConfirmation.objects.filter(
-        contour=contour, requires_approval=True,
-        operation__merchant_order_id=changes.merchant_order_id)
+        contour=contour,
+        requires_approval=True,
+        operation__merchant_order_id=changes.merchant_order_id,
+    )
     if created.exists():
-        return (f"счёт {changes.merchant_order_id} при выставлении одобрял оператор: его "
-                "изменение тоже одобряет оператор")
+        return (
+            f"счёт {changes.merchant_order_id} при выставлении одобрял оператор: его "
+            "изменение тоже одобряет оператор"
+        )
     return ""
 
 
@@ -97,10 +111,16 @@ def may_see(user: Any, contour: Contour) -> bool:
 
 def waiting(user: Any) -> QuerySet[PendingConfirmation]:
     """The operator's queue: open confirmations that wait for a human, oldest first."""
-    return (PendingConfirmation.objects.select_related("contour")
-            .filter(status=ConfirmationStatus.PENDING, requires_approval=True,
-                    expires_at__gt=Now(), contour__in=visible_contours(user))
-            .order_by("created_at"))
+    return (
+        PendingConfirmation.objects.select_related("contour")
+        .filter(
+            status=ConfirmationStatus.PENDING,
+            requires_approval=True,
+            expires_at__gt=Now(),
+            contour__in=visible_contours(user),
+        )
+        .order_by("created_at")
+    )
 
 
 def prepared_by(user: Any, confirmation: PendingConfirmation) -> bool:
@@ -126,7 +146,8 @@ def prepared_by(user: Any, confirmation: PendingConfirmation) -> bool:
     if user.is_superuser:
         people |= Q(issued_by_command=True)
     return ApiKey.objects.filter(
-        people, contour_id=confirmation.contour_id, prefix=actor.removeprefix("key:")).exists()
+        people, contour_id=confirmation.contour_id, prefix=actor.removeprefix("key:")
+    ).exists()
 
 
 def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError | None:
@@ -135,20 +156,27 @@ def _refusal(user: Any, confirmation: PendingConfirmation | None) -> ToolError |
     if confirmation is None or not may_see(user, confirmation.contour):
         return ToolError("confirmation_invalid", "такого подтверждения нет")
     if confirmation.status != ConfirmationStatus.PENDING:
-        return ToolError("confirmation_used",
-                         f"решение уже принято: {confirmation.get_status_display()}")
+        return ToolError(
+            "confirmation_used", f"решение уже принято: {confirmation.get_status_display()}"
+        )
     if confirmation.is_expired(clock.now()):
         confirmation.status = ConfirmationStatus.EXPIRED
         confirmation.save(update_fields=["status"])
         return ToolError("confirmation_expired", "срок подтверждения истёк; решать поздно")
     if prepared_by(user, confirmation):
-        return ToolError("forbidden", "эту операцию подготовил ваш собственный ключ API (вы его "
-                         "выдали или держите) или ключ, выданный командой manage.py (его "
-                         "операции суперпользователь не одобряет): решение должен принять "
-                         "другой оператор")
+        return ToolError(
+            "forbidden",
+            "эту операцию подготовил ваш собственный ключ API (вы его "
+            "выдали или держите) или ключ, выданный командой manage.py (его "
+            "операции суперпользователь не одобряет): решение должен принять "
+            "другой оператор",
+        )
     if owns_contour(user, confirmation.contour):
-        return ToolError("forbidden", "вы владелец этого контура: его операции одобряет "
-                         "оператор, который контуром не владеет (принцип четырёх глаз)")
+        return ToolError(
+            "forbidden",
+            "вы владелец этого контура: его операции одобряет "
+            "оператор, который контуром не владеет (принцип четырёх глаз)",
+        )
     return None
 
 
@@ -156,12 +184,20 @@ def owns_contour(user: Any, contour: Contour) -> bool:
     """Maker-checker (docs/production.md): an owner sets the policy and issues the keys of a
     contour, so an operator role of the same person there approves nothing. Superusers hold
     every role (break-glass) and stay bound by the key records above."""
-    return (not user.is_superuser and ContourRole.objects.filter(
-        user=user, contour=contour, role=Role.OWNER).exists())
+    return (
+        not user.is_superuser
+        and ContourRole.objects.filter(user=user, contour=contour, role=Role.OWNER).exists()
+    )
 
 
-def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = "",
-           factor: stepup.FactorProof | None = None) -> PendingConfirmation:
+def decide(
+    confirmation_id: str,
+    user: Any,
+    *,
+    approve: bool,
+    reason: str = "",
+    factor: stepup.FactorProof | None = None,
+) -> PendingConfirmation:
     """Record an operator's decision once; a decided, expired or executed item stays as it is.
 
     Checks, in order: the role, the reason of a rejection, that the item exists and its contour
@@ -175,13 +211,18 @@ def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = "",
     if not approve and not reason:
         raise ToolError("invalid_arguments", "при отклонении нужна причина")
     with transaction.atomic():
-        confirmation = (PendingConfirmation.objects.select_for_update()
-                        .select_related("contour").filter(pk=confirmation_id).first())
+        confirmation = (
+            PendingConfirmation.objects.select_for_update()
+            .select_related("contour")
+            .filter(pk=confirmation_id)
+            .first()
+        )
         refusal = _refusal(user, confirmation)
         if refusal is None:
             assert confirmation is not None
-            refusal = stepup.refusal(user, factor, contour=confirmation.contour,
-                                     action="решение по операции")
+            refusal = stepup.refusal(
+                user, factor, contour=confirmation.contour, action="решение по операции"
+            )
         if refusal is None:
             assert confirmation is not None
             _record_decision(confirmation, user, approve=approve, reason=reason, factor=factor)
@@ -192,10 +233,15 @@ def decide(confirmation_id: str, user: Any, *, approve: bool, reason: str = "",
     return confirmation
 
 
-def _record_decision(confirmation: PendingConfirmation, user: Any, *, approve: bool,
-                     reason: str, factor: stepup.FactorProof | None) -> None:
-    confirmation.status = (ConfirmationStatus.APPROVED if approve
-                           else ConfirmationStatus.REJECTED)
+def _record_decision(
+    confirmation: PendingConfirmation,
+    user: Any,
+    *,
+    approve: bool,
+    reason: str,
+    factor: stepup.FactorProof | None,
+) -> None:
+    confirmation.status = ConfirmationStatus.APPROVED if approve else ConfirmationStatus.REJECTED
     confirmation.decided_at = clock.now()
     confirmation.decided_by = user.get_username()
     confirmation.decision_reason = reason
@@ -203,7 +249,21 @@ def _record_decision(confirmation: PendingConfirmation, user: Any, *, approve: b
     confirmation.factor_kind = factor_record["kind"]
     confirmation.factor_device = factor_record["device"]
     confirmation.factor_checked_at = factor.checked_at if factor is not None else None
-    confirmation.save(update_fields=["status", "decided_at", "decided_by", "decision_reason",
-                                     "factor_kind", "factor_device", "factor_checked_at"])
-    events.confirmation_decided(confirmation, approve=approve, reason=reason,
-                                actor=user_actor(user), second_factor=factor_record)
+    confirmation.save(
+        update_fields=[
+            "status",
+            "decided_at",
+            "decided_by",
+            "decision_reason",
+            "factor_kind",
+            "factor_device",
+            "factor_checked_at",
+        ]
+    )
+    events.confirmation_decided(
+        confirmation,
+        approve=approve,
+        reason=reason,
+        actor=user_actor(user),
+        second_factor=factor_record,
+    )

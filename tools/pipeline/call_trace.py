@@ -46,10 +46,16 @@ def journal_started(trace: Trace, operation: Operation) -> None:
     """The entry of an attempt, written before its upstream request (the outcome follows)."""
     journal.record(
         contour=trace.contour.slug if trace.contour is not None else "",
-        channel=trace.channel, actor=trace.actor, tool=trace.tool[:64], phase="execute",
-        arguments=journal_arguments(trace), status="started", code="execution_started",
+        channel=trace.channel,
+        actor=trace.actor,
+        tool=trace.tool[:64],
+        phase="execute",
+        arguments=journal_arguments(trace),
+        status="started",
+        code="execution_started",
         message=f"исполнение начато: попытка {operation.attempts}",
-        confirmation_id=trace.confirmation_id, operation_key=operation.key,
+        confirmation_id=trace.confirmation_id,
+        operation_key=operation.key,
         duration_ms=int((time.monotonic() - trace.started) * 1000),
         secrets=trace.contour.secrets() if trace.contour is not None else [],
         savepoint=False,  # inside _claim's transaction: no entry, no claim
@@ -69,9 +75,14 @@ def journal_outcome(trace: Trace, outcome: Outcome, *, note: str = "") -> Outcom
     contour = trace.contour
     fields: dict[str, Any] = {
         "contour": contour.slug if contour is not None else "",
-        "channel": trace.channel, "actor": trace.actor, "tool": trace.tool[:64],
-        "phase": trace.phase, "status": outcome.status, "code": outcome.code,
-        "confirmation_id": trace.confirmation_id, "operation_key": trace.operation_key,
+        "channel": trace.channel,
+        "actor": trace.actor,
+        "tool": trace.tool[:64],
+        "phase": trace.phase,
+        "status": outcome.status,
+        "code": outcome.code,
+        "confirmation_id": trace.confirmation_id,
+        "operation_key": trace.operation_key,
         "upstream_request_id": trace.upstream_request_id,
         "upstream_status": trace.upstream_status,
         "duration_ms": int((time.monotonic() - trace.started) * 1000),
@@ -86,7 +97,9 @@ def journal_outcome(trace: Trace, outcome: Outcome, *, note: str = "") -> Outcom
         try:
             entry = record_or_spool(
                 arguments={"_unrecordable": "аргументы не удалось записать в журнал"},
-                message=printable(outcome.message)[:500], **fields)
+                message=printable(outcome.message)[:500],
+                **fields,
+            )
         except Exception:
             logger.exception("fallback journal entry of tool %s failed", trace.tool)
             return unjournaled(outcome)
@@ -120,7 +133,8 @@ def unjournaled(outcome: Outcome) -> Outcome:
     if outcome.status in ("rejected", "error") and outcome.code != "outcome_unknown":
         outcome.data = {**outcome.data, "refused_code": outcome.code}
         outcome.status, outcome.code = "error", "journal_unavailable"
-        outcome.message = (f"{JOURNAL_UNAVAILABLE_MESSAGE}; вызов не выполнен "
-                           f"(причина отказа: {outcome.message})")
+        outcome.message = (
+            f"{JOURNAL_UNAVAILABLE_MESSAGE}; вызов не выполнен (причина отказа: {outcome.message})"
+        )
         outcome.http_status = 503
     return outcome

@@ -41,9 +41,12 @@ def used(ceiling: Ceiling, now: datetime, *, exclude_operation: int | None = Non
     if ceiling.kind == CeilingKind.PER_HOUR:
         return counted.filter(created_at__gte=now - timedelta(hours=1)).count()
     if ceiling.kind == CeilingKind.PER_DAY:
-        return counted.filter(
-            currency=ceiling.currency, created_at__gte=day_start(ceiling.contour, now)
-        ).aggregate(total=Sum("amount"))["total"] or 0
+        return (
+            counted.filter(
+                currency=ceiling.currency, created_at__gte=day_start(ceiling.contour, now)
+            ).aggregate(total=Sum("amount"))["total"]
+            or 0
+        )
     return None
 
 
@@ -54,19 +57,20 @@ AMOUNT_KINDS = (CeilingKind.PER_ORDER, CeilingKind.PER_DAY)
 NEVER_PASSES = 422
 
 
-def hour_frees_at(ceiling: Ceiling, now: datetime, count: int, *,
-                  exclude_operation: int | None = None) -> datetime | None:
+def hour_frees_at(
+    ceiling: Ceiling, now: datetime, count: int, *, exclude_operation: int | None = None
+) -> datetime | None:
     """When the hourly count drops below the limit: the write that must age out first is the
     (count - limit + 1)-th oldest of the last hour. None when the limit is zero."""
     if ceiling.limit <= 0:
         return None
-    counted = Operation.objects.filter(contour=ceiling.contour, state__in=COUNTED_STATES,
-                                       created_at__gte=now - timedelta(hours=1))
+    counted = Operation.objects.filter(
+        contour=ceiling.contour, state__in=COUNTED_STATES, created_at__gte=now - timedelta(hours=1)
+    )
     if exclude_operation is not None:
         counted = counted.exclude(pk=exclude_operation)
     must_leave = max(count - ceiling.limit + 1, 1)
-    created = list(counted.order_by("created_at").values_list("created_at", flat=True)
-                   [:must_leave])
+    created = list(counted.order_by("created_at").values_list("created_at", flat=True)[:must_leave])
     return created[-1] + timedelta(hours=1) if created else now
 
 
@@ -95,7 +99,7 @@ def _check_currency(contour: Contour, request: Request, ceilings: list[Ceiling])
             f"валюта {currency} не разрешена в контуре «{contour.slug}»; разрешены: "
             + (", ".join(allowed) or "никакие"),
             hint="выставьте счёт в разрешённой валюте или попросите владельца контура "
-                 "добавить валюту (и потолки для неё)",
+            "добавить валюту (и потолки для неё)",
             data={"currency": currency, "allowed_currencies": allowed},
         )
     amount_ceilings = [c for c in ceilings if c.kind in AMOUNT_KINDS]
@@ -124,23 +128,30 @@ def check(contour: Contour, request: Request, *, exclude_operation: int | None =
         if ceiling.kind == CeilingKind.PER_HOUR:
             count = used(ceiling, now, exclude_operation=exclude_operation) or 0
             if count + 1 > ceiling.limit:
-                frees_at = hour_frees_at(ceiling, now, count,
-                                         exclude_operation=exclude_operation)
-                data: dict[str, object] = {"ceiling": "per_hour", "limit": ceiling.limit,
-                                           "used": count,
-                                           "remaining": max(ceiling.limit - count, 0)}
+                frees_at = hour_frees_at(ceiling, now, count, exclude_operation=exclude_operation)
+                data: dict[str, object] = {
+                    "ceiling": "per_hour",
+                    "limit": ceiling.limit,
+                    "used": count,
+                    "remaining": max(ceiling.limit - count, 0),
+                }
                 if frees_at is None:
-                    hint = "запись в контуре выключена нулевым потолком: попросите владельца " \
-                           "контура поднять его"
+                    hint = (
+                        "запись в контуре выключена нулевым потолком: попросите владельца "
+                        "контура поднять его"
+                    )
                 else:
                     data.update(retry_data(contour, now, frees_at))
-                    hint = (f"повторите не раньше чем через {data['retry_after_seconds']} с "
-                            "или попросите владельца контура поднять потолок")
+                    hint = (
+                        f"повторите не раньше чем через {data['retry_after_seconds']} с "
+                        "или попросите владельца контура поднять потолок"
+                    )
                 raise ToolError(
                     "ceiling_exceeded",
                     f"часовой потолок записей исчерпан: {count} из {ceiling.limit} за последний "
                     f"час, остаток {max(ceiling.limit - count, 0)}",
-                    hint=hint, data=data,
+                    hint=hint,
+                    data=data,
                     http_status=NEVER_PASSES if frees_at is None else None,
                 )
             continue
@@ -154,10 +165,14 @@ def check(contour: Contour, request: Request, *, exclude_operation: int | None =
                 f"{format_rub(request.amount, currency)}, это больше на "
                 f"{format_rub(request.amount - ceiling.limit, currency)}",
                 hint="повтор не поможет: уменьшите сумму или попросите владельца контура "
-                     "поднять потолок",
-                data={"ceiling": "per_order", "currency": currency,
-                      **kopecks(currency, limit=ceiling.limit, used=request.amount,
-                                remaining=ceiling.limit)},
+                "поднять потолок",
+                data={
+                    "ceiling": "per_order",
+                    "currency": currency,
+                    **kopecks(
+                        currency, limit=ceiling.limit, used=request.amount, remaining=ceiling.limit
+                    ),
+                },
                 http_status=NEVER_PASSES,
             )
         if ceiling.kind == CeilingKind.PER_DAY:
@@ -171,12 +186,18 @@ def check(contour: Contour, request: Request, *, exclude_operation: int | None =
                     f"суточный потолок {format_rub(ceiling.limit, currency)}: уже использовано "
                     f"{format_rub(spent, currency)}, остаток {format_rub(left, currency)}, "
                     f"запрошено {format_rub(request.amount, currency)}",
-                    hint=("повтор не поможет: сумма больше всего суточного потолка; уменьшите "
-                          "её или попросите владельца контура поднять потолок" if never else
-                          "операция не выполнена; потолок обнулится в полночь по времени "
-                          f"контура ({retry['frees_at']})"),
-                    data={"ceiling": "per_day", "currency": currency,
-                          **kopecks(currency, limit=ceiling.limit, used=spent, remaining=left),
-                          **retry},
+                    hint=(
+                        "повтор не поможет: сумма больше всего суточного потолка; уменьшите "
+                        "её или попросите владельца контура поднять потолок"
+                        if never
+                        else "операция не выполнена; потолок обнулится в полночь по времени "
+                        f"контура ({retry['frees_at']})"
+                    ),
+                    data={
+                        "ceiling": "per_day",
+                        "currency": currency,
+                        **kopecks(currency, limit=ceiling.limit, used=spent, remaining=left),
+                        **retry,
+                    },
                     http_status=NEVER_PASSES if never else None,
                 )

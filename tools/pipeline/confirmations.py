@@ -48,31 +48,44 @@ def arguments_hash(tool: str, canonical: dict[str, Any]) -> str:
 def token_for(confirmation: PendingConfirmation) -> str:
     """Derived from the id with the server secret, so only its hash needs storing and an
     identical repeat of the first call can be handed the same token again."""
-    mac = hmac.new(settings.SECRET_KEY.encode(), f"confirmation:{confirmation.id}".encode(),
-                   hashlib.sha256).digest()
+    mac = hmac.new(
+        settings.SECRET_KEY.encode(), f"confirmation:{confirmation.id}".encode(), hashlib.sha256
+    ).digest()
     return "ibc_" + base64.urlsafe_b64encode(mac).decode().rstrip("=")
 
 
-def recent_execution(contour: Contour, spec: ToolSpec, canonical: dict[str, Any]
-                     ) -> PendingConfirmation | None:
+def recent_execution(
+    contour: Contour, spec: ToolSpec, canonical: dict[str, Any]
+) -> PendingConfirmation | None:
     """The same write already executed inside the contour's dedup window, if any."""
     since = clock.now() - timedelta(seconds=contour.dedup_window_seconds)
     return (
         PendingConfirmation.objects.filter(
-            contour=contour, tool=spec.name, args_hash=arguments_hash(spec.name, canonical),
-            status=ConfirmationStatus.EXECUTED, executed_at__gte=since,
-        ).order_by("-executed_at").first()
+            contour=contour,
+            tool=spec.name,
+            args_hash=arguments_hash(spec.name, canonical),
+            status=ConfirmationStatus.EXECUTED,
+            executed_at__gte=since,
+        )
+        .order_by("-executed_at")
+        .first()
     )
 
 
-def unresolved_operation(contour: Contour, spec: ToolSpec, canonical: dict[str, Any]
-                         ) -> Operation | None:
+def unresolved_operation(
+    contour: Contour, spec: ToolSpec, canonical: dict[str, Any]
+) -> Operation | None:
     """An execution of this very write whose outcome is not proven yet (in flight, unknown)."""
     return (
-        Operation.objects.select_related("confirmation").filter(
-            contour=contour, tool=spec.name, state__in=UNRESOLVED_STATES,
+        Operation.objects.select_related("confirmation")
+        .filter(
+            contour=contour,
+            tool=spec.name,
+            state__in=UNRESOLVED_STATES,
             confirmation__args_hash=arguments_hash(spec.name, canonical),
-        ).order_by("created_at").first()
+        )
+        .order_by("created_at")
+        .first()
     )
 
 
@@ -101,13 +114,27 @@ def prepare(
     with transaction.atomic():
         if reuse_open:
             Contour.objects.select_for_update().filter(pk=contour.pk).first()
-        return _find_or_create(contour, spec, canonical, summary, actor,
-                               approval_reason=approval_reason, reuse_open=reuse_open)
+        return _find_or_create(
+            contour,
+            spec,
+            canonical,
+            summary,
+            actor,
+            approval_reason=approval_reason,
+            reuse_open=reuse_open,
+        )
 
 
-def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
-                    summary: Summary, actor: str, *, approval_reason: str, reuse_open: bool
-                    ) -> tuple[PendingConfirmation, str]:
+def _find_or_create(
+    contour: Contour,
+    spec: ToolSpec,
+    canonical: dict[str, Any],
+    summary: Summary,
+    actor: str,
+    *,
+    approval_reason: str,
+    reuse_open: bool,
+) -> tuple[PendingConfirmation, str]:
     digest = arguments_hash(spec.name, canonical)
     now = clock.now()  # the database's: workers' clocks may disagree
     existing = None
@@ -121,7 +148,9 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
         begun = Q(operation__state__in=UNRESOLVED_STATES)
         existing = (
             PendingConfirmation.objects.filter(contour=contour, tool=spec.name, args_hash=digest)
-            .filter(fresh | executed | begun).order_by("created_at").first()
+            .filter(fresh | executed | begun)
+            .order_by("created_at")
+            .first()
         )
     if existing is not None and existing.status not in OPEN_STATUSES:
         return existing, token_for(existing)
@@ -132,20 +161,31 @@ def _find_or_create(contour: Contour, spec: ToolSpec, canonical: dict[str, Any],
             existing.requires_approval = True
             existing.approval_reason = approval_reason
             # Now it waits for a person: it gets the operator's window, never less time.
-            existing.expires_at = max(existing.expires_at,
-                                      existing.created_at + contour.approval_window)
+            existing.expires_at = max(
+                existing.expires_at, existing.created_at + contour.approval_window
+            )
             existing.save(update_fields=["requires_approval", "approval_reason", "expires_at"])
         bar_key_people(existing, contour, actor)
         return existing, token_for(existing)
     confirmation = PendingConfirmation(
-        contour=contour, tool=spec.name, arguments=canonical, args_hash=digest,
-        summary=summary.text, summary_data={**summary.data, "warnings": summary.warnings,
-                                            **({FACTS_KEY: summary.facts} if summary.facts else {})},
-        created_by=actor, created_at=now,
+        contour=contour,
+        tool=spec.name,
+        arguments=canonical,
+        args_hash=digest,
+        summary=summary.text,
+        summary_data={
+            **summary.data,
+            "warnings": summary.warnings,
+            **({FACTS_KEY: summary.facts} if summary.facts else {}),
+        },
+        created_by=actor,
+        created_at=now,
         # An operator decides in hours; a chat confirmation is a matter of minutes.
         expires_at=now + (contour.approval_window if approval_reason else contour.confirmation_ttl),
-        requires_approval=bool(approval_reason), approval_reason=approval_reason[:200],
-        amount=summary.amount, currency=summary.currency or "",
+        requires_approval=bool(approval_reason),
+        approval_reason=approval_reason[:200],
+        amount=summary.amount,
+        currency=summary.currency or "",
     )
     token = token_for(confirmation)
     confirmation.token_hash = sha256_hex(token)
@@ -170,18 +210,20 @@ def bar_key_people(confirmation: PendingConfirmation, contour: Contour, actor: s
         confirmation.barred_approvers.add(*people)
 
 
-def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: str
-            ) -> PendingConfirmation:
+def resolve(
+    contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: str
+) -> PendingConfirmation:
     """The confirmation a token names, checked in order: owner, arguments, freshness.
 
     A used token with the same arguments is returned as is (the caller replays its result).
     """
-    confirmation = (
-        PendingConfirmation.objects.filter(token_hash=sha256_hex(token), contour=contour).first()
-    )
+    confirmation = PendingConfirmation.objects.filter(
+        token_hash=sha256_hex(token), contour=contour
+    ).first()
     if confirmation is None:
         raise ToolError(
-            "confirmation_invalid", "токен подтверждения не найден для этого контура",
+            "confirmation_invalid",
+            "токен подтверждения не найден для этого контура",
             hint="вызовите инструмент без confirmation_token, чтобы получить новый",
         )
     same = confirmation.tool == spec.name and confirmation.args_hash == arguments_hash(
@@ -190,8 +232,11 @@ def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: 
     if confirmation.status == ConfirmationStatus.EXECUTED:
         if same:
             return confirmation
-        raise ToolError("confirmation_used", "этот токен уже использован для другой операции",
-                        hint="для новой операции вызовите инструмент без токена")
+        raise ToolError(
+            "confirmation_used",
+            "этот токен уже использован для другой операции",
+            hint="для новой операции вызовите инструмент без токена",
+        )
     if not same:
         raise ToolError(
             "confirmation_mismatch",
@@ -200,10 +245,13 @@ def resolve(contour: Contour, spec: ToolSpec, canonical: dict[str, Any], token: 
         )
     if confirmation.status == ConfirmationStatus.REJECTED:
         reason = f": {confirmation.decision_reason}" if confirmation.decision_reason else ""
-        raise ToolError("approval_rejected", f"оператор отклонил операцию{reason}",
-                        hint="не повторяйте этот токен: расскажите человеку причину отказа; "
-                             "если он исправит условия, вызовите инструмент заново без токена "
-                             "с новыми параметрами")
+        raise ToolError(
+            "approval_rejected",
+            f"оператор отклонил операцию{reason}",
+            hint="не повторяйте этот токен: расскажите человеку причину отказа; "
+            "если он исправит условия, вызовите инструмент заново без токена "
+            "с новыми параметрами",
+        )
     if confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired(clock.now()):
         if not _may_expire(confirmation):
             # Its execution began and may have happened: the token keeps naming it, so the
@@ -225,20 +273,25 @@ def expired(confirmation: PendingConfirmation) -> ToolError:
     )
 
 
-def expired_unbegun(confirmation: PendingConfirmation, operation: Operation | None,
-                    now: datetime) -> bool:
+def expired_unbegun(
+    confirmation: PendingConfirmation, operation: Operation | None, now: datetime
+) -> bool:
     """Expired, and nothing of it may have happened: what resolve() answers as expired.
 
     _claim asks again under the confirmation's lock: an attempt in flight when resolve() ran
     may have failed since, and someone else may already have been told "expired, call again".
     """
     unbegun = operation is None or operation.state == OperationState.FAILED
-    return unbegun and confirmation.status != ConfirmationStatus.EXECUTED and (
-        confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired(now))
+    return (
+        unbegun
+        and confirmation.status != ConfirmationStatus.EXECUTED
+        and (confirmation.status == ConfirmationStatus.EXPIRED or confirmation.is_expired(now))
+    )
 
 
-def envelope(confirmation: PendingConfirmation, token: str, approval_url: str = ""
-             ) -> dict[str, Any]:
+def envelope(
+    confirmation: PendingConfirmation, token: str, approval_url: str = ""
+) -> dict[str, Any]:
     body = {
         "id": str(confirmation.id),
         "token": token,

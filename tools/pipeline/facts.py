@@ -40,44 +40,61 @@ MONEY = frozenset({"amount", "vat_amount", "already_shipped", "available"})
 
 def of_order(order: Order, **more: Any) -> dict[str, Any]:
     """The order's facts a summary shows, plus the tool's own (already shipped, refundable)."""
-    return {"amount": order.amount, "vat_amount": order.vat_amount, "currency": order.currency,
-            "status": order.status, "customer": order.customer_name,
-            "customer_inn": order.customer_vat_number, **more}
+    return {
+        "amount": order.amount,
+        "vat_amount": order.vat_amount,
+        "currency": order.currency,
+        "status": order.status,
+        "customer": order.customer_name,
+        "customer_inn": order.customer_vat_number,
+        **more,
+    }
 
 
 def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Each fact that changed, as a person reads it: "сумма счёта: было 366,00 ₽, стало …"."""
     currency = str(after.get("currency") or before.get("currency") or "RUB")
     out = []
-    for name in sorted(set(before) | set(after), key=lambda n: list(LABELS).index(n)
-                       if n in LABELS else len(LABELS)):
+    for name in sorted(
+        set(before) | set(after),
+        key=lambda n: list(LABELS).index(n) if n in LABELS else len(LABELS),
+    ):
         was, now = before.get(name), after.get(name)
         if was == now:
             continue
         label = LABELS.get(name, name)
         if name in MONEY and isinstance(was, int) and isinstance(now, int):
-            out.append(f"{label}: было {format_rub(was, currency)}, стало "
-                       f"{format_rub(now, currency)}")
+            out.append(
+                f"{label}: было {format_rub(was, currency)}, стало {format_rub(now, currency)}"
+            )
         else:
-            out.append(f"{label}: было {was if was is not None else '—'}, стало "
-                       f"{now if now is not None else '—'}")
+            out.append(
+                f"{label}: было {was if was is not None else '—'}, стало "
+                f"{now if now is not None else '—'}"
+            )
     return out
 
 
-def changed_since_summary(trace: Trace, spec: ToolSpec, params: BaseModel,
-                          confirmation: PendingConfirmation) -> list[str]:
+def changed_since_summary(
+    trace: Trace, spec: ToolSpec, params: BaseModel, confirmation: PendingConfirmation
+) -> list[str]:
     """Read the facts again for a first execution and say what differs ([] when nothing does,
     when the summary named none, or when the read refuses: the handler then refuses itself)."""
     stored = (confirmation.summary_data or {}).get(KEY)
-    if (not stored or spec.summarize is None or trace.contour is None
-            or confirmation.status == ConfirmationStatus.EXECUTED
-            or Operation.objects.filter(confirmation=confirmation).exists()):
+    if (
+        not stored
+        or spec.summarize is None
+        or trace.contour is None
+        or confirmation.status == ConfirmationStatus.EXECUTED
+        or Operation.objects.filter(confirmation=confirmation).exists()
+    ):
         return []
     contour = trace.contour
     with client_for(contour) as client:
         try:
-            summary = upstream(trace, client,
-                               lambda: spec.summarize(CallContext(contour, client), params))
+            summary = upstream(
+                trace, client, lambda: spec.summarize(CallContext(contour, client), params)
+            )
         except ToolError:
             return []
     return differences(stored, summary.facts)
@@ -86,6 +103,11 @@ def changed_since_summary(trace: Trace, spec: ToolSpec, params: BaseModel,
 def close(confirmation: PendingConfirmation, changed: list[str]) -> None:
     """The confirmation of facts that no longer hold can never execute."""
     PendingConfirmation.objects.filter(pk=confirmation.pk).exclude(
-        status=ConfirmationStatus.EXECUTED).update(
-        status=ConfirmationStatus.EXPIRED, decided_at=clock.now(),
-        decision_reason=("данные в Инвойсбокс изменились после сводки: " + "; ".join(changed))[:1000])
+        status=ConfirmationStatus.EXECUTED
+    ).update(
+        status=ConfirmationStatus.EXPIRED,
+        decided_at=clock.now(),
+        decision_reason=("данные в Инвойсбокс изменились после сводки: " + "; ".join(changed))[
+            :1000
+        ],
+    )

@@ -39,8 +39,13 @@ logger = logging.getLogger(__name__)
 
 def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: str) -> Outcome:
     """Run one tool call through the whole pipeline and journal its outcome."""
-    trace = _Trace(contour=contour, channel=channel, actor=actor,
-                   tool=printable(name) if isinstance(name, str) else "", arguments=arguments)
+    trace = _Trace(
+        contour=contour,
+        channel=channel,
+        actor=actor,
+        tool=printable(name) if isinstance(name, str) else "",
+        arguments=arguments,
+    )
     try:
         trace.key = keys.key_of(contour, actor)
         if trace.key is not None:
@@ -57,9 +62,13 @@ def call(contour: Contour, name: Any, arguments: Any, *, channel: str, actor: st
         outcome = database_outcome(claimed=bool(trace.operation_key) and trace.phase == "execute")
     except Exception:  # a bug of ours: still journaled, still an envelope, never a stack trace
         logger.exception("unexpected failure in tool %s", trace.tool)
-        outcome = Outcome(status="error", code="internal_error",
-                          message="внутренняя ошибка шлюза; операция не выполнена или не "
-                                  "подтверждена — проверьте журнал", http_status=500)
+        outcome = Outcome(
+            status="error",
+            code="internal_error",
+            message="внутренняя ошибка шлюза; операция не выполнена или не "
+            "подтверждена — проверьте журнал",
+            http_status=500,
+        )
     return _journal(trace, outcome)
 
 
@@ -80,8 +89,9 @@ def _refuse_unreadable(trace: _Trace, name: Any, arguments: Any) -> None:
     raise invalid_arguments([Problem(field="arguments", message=problem)])
 
 
-def call_batch(contour: Contour, calls: list[tuple[Any, Any]], *, channel: str, actor: str
-               ) -> list[BatchItem]:
+def call_batch(
+    contour: Contour, calls: list[tuple[Any, Any]], *, channel: str, actor: str
+) -> list[BatchItem]:
     """Calls of one model reply. Identical ones (same name, same arguments as canonical JSON)
     run once: two equal blocks must never become two invoices. Every call gets an answer."""
     first_seen: dict[str, int] = {}
@@ -89,32 +99,49 @@ def call_batch(contour: Contour, calls: list[tuple[Any, Any]], *, channel: str, 
     for index, (name, arguments) in enumerate(calls):
         if shape_problem({"name": name, "arguments": arguments}):
             # Not comparable safely: answered (and refused) on its own, never collapsed.
-            items.append(BatchItem(outcome=call(contour, name, arguments, channel=channel,
-                                                actor=actor)))
+            items.append(
+                BatchItem(outcome=call(contour, name, arguments, channel=channel, actor=actor))
+            )
             continue
         key = confirmations.canonical_json({"name": name, "arguments": arguments})
         if key in first_seen:
             original = first_seen[key]
             # Journaled too: every call lands in the journal, also the one not executed.
-            reject(contour, "duplicate_call",
-                   f"такой же вызов №{original + 1} в этом ответе уже обработан; повтор пропущен",
-                   channel=channel, actor=actor, tool=name if isinstance(name, str) else "",
-                   arguments=arguments)
+            reject(
+                contour,
+                "duplicate_call",
+                f"такой же вызов №{original + 1} в этом ответе уже обработан; повтор пропущен",
+                channel=channel,
+                actor=actor,
+                tool=name if isinstance(name, str) else "",
+                arguments=arguments,
+            )
             items.append(BatchItem(outcome=items[original].outcome, duplicate_of=original))
             continue
         first_seen[key] = index
-        items.append(BatchItem(outcome=call(contour, name, arguments, channel=channel,
-                                            actor=actor)))
+        items.append(
+            BatchItem(outcome=call(contour, name, arguments, channel=channel, actor=actor))
+        )
     return items
 
 
-def reject(contour: Contour | None, code: str, message: str, *, channel: str, actor: str,
-           tool: str = "", arguments: Any = None, hint: str = "") -> Outcome:
+def reject(
+    contour: Contour | None,
+    code: str,
+    message: str,
+    *,
+    channel: str,
+    actor: str,
+    tool: str = "",
+    arguments: Any = None,
+    hint: str = "",
+) -> Outcome:
     """Journal a call an adapter could not even parse (bad JSON, no key) and answer it."""
     if shape_problem(arguments):
         arguments = {"_refused": shape_problem(arguments)}
-    trace = _Trace(contour=contour, channel=channel, actor=actor, tool=printable(tool),
-                   arguments=arguments)
+    trace = _Trace(
+        contour=contour, channel=channel, actor=actor, tool=printable(tool), arguments=arguments
+    )
     outcome = Outcome.from_error(ToolError(code, message, hint=hint))
     if contour is None and anonymous.is_anonymous(actor):
         # No verified credential: counted always, journaled as a sample (tools/pipeline/anonymous.py).
@@ -123,20 +150,27 @@ def reject(contour: Contour | None, code: str, message: str, *, channel: str, ac
             outcome.journal_state = JournalState.SAMPLED
             return outcome
         if skipped:
-            return _journal(trace, outcome, note=f" (и ещё {skipped} таких же отказов "
-                                                 "после предыдущей записи)")
+            return _journal(
+                trace, outcome, note=f" (и ещё {skipped} таких же отказов после предыдущей записи)"
+            )
     return _journal(trace, outcome)
 
 
 def visible_tools(contour: Contour, *, actor: str) -> list[ToolSpec]:
     """The contour's tools, narrowed to the calling key's scope when actor names a key (a
     required keyword: a caller that forgets it would list more than the key may call)."""
-    return keys.visible([spec for spec in catalog.CATALOG
-                         if contour.has_toolset(spec.toolset) and contour.tool_enabled(spec.name)],
-                        keys.key_of(contour, actor))
+    return keys.visible(
+        [
+            spec
+            for spec in catalog.CATALOG
+            if contour.has_toolset(spec.toolset) and contour.tool_enabled(spec.name)
+        ],
+        keys.key_of(contour, actor),
+    )
 
 
 # -- the pipeline ----------------------------------------------------------------------------
+
 
 def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     contour = trace.contour
@@ -146,21 +180,32 @@ def _pipeline(trace: _Trace, name: Any, arguments: Any) -> Outcome:
     if spec is None:
         # Only what this contour may call: naming the rest would only invite `forbidden`.
         visible = [tool.name for tool in visible_tools(contour, actor=trace.actor)]
-        raise ToolError("unknown_tool", f"инструмента {str(name)[:64]!r} нет; этому контуру "
-                        "доступны: " + (", ".join(visible) or "ни одного"),
-                        data={"known_tools": visible})
+        raise ToolError(
+            "unknown_tool",
+            f"инструмента {str(name)[:64]!r} нет; этому контуру "
+            "доступны: " + (", ".join(visible) or "ни одного"),
+            data={"known_tools": visible},
+        )
     if not isinstance(arguments, dict):
-        raise ToolError("arguments_not_object",
-                        f"arguments должен быть JSON-объектом, а пришёл {json_kind(arguments)}",
-                        hint='передайте аргументы объектом: {"order_id": "..."}')
+        raise ToolError(
+            "arguments_not_object",
+            f"arguments должен быть JSON-объектом, а пришёл {json_kind(arguments)}",
+            hint='передайте аргументы объектом: {"order_id": "..."}',
+        )
     token = arguments.get("confirmation_token") if spec.writes else None
     trace.phase = "read" if not spec.writes else ("execute" if token else "prepare")
     if not contour.has_toolset(spec.toolset):
-        raise ToolError("forbidden", _forbidden_message(spec, contour),
-                        hint="включить набор может только владелец контура в админке")
+        raise ToolError(
+            "forbidden",
+            _forbidden_message(spec, contour),
+            hint="включить набор может только владелец контура в админке",
+        )
     if not contour.tool_enabled(spec.name):
-        raise ToolError("forbidden", f"инструмент {spec.name} выключен владельцем контура "
-                        f"«{contour.slug}»", hint="включить его может только владелец контура")
+        raise ToolError(
+            "forbidden",
+            f"инструмент {spec.name} выключен владельцем контура «{contour.slug}»",
+            hint="включить его может только владелец контура",
+        )
     keys.check_scope(trace.key, spec)
     params = validate(spec.params, arguments)
     problems = spec.check(params, contour) if spec.check else []
@@ -178,14 +223,18 @@ def _read(trace: _Trace, spec: ToolSpec, params: BaseModel) -> Outcome:
     contour = trace.contour
     assert contour is not None  # _pipeline refused a call without one
     with client_for(contour) as client:
-        data = upstream(trace, client, lambda: spec.handler(CallContext(contour, client),
-                                                            params))
-        return Outcome(status="ok", code="ok", message=phrases.read_message(spec, data),
-                       data=with_context(trace, data))
+        data = upstream(trace, client, lambda: spec.handler(CallContext(contour, client), params))
+        return Outcome(
+            status="ok",
+            code="ok",
+            message=phrases.read_message(spec, data),
+            data=with_context(trace, data),
+        )
 
 
-def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any]
-             ) -> Outcome:
+def _prepare(
+    trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any]
+) -> Outcome:
     contour = trace.contour
     assert contour is not None  # _pipeline refused a call without one
     allow_duplicate = bool(getattr(params, "allow_duplicate", False))
@@ -198,37 +247,58 @@ def _prepare(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
         return _unresolved(trace, spec, pending)
     assert spec.summarize is not None  # every write tool declares its summary
     with client_for(contour) as client:
-        summary = upstream(trace, client,
-                            lambda: spec.summarize(CallContext(contour, client), params))
+        summary = upstream(
+            trace, client, lambda: spec.summarize(CallContext(contour, client), params)
+        )
     ceilings.check(contour, ceilings.Request(summary.amount, summary.currency))
-    reason = approvals.requirement(spec, contour, summary.amount, summary.currency,
-                                   operator_reason=summary.operator_reason,
-                                   changes=summary.changes)
+    reason = approvals.requirement(
+        spec,
+        contour,
+        summary.amount,
+        summary.currency,
+        operator_reason=summary.operator_reason,
+        changes=summary.changes,
+    )
     confirmation, token = confirmations.prepare(
-        contour, spec, canonical, summary, trace.actor, approval_reason=reason,
+        contour,
+        spec,
+        canonical,
+        summary,
+        trace.actor,
+        approval_reason=reason,
         reuse_open=not allow_duplicate,
     )
     trace.confirmation_id = str(confirmation.id)
     if confirmation.status == ConfirmationStatus.EXECUTED:
         return _already_executed(trace, spec, confirmation)
-    begun = Operation.objects.filter(confirmation=confirmation,
-                                     state__in=confirmations.UNRESOLVED_STATES).first()
+    begun = Operation.objects.filter(
+        confirmation=confirmation, state__in=confirmations.UNRESOLVED_STATES
+    ).first()
     if begun is not None:
         return _unresolved(trace, spec, begun)
     url = approvals.approval_url(confirmation) if approvals.needs_human(spec, confirmation) else ""
     if url:
         alerts.waiting_started(confirmation)  # idempotent: a reused item alerts no one twice
-    hint = ("перескажите сводку человеку; если он согласен, повторите вызов с теми же "
-            "параметрами и confirmation_token")
+    hint = (
+        "перескажите сводку человеку; если он согласен, повторите вызов с теми же "
+        "параметрами и confirmation_token"
+    )
     if url:
-        hint = (f"{confirmation.approval_reason or 'нужно одобрение оператора'}; операцию "
-                f"одобряют по ссылке {url}, затем повторите вызов с теми же параметрами и "
-                "confirmation_token")
+        hint = (
+            f"{confirmation.approval_reason or 'нужно одобрение оператора'}; операцию "
+            f"одобряют по ссылке {url}, затем повторите вызов с теми же параметрами и "
+            "confirmation_token"
+        )
     return Outcome(
-        status="confirmation_required", code="confirmation_required",
-        message=f"нужно подтверждение: {summary.text}", hint=hint,
-        data={"summary": summary.data, "warnings": summary.warnings,
-              "requires_approval": bool(url)},
+        status="confirmation_required",
+        code="confirmation_required",
+        message=f"нужно подтверждение: {summary.text}",
+        hint=hint,
+        data={
+            "summary": summary.data,
+            "warnings": summary.warnings,
+            "requires_approval": bool(url),
+        },
         confirmation=confirmations.envelope(confirmation, token, url),
     )
 
@@ -237,9 +307,14 @@ def _already_executed(trace: _Trace, spec: ToolSpec, earlier: PendingConfirmatio
     trace.confirmation_id = str(earlier.id)
     when = timezone.localtime(earlier.executed_at)
     return Outcome(
-        status="ok", code="ok", replayed=True, data=earlier.result or {},
-        message=(f"{spec.title}: такая же операция уже выполнена {when:%d.%m.%Y %H:%M}; "
-                 "повторная не создана, вот её результат"),
+        status="ok",
+        code="ok",
+        replayed=True,
+        data=earlier.result or {},
+        message=(
+            f"{spec.title}: такая же операция уже выполнена {when:%d.%m.%Y %H:%M}; "
+            "повторная не создана, вот её результат"
+        ),
         hint="если нужна ещё одна такая же, вызовите с allow_duplicate: true",
     )
 
@@ -250,47 +325,66 @@ def _unresolved(trace: _Trace, spec: ToolSpec, operation: Operation) -> Outcome:
     confirmation = operation.confirmation
     trace.confirmation_id = str(confirmation.id)
     trace.operation_key = operation.key
-    hint = ("не создавайте операцию заново: повторите вызов с теми же параметрами и этим "
-            "confirmation_token — шлюз сначала проверит, выполнена ли она")
+    hint = (
+        "не создавайте операцию заново: повторите вызов с теми же параметрами и этим "
+        "confirmation_token — шлюз сначала проверит, выполнена ли она"
+    )
     if operation.state == OperationState.IN_FLIGHT:
         message = f"{spec.title}: такая же операция уже выполняется"
     else:
-        message = (f"{spec.title}: такая же операция уже начата, и её результат неизвестен; "
-                   "новая не создана")
+        message = (
+            f"{spec.title}: такая же операция уже начата, и её результат неизвестен; "
+            "новая не создана"
+        )
     raise ToolError(
         "outcome_unknown" if operation.state == OperationState.UNKNOWN else "duplicate_call",
-        message, hint=hint,
-        data={"operation_state": operation.state,
-              "confirmation": confirmations.envelope(confirmation,
-                                                     confirmations.token_for(confirmation))},
+        message,
+        hint=hint,
+        data={
+            "operation_state": operation.state,
+            "confirmation": confirmations.envelope(
+                confirmation, confirmations.token_for(confirmation)
+            ),
+        },
     )
 
 
-def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any],
-             token: str) -> Outcome:
+def _execute(
+    trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any], token: str
+) -> Outcome:
     contour = trace.contour
     assert contour is not None  # _pipeline refused a call without one
     confirmation = confirmations.resolve(contour, spec, canonical, token)
     trace.confirmation_id = str(confirmation.id)
-    if (confirmation.status != ConfirmationStatus.EXECUTED
-            and approvals.needs_human(spec, confirmation)
-            and confirmation.status != ConfirmationStatus.APPROVED):
+    if (
+        confirmation.status != ConfirmationStatus.EXECUTED
+        and approvals.needs_human(spec, confirmation)
+        and confirmation.status != ConfirmationStatus.APPROVED
+    ):
         url = approvals.approval_url(confirmation)
         return Outcome(
-            status="awaiting_approval", code="awaiting_approval",
+            status="awaiting_approval",
+            code="awaiting_approval",
             message=f"ждёт решения оператора: {confirmation.approval_reason or spec.title}",
             hint=f"операцию одобряют по ссылке {url}; затем повторите этот же вызов",
-            confirmation={"id": str(confirmation.id), "approval_url": url,
-                          "expires_at": confirmation.expires_at.isoformat(),
-                          "summary": confirmation.summary},
+            confirmation={
+                "id": str(confirmation.id),
+                "approval_url": url,
+                "expires_at": confirmation.expires_at.isoformat(),
+                "summary": confirmation.summary,
+            },
         )
     changed = facts.changed_since_summary(trace, spec, params, confirmation)
     if changed:
         # What the person confirmed no longer holds: ask again, with the facts as they are.
         facts.close(confirmation, changed)
         outcome = _prepare(trace, spec, params, canonical)
-        outcome.message = ("данные в Инвойсбокс изменились после сводки (" + "; ".join(changed)
-                           + "), операция не выполнена; " + outcome.message)
+        outcome.message = (
+            "данные в Инвойсбокс изменились после сводки ("
+            + "; ".join(changed)
+            + "), операция не выполнена; "
+            + outcome.message
+        )
         outcome.data = {**outcome.data, "facts_changed": changed}
         return outcome
     operation, replay, previous, previous_started = _claim(trace, spec, confirmation)
@@ -298,27 +392,36 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     if replay is not None:
         return _done(trace, spec, replay, replayed=True)
     with client_for(contour) as client:
-        ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
-                          operation_key=operation.key, operation_started=operation.created_at,
-                          operator_approved=confirmation.status == ConfirmationStatus.APPROVED)
+        ctx = CallContext(
+            contour,
+            client,
+            merchant_order_id=operation.merchant_order_id,
+            operation_key=operation.key,
+            operation_started=operation.created_at,
+            operator_approved=confirmation.status == ConfirmationStatus.APPROVED,
+        )
         data = None
         if previous is not None and spec.recover is not None:
             # Recovery first, before any re-check: a landed order is answered, never refused.
-            data = recovery.recover_by_lookup(trace, client, spec, ctx, params, operation,
-                                              confirmation, previous)
+            data = recovery.recover_by_lookup(
+                trace, client, spec, ctx, params, operation, confirmation, previous
+            )
             if data is None and previous != OperationState.FAILED:
                 recovery.absent_too_early(trace, spec, operation, confirmation, previous_started)
         if data is None:
-            if previous is not None and (spec.recover is not None
-                                         or previous == OperationState.FAILED):
+            if previous is not None and (
+                spec.recover is not None or previous == OperationState.FAILED
+            ):
                 recovery.recheck_ceilings(contour, operation, confirmation)
             try:
                 data = recovery.send_or_find(trace, client, spec, ctx, params)
             except ToolError as error:
-                state = (OperationState.UNKNOWN if error.code == "outcome_unknown"
-                         else OperationState.FAILED)
-                _finish(operation, confirmation, state, None, error.code,
-                        trace.upstream_request_id)
+                state = (
+                    OperationState.UNKNOWN
+                    if error.code == "outcome_unknown"
+                    else OperationState.FAILED
+                )
+                _finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
                 raise
     data = with_context(trace, data)
     try:
@@ -331,8 +434,9 @@ def _execute(trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[s
     return _done(trace, spec, data, replayed=False)
 
 
-def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
-           ) -> tuple[Operation, dict[str, Any] | None, str | None, datetime | None]:
+def _claim(
+    trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
+) -> tuple[Operation, dict[str, Any] | None, str | None, datetime | None]:
     """Take the right to execute under a row lock; a finished operation is replayed instead.
 
     Returns the operation, the stored result of a finished one, and the state an earlier
@@ -363,10 +467,17 @@ def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
             # Born in flight: the locked confirmation row keeps any other creator out (and
             # the unique confirmation would refuse one).
             operation = Operation.objects.create(
-                confirmation=locked, key=key, contour=contour, tool=spec.name,
+                confirmation=locked,
+                key=key,
+                contour=contour,
+                tool=spec.name,
                 merchant_order_id=f"gw-{now:%Y%m%d}-{key[:12]}",
-                amount=locked.amount, currency=locked.currency,
-                state=OperationState.IN_FLIGHT, attempts=1, created_at=now, started_at=now,
+                amount=locked.amount,
+                currency=locked.currency,
+                state=OperationState.IN_FLIGHT,
+                attempts=1,
+                created_at=now,
+                started_at=now,
             )
         else:
             operation = existing
@@ -374,8 +485,11 @@ def _claim(trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
                 return operation, operation.result or locked.result or {}, None, None
             stale = now - operation.started_at > recovery.stale_after()
             if operation.state == OperationState.IN_FLIGHT and not stale:
-                raise ToolError("duplicate_call", "такая же операция уже выполняется",
-                                hint="подождите несколько секунд и повторите тот же вызов")
+                raise ToolError(
+                    "duplicate_call",
+                    "такая же операция уже выполняется",
+                    hint="подождите несколько секунд и повторите тот же вызов",
+                )
             previous, previous_started = operation.state, operation.started_at
             operation.state = OperationState.IN_FLIGHT
             operation.attempts += 1
@@ -393,13 +507,14 @@ def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool
 
 # -- helpers ---------------------------------------------------------------------------------
 
+
 def _forbidden_message(spec: ToolSpec, contour: Contour) -> str:
     if spec.toolset == "write":
-        return (f"инструмент {spec.name} изменяет данные, а контур «{contour.slug}» только "
-                "читает: запись не включена владельцем")
+        return (
+            f"инструмент {spec.name} изменяет данные, а контур «{contour.slug}» только "
+            "читает: запись не включена владельцем"
+        )
     return f"набор «{spec.toolset}» не включён для контура «{contour.slug}»"
-
-
 
 
 __all__ = ["BatchItem", "call", "call_batch", "reject", "visible_tools"]

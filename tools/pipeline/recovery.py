@@ -50,9 +50,17 @@ def stale_after() -> timedelta:
     return timedelta(seconds=settings.GATEWAY_STALE_IN_FLIGHT_SECONDS)
 
 
-def finish(operation: Operation, confirmation: PendingConfirmation, state: str,
-           result: dict[str, Any] | None, error_code: str, request_id: str, *,
-           claimed_at: datetime | None = None, started_at: datetime | None = None) -> bool:
+def finish(
+    operation: Operation,
+    confirmation: PendingConfirmation,
+    state: str,
+    result: dict[str, Any] | None,
+    error_code: str,
+    request_id: str,
+    *,
+    claimed_at: datetime | None = None,
+    started_at: datetime | None = None,
+) -> bool:
     """Write an operation's outcome (and execute its confirmation when done).
 
     With claimed_at, only while the operation is still in flight under that claim; returns
@@ -68,19 +76,34 @@ def finish(operation: Operation, confirmation: PendingConfirmation, state: str,
         if claimed_at is not None:
             target = target.filter(state=OperationState.IN_FLIGHT, started_at=claimed_at)
         restart = {"started_at": started_at} if started_at is not None else {}
-        written = target.update(state=state, result=result, error_code=error_code,
-                                upstream_request_id=request_id, finished_at=now, **restart)
+        written = target.update(
+            state=state,
+            result=result,
+            error_code=error_code,
+            upstream_request_id=request_id,
+            finished_at=now,
+            **restart,
+        )
         if written and state == OperationState.DONE:
             PendingConfirmation.objects.filter(pk=confirmation.pk).update(
-                status=ConfirmationStatus.EXECUTED, executed_at=now, result=result)
+                status=ConfirmationStatus.EXECUTED, executed_at=now, result=result
+            )
     return bool(written)
 
 
 # -- when the token is presented again (tools/pipeline/gateway.py _execute) --------------------------
 
-def recover_by_lookup(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
-             params: BaseModel, operation: Operation, confirmation: PendingConfirmation,
-             previous: str) -> dict[str, Any] | None:
+
+def recover_by_lookup(
+    trace: Trace,
+    client: InvoiceboxClient,
+    spec: ToolSpec,
+    ctx: CallContext,
+    params: BaseModel,
+    operation: Operation,
+    confirmation: PendingConfirmation,
+    previous: str,
+) -> dict[str, Any] | None:
     """Look the earlier attempt up: its result when found, None when proven absent.
 
     A lookup that fails proves nothing: an operation that may have happened stays `unknown`
@@ -101,8 +124,10 @@ def recover_by_lookup(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ct
                 error.code,
                 f"{error.message}; проверить, выполнена ли операция, не удалось — её результат "
                 "по-прежнему неизвестен",
-                hint=("не создавайте операцию заново: повторите позже тот же вызов с тем же "
-                      "токеном — шлюз снова проверит, выполнена ли она"),
+                hint=(
+                    "не создавайте операцию заново: повторите позже тот же вызов с тем же "
+                    "токеном — шлюз снова проверит, выполнена ли она"
+                ),
                 data={**error.data, "operation_state": OperationState.UNKNOWN.value},
                 upstream_request_id=error.upstream_request_id,
                 upstream_status=error.upstream_status,
@@ -113,9 +138,13 @@ def recover_by_lookup(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ct
     return {**found, "recovered": True}
 
 
-def absent_too_early(trace: Trace, spec: ToolSpec, operation: Operation,
-                      confirmation: PendingConfirmation, previous_started: datetime | None
-                      ) -> None:
+def absent_too_early(
+    trace: Trace,
+    spec: ToolSpec,
+    operation: Operation,
+    confirmation: PendingConfirmation,
+    previous_started: datetime | None,
+) -> None:
     """A lookup that finds nothing proves absence only once the earlier request can no longer
     land (it started more than the stale period ago): a slow upstream may still be storing it,
     and sending again would POST one order twice. Until then the outcome stays unknown, under
@@ -124,21 +153,33 @@ def absent_too_early(trace: Trace, spec: ToolSpec, operation: Operation,
     wait = stale_after() - (clock.now() - previous_started)
     if wait.total_seconds() <= 0:
         return
-    finish(operation, confirmation, OperationState.UNKNOWN, None, "outcome_unknown",
-            trace.upstream_request_id, started_at=previous_started)
+    finish(
+        operation,
+        confirmation,
+        OperationState.UNKNOWN,
+        None,
+        "outcome_unknown",
+        trace.upstream_request_id,
+        started_at=previous_started,
+    )
     seconds = max(1, int(wait.total_seconds() + 0.999))
     raise ToolError(
         "outcome_unknown",
         f"{spec.title}: в Инвойсбокс операции пока нет, но прежний запрос ещё может дойти; "
         "новый не отправлен",
-        hint=(f"не создавайте операцию заново: повторите тот же вызов с тем же "
-              f"confirmation_token через {seconds} с"),
+        hint=(
+            f"не создавайте операцию заново: повторите тот же вызов с тем же "
+            f"confirmation_token через {seconds} с"
+        ),
         data={"operation_state": OperationState.UNKNOWN.value, "retry_after_seconds": seconds},
-        upstream_request_id=trace.upstream_request_id, upstream_status=trace.upstream_status)
+        upstream_request_id=trace.upstream_request_id,
+        upstream_status=trace.upstream_status,
+    )
 
 
-def recheck_ceilings(contour: Contour, operation: Operation,
-                      confirmation: PendingConfirmation) -> None:
+def recheck_ceilings(
+    contour: Contour, operation: Operation, confirmation: PendingConfirmation
+) -> None:
     """After the earlier attempt is proven absent: check the ceilings again, as for a new one.
 
     Under the contour's row lock, like the gateway's _claim; the operation itself is left out of the count.
@@ -146,15 +187,19 @@ def recheck_ceilings(contour: Contour, operation: Operation,
     try:
         with transaction.atomic():
             Contour.objects.select_for_update().filter(pk=contour.pk).first()
-            ceilings.check(contour, ceilings.Request(operation.amount, operation.currency or None),
-                           exclude_operation=operation.pk)
+            ceilings.check(
+                contour,
+                ceilings.Request(operation.amount, operation.currency or None),
+                exclude_operation=operation.pk,
+            )
     except ToolError as error:
         finish(operation, confirmation, OperationState.FAILED, None, error.code, "")
         raise
 
 
-def send_or_find(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext,
-          params: BaseModel) -> dict[str, Any]:
+def send_or_find(
+    trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: CallContext, params: BaseModel
+) -> dict[str, Any]:
     try:
         return upstream(trace, client, lambda: spec.handler(ctx, params))
     except ToolError as error:
@@ -169,15 +214,19 @@ def send_or_find(trace: Trace, client: InvoiceboxClient, spec: ToolSpec, ctx: Ca
 
 # -- in the background ----------------------------------------------------------------------
 
+
 @shared_task(name="tools.recovery.resolve_operations")
 def resolve_operations() -> dict[str, int]:
     """Beat: look up unresolved operations older than the stale period, oldest first."""
     since = clock.now() - stale_after()
     recoverable = [spec.name for spec in catalog.CATALOG if spec.recover is not None]
-    ids = list(Operation.objects.filter(state__in=UNRESOLVED_STATES, started_at__lte=since,
-                                        tool__in=recoverable)
-               .order_by("started_at").values_list("pk", flat=True)
-               [:settings.GATEWAY_RECOVERY_BATCH])
+    ids = list(
+        Operation.objects.filter(
+            state__in=UNRESOLVED_STATES, started_at__lte=since, tool__in=recoverable
+        )
+        .order_by("started_at")
+        .values_list("pk", flat=True)[: settings.GATEWAY_RECOVERY_BATCH]
+    )
     verdicts: dict[str, int] = {}
     for pk in ids:
         verdict = resolve(pk)
@@ -199,41 +248,87 @@ def resolve(operation_id: int) -> str:
         params = validate(spec.params, confirmation.arguments)
     except ToolError:
         logger.error("operation %s: stored arguments no longer valid", operation.key)
-        finish(operation, confirmation, previous, None, "recovery_impossible", "",
-               claimed_at=claimed_at)
+        finish(
+            operation,
+            confirmation,
+            previous,
+            None,
+            "recovery_impossible",
+            "",
+            claimed_at=claimed_at,
+        )
         return "invalid"
     client = contour_client(contour)
-    ctx = CallContext(contour, client, merchant_order_id=operation.merchant_order_id,
-                      operation_key=operation.key, operation_started=operation.created_at,
-                      operator_approved=confirmation.status == ConfirmationStatus.APPROVED)
+    ctx = CallContext(
+        contour,
+        client,
+        merchant_order_id=operation.merchant_order_id,
+        operation_key=operation.key,
+        operation_started=operation.created_at,
+        operator_approved=confirmation.status == ConfirmationStatus.APPROVED,
+    )
     try:
         with client:
             found = spec.recover(ctx, params)
     except (InvoiceboxError, ToolError) as error:
         # A lookup that failed, or read rows that only might be ours (NOT_PROVEN): unknown.
         code = error.kind if isinstance(error, InvoiceboxError) else error.code
-        finish(operation, confirmation, OperationState.UNKNOWN, None, code,
-               client.last_request_id, claimed_at=claimed_at)
+        finish(
+            operation,
+            confirmation,
+            OperationState.UNKNOWN,
+            None,
+            code,
+            client.last_request_id,
+            claimed_at=claimed_at,
+        )
         events.operation_resolved(
-            operation, status="error", code="recovery_lookup_failed",
+            operation,
+            status="error",
+            code="recovery_lookup_failed",
             message=f"проверить операцию не удалось ({error.message}); её результат "
-                    "по-прежнему неизвестен")
+            "по-прежнему неизвестен",
+        )
         return "lookup_failed"
     if found is None:
-        if finish(operation, confirmation, OperationState.FAILED, None, "absent_upstream",
-                  client.last_request_id, claimed_at=claimed_at):
+        if finish(
+            operation,
+            confirmation,
+            OperationState.FAILED,
+            None,
+            "absent_upstream",
+            client.last_request_id,
+            claimed_at=claimed_at,
+        ):
             events.operation_resolved(
-                operation, status="ok", code="operation_absent",
-                message=f"операции {operation.merchant_order_id} в Инвойсбокс нет: не выполнена")
+                operation,
+                status="ok",
+                code="operation_absent",
+                message=f"операции {operation.merchant_order_id} в Инвойсбокс нет: не выполнена",
+            )
         return "absent"
-    data = {**found, "recovered": True, "environment": contour.mode,
-            "scope_context": f"магазин {contour.merchant_id}",
-            "request_id": client.last_request_id}
-    if finish(operation, confirmation, OperationState.DONE, data, "", client.last_request_id,
-              claimed_at=claimed_at):
+    data = {
+        **found,
+        "recovered": True,
+        "environment": contour.mode,
+        "scope_context": f"магазин {contour.merchant_id}",
+        "request_id": client.last_request_id,
+    }
+    if finish(
+        operation,
+        confirmation,
+        OperationState.DONE,
+        data,
+        "",
+        client.last_request_id,
+        claimed_at=claimed_at,
+    ):
         events.operation_resolved(
-            operation, status="ok", code="operation_recovered",
-            message=f"операция {operation.merchant_order_id} найдена в Инвойсбокс и записана")
+            operation,
+            status="ok",
+            code="operation_recovered",
+            message=f"операция {operation.merchant_order_id} найдена в Инвойсбокс и записана",
+        )
     return "found"
 
 
@@ -241,13 +336,18 @@ def _take(operation_id: int) -> tuple[Operation, datetime, str] | None:
     """Renew the claim of a still unresolved, stale operation; None when someone has it."""
     with transaction.atomic():
         now = clock.now()
-        operation = (Operation.objects.select_for_update(skip_locked=True)
-                     .select_related("confirmation", "contour")
-                     .filter(pk=operation_id, state__in=UNRESOLVED_STATES,
-                             started_at__lte=now - stale_after()).first())
+        operation = (
+            Operation.objects.select_for_update(skip_locked=True)
+            .select_related("confirmation", "contour")
+            .filter(
+                pk=operation_id, state__in=UNRESOLVED_STATES, started_at__lte=now - stale_after()
+            )
+            .first()
+        )
         if operation is None:
             return None
         previous = operation.state
-        Operation.objects.filter(pk=operation.pk).update(state=OperationState.IN_FLIGHT,
-                                                         started_at=now)
+        Operation.objects.filter(pk=operation.pk).update(
+            state=OperationState.IN_FLIGHT, started_at=now
+        )
     return operation, now, previous

@@ -30,30 +30,44 @@ def refuse_unusable_token(contour: Contour) -> None:
     """A token the process can't read (another GATEWAY_SECRETS_KEY) or that no HTTP header can
     carry (a BOM saved before tokens were cleaned) is never sent: a stable refusal instead."""
     if contour.token_unreadable:
-        why = ("токен Инвойсбокс этого контура не читается: он зашифрован другим ключом "
-               "GATEWAY_SECRETS_KEY")
+        why = (
+            "токен Инвойсбокс этого контура не читается: он зашифрован другим ключом "
+            "GATEWAY_SECRETS_KEY"
+        )
     elif token_problem := api_tokens.shape_problem(contour.api_token):
         why = f"токен Инвойсбокс этого контура испорчен ({token_problem})"
     else:
         return
-    raise ToolError("contour_token_unreadable", why + "; ничего не отправлено",
-                    hint="владельцу контура нужно ввести токен заново: страница контура в "
-                         "админке или manage.py set_contour_token")
+    raise ToolError(
+        "contour_token_unreadable",
+        why + "; ничего не отправлено",
+        hint="владельцу контура нужно ввести токен заново: страница контура в "
+        "админке или manage.py set_contour_token",
+    )
 
 
-def contour_client(contour: Contour, *, merchant_id: str | None = None,
-                   timeout: float | None = None, read_attempts: int | None = None
-                   ) -> InvoiceboxClient:
+def contour_client(
+    contour: Contour,
+    *,
+    merchant_id: str | None = None,
+    timeout: float | None = None,
+    read_attempts: int | None = None,
+) -> InvoiceboxClient:
     """The contour's client. A `custom` address is the owner's choice: unless
     GATEWAY_ALLOW_PRIVATE_UPSTREAM, it connects to public addresses only, checked on the
     connection itself as the operators' webhook is (tools.public_http)."""
     transport = None
     if contour.mode == InvoiceboxMode.CUSTOM and not settings.GATEWAY_ALLOW_PRIVATE_UPSTREAM:
         transport = PublicOnlyTransport()
-    return make_client(base_url=contour.base_url, token=contour.api_token,
-                       merchant_id=contour.merchant_id if merchant_id is None else merchant_id,
-                       api_prefix=contour.api_prefix, timeout=timeout,
-                       read_attempts=read_attempts, transport=transport)
+    return make_client(
+        base_url=contour.base_url,
+        token=contour.api_token,
+        merchant_id=contour.merchant_id if merchant_id is None else merchant_id,
+        api_prefix=contour.api_prefix,
+        timeout=timeout,
+        read_attempts=read_attempts,
+        transport=transport,
+    )
 
 
 def client_for(contour: Contour) -> InvoiceboxClient:
@@ -72,7 +86,8 @@ def upstream(trace: Trace, client: InvoiceboxClient, action: Any) -> Any:
         if fields:
             data["upstream_fields"] = fields
         raise ToolError(
-            UPSTREAM_CODES[error.kind], error.message,
+            UPSTREAM_CODES[error.kind],
+            error.message,
             hint=upstream_hint(error, fields),
             data=data,
             upstream_request_id=error.request_id,
@@ -112,13 +127,17 @@ def upstream_fields(raw: list[dict[str, Any]], client: InvoiceboxClient) -> list
 def upstream_hint(error: InvoiceboxError, fields: list[dict[str, str]] | None = None) -> str:
     if fields and error.kind == "rejected":
         named = ", ".join(f["field"] for f in fields if f["field"])
-        return ("Инвойсбокс не принял поля " + (named or "запроса") + " (имена полей API: "
-                "basketItems[0].totalAmount — это basket_items[0].total_amount и т. д.); "
-                "исправьте эти аргументы и начните заново, первым вызовом без "
-                "confirmation_token")
+        return (
+            "Инвойсбокс не принял поля " + (named or "запроса") + " (имена полей API: "
+            "basketItems[0].totalAmount — это basket_items[0].total_amount и т. д.); "
+            "исправьте эти аргументы и начните заново, первым вызовом без "
+            "confirmation_token"
+        )
     if error.kind == "unknown_outcome":
-        return ("не создавайте операцию заново: повторите тот же вызов с тем же токеном — шлюз "
-                "сначала проверит, не выполнена ли она")
+        return (
+            "не создавайте операцию заново: повторите тот же вызов с тем же токеном — шлюз "
+            "сначала проверит, не выполнена ли она"
+        )
     if error.kind in ("unavailable", "rate_limited", "bad_response"):
         return "повторите позже"
     if error.kind == "unauthorized":
@@ -129,5 +148,9 @@ def upstream_hint(error: InvoiceboxError, fields: list[dict[str, str]] | None = 
 def with_context(trace: Trace, data: dict[str, Any]) -> dict[str, Any]:
     contour = trace.contour
     assert contour is not None  # a call that reached the upstream has one
-    return {**data, "environment": contour.mode, "scope_context": f"магазин {contour.merchant_id}",
-            "request_id": trace.upstream_request_id}
+    return {
+        **data,
+        "environment": contour.mode,
+        "scope_context": f"магазин {contour.merchant_id}",
+        "request_id": trace.upstream_request_id,
+    }

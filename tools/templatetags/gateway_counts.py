@@ -33,7 +33,7 @@ _NOUNS: dict[str, tuple[str, str]] = {
 
 @register.simple_tag
 def count_of(count: int, opts: Any, paginator: Any = None) -> str:
-    """"2 контура" for a known model; "всего: 2" (right for any noun) for another; "больше
+    """ "2 контура" for a known model; "всего: 2" (right for any noun) for another; "больше
     10000" when a bounded paginator (audit/admin_lists.py) stopped counting."""
     if getattr(paginator, "bounded", False):
         return f"больше {paginator.bound}: уточните фильтр, чтобы увидеть остальные"

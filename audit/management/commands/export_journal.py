@@ -45,15 +45,20 @@ class Command(BaseCommand):
         parser.add_argument("--until", help="ISO 8601 date or date-time, exclusive")
         parser.add_argument("--contour", help="contour slug; all contours when omitted")
         parser.add_argument("--tool", help="tool name, e.g. create_order; all tools when omitted")
-        parser.add_argument("--status", choices=Status.values,
-                            help="outcome status; all statuses when omitted")
-        parser.add_argument("--excel", action="store_true",
-                            help="CSV for a Russian Excel: ';' separator and a BOM")
-        parser.add_argument("--signed", action="store_true",
-                            help="JSON Lines an auditor verifies offline "
-                                 "(tools/verify_export.py): whole sealed stretches, each after "
-                                 "its signed checkpoint, and a signed manifest; seals the "
-                                 "entries not sealed yet first")
+        parser.add_argument(
+            "--status", choices=Status.values, help="outcome status; all statuses when omitted"
+        )
+        parser.add_argument(
+            "--excel", action="store_true", help="CSV for a Russian Excel: ';' separator and a BOM"
+        )
+        parser.add_argument(
+            "--signed",
+            action="store_true",
+            help="JSON Lines an auditor verifies offline "
+            "(tools/verify_export.py): whole sealed stretches, each after "
+            "its signed checkpoint, and a signed manifest; seals the "
+            "entries not sealed yet first",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         since = _parse_moment("--since", options["since"])
@@ -63,10 +68,14 @@ class Command(BaseCommand):
         if options["signed"]:
             lines = self._signed(since, until, options)
         else:
-            qs = entries(since, until, options["contour"], tool=options["tool"],
-                         status=options["status"])
-            lines = (iter_csv(qs, excel=options["excel"]) if options["format"] == "csv"
-                     else iter_jsonl(qs))
+            qs = entries(
+                since, until, options["contour"], tool=options["tool"], status=options["status"]
+            )
+            lines = (
+                iter_csv(qs, excel=options["excel"])
+                if options["format"] == "csv"
+                else iter_jsonl(qs)
+            )
         try:
             for chunk in batched(lines):
                 self.stdout.write(chunk, ending="")
@@ -77,13 +86,16 @@ class Command(BaseCommand):
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(1)
 
-    def _signed(self, since: datetime | None, until: datetime | None,
-                options: dict[str, Any]) -> Iterator[str]:
+    def _signed(
+        self, since: datetime | None, until: datetime | None, options: dict[str, Any]
+    ) -> Iterator[str]:
         if options["format"] != "jsonl" or options["excel"]:
             raise CommandError("--signed writes JSON Lines: use --format jsonl")
         if options["tool"] or options["status"]:
-            raise CommandError("--signed exports whole sealed stretches of chains: "
-                               "--tool and --status do not apply")
+            raise CommandError(
+                "--signed exports whole sealed stretches of chains: "
+                "--tool and --status do not apply"
+            )
         try:
             seals.seal()
         except seals.SealError as exc:

@@ -11,14 +11,19 @@ from audit import checkpoints
 
 
 class Command(BaseCommand):
-    help = ("Print (or write to a new file) every journal chain's head as a checkpoint: one JSON "
-            "line per chain with chain, seq, last_id, last_hash, key_id and at. Keep it off the "
-            "database host; verify_journal --checkpoint FILE later proves the journal still "
-            "extends it.")
+    help = (
+        "Print (or write to a new file) every journal chain's head as a checkpoint: one JSON "
+        "line per chain with chain, seq, last_id, last_hash, key_id and at. Keep it off the "
+        "database host; verify_journal --checkpoint FILE later proves the journal still "
+        "extends it."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--output", metavar="PATH",
-                            help="write to this new file (an existing file is never replaced)")
+        parser.add_argument(
+            "--output",
+            metavar="PATH",
+            help="write to this new file (an existing file is never replaced)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -38,5 +43,7 @@ class Command(BaseCommand):
             raise CommandError(f"{path} exists: a checkpoint is never overwritten") from None
         except OSError as exc:
             raise CommandError(f"{path}: cannot write the checkpoint ({exc})") from None
-        self.stdout.write(f"checkpoint of {len(found)} chain head(s), the latest at entry "
-                          f"{max(c.last_id for c in found)}, written to {path}")
+        self.stdout.write(
+            f"checkpoint of {len(found)} chain head(s), the latest at entry "
+            f"{max(c.last_id for c in found)}, written to {path}"
+        )

@@ -14,21 +14,35 @@ from audit.walk import check_chain
 
 
 class Command(BaseCommand):
-    help = ("Check the journal's HMAC chain: exit 0 when it holds, else name the first broken "
-            "entry. With --checkpoint (or --after-id and --hash) prove that the journal still "
-            "extends checkpoints exported earlier, walking only the entries after them "
-            "(--full: every entry).")
+    help = (
+        "Check the journal's HMAC chain: exit 0 when it holds, else name the first broken "
+        "entry. With --checkpoint (or --after-id and --hash) prove that the journal still "
+        "extends checkpoints exported earlier, walking only the entries after them "
+        "(--full: every entry)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--checkpoint", action="append", default=[], metavar="FILE",
-                            help="a file written by journal_checkpoint (one JSON object, or "
-                                 "one per line); may be repeated")
-        parser.add_argument("--after-id", type=int, metavar="N",
-                            help="the last_id of a checkpoint given on the command line")
+        parser.add_argument(
+            "--checkpoint",
+            action="append",
+            default=[],
+            metavar="FILE",
+            help="a file written by journal_checkpoint (one JSON object, or "
+            "one per line); may be repeated",
+        )
+        parser.add_argument(
+            "--after-id",
+            type=int,
+            metavar="N",
+            help="the last_id of a checkpoint given on the command line",
+        )
         parser.add_argument("--hash", metavar="H", help="the last_hash that goes with --after-id")
-        parser.add_argument("--full", action="store_true",
-                            help="walk every entry even when checkpoints are given (by default "
-                                 "a checkpoint's chains are walked only after it)")
+        parser.add_argument(
+            "--full",
+            action="store_true",
+            help="walk every entry even when checkpoints are given (by default "
+            "a checkpoint's chains are walked only after it)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         anchors = self._anchors(options)
@@ -39,11 +53,14 @@ class Command(BaseCommand):
                 f"({report.checked} entries before it are intact)"
             )
             sys.exit(1)
-        line = f"ok: {report.checked} entries" + ("" if options["full"] or not anchors
-                                                   else " after the checkpoints")
+        line = f"ok: {report.checked} entries" + (
+            "" if options["full"] or not anchors else " after the checkpoints"
+        )
         if anchors:
-            line += f"; extends {len(anchors)} checkpoint(s), the latest at entry " \
-                    f"{max(a.last_id for a in anchors)}"
+            line += (
+                f"; extends {len(anchors)} checkpoint(s), the latest at entry "
+                f"{max(a.last_id for a in anchors)}"
+            )
         self.stdout.write(line)
 
     def _anchors(self, options: dict[str, Any]) -> list[Anchor]:
@@ -62,8 +79,8 @@ class Command(BaseCommand):
         seen: dict[int, str] = {}
         for anchor in anchors:
             if seen.setdefault(anchor.last_id, anchor.last_hash) != anchor.last_hash:
-                raise CommandError(f"two checkpoints for entry {anchor.last_id} disagree on its "
-                                   "hash: at least one of them is not genuine")
+                raise CommandError(
+                    f"two checkpoints for entry {anchor.last_id} disagree on its "
+                    "hash: at least one of them is not genuine"
+                )
         return anchors
-
-

@@ -19,15 +19,21 @@ class DjangoTransport(httpx.BaseTransport):
         self.client = client
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        headers = {key: value for key, value in request.headers.items()
-                   if key.lower() in ("authorization", "content-type", "accept")}
+        headers = {
+            key: value
+            for key, value in request.headers.items()
+            if key.lower() in ("authorization", "content-type", "accept")
+        }
         response = self.client.generic(
-            request.method, request.url.raw_path.decode(), data=request.read(),
+            request.method,
+            request.url.raw_path.decode(),
+            data=request.read(),
             content_type=request.headers.get("content-type", "application/octet-stream"),
             headers=headers,
         )
-        return httpx.Response(response.status_code, headers=dict(response.items()),
-                              content=response.content)
+        return httpx.Response(
+            response.status_code, headers=dict(response.items()), content=response.content
+        )
 
 
 @pytest.fixture
@@ -49,7 +55,8 @@ def issued_order(assistant: Assistant, description: str = "Бронирован�
     """An order created through the plain REST contract, to read it back in another format."""
     args = order_args(description=description)
     _, first = assistant.call("create_order", args)
-    _, done = assistant.call("create_order",
-                             {**args, "confirmation_token": first["confirmation"]["token"]})
+    _, done = assistant.call(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     assert done["status"] == "ok", done
     return done["data"]

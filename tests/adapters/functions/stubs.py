@@ -38,8 +38,13 @@ class HttpProvider:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                provider.requests.append({"path": self.path, "body": body,
-                                          "authorization": self.headers.get("Authorization")})
+                provider.requests.append(
+                    {
+                        "path": self.path,
+                        "body": body,
+                        "authorization": self.headers.get("Authorization"),
+                    }
+                )
                 if not provider.script:
                     self._send(500, {"error": "no scripted reply left"})
                     return

@@ -56,8 +56,9 @@ def exported(fmt: str) -> list[dict[str, Any]]:
 def structure_problems(node: dict[str, Any], path: str, *, strict: bool) -> list[str]:
     """Walks keywords (not property names) and reports what the common subset forbids."""
     found = [f"{path}: {key}" for key in node if key in schema.FORBIDDEN_KEYWORDS]
-    allowed = schema.STRUCTURE | (schema.STRICT.constraints | {"additionalProperties"} if strict
-                                  else schema.CONSTRAINTS)
+    allowed = schema.STRUCTURE | (
+        schema.STRICT.constraints | {"additionalProperties"} if strict else schema.CONSTRAINTS
+    )
     found += [f"{path}: unexpected {key}" for key in node if key not in allowed]
     kind = node.get("type")
     if isinstance(kind, list):
@@ -69,8 +70,10 @@ def structure_problems(node: dict[str, Any], path: str, *, strict: bool) -> list
     if kind == "object":
         if not isinstance(node.get("properties"), dict):
             found.append(f"{path}: object without properties")
-        if strict and (node.get("additionalProperties") is not False
-                       or node.get("required") != list(node.get("properties", {}))):
+        if strict and (
+            node.get("additionalProperties") is not False
+            or node.get("required") != list(node.get("properties", {}))
+        ):
             found.append(f"{path}: strict object not closed or not all required")
         for name, child in node.get("properties", {}).items():
             found += structure_problems(child, f"{path}.{name}", strict=strict)
@@ -142,20 +145,30 @@ def test_shortening_keeps_the_confirmation(spec: ToolSpec, limit: int):
 
 
 def test_a_write_tool_without_the_words_gets_the_two_step_sentence():
-    spec = ToolSpec(name="close_books", title="x", kind="write", toolset="write",
-                    params=catalog.get("cancel_order").params, handler=lambda ctx, p: {},
-                    description_ru="Закрывает период. Необратимо.", summary_ru="Закрыть период.",
-                    success_ru="Период закрыт.")
+    spec = ToolSpec(
+        name="close_books",
+        title="x",
+        kind="write",
+        toolset="write",
+        params=catalog.get("cancel_order").params,
+        handler=lambda ctx, p: {},
+        description_ru="Закрывает период. Необратимо.",
+        summary_ru="Закрыть период.",
+        success_ru="Период закрыт.",
+    )
 
     assert schema.describe(spec).endswith(schema.TWO_STEP_RU)
 
 
-@pytest.mark.parametrize(("text", "limit", "expected"), [
-    ("Первое. Второе. Третье.", 100, "Первое. Второе. Третье."),
-    ("Первое. Второе. Третье.", 15, "Первое. Второе."),
-    ("Первое. Длинное второе предложение. Третье.", 22, "Первое. Третье."),
-    ("Очень длинное первое предложение без точки", 20, "Очень длинное…"),
-])
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        ("Первое. Второе. Третье.", 100, "Первое. Второе. Третье."),
+        ("Первое. Второе. Третье.", 15, "Первое. Второе."),
+        ("Первое. Длинное второе предложение. Третье.", 22, "Первое. Третье."),
+        ("Очень длинное первое предложение без точки", 20, "Очень длинное…"),
+    ],
+)
 def test_shorten_cuts_at_sentence_boundaries(text: str, limit: int, expected: str):
     assert schema.shorten(text, limit) == expected
 
@@ -164,7 +177,8 @@ def test_shorten_keeps_the_marked_sentence_before_others():
     text = "Делает дело. Подробность раз. Подробность два. Нужен confirmation_token."
 
     assert schema.shorten(text, 45, keep="confirmation_token") == (
-        "Делает дело. Нужен confirmation_token.")
+        "Делает дело. Нужен confirmation_token."
+    )
 
 
 @pytest.mark.parametrize("spec", ALL, ids=lambda s: s.name)
@@ -216,8 +230,11 @@ def test_unions_refs_and_docstrings_are_handled_not_passed_through():
     minimal = schema.parameters(Outer, schema.MINIMAL)
 
     assert out["properties"]["inner"] == {
-        "type": "object", "properties": {"code": {"type": "string", "description": "Код."}},
-        "required": ["code"], "description": "Вложенный."}
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "Код."}},
+        "required": ["code"],
+        "description": "Вложенный.",
+    }
     assert minimal["properties"]["inner"]["description"] == "Вложенный. Обязательные поля: code."
     assert out["required"] == ["many"]
     assert "English" not in json.dumps(out)
@@ -236,6 +253,7 @@ def test_strict_form_makes_optional_fields_nullable():
 
 # -- through the SDKs' own types ---------------------------------------------------------------
 
+
 def test_gigachat_sdk_accepts_both_contracts_unchanged():
     v1, v2 = FORMATS["gigachat"](ALL), FORMATS["gigachat-v2"](ALL)
 
@@ -244,13 +262,16 @@ def test_gigachat_sdk_accepts_both_contracts_unchanged():
 
     assert [f.name for f in chat.functions] == [f["name"] for f in v1["functions"]]
     assert chat.function_call == "auto"
-    assert request.tools[0].functions.specifications[0].parameters == (
-        v2["tools"][0]["functions"]["specifications"][0]["parameters"])
+    assert (
+        request.tools[0].functions.specifications[0].parameters
+        == (v2["tools"][0]["functions"]["specifications"][0]["parameters"])
+    )
     for function in v1["functions"]:
         parsed = Function.model_validate(function)
         assert parsed.parameters.required == function["parameters"].get("required")
         assert [e.params for e in parsed.few_shot_examples or []] == [
-            e["params"] for e in function.get("few_shot_examples", [])]
+            e["params"] for e in function.get("few_shot_examples", [])
+        ]
 
 
 def chat_completions_shaped(fmt: str) -> bool:
@@ -258,7 +279,8 @@ def chat_completions_shaped(fmt: str) -> bool:
     tools = FORMATS[fmt](ALL).get("tools")
     return isinstance(tools, list) and all(
         isinstance(tool, dict) and tool.get("type") == "function" and "function" in tool
-        for tool in tools)
+        for tool in tools
+    )
 
 
 # Every such format, a new OpenAI-compatible platform's included, is checked with the SDK's type.
@@ -267,8 +289,12 @@ CHAT_COMPLETIONS_FORMATS = sorted(fmt for fmt in FORMATS if chat_completions_sha
 
 def test_the_chat_completions_formats_are_found_and_every_openai_sdk_target_speaks_one():
     assert {"openai", "openai-strict", "yandexgpt-openai"} <= set(CHAT_COMPLETIONS_FORMATS)
-    assert [platform.slug for platform in PLATFORMS if platform.openai_sdk is not None
-            and platform.default_format not in CHAT_COMPLETIONS_FORMATS] == []
+    assert [
+        platform.slug
+        for platform in PLATFORMS
+        if platform.openai_sdk is not None
+        and platform.default_format not in CHAT_COMPLETIONS_FORMATS
+    ] == []
 
 
 @pytest.mark.parametrize("fmt", CHAT_COMPLETIONS_FORMATS)
@@ -282,15 +308,18 @@ def test_openai_tool_params_type_accepts_the_tools(fmt: str):
 def test_openai_responses_tool_type_accepts_the_tools_and_they_are_strict():
     adapter = TypeAdapter(FunctionToolParam)
     tools = FORMATS["openai-responses"](ALL)["tools"]
-    chat = {tool["function"]["name"]: tool["function"]
-            for tool in FORMATS["openai-strict"](ALL)["tools"]}
+    chat = {
+        tool["function"]["name"]: tool["function"]
+        for tool in FORMATS["openai-strict"](ALL)["tools"]
+    }
 
     for tool in tools:
         assert adapter.validate_python(tool) == tool
         assert tool["strict"] is True and "function" not in tool
         # the same texts and schemas as the Chat Completions strict form, only flat
         assert {k: tool[k] for k in ("name", "description", "parameters")} == {
-            k: chat[tool["name"]][k] for k in ("name", "description", "parameters")}
+            k: chat[tool["name"]][k] for k in ("name", "description", "parameters")
+        }
     assert [tool["name"] for tool in tools] == [spec.name for spec in ALL]
 
 
@@ -303,10 +332,12 @@ def test_yandex_proto_parses_the_rest_tools_exactly():
 
 # -- few-shot examples and the budget ----------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_few_shot_examples_pass_the_tools_own_validation():
-    contour = create_contour("fewshot", mode="sandbox", toolsets=["read", "write", "refund"],
-                             actor=SCAFFOLDING)
+    contour = create_contour(
+        "fewshot", mode="sandbox", toolsets=["read", "write", "refund"], actor=SCAFFOLDING
+    )
     examples = [(spec, e) for spec in catalog.CATALOG for e in spec.examples_ru]
     assert len(examples) >= 6
     for spec, example in examples:
@@ -344,8 +375,12 @@ def test_gigachat_budget_follows_the_measured_characters_per_token(settings: Any
     tight = functions_of("gigachat", FORMATS["gigachat"](ALL))
 
     # then: more room means at least as much shown, less room means less
-    assert len(json.dumps(calibrated, ensure_ascii=False)) > len(json.dumps(tight, ensure_ascii=False))
-    assert len(json.dumps(calibrated, ensure_ascii=False)) >= len(json.dumps(default, ensure_ascii=False))
+    assert len(json.dumps(calibrated, ensure_ascii=False)) > len(
+        json.dumps(tight, ensure_ascii=False)
+    )
+    assert len(json.dumps(calibrated, ensure_ascii=False)) >= len(
+        json.dumps(default, ensure_ascii=False)
+    )
     assert [f["name"] for f in calibrated] == [s.name for s in ALL]
 
 
@@ -361,13 +396,16 @@ def test_stats_report_the_size_of_the_definitions(assistant: Assistant, fmt: str
     assert stats["format"] == fmt
     assert stats["characters"] == len(text)
     assert stats["tokens_estimate"] == math.ceil(len(text) / schema.CHARS_PER_TOKEN)
-    assert stats["tools_visible"] == len([s for s in ALL if assistant.contour.has_toolset(
-        s.toolset)])
+    assert stats["tools_visible"] == len(
+        [s for s in ALL if assistant.contour.has_toolset(s.toolset)]
+    )
 
 
 @pytest.mark.django_db
 def test_definitions_follow_the_contours_toolsets(reader: Assistant):
-    owner = create_contour("all", mode="sandbox", toolsets=["read", "write", "refund"], actor=SCAFFOLDING)
+    owner = create_contour(
+        "all", mode="sandbox", toolsets=["read", "write", "refund"], actor=SCAFFOLDING
+    )
     full = Assistant(http=reader.http, key=issue_key(owner, actor=SCAFFOLDING), contour=owner)
 
     for fmt in ("openai", "yandexgpt"):
@@ -378,6 +416,7 @@ def test_definitions_follow_the_contours_toolsets(reader: Assistant):
 
 
 # -- parallel_tool_calls: o-series models refuse the parameter ----------------------------------
+
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("fmt", ["openai", "openai-strict", "openai-responses"])

@@ -20,19 +20,32 @@ URL = "/api/v1/gigachat/call"
 
 
 def v1_call(name: str, arguments: Any, state: str | None = STATE) -> dict[str, Any]:
-    message = Messages(role="assistant", content="",
-                       function_call=FunctionCall(name=name, arguments=arguments),
-                       functions_state_id=state)
+    message = Messages(
+        role="assistant",
+        content="",
+        function_call=FunctionCall(name=name, arguments=arguments),
+        functions_state_id=state,
+    )
     return message.model_dump(exclude_none=True, by_alias=True)
 
 
 def v2_call(name: str, arguments: Any, state_key: str = "tool_state_id") -> dict[str, Any]:
     """As the API answers (tool_state_id), parsed and re-dumped by the SDK (tools_state_id)."""
-    raw = {"messages": [{"role": "assistant", state_key: STATE, "content": [
-        {"function_call": {"name": name, "arguments": arguments}}]}],
-        "finish_reason": "function_call"}
-    return ChatCompletionResponse.model_validate(raw).messages[0].model_dump(
-        exclude_none=True, by_alias=True)
+    raw = {
+        "messages": [
+            {
+                "role": "assistant",
+                state_key: STATE,
+                "content": [{"function_call": {"name": name, "arguments": arguments}}],
+            }
+        ],
+        "finish_reason": "function_call",
+    }
+    return (
+        ChatCompletionResponse.model_validate(raw)
+        .messages[0]
+        .model_dump(exclude_none=True, by_alias=True)
+    )
 
 
 def answer_v1(assistant: Assistant, message: dict[str, Any]) -> tuple[Messages, dict[str, Any]]:
@@ -65,8 +78,10 @@ def test_v1_create_order_takes_two_calls_and_makes_one_order(assistant: Assistan
     _, first = answer_v1(assistant, v1_call("create_order", args))
     assert first["status"] == "confirmation_required"
     assert sandbox_orders(assistant.http) == []
-    _, done = answer_v1(assistant, v1_call(
-        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}))
+    _, done = answer_v1(
+        assistant,
+        v1_call("create_order", {**args, "confirmation_token": first["confirmation"]["token"]}),
+    )
 
     assert done["status"] == "ok"
     assert [o["id"] for o in sandbox_orders(assistant.http)] == [done["data"]["order_id"]]
@@ -81,8 +96,12 @@ def test_v1_refusal_is_a_result_the_model_reads(assistant: Assistant):
 
 
 def test_v1_arguments_as_a_string_are_refused_not_parsed(assistant: Assistant):
-    message = {"role": "assistant", "content": "", "functions_state_id": STATE,
-               "function_call": {"name": "find_orders", "arguments": "{}"}}
+    message = {
+        "role": "assistant",
+        "content": "",
+        "functions_state_id": STATE,
+        "function_call": {"name": "find_orders", "arguments": "{}"},
+    }
 
     status, body = assistant.post(URL, message)
 
@@ -91,8 +110,9 @@ def test_v1_arguments_as_a_string_are_refused_not_parsed(assistant: Assistant):
 
 
 @pytest.mark.parametrize("state_key", ["tool_state_id", "tools_state_id"])
-def test_v2_answers_with_a_tool_message_of_function_result_parts(assistant: Assistant,
-                                                                 state_key: str):
+def test_v2_answers_with_a_tool_message_of_function_result_parts(
+    assistant: Assistant, state_key: str
+):
     order = issued_order(assistant)
     message = v2_call("get_order", {"order_id": order["order_id"]}, state_key)
 
@@ -107,8 +127,11 @@ def test_v2_answers_with_a_tool_message_of_function_result_parts(assistant: Assi
 
 
 def test_v2_raw_api_message_is_accepted_as_it_comes(assistant: Assistant):
-    raw = {"role": "assistant", "tool_state_id": STATE,
-           "content": [{"function_call": {"name": "find_orders", "arguments": {}}}]}
+    raw = {
+        "role": "assistant",
+        "tool_state_id": STATE,
+        "content": [{"function_call": {"name": "find_orders", "arguments": {}}}],
+    }
 
     status, body = assistant.post(URL, raw)
 
@@ -117,16 +140,24 @@ def test_v2_raw_api_message_is_accepted_as_it_comes(assistant: Assistant):
     assert body["content"][0]["function_result"]["result"]["status"] == "ok"
 
 
-@pytest.mark.parametrize("message", [
-    {"role": "assistant", "content": "просто текст"},
-    {"role": "user", "content": "", "function_call": {"name": "find_orders", "arguments": {}}},
-    {"role": "assistant", "function_call": {"arguments": {}}},
-    {"role": "assistant", "content": [{"text": "нет вызова"}]},
-    {"role": "assistant", "content": [{"function_call": {"name": "find_orders", "arguments": {}}},
-                                      {"function_call": {"name": "get_order", "arguments": {}}}]},
-    [1, 2],
-    "text",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "assistant", "content": "просто текст"},
+        {"role": "user", "content": "", "function_call": {"name": "find_orders", "arguments": {}}},
+        {"role": "assistant", "function_call": {"arguments": {}}},
+        {"role": "assistant", "content": [{"text": "нет вызова"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"function_call": {"name": "find_orders", "arguments": {}}},
+                {"function_call": {"name": "get_order", "arguments": {}}},
+            ],
+        },
+        [1, 2],
+        "text",
+    ],
+)
 def test_malformed_messages_are_a_journaled_400(assistant: Assistant, message: Any):
     status, body = assistant.post(URL, message)
 

@@ -28,12 +28,14 @@ TOOL_MESSAGE = TypeAdapter(ChatCompletionToolMessageParam)
 def tool_call(call_id: str, name: str, arguments: Any) -> ChatCompletionMessageFunctionToolCall:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
     return ChatCompletionMessageFunctionToolCall(
-        id=call_id, type="function", function=Function(name=name, arguments=raw))
+        id=call_id, type="function", function=Function(name=name, arguments=raw)
+    )
 
 
 def message(*calls: ChatCompletionMessageFunctionToolCall) -> dict[str, Any]:
-    return ChatCompletionMessage(role="assistant", content=None,
-                                 tool_calls=list(calls)).model_dump(exclude_none=True)
+    return ChatCompletionMessage(role="assistant", content=None, tool_calls=list(calls)).model_dump(
+        exclude_none=True
+    )
 
 
 def answers(assistant: Assistant, body: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -49,8 +51,9 @@ def answers(assistant: Assistant, body: dict[str, Any]) -> dict[str, dict[str, A
 def test_read_call_answers_by_tool_call_id(assistant: Assistant):
     order = issued_order(assistant)
 
-    result = answers(assistant, message(tool_call("call_a", "get_order",
-                                                  {"order_id": order["order_id"]})))
+    result = answers(
+        assistant, message(tool_call("call_a", "get_order", {"order_id": order["order_id"]}))
+    )
 
     assert result["call_a"]["data"]["order_id"] == order["order_id"]
     assert JournalEntry.objects.get(pk=result["call_a"]["journal_id"]).channel == "openai"
@@ -63,8 +66,9 @@ def test_create_order_in_two_calls(assistant: Assistant):
     assert first["status"] == "confirmation_required"
     assert sandbox_orders(assistant.http) == []
     token = first["confirmation"]["token"]
-    done = answers(assistant, message(tool_call(
-        "c2", "create_order", {**args, "confirmation_token": token})))["c2"]
+    done = answers(
+        assistant, message(tool_call("c2", "create_order", {**args, "confirmation_token": token}))
+    )["c2"]
 
     assert done["status"] == "ok"
     assert len(sandbox_orders(assistant.http)) == 1
@@ -72,23 +76,36 @@ def test_create_order_in_two_calls(assistant: Assistant):
 
 def test_identical_parallel_calls_make_one_order_and_every_id_is_answered(assistant: Assistant):
     args = order_args()
-    first = answers(assistant, message(tool_call("p1", "create_order", args),
-                                       tool_call("p2", "create_order", args)))
+    first = answers(
+        assistant,
+        message(tool_call("p1", "create_order", args), tool_call("p2", "create_order", args)),
+    )
     assert first["p1"]["confirmation"]["token"] == first["p2"]["confirmation"]["token"]
     assert PendingConfirmation.objects.count() == 1
     confirmed = {**args, "confirmation_token": first["p1"]["confirmation"]["token"]}
 
-    done = answers(assistant, message(*(tool_call(f"e{i}", "create_order", confirmed)
-                                        for i in range(3))))
+    done = answers(
+        assistant, message(*(tool_call(f"e{i}", "create_order", confirmed) for i in range(3)))
+    )
 
     assert {d["data"]["order_id"] for d in done.values()} == {
-        o["id"] for o in sandbox_orders(assistant.http)}
+        o["id"] for o in sandbox_orders(assistant.http)
+    }
     assert len(sandbox_orders(assistant.http)) == 1
     assert JournalEntry.objects.filter(code="duplicate_call", channel="openai").count() == 3
 
 
-@pytest.mark.parametrize("raw", ['{"order_id": ', "{'order_id': 'x'}", "", '{"page": NaN}',
-                                 "[" * 100_000, '{"page": 1, "page": 2}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"order_id": ',
+        "{'order_id': 'x'}",
+        "",
+        '{"page": NaN}',
+        "[" * 100_000,
+        '{"page": 1, "page": 2}',
+    ],
+)
 def test_invalid_json_arguments_are_refused_with_the_reason(assistant: Assistant, raw: str):
     body = message(tool_call("bad", "find_orders", raw), tool_call("good", "find_orders", {}))
 
@@ -111,8 +128,15 @@ def test_a_repeated_key_is_refused_rather_than_resolved_to_either_value(assistan
 
 
 def test_strict_nulls_mean_not_given_for_optional_fields(assistant: Assistant):
-    nulls = {"merchant_order_id": None, "status": None, "created_from": None,
-             "created_to": None, "page": None, "page_size": None, "response_format": None}
+    nulls = {
+        "merchant_order_id": None,
+        "status": None,
+        "created_from": None,
+        "created_to": None,
+        "page": None,
+        "page_size": None,
+        "response_format": None,
+    }
 
     result = answers(assistant, message(tool_call("s", "find_orders", nulls)))["s"]
 
@@ -121,8 +145,9 @@ def test_strict_nulls_mean_not_given_for_optional_fields(assistant: Assistant):
 
 
 def test_a_null_in_a_required_field_still_reaches_the_core_and_is_refused(assistant: Assistant):
-    result = answers(assistant, message(tool_call(
-        "n", "create_order", {**order_args(), "amount": None})))["n"]
+    result = answers(
+        assistant, message(tool_call("n", "create_order", {**order_args(), "amount": None}))
+    )["n"]
 
     assert result["code"] == "invalid_arguments"
     assert "amount" in [p["field"] for p in result["problems"]]
@@ -141,14 +166,19 @@ def test_refusal_on_a_read_only_contour_reaches_nothing_upstream(reader: Assista
     assert sandbox_orders(reader.http) == []
 
 
-@pytest.mark.parametrize("body", [
-    {"role": "assistant", "content": "просто текст"},
-    {"role": "assistant", "tool_calls": []},
-    {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "x"}}]},
-    {"role": "assistant", "tool_calls": [{"id": "c", "type": "custom",
-                                          "custom": {"name": "x", "input": ""}}]},
-    [{"role": "assistant"}],
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"role": "assistant", "content": "просто текст"},
+        {"role": "assistant", "tool_calls": []},
+        {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "x"}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c", "type": "custom", "custom": {"name": "x", "input": ""}}],
+        },
+        [{"role": "assistant"}],
+    ],
+)
 def test_malformed_messages_are_a_journaled_400(assistant: Assistant, body: Any):
     status, reply = assistant.post(URL, body)
 
@@ -157,17 +187,27 @@ def test_malformed_messages_are_a_journaled_400(assistant: Assistant, body: Any)
     assert sandbox_orders(assistant.http) == []
 
 
-@pytest.mark.parametrize("url", ["/api/v1/openai/call", "/api/v1/gigachat/call",
-                                 "/api/v1/yandexgpt/call"])
+@pytest.mark.parametrize(
+    "url", ["/api/v1/openai/call", "/api/v1/gigachat/call", "/api/v1/yandexgpt/call"]
+)
 def test_garbage_bodies_never_get_a_500(assistant: Assistant, url: str):
-    bodies = ["{not json", "null", "[]", '{"role": "assistant", "tool_calls": "x"}',
-              '{"role": "assistant", "function_call": {"name": 1}}',
-              '{"role": "assistant", "toolCallList": {"toolCalls": [{"functionCall": 5}]}}',
-              '{"role": "assistant", "content": [{"function_call": {"name": "' + "x" * 5000 + '"}}]}',
-              "[" * 100_000]
+    bodies = [
+        "{not json",
+        "null",
+        "[]",
+        '{"role": "assistant", "tool_calls": "x"}',
+        '{"role": "assistant", "function_call": {"name": 1}}',
+        '{"role": "assistant", "toolCallList": {"toolCalls": [{"functionCall": 5}]}}',
+        '{"role": "assistant", "content": [{"function_call": {"name": "' + "x" * 5000 + '"}}]}',
+        "[" * 100_000,
+    ]
     for raw in bodies:
-        response = assistant.http.post(url, data=raw, content_type="application/json",
-                                       HTTP_AUTHORIZATION=f"Bearer {assistant.key}")
+        response = assistant.http.post(
+            url,
+            data=raw,
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {assistant.key}",
+        )
 
         assert response.status_code < 500, (raw, response.content)
         body = response.json()

@@ -28,8 +28,11 @@ def schema(client: Client) -> dict[str, Any]:
 
 
 def examples(platform: Platform, *, request: bool) -> list[Any]:
-    return [example.value for example in platform.examples
-            if (example.request_only if request else example.response_only)]
+    return [
+        example.value
+        for example in platform.examples
+        if (example.request_only if request else example.response_only)
+    ]
 
 
 def shape(value: Any) -> Any:
@@ -53,22 +56,39 @@ def test_the_registry_holds_every_platform_with_its_formats_and_options():
         for name, options in platform.options.items():
             assert all(name in registry.taking(option) for option in options), name
     assert registry.taking("parallel_tool_calls") == sorted(
-        name for name, options in OPTIONS.items() if "parallel_tool_calls" in options)
+        name for name, options in OPTIONS.items() if "parallel_tool_calls" in options
+    )
 
 
 def test_a_platform_is_refused_options_for_a_format_it_does_not_declare():
     openai = BY_SLUG["openai"]
 
     with pytest.raises(ValueError, match="options for formats it lacks"):
-        Platform(slug="x", name="X", channel=openai.channel, formats={"x": openai.formats["openai"]},
-                 respond=openai.respond, summary="", examples=(), label="X",
-                 options={"openai": openai.options["openai"]})
+        Platform(
+            slug="x",
+            name="X",
+            channel=openai.channel,
+            formats={"x": openai.formats["openai"]},
+            respond=openai.respond,
+            summary="",
+            examples=(),
+            label="X",
+            options={"openai": openai.options["openai"]},
+        )
 
 
 def test_a_second_platform_under_a_taken_slug_is_a_wiring_bug():
     openai = BY_SLUG["openai"]
-    twin = Platform(slug="openai", name="Twin", channel=openai.channel, formats=openai.formats,
-                    respond=openai.respond, summary="", examples=(), label="Twin")
+    twin = Platform(
+        slug="openai",
+        name="Twin",
+        channel=openai.channel,
+        formats=openai.formats,
+        respond=openai.respond,
+        summary="",
+        examples=(),
+        label="Twin",
+    )
 
     with pytest.raises(ValueError, match="already registered"):
         registry.register_platform(twin)
@@ -98,7 +118,8 @@ def test_the_endpoint_wants_a_key(client: Client, platform: Platform):
 @pytest.mark.django_db
 @pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: p.slug)
 def test_a_malformed_message_is_refused_and_journaled_on_the_platforms_channel(
-        assistant: Assistant, platform: Platform):
+    assistant: Assistant, platform: Platform
+):
     status, body = assistant.post(platform.path, {"role": "assistant"})
 
     assert (status, body["code"]) == (400, "invalid_arguments")
@@ -108,7 +129,8 @@ def test_a_malformed_message_is_refused_and_journaled_on_the_platforms_channel(
 @pytest.mark.django_db
 @pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: p.slug)
 def test_the_documented_request_example_is_answered_in_the_documented_shape(
-        assistant: Assistant, platform: Platform):
+    assistant: Assistant, platform: Platform
+):
     requests, responses = examples(platform, request=True), examples(platform, request=False)
     assert requests and responses
 
@@ -123,24 +145,28 @@ def test_the_documented_request_example_is_answered_in_the_documented_shape(
 @pytest.mark.django_db
 @pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: p.slug)
 def test_the_openapi_document_carries_the_platforms_summary_and_examples(
-        client: Client, platform: Platform):
+    client: Client, platform: Platform
+):
     operation = schema(client)["paths"][platform.path]["post"]
     body = operation["requestBody"]["content"]["application/json"]
 
     assert operation["summary"] == platform.summary
     assert [example["value"] for example in body["examples"].values()] == examples(
-        platform, request=True)
+        platform, request=True
+    )
 
 
 @pytest.mark.django_db
-def test_the_tools_parameters_list_the_registered_formats_and_who_takes_an_option(
-        client: Client):
-    parameters = {p["name"]: p["description"]
-                  for p in schema(client)["paths"]["/api/v1/tools"]["get"]["parameters"]}
+def test_the_tools_parameters_list_the_registered_formats_and_who_takes_an_option(client: Client):
+    parameters = {
+        p["name"]: p["description"]
+        for p in schema(client)["paths"]["/api/v1/tools"]["get"]["parameters"]
+    }
 
     assert all(name in parameters["format"] for name in registry.formats())
-    assert all(name in parameters["parallel_tool_calls"]
-               for name in registry.taking("parallel_tool_calls"))
+    assert all(
+        name in parameters["parallel_tool_calls"] for name in registry.taking("parallel_tool_calls")
+    )
     assert "yandexgpt" not in parameters["parallel_tool_calls"]
 
 

@@ -40,8 +40,10 @@ def results(assistant: Assistant, message: dict[str, Any]) -> list[tuple[str, di
     assert status == 200, body
     parsed = ParseDict(body, Message())  # the exact REST shape, or this raises
     assert parsed.role == "user"
-    return [(r.function_result.name, json.loads(r.function_result.content))
-            for r in parsed.tool_result_list.tool_results]
+    return [
+        (r.function_result.name, json.loads(r.function_result.content))
+        for r in parsed.tool_result_list.tool_results
+    ]
 
 
 def test_integers_arrive_as_doubles_and_a_whole_one_is_accepted(assistant: Assistant):
@@ -70,8 +72,9 @@ def test_create_order_in_two_calls_with_struct_numbers(assistant: Assistant):
     assert first["status"] == "confirmation_required"
     assert sandbox_orders(assistant.http) == []
     token = first["confirmation"]["token"]
-    [(_, done)] = results(assistant, assistant_message(
-        ("create_order", {**args, "confirmation_token": token})))
+    [(_, done)] = results(
+        assistant, assistant_message(("create_order", {**args, "confirmation_token": token}))
+    )
 
     assert done["status"] == "ok", done
     assert len(sandbox_orders(assistant.http)) == 1
@@ -79,16 +82,24 @@ def test_create_order_in_two_calls_with_struct_numbers(assistant: Assistant):
 
 def test_parallel_calls_get_results_in_order(assistant: Assistant):
     order = issued_order(assistant)
-    message = assistant_message(("get_order", {"order_id": order["order_id"]}),
-                                ("find_orders", {"status": ["completed"]}),
-                                ("nope", {}))
+    message = assistant_message(
+        ("get_order", {"order_id": order["order_id"]}),
+        ("find_orders", {"status": ["completed"]}),
+        ("nope", {}),
+    )
 
     answered = results(assistant, message)
 
     assert [(name, e["code"]) for name, e in answered] == [
-        ("get_order", "ok"), ("find_orders", "ok"), ("nope", "unknown_tool")]
-    assert set(JournalEntry.objects.filter(tool__in=["get_order", "find_orders", "nope"])
-               .values_list("channel", flat=True)) == {"yandexgpt"}
+        ("get_order", "ok"),
+        ("find_orders", "ok"),
+        ("nope", "unknown_tool"),
+    ]
+    assert set(
+        JournalEntry.objects.filter(tool__in=["get_order", "find_orders", "nope"]).values_list(
+            "channel", flat=True
+        )
+    ) == {"yandexgpt"}
 
 
 def test_refusal_on_a_read_only_contour(reader: Assistant):
@@ -98,13 +109,19 @@ def test_refusal_on_a_read_only_contour(reader: Assistant):
     assert sandbox_orders(reader.http) == []
 
 
-@pytest.mark.parametrize("message", [
-    {"role": "assistant", "text": "просто текст"},
-    {"role": "assistant", "toolCallList": {"toolCalls": []}},
-    {"role": "assistant", "toolCallList": {"toolCalls": [{"functionCall": {"arguments": {}}}]}},
-    {"role": "user", "toolCallList": {"toolCalls": [{"functionCall": {"name": "find_orders"}}]}},
-    ["toolCallList"],
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "assistant", "text": "просто текст"},
+        {"role": "assistant", "toolCallList": {"toolCalls": []}},
+        {"role": "assistant", "toolCallList": {"toolCalls": [{"functionCall": {"arguments": {}}}]}},
+        {
+            "role": "user",
+            "toolCallList": {"toolCalls": [{"functionCall": {"name": "find_orders"}}]},
+        },
+        ["toolCallList"],
+    ],
+)
 def test_malformed_messages_are_a_journaled_400(assistant: Assistant, message: Any):
     status, body = assistant.post(URL, message)
 

@@ -52,8 +52,15 @@ class Gateway:
     url: str = ""
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=120, check=True)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         return done.stdout
 
     def journal(self, **where: object) -> list[dict[str, Any]]:
@@ -72,14 +79,20 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Gateway:
     state = tmp_path_factory.mktemp("mcp")
     port = free_port()
     db = state / "db.sqlite3"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "PORT": str(port),
-           "LOG_LEVEL": "WARNING",
-           # Every anonymous refusal journaled, not a sample (tools/pipeline/anonymous.py): these tests
-           # follow each one; tests/tools/test_journal_trust.py covers the sampling.
-           "GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS": "0"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "PORT": str(port),
+        "LOG_LEVEL": "WARNING",
+        # Every anonymous refusal journaled, not a sample (tools/pipeline/anonymous.py): these tests
+        # follow each one; tests/tools/test_journal_trust.py covers the sampling.
+        "GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS": "0",
+    }
     gw = Gateway(env=env, db=db, keys={})
     gw.manage("migrate", "--noinput")
-    gw.manage("create_contour", "acme", "--mode", "sandbox", "--toolsets", ",".join(WRITER_TOOLSETS))
+    gw.manage(
+        "create_contour", "acme", "--mode", "sandbox", "--toolsets", ",".join(WRITER_TOOLSETS)
+    )
     gw.manage("create_contour", "viewer", "--mode", "sandbox")
     gw.keys = {
         "acme": gw.manage("create_api_key", "acme").strip(),
@@ -96,9 +109,23 @@ def serving(gateway: Gateway, port: str, **env: str) -> Iterator[str]:
     log_path = gateway.db.with_name(f"uvicorn-{port}.log")
     log = log_path.open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-         "--port", port, "--workers", "1", "--no-access-log"],
-        cwd=ROOT, env={**gateway.env, **env}, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port,
+            "--workers",
+            "1",
+            "--no-access-log",
+        ],
+        cwd=ROOT,
+        env={**gateway.env, **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         for _ in range(150):
@@ -150,16 +177,21 @@ class Connector:
     async def open(self, contour: str) -> AsyncIterator[Client]:
         if self.transport == "stdio":
             params = StdioServerParameters(
-                command=sys.executable, args=["manage.py", "mcp_stdio", "--contour", contour],
-                cwd=str(ROOT), env=self.gateway.env,
+                command=sys.executable,
+                args=["manage.py", "mcp_stdio", "--contour", contour],
+                cwd=str(ROOT),
+                env=self.gateway.env,
             )
             async with Client(params, mode=self.mode) as client:
                 yield client
             return
         headers = {"Authorization": f"Bearer {self.gateway.keys[contour]}"}
-        async with (httpx2.AsyncClient(headers=headers, timeout=30) as http,
-                    Client(streamable_http_client(self.gateway.url, http_client=http),
-                           mode=self.mode) as client):
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(
+                streamable_http_client(self.gateway.url, http_client=http), mode=self.mode
+            ) as client,
+        ):
             yield client
 
 
@@ -173,8 +205,11 @@ class Connected(Connector):
         return self.clients[contour]
 
 
-@pytest.fixture(scope="module", params=[(t, m) for t in TRANSPORTS for m in MODES],
-                ids=[f"{t}-{MODES[m]}" for t in TRANSPORTS for m in MODES])
+@pytest.fixture(
+    scope="module",
+    params=[(t, m) for t in TRANSPORTS for m in MODES],
+    ids=[f"{t}-{MODES[m]}" for t in TRANSPORTS for m in MODES],
+)
 async def mcp(request: pytest.FixtureRequest, gateway: Gateway) -> AsyncIterator[Connected]:
     """Per transport and mode, one client per contour (a stdio client is a process to spawn)."""
     transport, mode = request.param

@@ -15,10 +15,16 @@ FOREIGN = "https://attacker.example"
 
 
 def preflight(live: Gateway, origin: str) -> httpx.Response:
-    return httpx.options(live.url, headers={
-        "Origin": origin, "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization, content-type, mcp-session-id, "
-                                          "mcp-protocol-version, last-event-id"}, timeout=10)
+    return httpx.options(
+        live.url,
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, mcp-session-id, "
+            "mcp-protocol-version, last-event-id",
+        },
+        timeout=10,
+    )
 
 
 def test_a_preflight_from_an_allowed_origin_is_answered_before_the_key(live: Gateway):
@@ -29,10 +35,16 @@ def test_a_preflight_from_an_allowed_origin_is_answered_before_the_key(live: Gat
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] == ALLOWED
     assert {"GET", "POST", "DELETE"} <= {
-        m.strip() for m in response.headers["access-control-allow-methods"].split(",")}
+        m.strip() for m in response.headers["access-control-allow-methods"].split(",")
+    }
     allowed = response.headers["access-control-allow-headers"].lower()
-    for header in ("authorization", "content-type", "mcp-session-id", "mcp-protocol-version",
-                   "last-event-id"):
+    for header in (
+        "authorization",
+        "content-type",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "last-event-id",
+    ):
         assert header in allowed
     assert int(response.headers["access-control-max-age"]) > 0
 
@@ -40,9 +52,19 @@ def test_a_preflight_from_an_allowed_origin_is_answered_before_the_key(live: Gat
 def test_answers_to_an_allowed_origin_expose_the_session_and_the_challenge(live: Gateway):
     # when
     unauthenticated = post(live, rpc("initialize", {}), Origin=ALLOWED)
-    opened = post(live, rpc("initialize", {"protocolVersion": LEGACY, "capabilities": {},
-                                           "clientInfo": {"name": "web", "version": "1"}}),
-                  key=live.keys["acme"], Origin=ALLOWED)
+    opened = post(
+        live,
+        rpc(
+            "initialize",
+            {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "web", "version": "1"},
+            },
+        ),
+        key=live.keys["acme"],
+        Origin=ALLOWED,
+    )
 
     # then
     for response in (unauthenticated, opened):
@@ -68,17 +90,34 @@ def test_another_origin_gets_no_cors_at_all(live: Gateway):
 def test_a_400_answer_names_no_session(live: Gateway, case: str):
     # when
     if case == "missing-session-id":
-        response = post(live, rpc("tools/list"), key=live.keys["acme"],
-                        **{"MCP-Protocol-Version": LEGACY})
+        response = post(
+            live, rpc("tools/list"), key=live.keys["acme"], **{"MCP-Protocol-Version": LEGACY}
+        )
     elif case == "not-acceptable":
-        response = post(live, rpc("initialize", {"protocolVersion": LEGACY, "capabilities": {},
-                                                 "clientInfo": {"name": "t", "version": "1"}}),
-                        key=live.keys["acme"], Accept="text/html")
+        response = post(
+            live,
+            rpc(
+                "initialize",
+                {
+                    "protocolVersion": LEGACY,
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            ),
+            key=live.keys["acme"],
+            Accept="text/html",
+        )
     else:
-        response = httpx.post(live.url, json=[rpc("tools/list", id=1), rpc("ping", id=2)],
-                              headers={"Accept": ACCEPT, "Content-Type": "application/json",
-                                       "Authorization": f"Bearer {live.keys['acme']}"},
-                              timeout=10)
+        response = httpx.post(
+            live.url,
+            json=[rpc("tools/list", id=1), rpc("ping", id=2)],
+            headers={
+                "Accept": ACCEPT,
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {live.keys['acme']}",
+            },
+            timeout=10,
+        )
 
     # then
     assert response.status_code in (400, 406), response.text
@@ -90,8 +129,12 @@ def test_an_unknown_protocol_version_on_a_session_is_refused_as_such(live: Gatew
     session = open_session(live, live.keys["acme"])
 
     # when
-    response = post(live, rpc("tools/list", id=7), key=live.keys["acme"],
-                    **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2099-01-01"})
+    response = post(
+        live,
+        rpc("tools/list", id=7),
+        key=live.keys["acme"],
+        **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2099-01-01"},
+    )
 
     # then
     assert response.status_code == 400

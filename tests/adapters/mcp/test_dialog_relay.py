@@ -32,14 +32,19 @@ def shop_key(transactional_db: None) -> str:
 
 
 def sse_messages(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line[5:]) for line in text.splitlines()
-            if line.startswith("data:") and line[5:].strip()]
+    return [
+        json.loads(line[5:])
+        for line in text.splitlines()
+        if line.startswith("data:") and line[5:].strip()
+    ]
 
 
-@pytest.mark.parametrize(("workers", "asked"), [(1, True), (2, False)],
-                         ids=["one-worker", "two-workers-no-relay"])
+@pytest.mark.parametrize(
+    ("workers", "asked"), [(1, True), (2, False)], ids=["one-worker", "two-workers-no-relay"]
+)
 async def test_the_dialog_is_offered_only_where_its_answer_can_come_back(
-        shop_key: str, settings: Any, workers: int, asked: bool):
+    shop_key: str, settings: Any, workers: int, asked: bool
+):
     if connection.vendor == "postgresql":
         pytest.skip("PostgreSQL relays the answer (LISTEN/NOTIFY): the dialog is offered")
     settings.MCP_WORKERS = workers
@@ -48,9 +53,16 @@ async def test_the_dialog_is_offered_only_where_its_answer_can_come_back(
     async with in_process([]) as client:
         headers = await open_in_process(client, shop_key, ELICITATION)
         started = time.monotonic()
-        answer = await client.post("/mcp", headers=headers, json={
-            "jsonrpc": "2.0", "id": 5, "method": "tools/call",
-            "params": {"name": "create_order", "arguments": order_args()}})
+        answer = await client.post(
+            "/mcp",
+            headers=headers,
+            json={
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "create_order", "arguments": order_args()},
+            },
+        )
         elapsed = time.monotonic() - started
 
     assert answer.status_code == 200, answer.text

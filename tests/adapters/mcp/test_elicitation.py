@@ -40,8 +40,9 @@ class Dialog:
         self.confirm = confirm
         self.asked: list[types.ElicitRequestParams] = []
 
-    async def __call__(self, context: ClientRequestContext,
-                       params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
         self.asked.append(params)
         content = {"confirm": self.confirm} if self.action == "accept" else None
         return types.ElicitResult(action=self.action, content=content)
@@ -49,8 +50,9 @@ class Dialog:
 
 @pytest.fixture
 def shop(transactional_db: None) -> Contour:
-    return create_contour("acme", mode="sandbox", name="Acme",
-                          toolsets=["read", "write", "refund"], actor=SCAFFOLDING)
+    return create_contour(
+        "acme", mode="sandbox", name="Acme", toolsets=["read", "write", "refund"], actor=SCAFFOLDING
+    )
 
 
 @asynccontextmanager
@@ -61,8 +63,9 @@ async def connect(contour: Contour, dialog: Dialog | None) -> AsyncIterator[Clie
         fresh = await run_sync(Contour.objects.get, pk=contour.pk)
         return Caller(contour=fresh, channel=CHANNEL, actor="stdio:acme")
 
-    async with Client(build_server(resolve), mode="legacy", elicitation_callback=dialog,
-                      raise_exceptions=True) as client:
+    async with Client(
+        build_server(resolve), mode="legacy", elicitation_callback=dialog, raise_exceptions=True
+    ) as client:
         yield client
 
 
@@ -81,8 +84,10 @@ async def orders() -> list[dict[str, Any]]:
 OPERATOR_RULES = {
     "threshold": {"approval_thresholds": {"RUB": 1}},
     "all_writes": {"approval_for_all_writes": True},
-    "currency_without_threshold": {"approval_thresholds": {"RUB": 100_000_000_00},
-                                   "allowed_currencies": ["RUB", "EUR"]},
+    "currency_without_threshold": {
+        "approval_thresholds": {"RUB": 100_000_000_00},
+        "allowed_currencies": ["RUB", "EUR"],
+    },
 }
 
 
@@ -100,15 +105,17 @@ async def with_rule(contour: Contour, rule: str) -> None:
 
 async def nothing_approved() -> None:
     assert not await run_sync(JournalEntry.objects.filter(phase="approve").exists)
-    statuses = await run_sync(lambda: set(PendingConfirmation.objects.values_list(
-        "status", flat=True)))
+    statuses = await run_sync(
+        lambda: set(PendingConfirmation.objects.values_list("status", flat=True))
+    )
     assert statuses <= {ConfirmationStatus.PENDING}
 
 
 @pytest.mark.parametrize("rule", list(OPERATOR_RULES))
 @pytest.mark.parametrize("answer", ["accept", "no_client_dialog"])
-async def test_a_write_for_an_operator_is_never_approved_in_the_dialog(shop: Contour, rule: str,
-                                                                       answer: str):
+async def test_a_write_for_an_operator_is_never_approved_in_the_dialog(
+    shop: Contour, rule: str, answer: str
+):
     # given: the contour hands this write to an operator; the key holder's client says "yes"
     await with_rule(shop, rule)
     dialog = Dialog("accept") if answer == "accept" else None
@@ -137,8 +144,11 @@ async def test_a_refund_is_never_approved_in_the_dialog(shop: Contour):
 
     # when
     async with connect(shop, dialog) as client:
-        waiting = await two_calls(client, "create_refund", {
-            "parent_order_id": order["data"]["order_id"], "description": "отказ от брони"})
+        waiting = await two_calls(
+            client,
+            "create_refund",
+            {"parent_order_id": order["data"]["order_id"], "description": "отказ от брони"},
+        )
 
     # then
     assert waiting["status"] == "awaiting_approval", waiting
@@ -172,10 +182,12 @@ async def test_a_yes_in_the_dialog_stands_in_for_the_chat_confirmation(shop: Con
     assert "approve" not in phases and "execute" in phases
 
 
-@pytest.mark.parametrize(("action", "confirm"), [("decline", True), ("cancel", True),
-                                                 ("accept", False)])
-async def test_no_yes_in_the_dialog_leaves_the_chat_confirmation(shop: Contour, action: str,
-                                                                 confirm: bool):
+@pytest.mark.parametrize(
+    ("action", "confirm"), [("decline", True), ("cancel", True), ("accept", False)]
+)
+async def test_no_yes_in_the_dialog_leaves_the_chat_confirmation(
+    shop: Contour, action: str, confirm: bool
+):
     # given
     dialog = Dialog(action, confirm=confirm)
 

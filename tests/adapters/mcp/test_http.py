@@ -25,15 +25,21 @@ def rpc(method: str, params: dict[str, Any] | None = None, id: int | None = 1) -
 
 
 def modern_list() -> dict[str, Any]:
-    return rpc("tools/list", {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
-    }})
+    return rpc(
+        "tools/list",
+        {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+            }
+        },
+    )
 
 
-def post(live: Gateway, body: dict[str, Any], *, key: str | None = None,
-         **headers: str) -> httpx.Response:
+def post(
+    live: Gateway, body: dict[str, Any], *, key: str | None = None, **headers: str
+) -> httpx.Response:
     sent = {"Accept": ACCEPT, "Content-Type": "application/json", **headers}
     if key is not None:
         sent["Authorization"] = f"Bearer {key}"
@@ -42,13 +48,26 @@ def post(live: Gateway, body: dict[str, Any], *, key: str | None = None,
 
 def open_session(live: Gateway, key: str) -> str:
     """A 2025-11-25 session opened with `key`: initialize, then the initialized notification."""
-    opened = post(live, rpc("initialize", {"protocolVersion": LEGACY, "capabilities": {},
-                                           "clientInfo": {"name": "tests", "version": "1"}}),
-                  key=key)
+    opened = post(
+        live,
+        rpc(
+            "initialize",
+            {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "tests", "version": "1"},
+            },
+        ),
+        key=key,
+    )
     assert opened.status_code == 200, opened.text
     session = opened.headers["mcp-session-id"]
-    ready = post(live, rpc("notifications/initialized", id=None), key=key,
-                 **{"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY})
+    ready = post(
+        live,
+        rpc("notifications/initialized", id=None),
+        key=key,
+        **{"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY},
+    )
     assert ready.status_code == 202
     return session
 
@@ -80,8 +99,17 @@ def test_request_without_a_valid_key_gets_401_with_the_envelope(live: Gateway, k
 
 def test_session_opened_without_a_key_is_not_opened(live: Gateway):
     # when
-    response = post(live, rpc("initialize", {"protocolVersion": LEGACY, "capabilities": {},
-                                             "clientInfo": {"name": "tests", "version": "1"}}))
+    response = post(
+        live,
+        rpc(
+            "initialize",
+            {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "tests", "version": "1"},
+            },
+        ),
+    )
 
     # then
     assert response.status_code == 401
@@ -94,8 +122,9 @@ def test_session_is_bound_to_the_key_that_opened_it(live: Gateway):
     headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}
 
     # when
-    same_contour_other_key = post(live, rpc("tools/list", id=2), key=live.keys["acme-second"],
-                                  **headers)
+    same_contour_other_key = post(
+        live, rpc("tools/list", id=2), key=live.keys["acme-second"], **headers
+    )
     other_contour = post(live, rpc("tools/list", id=3), key=live.keys["viewer"], **headers)
     owner = post(live, rpc("tools/list", id=4), key=live.keys["acme"], **headers)
 
@@ -112,8 +141,7 @@ def test_foreign_host_is_refused_before_the_key_is_even_looked_up(live: Gateway)
     before = refusals(live)
 
     # when
-    response = post(live, modern_list(), Host="gateway.attacker.example",
-                    **MODERN_HEADERS)
+    response = post(live, modern_list(), Host="gateway.attacker.example", **MODERN_HEADERS)
 
     # then
     assert response.status_code == 421
@@ -122,8 +150,13 @@ def test_foreign_host_is_refused_before_the_key_is_even_looked_up(live: Gateway)
 
 def test_foreign_origin_is_refused_even_with_a_valid_key(live: Gateway):
     # when
-    response = post(live, modern_list(), key=live.keys["acme"],
-                    Origin="http://attacker.example", **MODERN_HEADERS)
+    response = post(
+        live,
+        modern_list(),
+        key=live.keys["acme"],
+        Origin="http://attacker.example",
+        **MODERN_HEADERS,
+    )
 
     # then
     assert response.status_code == 403
@@ -135,8 +168,13 @@ def test_loopback_origin_is_allowed(live: Gateway):
     port = live.env["PORT"]
 
     # when
-    response = post(live, modern_list(), key=live.keys["acme"],
-                    Origin=f"http://localhost:{port}", **MODERN_HEADERS)
+    response = post(
+        live,
+        modern_list(),
+        key=live.keys["acme"],
+        Origin=f"http://localhost:{port}",
+        **MODERN_HEADERS,
+    )
 
     # then
     assert response.status_code == 200, response.text
@@ -145,13 +183,17 @@ def test_loopback_origin_is_allowed(live: Gateway):
 
 def test_django_still_serves_everything_else(live: Gateway):
     # when
-    response = httpx.get(live.url.removesuffix("/mcp") + "/api/v1/tools?format=mcp",
-                         headers={"Authorization": f"Bearer {live.keys['viewer']}"}, timeout=10)
+    response = httpx.get(
+        live.url.removesuffix("/mcp") + "/api/v1/tools?format=mcp",
+        headers={"Authorization": f"Bearer {live.keys['viewer']}"},
+        timeout=10,
+    )
 
     # then
     assert response.status_code == 200
     assert [t["name"] for t in response.json()["tools"]] == [
-        spec.name for spec in CATALOG if spec.toolset == "read"]
+        spec.name for spec in CATALOG if spec.toolset == "read"
+    ]
 
 
 def test_a_read_only_key_lists_and_calls_only_reads_over_mcp(live: Gateway):
@@ -161,8 +203,12 @@ def test_a_read_only_key_lists_and_calls_only_reads_over_mcp(live: Gateway):
     headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}
 
     listed = post(live, rpc("tools/list", id=2), key=read_key, **headers)
-    refused = post(live, rpc("tools/call", {"name": "create_order", "arguments": {}}, id=3),
-                   key=read_key, **headers)
+    refused = post(
+        live,
+        rpc("tools/call", {"name": "create_order", "arguments": {}}, id=3),
+        key=read_key,
+        **headers,
+    )
 
     assert listed.status_code == 200 and "find_orders" in listed.text
     assert '"create_order"' not in listed.text
@@ -177,8 +223,10 @@ def test_an_expired_key_gets_401_over_mcp(live: Gateway):
     raw = live.manage("create_api_key", "acme", "--expires", "2999-01-01T00:00:00+00:00").strip()
     assert post(live, modern_list(), key=raw, **MODERN_HEADERS).status_code == 200
     with sqlite3.connect(live.db) as conn:
-        conn.execute("UPDATE tools_apikey SET expires_at = '2001-01-01 00:00:00' "
-                     "WHERE prefix = ?", (raw[:12],))
+        conn.execute(
+            "UPDATE tools_apikey SET expires_at = '2001-01-01 00:00:00' WHERE prefix = ?",
+            (raw[:12],),
+        )
 
     expired = post(live, modern_list(), key=raw, **MODERN_HEADERS)
 

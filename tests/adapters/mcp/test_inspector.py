@@ -29,9 +29,19 @@ def npx() -> str:
 
 def inspector(npx: str, live: Gateway, *args: str) -> Any:
     done = subprocess.run(
-        [npx, "-y", INSPECTOR, "--cli", live.url, *args,
-         "--header", f"Authorization: Bearer {live.keys['acme']}"],
-        capture_output=True, text=True, timeout=300,
+        [
+            npx,
+            "-y",
+            INSPECTOR,
+            "--cli",
+            live.url,
+            *args,
+            "--header",
+            f"Authorization: Bearer {live.keys['acme']}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "MCP_AUTO_OPEN_ENABLED": "false", "npm_config_update_notifier": "false"},
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -53,8 +63,16 @@ def test_inspector_lists_the_tools_and_finds_no_portability_errors(npx: str, liv
 
 def test_inspector_calls_a_read_and_gets_the_envelope(npx: str, live: Gateway):
     # when
-    result = inspector(npx, live, "--method", "tools/call", "--tool-name", "find_orders",
-                       "--tool-args-json", json.dumps({"page_size": 2}))
+    result = inspector(
+        npx,
+        live,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "find_orders",
+        "--tool-args-json",
+        json.dumps({"page_size": 2}),
+    )
 
     # then
     assert result["isError"] is False

@@ -39,42 +39,77 @@ def normalised(text: str) -> str:
     return VARYING.sub(r"\g<1>0", text)
 
 
-def post(url: str, body: dict[str, Any], key: str, session: str | None = None
-         ) -> httpx.Response:
-    headers = {"Accept": ACCEPT, "Content-Type": "application/json",
-               "Authorization": f"Bearer {key}"}
+def post(url: str, body: dict[str, Any], key: str, session: str | None = None) -> httpx.Response:
+    headers = {
+        "Accept": ACCEPT,
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {key}",
+    }
     if session is not None:
         headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY})
     return httpx.post(url, json=body, headers=headers, timeout=30)
 
 
 def open_session(url: str, key: str, capabilities: dict[str, Any] | None = None) -> str:
-    opened = post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": LEGACY, "capabilities": capabilities or {},
-        "clientInfo": CLIENT_INFO}}, key)
+    opened = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY,
+                "capabilities": capabilities or {},
+                "clientInfo": CLIENT_INFO,
+            },
+        },
+        key,
+    )
     assert opened.status_code == 200, opened.text
     session = opened.headers["mcp-session-id"]
-    assert post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, key,
-                session).status_code == 202
+    assert (
+        post(
+            url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, key, session
+        ).status_code
+        == 202
+    )
     return session
 
 
-def call(url: str, key: str, session: str, name: str, arguments: dict[str, Any],
-         request_id: int | str = 7) -> httpx.Response:
-    return post(url, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                      "params": {"name": name, "arguments": arguments}}, key, session)
+def call(
+    url: str,
+    key: str,
+    session: str,
+    name: str,
+    arguments: dict[str, Any],
+    request_id: int | str = 7,
+) -> httpx.Response:
+    return post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        },
+        key,
+        session,
+    )
 
 
 @pytest.fixture(scope="module")
 def paths(gateway: Gateway) -> Iterator[dict[str, str]]:
     """The fast-path server and the SDK-transport server, both on the session's database."""
-    with (serving(gateway, str(free_port())) as lean,
-          serving(gateway, str(free_port()), MCP_LEAN="false") as sdk):
+    with (
+        serving(gateway, str(free_port())) as lean,
+        serving(gateway, str(free_port()), MCP_LEAN="false") as sdk,
+    ):
         yield {"lean": lean, "sdk": sdk}
 
 
-def both(paths: dict[str, str], key: str, name: str, arguments: dict[str, Any],
-         request_id: int | str = 7) -> dict[str, httpx.Response]:
+def both(
+    paths: dict[str, str], key: str, name: str, arguments: dict[str, Any], request_id: int | str = 7
+) -> dict[str, httpx.Response]:
     answers = {}
     for path, url in paths.items():
         answers[path] = call(url, key, open_session(url, key), name, arguments, request_id)
@@ -83,19 +118,29 @@ def both(paths: dict[str, str], key: str, name: str, arguments: dict[str, Any],
 
 def assert_same(answers: dict[str, httpx.Response]) -> dict[str, Any]:
     lean, sdk = answers["lean"], answers["sdk"]
-    assert (lean.status_code, lean.headers["content-type"]) == (
-        sdk.status_code, sdk.headers["content-type"]) == (200, "application/json")
+    assert (
+        (lean.status_code, lean.headers["content-type"])
+        == (sdk.status_code, sdk.headers["content-type"])
+        == (200, "application/json")
+    )
     assert normalised(lean.text) == normalised(sdk.text)
     return lean.json()
 
 
-@pytest.mark.parametrize(("name", "arguments", "request_id"), [
-    ("find_orders", {}, 7),
-    ("find_orders", {"page_size": 5}, "req-eight"),
-])
-def test_a_successful_call_is_answered_alike(paths: dict[str, str], gateway: Gateway,
-                                            name: str, arguments: dict[str, Any],
-                                            request_id: int | str):
+@pytest.mark.parametrize(
+    ("name", "arguments", "request_id"),
+    [
+        ("find_orders", {}, 7),
+        ("find_orders", {"page_size": 5}, "req-eight"),
+    ],
+)
+def test_a_successful_call_is_answered_alike(
+    paths: dict[str, str],
+    gateway: Gateway,
+    name: str,
+    arguments: dict[str, Any],
+    request_id: int | str,
+):
     answer = assert_same(both(paths, gateway.keys["acme"], name, arguments, request_id))
 
     assert answer["id"] == request_id
@@ -111,10 +156,12 @@ def test_a_refusal_with_its_code_is_answered_alike(paths: dict[str, str], gatewa
     assert answer["result"]["structuredContent"]["code"] == "forbidden"
 
 
-@pytest.mark.parametrize("arguments", [{"order_id": "nope"}, {"limit": "x"}],
-                         ids=["bad-value", "unknown-field"])
-def test_bad_arguments_are_answered_alike(paths: dict[str, str], gateway: Gateway,
-                                          arguments: dict[str, Any]):
+@pytest.mark.parametrize(
+    "arguments", [{"order_id": "nope"}, {"limit": "x"}], ids=["bad-value", "unknown-field"]
+)
+def test_bad_arguments_are_answered_alike(
+    paths: dict[str, str], gateway: Gateway, arguments: dict[str, Any]
+):
     answer = assert_same(both(paths, gateway.keys["acme"], "get_order", arguments))
 
     assert answer["result"]["isError"] is True
@@ -132,9 +179,15 @@ def test_an_unknown_tool_is_the_same_protocol_error(paths: dict[str, str], gatew
 
 def test_params_the_sdk_refuses_are_refused_alike(paths: dict[str, str], gateway: Gateway):
     key = gateway.keys["acme"]
-    answers = {path: post(url, {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                                "params": {"arguments": {}}}, key, open_session(url, key))
-               for path, url in paths.items()}
+    answers = {
+        path: post(
+            url,
+            {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"arguments": {}}},
+            key,
+            open_session(url, key),
+        )
+        for path, url in paths.items()
+    }
 
     assert answers["lean"].text == answers["sdk"].text
     assert answers["lean"].json()["error"]["code"] == -32602
@@ -147,9 +200,14 @@ def test_a_revoked_key_is_refused_on_its_next_call(paths: dict[str, str], gatewa
     assert call(paths["lean"], raw, session, "find_orders", {}).status_code == 200
 
     # when
-    gateway.manage("shell", "-c", (
-        "from tools.models import ApiKey; from tools.keys.services import revoke; "
-        f"revoke(ApiKey.objects.get(prefix='{raw[:12]}'), actor='manage.py', channel='cli')"))
+    gateway.manage(
+        "shell",
+        "-c",
+        (
+            "from tools.models import ApiKey; from tools.keys.services import revoke; "
+            f"revoke(ApiKey.objects.get(prefix='{raw[:12]}'), actor='manage.py', channel='cli')"
+        ),
+    )
     refused = call(paths["lean"], raw, session, "find_orders", {})
 
     # then
@@ -167,8 +225,9 @@ def test_a_session_of_another_key_is_not_found(paths: dict[str, str], gateway: G
     assert "structuredContent" not in answer.text
 
 
-def test_a_session_with_a_dialog_is_answered_by_the_sdk_over_sse(paths: dict[str, str],
-                                                                 gateway: Gateway):
+def test_a_session_with_a_dialog_is_answered_by_the_sdk_over_sse(
+    paths: dict[str, str], gateway: Gateway
+):
     key = gateway.keys["acme"]
     session = open_session(paths["lean"], key, {"elicitation": {"form": {}}})
 
@@ -196,8 +255,9 @@ print(grants.exchange_code(grants.find_code("c-lean", code)).access)
 """
 
 
-def test_an_oauth_grant_calls_alike_and_is_held_to_its_scope(paths: dict[str, str],
-                                                             gateway: Gateway):
+def test_an_oauth_grant_calls_alike_and_is_held_to_its_scope(
+    paths: dict[str, str], gateway: Gateway
+):
     token = gateway.manage("shell", "-c", GRANT).strip().splitlines()[-1]
     assert token.startswith("ibo_")
 
@@ -223,53 +283,86 @@ async def in_process(kernel_calls: list[str]) -> AsyncIterator[httpx.AsyncClient
         return await call_next(ctx)
 
     manager.app.middleware.append(count)
-    async with (manager.run(),
-                httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                  base_url="http://127.0.0.1") as client):
+    async with (
+        manager.run(),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+        ) as client,
+    ):
         yield client
 
 
-async def open_in_process(client: httpx.AsyncClient, key: str,
-                          capabilities: dict[str, Any]) -> dict[str, str]:
-    headers = {"Accept": ACCEPT, "Content-Type": "application/json",
-               "Authorization": f"Bearer {key}"}
-    opened = await client.post("/mcp", headers=headers, json={
-        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": LEGACY, "capabilities": capabilities,
-            "clientInfo": CLIENT_INFO}})
+async def open_in_process(
+    client: httpx.AsyncClient, key: str, capabilities: dict[str, Any]
+) -> dict[str, str]:
+    headers = {
+        "Accept": ACCEPT,
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {key}",
+    }
+    opened = await client.post(
+        "/mcp",
+        headers=headers,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY,
+                "capabilities": capabilities,
+                "clientInfo": CLIENT_INFO,
+            },
+        },
+    )
     assert opened.status_code == 200, opened.text
-    headers.update({"Mcp-Session-Id": opened.headers["mcp-session-id"],
-                    "MCP-Protocol-Version": LEGACY})
-    ready = await client.post("/mcp", headers=headers,
-                              json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    headers.update(
+        {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": LEGACY}
+    )
+    ready = await client.post(
+        "/mcp", headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+    )
     assert ready.status_code == 202
     return headers
 
 
 @pytest.fixture
 def guarded_key(transactional_db: None) -> str:
-    contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    contour = create_contour(
+        "guarded", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     contour.approval_for_all_writes = True
     contour.save()
     return ApiKey.issue(contour)[1]
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("lean", "capabilities", "through_kernel"), [
-    (True, {}, False),
-    (False, {}, True),
-    (True, {"elicitation": {"form": {}}}, True),
-], ids=["lean", "lean-off", "dialog"])
-async def test_the_path_that_answers(guarded_key: str, settings: Any, lean: bool,
-                                     capabilities: dict[str, Any], through_kernel: bool):
+@pytest.mark.parametrize(
+    ("lean", "capabilities", "through_kernel"),
+    [
+        (True, {}, False),
+        (False, {}, True),
+        (True, {"elicitation": {"form": {}}}, True),
+    ],
+    ids=["lean", "lean-off", "dialog"],
+)
+async def test_the_path_that_answers(
+    guarded_key: str, settings: Any, lean: bool, capabilities: dict[str, Any], through_kernel: bool
+):
     settings.MCP_LEAN = lean
     kernel_calls: list[str] = []
     async with in_process(kernel_calls) as client:
         headers = await open_in_process(client, guarded_key, capabilities)
 
-        answer = await client.post("/mcp", headers=headers, json={
-            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": "find_orders", "arguments": {}}})
+        answer = await client.post(
+            "/mcp",
+            headers=headers,
+            json={
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "find_orders", "arguments": {}},
+            },
+        )
 
     assert answer.status_code == 200
     assert '"structuredContent"' in answer.text
@@ -284,16 +377,22 @@ async def test_a_write_for_an_operator_stays_awaiting_approval(guarded_key: str)
         headers = await open_in_process(client, guarded_key, {})
 
         async def create(arguments: dict[str, Any]) -> dict[str, Any]:
-            answer = await client.post("/mcp", headers=headers, json={
-                "jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                "params": {"name": "create_order", "arguments": arguments}})
+            answer = await client.post(
+                "/mcp",
+                headers=headers,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 4,
+                    "method": "tools/call",
+                    "params": {"name": "create_order", "arguments": arguments},
+                },
+            )
             assert answer.status_code == 200, answer.text
             return answer.json()["result"]["structuredContent"]
 
         arguments = order_args()
         first = await create(arguments)
-        second = await create({**arguments,
-                               "confirmation_token": first["confirmation"]["token"]})
+        second = await create({**arguments, "confirmation_token": first["confirmation"]["token"]})
 
     assert first["status"] == "confirmation_required"
     assert second["status"] == "awaiting_approval", second

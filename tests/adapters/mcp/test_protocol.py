@@ -41,8 +41,9 @@ async def test_lists_the_contours_tools_in_the_negotiated_revision(mcp: Connecte
     assert [tool.name for tool in listed.tools] == tool_names(WRITER_TOOLSETS)
     # exactly what GET /api/v1/tools?format=mcp exports for the same contour
     visible = [spec for spec in CATALOG if spec.toolset in WRITER_TOOLSETS]
-    assert [tool.model_dump(by_alias=True, mode="json", exclude_none=True)
-            for tool in listed.tools] == tools_list(visible)["tools"]
+    assert [
+        tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in listed.tools
+    ] == tools_list(visible)["tools"]
 
 
 async def test_read_only_contour_lists_only_read_tools(mcp: Connected):
@@ -75,12 +76,9 @@ async def test_two_phase_write_issues_one_order_and_replays_it(mcp: Connected):
     client = mcp["acme"]
     first = envelope(await client.call_tool("create_order", args))
     token = first["confirmation"]["token"]
-    second = envelope(await client.call_tool("create_order",
-                                             {**args, "confirmation_token": token}))
-    replay = envelope(await client.call_tool("create_order",
-                                             {**args, "confirmation_token": token}))
-    read = envelope(await client.call_tool("get_order",
-                                           {"order_id": second["data"]["order_id"]}))
+    second = envelope(await client.call_tool("create_order", {**args, "confirmation_token": token}))
+    replay = envelope(await client.call_tool("create_order", {**args, "confirmation_token": token}))
+    read = envelope(await client.call_tool("get_order", {"order_id": second["data"]["order_id"]}))
 
     # then
     assert first["status"] == "confirmation_required"
@@ -92,8 +90,11 @@ async def test_two_phase_write_issues_one_order_and_replays_it(mcp: Connected):
     assert read["data"]["amount"] == args["amount"]
     entries = mcp.gateway.journal(confirmation_id=first["confirmation"]["id"])
     assert [(e["phase"], e["status"]) for e in entries] == [
-        ("prepare", "confirmation_required"), ("execute", "started"), ("execute", "ok"),
-        ("execute", "ok")]
+        ("prepare", "confirmation_required"),
+        ("execute", "started"),
+        ("execute", "ok"),
+        ("execute", "ok"),
+    ]
     assert {e["channel"] for e in entries} == {mcp.channel}
     expected_actor = "stdio:acme" if mcp.transport == "stdio" else "key:ibg_"
     assert all(e["actor"].startswith(expected_actor) for e in entries)
@@ -101,8 +102,7 @@ async def test_two_phase_write_issues_one_order_and_replays_it(mcp: Connected):
 
 async def test_refusal_is_a_tool_result_flagged_is_error(mcp: Connected):
     # given: positions that do not add up to the amount
-    args = order_args(amount="100", description=f"Не сходится, {mcp.transport} "
-                                                 f"{mcp.protocol}")
+    args = order_args(amount="100", description=f"Не сходится, {mcp.transport} {mcp.protocol}")
 
     # when
     result = await mcp["acme"].call_tool("create_order", args)
@@ -115,7 +115,10 @@ async def test_refusal_is_a_tool_result_flagged_is_error(mcp: Connected):
     assert "confirmation" not in body
     [entry] = mcp.gateway.journal(id=body["journal_id"])
     assert (entry["channel"], entry["phase"], entry["code"]) == (
-        mcp.channel, "prepare", "invalid_arguments")
+        mcp.channel,
+        "prepare",
+        "invalid_arguments",
+    )
     assert (entry["upstream_request_id"], entry["confirmation_id"]) == ("", "")
 
 
@@ -129,7 +132,10 @@ async def test_write_on_a_read_only_contour_is_refused(mcp: Connected):
     assert body["code"] == "forbidden"
     [entry] = mcp.gateway.journal(id=body["journal_id"])
     assert (entry["contour"], entry["channel"], entry["upstream_request_id"]) == (
-        "viewer", mcp.channel, "")
+        "viewer",
+        mcp.channel,
+        "",
+    )
 
 
 async def test_unknown_tool_is_a_protocol_error_and_still_journaled(mcp: Connected):
@@ -152,8 +158,11 @@ async def test_the_refund_read_tools_answer_through_mcp(mcp: Connected):
     client = mcp["acme"]
     args = order_args(description=f"Возвраты, {mcp.transport} {mcp.protocol}")
     first = envelope(await client.call_tool("create_order", args))
-    issued = envelope(await client.call_tool(
-        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}))
+    issued = envelope(
+        await client.call_tool(
+            "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+        )
+    )
     order_id = issued["data"]["order_id"]
 
     # when

@@ -34,8 +34,12 @@ def test_input_schema_is_a_plain_object_without_references(spec: ToolSpec):
 
 
 # The spec's defaults for an omitted hint: what a client reads when we leave one out.
-HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
-                 "openWorldHint": True}
+HINT_DEFAULTS = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
 
 
 def hints_as_read(spec: ToolSpec) -> dict[str, bool]:
@@ -56,8 +60,9 @@ def test_annotations_follow_the_spec_once_defaults_are_applied(spec: ToolSpec):
         assert hints["idempotentHint"] is spec.idempotent
     assert tool_definition(spec).title == spec.title
     assert tool_definition(spec).description in (
-        exports.describe(spec, short=True), exports.describe(spec, short=True).removesuffix(
-            " Только чтение."))
+        exports.describe(spec, short=True),
+        exports.describe(spec, short=True).removesuffix(" Только чтение."),
+    )
 
 
 # What every tool does, said as the hints a host reads (after the defaults): (readOnly,
@@ -91,8 +96,12 @@ def test_every_tools_hints_say_what_it_does():
     assert set(read) == set(HINTS_BY_TOOL)
     for name, hints in read.items():
         meaningful = not hints["readOnlyHint"]
-        said = (hints["readOnlyHint"], hints["destructiveHint"] if meaningful else None,
-                hints["idempotentHint"] if meaningful else None, hints["openWorldHint"])
+        said = (
+            hints["readOnlyHint"],
+            hints["destructiveHint"] if meaningful else None,
+            hints["idempotentHint"] if meaningful else None,
+            hints["openWorldHint"],
+        )
         assert said == HINTS_BY_TOOL[name], name
 
 
@@ -102,7 +111,10 @@ def test_create_order_is_an_idempotent_write_that_destroys_nothing():
 
     # then
     assert (hints["readOnlyHint"], hints["destructiveHint"], hints["idempotentHint"]) == (
-        False, False, True)
+        False,
+        False,
+        True,
+    )
 
 
 def test_cancel_order_reads_as_destructive_without_saying_so():
@@ -144,11 +156,20 @@ def test_no_tool_declares_an_output_schema(spec: ToolSpec):
     assert tool_definition(spec).output_schema is None
 
 
-@pytest.mark.parametrize("outcome", [
-    Outcome(status="ok", code="ok", message="готово", data={"order_id": "x"}, journal_id=1),
-    Outcome(status="rejected", code="invalid_arguments", message="нет",
-            problems=[Problem("amount", "не сходится")], journal_id=None),
-], ids=["ok", "refusal"])
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        Outcome(status="ok", code="ok", message="готово", data={"order_id": "x"}, journal_id=1),
+        Outcome(
+            status="rejected",
+            code="invalid_arguments",
+            message="нет",
+            problems=[Problem("amount", "не сходится")],
+            journal_id=None,
+        ),
+    ],
+    ids=["ok", "refusal"],
+)
 def test_every_result_carries_the_envelope_as_structured_content_and_text(outcome: Outcome):
     # when
     result = tool_result(outcome)
@@ -159,8 +180,9 @@ def test_every_result_carries_the_envelope_as_structured_content_and_text(outcom
     assert result.is_error is (outcome.status == "rejected")
 
 
-def test_rest_exports_the_mcp_format_for_the_contours_tools(assistant: Assistant,
-                                                            reader: Assistant):
+def test_rest_exports_the_mcp_format_for_the_contours_tools(
+    assistant: Assistant, reader: Assistant
+):
     # when
     status, body = assistant.get("/api/v1/tools?format=mcp")
     _, read_only = reader.get("/api/v1/tools?format=mcp")
@@ -168,9 +190,9 @@ def test_rest_exports_the_mcp_format_for_the_contours_tools(assistant: Assistant
     # then
     assert status == 200
     names: Any = [tool["name"] for tool in body["tools"]]
-    assert names == [spec.name for spec in CATALOG
-                     if assistant.contour.has_toolset(spec.toolset)]
+    assert names == [spec.name for spec in CATALOG if assistant.contour.has_toolset(spec.toolset)]
     assert [t["name"] for t in read_only["tools"]] == [
-        spec.name for spec in CATALOG if spec.toolset == "read"]
+        spec.name for spec in CATALOG if spec.toolset == "read"
+    ]
     assert body["tools"][0]["inputSchema"]["type"] == "object"
     assert "readOnlyHint" in body["tools"][0]["annotations"]

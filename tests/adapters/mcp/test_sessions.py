@@ -20,8 +20,11 @@ from tools.models import ApiKey, Contour
 
 pytestmark = pytest.mark.django_db
 
-CLIENT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
-          "clientInfo": {"name": "tests", "version": "1"}}
+CLIENT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"elicitation": {"form": {}}},
+    "clientInfo": {"name": "tests", "version": "1"},
+}
 
 
 @pytest.fixture
@@ -30,11 +33,11 @@ def key() -> ApiKey:
     return ApiKey.issue(contour)[0]
 
 
-def open_session(key: ApiKey, session_id: str, idle_for: timedelta = timedelta(0),
-                 used: bool = True) -> list[str]:
+def open_session(
+    key: ApiKey, session_id: str, idle_for: timedelta = timedelta(0), used: bool = True
+) -> list[str]:
     closed = sessions.record(session_id, key.pk, "2025-11-25", CLIENT)
-    McpSession.objects.filter(pk=session_id).update(last_seen=timezone.now() - idle_for,
-                                                    used=used)
+    McpSession.objects.filter(pk=session_id).update(last_seen=timezone.now() - idle_for, used=used)
     return closed
 
 
@@ -115,8 +118,7 @@ def test_a_key_whose_sessions_are_all_in_use_is_refused(key: ApiKey):
     assert set(McpSession.objects.values_list("pk", flat=True)) == {"a", "b"}
 
 
-@override_settings(MCP_MAX_SESSIONS=3, MCP_MAX_SESSIONS_PER_KEY=10,
-                   MCP_SESSION_PROTECT_SECONDS=60)
+@override_settings(MCP_MAX_SESSIONS=3, MCP_MAX_SESSIONS_PER_KEY=10, MCP_SESSION_PROTECT_SECONDS=60)
 def test_the_deployment_ceiling_never_closes_another_tenants_session(key: ApiKey):
     # given: another contour's sessions, idle long past the protected window, fill the ceiling
     other = ApiKey.issue(create_contour("other", mode="sandbox", actor=SCAFFOLDING))[0]
@@ -146,8 +148,9 @@ def test_a_session_that_never_made_a_call_expires_quickly(key: ApiKey):
     assert McpSession.objects.get(pk="handshaking").used
 
 
-@override_settings(MCP_SESSION_IDLE_SECONDS=600, MCP_SESSION_UNUSED_SECONDS=60,
-                   MCP_SESSION_EXPIRE_BATCH=2)
+@override_settings(
+    MCP_SESSION_IDLE_SECONDS=600, MCP_SESSION_UNUSED_SECONDS=60, MCP_SESSION_EXPIRE_BATCH=2
+)
 def test_the_beat_deletes_expired_sessions_in_batches(key: ApiKey):
     # given
     for n in range(5):

@@ -14,25 +14,45 @@ from typing import Any
 from tests.adapters.mcp.conftest import ROOT, Gateway, tool_names
 
 HANDSHAKE = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "tests", "version": "1"}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "tests", "version": "1"},
+        },
+    },
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-     "params": {"name": "find_orders", "arguments": {"page_size": 1}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "find_orders", "arguments": {"page_size": 1}},
+    },
 ]
 
 
-def exchange(gateway: Gateway, contour: str, messages: list[dict[str, Any]], last_id: int,
-             timeout: float = 60) -> tuple[list[str], str]:
+def exchange(
+    gateway: Gateway,
+    contour: str,
+    messages: list[dict[str, Any]],
+    last_id: int,
+    timeout: float = 60,
+) -> tuple[list[str], str]:
     """Send messages, collect stdout lines until the response to `last_id`, then close stdin."""
     lines: queue.Queue[str | None] = queue.Queue()
     with tempfile.TemporaryFile("w+") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "manage.py", "mcp_stdio", "--contour", contour], cwd=ROOT,
-            env={**gateway.env, "LOG_LEVEL": "INFO"}, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+            [sys.executable, "manage.py", "mcp_stdio", "--contour", contour],
+            cwd=ROOT,
+            env={**gateway.env, "LOG_LEVEL": "INFO"},
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
         )
         assert process.stdin is not None and process.stdout is not None
         out = process.stdout
@@ -80,9 +100,15 @@ def test_stdout_carries_only_json_rpc_and_logs_go_to_stderr(gateway: Gateway):
 
 def test_unknown_contour_exits_with_an_error_and_writes_nothing_to_stdout(gateway: Gateway):
     # when
-    done = subprocess.run([sys.executable, "manage.py", "mcp_stdio", "--contour", "nobody"],
-                          cwd=ROOT, env=gateway.env, input="", capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "mcp_stdio", "--contour", "nobody"],
+        cwd=ROOT,
+        env=gateway.env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
     # then
     assert done.returncode != 0

@@ -10,22 +10,37 @@ import sys
 from tests.adapters.mcp.conftest import ROOT, Gateway
 
 LINES = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "printf", "version": "1"}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "printf", "version": "1"},
+        },
+    },
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-     "params": {"name": "find_orders", "arguments": {}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "find_orders", "arguments": {}},
+    },
 ]
 
 
 def test_every_request_of_a_piped_session_is_answered_before_exit(gateway: Gateway):
     # when: all requests at once, then EOF
     done = subprocess.run(
-        [sys.executable, "manage.py", "mcp_stdio", "--contour", "acme"], cwd=ROOT,
-        env=gateway.env, input="".join(json.dumps(line) + "\n" for line in LINES),
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "manage.py", "mcp_stdio", "--contour", "acme"],
+        cwd=ROOT,
+        env=gateway.env,
+        input="".join(json.dumps(line) + "\n" for line in LINES),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     # then
@@ -40,8 +55,13 @@ def test_every_request_of_a_piped_session_is_answered_before_exit(gateway: Gatew
 
 def test_an_unknown_contour_is_refused_in_russian_naming_the_known_ones(gateway: Gateway):
     done = subprocess.run(
-        [sys.executable, "manage.py", "mcp_stdio", "--contour", "nobody"], cwd=ROOT,
-        env=gateway.env, input="", capture_output=True, text=True, timeout=120,
+        [sys.executable, "manage.py", "mcp_stdio", "--contour", "nobody"],
+        cwd=ROOT,
+        env=gateway.env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert done.returncode == 1

@@ -29,9 +29,13 @@ from tools.models import ApiKey
 # Unused sessions expire after 10 minutes here, not the default minute: the flood below opens
 # 228 sessions, which on a loaded machine takes long enough for a minute to free slots.
 UNUSED_SECONDS = 600
-CAPS = {"MCP_MAX_SESSIONS": "20", "MCP_MAX_SESSIONS_PER_KEY": "5",
-        "MCP_MAX_SESSIONS_PER_CONTOUR": "100", "MCP_SESSION_PROTECT_SECONDS": "300",
-        "MCP_SESSION_UNUSED_SECONDS": str(UNUSED_SECONDS)}
+CAPS = {
+    "MCP_MAX_SESSIONS": "20",
+    "MCP_MAX_SESSIONS_PER_KEY": "5",
+    "MCP_MAX_SESSIONS_PER_CONTOUR": "100",
+    "MCP_SESSION_PROTECT_SECONDS": "300",
+    "MCP_SESSION_UNUSED_SECONDS": str(UNUSED_SECONDS),
+}
 
 
 # Two contours and their keys made in one process (a manage.py per key costs seconds).
@@ -83,9 +87,18 @@ def shop(shops: Gateway) -> Gateway:
 
 
 def initialize(live: Gateway, key: str):
-    return post(live, rpc("initialize", {"protocolVersion": LEGACY, "capabilities": {},
-                                         "clientInfo": {"name": "tests", "version": "1"}}),
-                key=key)
+    return post(
+        live,
+        rpc(
+            "initialize",
+            {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "tests", "version": "1"},
+            },
+        ),
+        key=key,
+    )
 
 
 def session_of(live: Gateway, key: str, *, call: bool = True) -> str:
@@ -93,22 +106,29 @@ def session_of(live: Gateway, key: str, *, call: bool = True) -> str:
     assert opened.status_code == 200, opened.text
     session = opened.headers["mcp-session-id"]
     headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}
-    assert post(live, rpc("notifications/initialized", id=None), key=key,
-                **headers).status_code == 202
+    assert (
+        post(live, rpc("notifications/initialized", id=None), key=key, **headers).status_code == 202
+    )
     if call:
         assert post(live, rpc("tools/list", id=2), key=key, **headers).status_code == 200
     return session
 
 
 def tools_list(live: Gateway, key: str, session: str) -> int:
-    return post(live, rpc("tools/list", id=3), key=key,
-                **{"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}).status_code
+    return post(
+        live,
+        rpc("tools/list", id=3),
+        key=key,
+        **{"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY},
+    ).status_code
 
 
 def seen_ago(live: Gateway, session: str, seconds: int) -> None:
     with sqlite3.connect(live.db) as conn:
-        conn.execute("UPDATE gateway_mcp_mcpsession SET last_seen = "
-                     "datetime('now', ?) WHERE session_id = ?", (f"-{seconds} seconds", session))
+        conn.execute(
+            "UPDATE gateway_mcp_mcpsession SET last_seen = datetime('now', ?) WHERE session_id = ?",
+            (f"-{seconds} seconds", session),
+        )
 
 
 def test_another_contours_flood_leaves_a_session_used_a_minute_ago_working(shop: Gateway):
@@ -130,14 +150,15 @@ def test_another_contours_flood_leaves_a_session_used_a_minute_ago_working(shop:
     # the ceiling (20) refused the other keys too, and evicted no one
     assert Counter(r.status_code for r in more)[200] == 20 - 1 - 5
     assert {r.json()["error"]["data"]["scope"] for r in more if r.status_code == 429} == {
-        "key", "deployment"}
+        "key",
+        "deployment",
+    }
     assert tools_list(shop, shop.keys["demo"], demo) == 200
     [entry, *_] = shop.journal(code="too_many_sessions")
     assert (entry["contour"], entry["channel"]) == ("flood", "mcp-http")
 
 
-def test_a_session_that_made_no_call_after_initialize_expires_before_a_used_one(
-        shop: Gateway):
+def test_a_session_that_made_no_call_after_initialize_expires_before_a_used_one(shop: Gateway):
     # given: both idle past MCP_SESSION_UNUSED_SECONDS, within the idle timeout (30 min)
     probe = session_of(shop, shop.keys["demo"], call=False)
     working = session_of(shop, shop.keys["demo"])
@@ -159,11 +180,14 @@ def test_opening_a_session_neither_sorts_nor_deletes_the_whole_table():
     for n in range(3):
         sessions.record(f"mine-{n}", key.pk, LEGACY, {})
         McpSession.objects.filter(pk=f"mine-{n}").update(
-            last_seen=timezone.now() - timedelta(minutes=10 - n), used=True)
+            last_seen=timezone.now() - timedelta(minutes=10 - n), used=True
+        )
 
     # when
-    with (override_settings(MCP_MAX_SESSIONS_PER_KEY=3),
-          CaptureQueriesContext(connection) as queries):
+    with (
+        override_settings(MCP_MAX_SESSIONS_PER_KEY=3),
+        CaptureQueriesContext(connection) as queries,
+    ):
         closed = sessions.record("new", key.pk, LEGACY, {})
 
     # then: the key's own least recently used one went, found through the key; no OFFSET,

@@ -29,8 +29,7 @@ GATEWAY_WORDS = ("контур", "наборы инструментов", "кл�
 
 @pytest.fixture
 def shop(db: None) -> Contour:
-    return create_contour("acme", mode="sandbox", name="Цветы у дома",
-                          toolsets=["read", "write"])
+    return create_contour("acme", mode="sandbox", name="Цветы у дома", toolsets=["read", "write"])
 
 
 @pytest.fixture
@@ -41,12 +40,23 @@ def olga(shop: Contour) -> User:
 
 
 def signed_request(scopes: list[str], *, name: str = "MCP CLI Proxy") -> str:
-    OAuthClient.objects.get_or_create(client_id="c-1", defaults={
-        "name": name, "redirect_uris": ["http://localhost:7777/oauth/callback"]})
-    return signing.dumps({"client_id": "c-1", "redirect_uri":
-                          "http://localhost:7777/oauth/callback", "explicit": True,
-                          "state": "s-1", "scopes": scopes, "challenge": "x" * 43,
-                          "resource": ""}, salt=CONSENT_SALT, compress=True)
+    OAuthClient.objects.get_or_create(
+        client_id="c-1",
+        defaults={"name": name, "redirect_uris": ["http://localhost:7777/oauth/callback"]},
+    )
+    return signing.dumps(
+        {
+            "client_id": "c-1",
+            "redirect_uri": "http://localhost:7777/oauth/callback",
+            "explicit": True,
+            "state": "s-1",
+            "scopes": scopes,
+            "challenge": "x" * 43,
+            "resource": "",
+        },
+        salt=CONSENT_SALT,
+        compress=True,
+    )
 
 
 def consent_url(signed: str) -> str:
@@ -66,8 +76,7 @@ def phone(user: User) -> pyotp.TOTP:
     return pyotp.TOTP(b32encode(device.bin_key).decode())
 
 
-def test_the_page_names_the_assistant_as_it_calls_itself_and_ticks_what_it_asked(
-        olga: User):
+def test_the_page_names_the_assistant_as_it_calls_itself_and_ticks_what_it_asked(olga: User):
     page = logged_in(olga).get(consent_url(signed_request(["read", "write", "refund"])))
     text = page.content.decode()
 
@@ -97,8 +106,10 @@ def test_a_client_that_asked_for_reading_gets_reading_ticked_only(olga: User):
 def test_more_than_the_shop_allows_is_refused_in_plain_words(olga: User, shop: Contour):
     signed = signed_request(["read", "refund"])
 
-    refused = logged_in(olga).post("/oauth/consent/", {
-        "request": signed, "contour": shop.slug, "toolsets": ["read", "refund"], "allow": "1"})
+    refused = logged_in(olga).post(
+        "/oauth/consent/",
+        {"request": signed, "contour": shop.slug, "toolsets": ["read", "refund"], "allow": "1"},
+    )
 
     assert refused.status_code == 200
     assert "ассистентам не разрешено: возвраты" in refused.content.decode()
@@ -121,14 +132,17 @@ def test_the_login_in_front_of_the_consent_names_the_assistant(olga: User):
 
 
 def test_a_write_grant_survives_the_second_factor_and_grants_exactly_what_was_ticked(
-        olga: User, shop: Contour, settings: Any):
+    olga: User, shop: Contour, settings: Any
+):
     # given: a second factor is required; Olga ticks writing and presses «Разрешить»
     settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
     app = phone(olga)
     http = logged_in(olga)
     signed = signed_request(["read", "write"])
-    refused = http.post("/oauth/consent/", {"request": signed, "contour": shop.slug,
-                                            "toolsets": ["read", "write"], "allow": "1"})
+    refused = http.post(
+        "/oauth/consent/",
+        {"request": signed, "contour": shop.slug, "toolsets": ["read", "write"], "allow": "1"},
+    )
     assert refused.status_code == 302
     assert refused["Location"].startswith("/account/second-factor/verify/?next=")
     assert ApiKey.objects.count() == 0
@@ -160,9 +174,15 @@ def test_a_kept_consent_is_taken_once(olga: User, shop: Contour, settings: Any):
     settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
     app = phone(olga)
     http = logged_in(olga)
-    refused = http.post("/oauth/consent/", {"request": signed_request(["write"]),
-                                            "contour": shop.slug, "toolsets": ["write"],
-                                            "allow": "1"})
+    refused = http.post(
+        "/oauth/consent/",
+        {
+            "request": signed_request(["write"]),
+            "contour": shop.slug,
+            "toolsets": ["write"],
+            "allow": "1",
+        },
+    )
     nonce = parse_qs(urlsplit(refused["Location"]).query)["held"][0]
     http.post("/oauth/consent/", {"_step_up_held": nonce, "_step_up_code": app.now()})
 

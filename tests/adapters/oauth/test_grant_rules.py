@@ -26,11 +26,20 @@ pytestmark = pytest.mark.django_db
 
 
 def grant_token(contour: Contour, person: User, toolsets: list[str]) -> str:
-    client = OAuthClient.objects.create(client_id="c-1", name="ChatGPT",
-                                        redirect_uris=["https://chatgpt.com/cb"])
-    code = grants.consent(client, contour, person, toolsets,
-                          redirect_uri="https://chatgpt.com/cb", redirect_uri_explicit=True,
-                          code_challenge="x" * 43, resource="", redirect_host="chatgpt.com")
+    client = OAuthClient.objects.create(
+        client_id="c-1", name="ChatGPT", redirect_uris=["https://chatgpt.com/cb"]
+    )
+    code = grants.consent(
+        client,
+        contour,
+        person,
+        toolsets,
+        redirect_uri="https://chatgpt.com/cb",
+        redirect_uri_explicit=True,
+        code_challenge="x" * 43,
+        resource="",
+        redirect_host="chatgpt.com",
+    )
     issued = grants.exchange_code(grants.find_code("c-1", code))
     assert issued is not None
     return issued.access
@@ -38,7 +47,9 @@ def grant_token(contour: Contour, person: User, toolsets: list[str]) -> str:
 
 @pytest.fixture
 def guarded(db: None) -> Contour:
-    contour = create_contour("guarded", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    contour = create_contour(
+        "guarded", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     contour.approval_for_all_writes = True
     contour.save()
     return contour
@@ -55,10 +66,12 @@ def olga(guarded: Contour, olga: User) -> User:
 
 
 def test_the_owner_who_consented_cannot_approve_what_the_client_prepared(
-        guarded: Contour, olga: User, make_user: Callable[..., User]):
+    guarded: Contour, olga: User, make_user: Callable[..., User]
+):
     # given: Olga's grant; the client prepares an order
-    assistant = Assistant(http=Client(), key=grant_token(guarded, olga, ["read", "write"]),
-                          contour=guarded)
+    assistant = Assistant(
+        http=Client(), key=grant_token(guarded, olga, ["read", "write"]), contour=guarded
+    )
     _, body = prepare_order(assistant)
     cid = body["confirmation"]["id"]
 
@@ -88,8 +101,7 @@ def test_revoking_the_grants_key_in_the_admin_ends_its_tokens(guarded: Contour, 
 
 def test_an_expired_grant_key_is_unauthenticated(guarded: Contour, olga: User):
     # given
-    assistant = Assistant(http=Client(), key=grant_token(guarded, olga, ["read"]),
-                          contour=guarded)
+    assistant = Assistant(http=Client(), key=grant_token(guarded, olga, ["read"]), contour=guarded)
 
     # when
     ApiKey.objects.filter(oauth_grant__isnull=False).update(expires_at=timezone.now())
@@ -99,20 +111,23 @@ def test_an_expired_grant_key_is_unauthenticated(guarded: Contour, olga: User):
 
 
 def test_owners_see_and_revoke_their_contours_grants_in_the_admin(
-        guarded: Contour, olga: User, make_user: Callable[..., User]):
+    guarded: Contour, olga: User, make_user: Callable[..., User]
+):
     # given: a grant on guarded; Ivan owns only another contour
     grant_token(guarded, olga, ["read"])
     grant = OAuthGrant.objects.get()
     ivan = make_user("ivan", staff=True)
-    ContourRole.objects.create(user=ivan, contour=create_contour("other", mode="sandbox", actor=SCAFFOLDING),
-                               role="owner")
+    ContourRole.objects.create(
+        user=ivan, contour=create_contour("other", mode="sandbox", actor=SCAFFOLDING), role="owner"
+    )
     admin = logged_in(olga)
 
     # when
     listed = admin.get("/admin/oauth/oauthgrant/")
     hidden = logged_in(ivan).get("/admin/oauth/oauthgrant/")
-    revoked = admin.post("/admin/oauth/oauthgrant/", {
-        "action": "revoke", "_selected_action": [grant.pk]})
+    revoked = admin.post(
+        "/admin/oauth/oauthgrant/", {"action": "revoke", "_selected_action": [grant.pk]}
+    )
 
     # then
     assert listed.status_code == 200 and "ChatGPT" in listed.content.decode()
@@ -126,18 +141,21 @@ def test_owners_see_and_revoke_their_contours_grants_in_the_admin(
 
 
 def test_a_grants_key_names_its_consenting_person_as_issuer_for_good(
-        guarded: Contour, make_user: Callable[..., User]):
+    guarded: Contour, make_user: Callable[..., User]
+):
     """Issue 37: a superuser consents, blanks the key's holder in the admin and approves the
     client's write. The issuer is the consenting person, fixed; it bars them."""
     root = make_user("root", staff=True)
     root.is_superuser = True
     root.save()
-    assistant = Assistant(http=Client(), key=grant_token(guarded, root, ["read", "write"]),
-                          contour=guarded)
+    assistant = Assistant(
+        http=Client(), key=grant_token(guarded, root, ["read", "write"]), contour=guarded
+    )
     key = ApiKey.objects.get(oauth_grant__isnull=False)
     admin = logged_in(root)
-    admin.post(f"/admin/tools/apikey/{key.pk}/change/",
-               {"label": key.label, "user": "", "issued_by": ""})
+    admin.post(
+        f"/admin/tools/apikey/{key.pk}/change/", {"label": key.label, "user": "", "issued_by": ""}
+    )
     key.refresh_from_db()
     assert key.user is None and key.issued_by == root and not key.issued_by_command
 

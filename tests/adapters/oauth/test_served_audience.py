@@ -20,8 +20,7 @@ from tools.models import Contour, ContourRole
 HERE = "http://127.0.0.1:8000/mcp"
 ELSEWHERE = "https://other-gateway.example/mcp"
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream",
-               "Content-Type": "application/json"}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture
@@ -34,27 +33,40 @@ def shop(transactional_db: None) -> tuple[Contour, User]:
 
 def token_for(shop: tuple[Contour, User], resource: str) -> str:
     contour, person = shop
-    client, _ = OAuthClient.objects.get_or_create(client_id="c-1", defaults={
-        "name": "ChatGPT", "redirect_uris": ["https://chatgpt.com/cb"]})
-    code = grants.consent(client, contour, person, ["read"],
-                          redirect_uri="https://chatgpt.com/cb", redirect_uri_explicit=True,
-                          code_challenge="x" * 43, resource=resource,
-                          redirect_host="chatgpt.com")
+    client, _ = OAuthClient.objects.get_or_create(
+        client_id="c-1", defaults={"name": "ChatGPT", "redirect_uris": ["https://chatgpt.com/cb"]}
+    )
+    code = grants.consent(
+        client,
+        contour,
+        person,
+        ["read"],
+        redirect_uri="https://chatgpt.com/cb",
+        redirect_uri_explicit=True,
+        code_challenge="x" * 43,
+        resource=resource,
+        redirect_host="chatgpt.com",
+    )
     issued = grants.exchange_code(grants.find_code("c-1", code))
     assert issued is not None
     return issued.access
 
 
 def rest(token: str) -> Any:
-    return Client().post("/api/v1/call", {"name": "find_orders", "arguments": {}},
-                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    return Client().post(
+        "/api/v1/call",
+        {"name": "find_orders", "arguments": {}},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
 
 
 def test_a_token_for_another_servers_mcp_is_refused_on_mcp(served: TestClient, shop):
     token = token_for(shop, ELSEWHERE)
 
-    response = served.post("/mcp", json=LIST,
-                           headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"})
+    response = served.post(
+        "/mcp", json=LIST, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}
+    )
 
     assert response.status_code == 401
     assert response.json()["code"] == "unauthenticated"
@@ -89,8 +101,9 @@ def test_the_same_token_is_refused_once_the_server_is_another(shop, settings):
 
 
 def test_a_missing_credential_is_no_invalid_token(shop):
-    response = Client().post("/api/v1/call", {"name": "find_orders", "arguments": {}},
-                             content_type="application/json")
+    response = Client().post(
+        "/api/v1/call", {"name": "find_orders", "arguments": {}}, content_type="application/json"
+    )
 
     assert response.status_code == 401 and "error=" not in response["WWW-Authenticate"]
 

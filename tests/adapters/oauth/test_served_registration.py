@@ -22,9 +22,14 @@ from tools.models import ContourRole
 
 
 def metadata(**changes: Any) -> dict[str, Any]:
-    return {"client_name": "Claude", "redirect_uris": ["https://claude.ai/cb"],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"], "token_endpoint_auth_method": "none", **changes}
+    return {
+        "client_name": "Claude",
+        "redirect_uris": ["https://claude.ai/cb"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        **changes,
+    }
 
 
 def register(served: TestClient, address: str = "10.0.0.1", **changes: Any):
@@ -36,8 +41,11 @@ def test_a_registration_of_256_kib_is_refused_unread(served: TestClient):
     # under the gateway's body cap (GATEWAY_MAX_BODY_BYTES), over registration's own limit
     padding = "x" * (256 * 1024)
 
-    response = served.post("/register", content=json.dumps(metadata(software_id=padding)),
-                           headers={"Content-Type": "application/json"})
+    response = served.post(
+        "/register",
+        content=json.dumps(metadata(software_id=padding)),
+        headers={"Content-Type": "application/json"},
+    )
 
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_client_metadata"
@@ -47,8 +55,11 @@ def test_a_registration_of_256_kib_is_refused_unread(served: TestClient):
 def test_a_registration_of_two_megabytes_is_refused_by_the_body_cap(served: TestClient):
     padding = "x" * (2 * 1024 * 1024)
 
-    response = served.post("/register", content=json.dumps(metadata(software_id=padding)),
-                           headers={"Content-Type": "application/json"})
+    response = served.post(
+        "/register",
+        content=json.dumps(metadata(software_id=padding)),
+        headers={"Content-Type": "application/json"},
+    )
 
     assert response.status_code == 413
     assert response.json()["code"] == "request_too_large"
@@ -63,18 +74,23 @@ def test_a_body_growing_past_the_limit_without_a_length_is_refused(served: TestC
             yield b"x" * 1024
         yield ('"' + tail).encode()
 
-    response = served.post("/register", content=chunks(),
-                           headers={"Content-Type": "application/json"})
+    response = served.post(
+        "/register", content=chunks(), headers={"Content-Type": "application/json"}
+    )
 
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_client_metadata"
 
 
-@pytest.mark.parametrize("changes", [
-    {"client_name": "Я" * 201},
-    {"redirect_uris": [f"https://claude.ai/cb{n}" for n in range(11)]},
-    {"client_uri": "https://claude.ai/" + "a" * 2100},
-], ids=["name", "redirect-uris", "long-uri"])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"client_name": "Я" * 201},
+        {"redirect_uris": [f"https://claude.ai/cb{n}" for n in range(11)]},
+        {"client_uri": "https://claude.ai/" + "a" * 2100},
+    ],
+    ids=["name", "redirect-uris", "long-uri"],
+)
 def test_a_field_longer_than_kept_is_refused(served: TestClient, changes: dict[str, Any]):
     response = register(served, **changes)
 
@@ -114,11 +130,20 @@ def test_a_client_nobody_consented_to_expires(served: TestClient):
     owner = User.objects.create_user("olga", password="pw-olga-123")
     contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     ContourRole.objects.create(user=owner, contour=contour, role="owner")
-    grants.consent(consented, contour, owner, ["read"], redirect_uri="https://claude.ai/cb",
-                   redirect_uri_explicit=True, code_challenge="x" * 43, resource="",
-                   redirect_host="claude.ai")
+    grants.consent(
+        consented,
+        contour,
+        owner,
+        ["read"],
+        redirect_uri="https://claude.ai/cb",
+        redirect_uri_explicit=True,
+        code_challenge="x" * 43,
+        resource="",
+        redirect_host="claude.ai",
+    )
     OAuthClient.objects.filter(pk__in=[old.pk, consented.pk]).update(
-        registered_at=timezone.now() - timedelta(hours=25))
+        registered_at=timezone.now() - timedelta(hours=25)
+    )
 
     # when
     deleted = registration.expire_unused_clients()
@@ -132,8 +157,11 @@ def test_a_client_nobody_consented_to_expires(served: TestClient):
 def test_the_beat_runs_the_expiry(served: TestClient):
     assert register(served).status_code == 201
     OAuthClient.objects.update(registered_at=timezone.now() - timedelta(hours=25))
-    [entry] = [e for e in django_settings.CELERY_BEAT_SCHEDULE.values()
-               if e["task"] == "adapters.oauth.tasks.expire_unused_clients"]
+    [entry] = [
+        e
+        for e in django_settings.CELERY_BEAT_SCHEDULE.values()
+        if e["task"] == "adapters.oauth.tasks.expire_unused_clients"
+    ]
 
     tasks.expire_unused_clients.delay()
 

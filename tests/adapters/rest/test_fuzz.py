@@ -23,22 +23,31 @@ from tools.models import Contour
 from tools.pipeline import gateway
 
 ALLOWED_STATUSES = {"ok", "confirmation_required", "awaiting_approval", "rejected", "error"}
-FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(10**20), max_value=10**20)
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=40),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**20), max_value=10**20)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
 
 @pytest.fixture
 def fuzz_contour(db: None) -> Contour:
-    return create_contour("fuzz", mode="sandbox", toolsets=["read", "write", "refund"], actor=SCAFFOLDING)
+    return create_contour(
+        "fuzz", mode="sandbox", toolsets=["read", "write", "refund"], actor=SCAFFOLDING
+    )
 
 
 def _assert_sane(contour: Contour, name: Any, arguments: Any) -> None:
@@ -46,14 +55,17 @@ def _assert_sane(contour: Contour, name: Any, arguments: Any) -> None:
     assert outcome.code != "internal_error", (name, arguments, outcome.message)
     assert outcome.status in ALLOWED_STATUSES
     assert outcome.http_status < 500 or outcome.code in {
-        "upstream_unavailable", "outcome_unknown"}, (name, arguments, outcome.code)
+        "upstream_unavailable",
+        "outcome_unknown",
+    }, (name, arguments, outcome.code)
     assert outcome.journal_id is not None  # journaled, whatever came in
 
 
 @FUZZ
 @given(name=st.sampled_from(catalog.names()) | st.text(max_size=20), arguments=json_values)
-def test_arbitrary_arguments_never_crash_the_gateway(fuzz_contour: Contour, name: Any,
-                                                     arguments: Any):
+def test_arbitrary_arguments_never_crash_the_gateway(
+    fuzz_contour: Contour, name: Any, arguments: Any
+):
     _assert_sane(fuzz_contour, name, arguments)
 
 
@@ -68,15 +80,20 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
-ORDER_PATHS = [*_paths(VALID_ORDER), ("expiration_date",), ("confirmation_token",),
-               ("allow_duplicate",), ("notification_url",)]
+ORDER_PATHS = [
+    *_paths(VALID_ORDER),
+    ("expiration_date",),
+    ("confirmation_token",),
+    ("allow_duplicate",),
+    ("notification_url",),
+]
 
 
 @FUZZ
 @given(path=st.sampled_from(ORDER_PATHS), value=json_values, drop=st.booleans())
-def test_near_valid_orders_are_refused_or_accepted_never_crash(fuzz_contour: Contour,
-                                                               path: tuple[Any, ...],
-                                                               value: Any, drop: bool):
+def test_near_valid_orders_are_refused_or_accepted_never_crash(
+    fuzz_contour: Contour, path: tuple[Any, ...], value: Any, drop: bool
+):
     args = copy.deepcopy(order_args())
     target: Any = args
     for step in path[:-1]:
@@ -115,8 +132,14 @@ def _fuzz_every_operation(application: Any, fuzz_key: str) -> None:
     headers = {"Authorization": f"Bearer {fuzz_key}"}
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            @settings(max_examples=25, deadline=None, derandomize=True, database=None,
-                      suppress_health_check=list(HealthCheck))
+
+            @settings(
+                max_examples=25,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
             @given(case=operation.as_strategy(generation_mode=mode))
             def run(case: Any) -> None:
                 response = case.call(headers=headers)

@@ -13,8 +13,9 @@ pytestmark = pytest.mark.django_db
 def create(assistant: Assistant, **changes: object) -> dict:
     args = order_args(**changes)
     _, first = assistant.call("create_order", args)
-    _, done = assistant.call("create_order",
-                             {**args, "confirmation_token": first["confirmation"]["token"]})
+    _, done = assistant.call(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     assert done["status"] == "ok", done
     return done["data"]
 
@@ -22,8 +23,9 @@ def create(assistant: Assistant, **changes: object) -> dict:
 def test_get_order_by_id_reads_the_sandbox(assistant: Assistant):
     created = create(assistant)
 
-    status, body = assistant.call("get_order", {"order_id": created["order_id"],
-                                                "response_format": "detailed"})
+    status, body = assistant.call(
+        "get_order", {"order_id": created["order_id"], "response_format": "detailed"}
+    )
 
     assert status == 200, body
     data = body["data"]
@@ -44,8 +46,7 @@ def test_get_order_by_merchant_number(assistant: Assistant):
 
 
 def test_get_order_unknown_id_is_not_found(assistant: Assistant):
-    status, body = assistant.call("get_order",
-                                  {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"})
+    status, body = assistant.call("get_order", {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f"})
 
     assert (status, body["code"]) == (422, "not_found")
 
@@ -83,9 +84,11 @@ def test_tools_lists_only_the_contours_toolsets(assistant: Assistant, reader: As
     _, readonly = reader.get("/api/v1/tools?format=neutral")
 
     assert [t["name"] for t in full["tools"]] == [
-        s.name for s in catalog.CATALOG if s.toolset in ("read", "write")]
+        s.name for s in catalog.CATALOG if s.toolset in ("read", "write")
+    ]
     assert [t["name"] for t in readonly["tools"]] == [
-        s.name for s in catalog.CATALOG if s.toolset == "read"]
+        s.name for s in catalog.CATALOG if s.toolset == "read"
+    ]
     assert "create_refund" not in [t["name"] for t in full["tools"]]
     create_order = next(t for t in full["tools"] if t["name"] == "create_order")
     assert create_order["requires_confirmation"] is True

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_missing_key_is_unauthenticated(client: Client):
-    response = client.post("/api/v1/call", data={"name": "get_order", "arguments": {}},
-                           content_type="application/json")
+    response = client.post(
+        "/api/v1/call", data={"name": "get_order", "arguments": {}}, content_type="application/json"
+    )
 
     assert response.status_code == 401
     assert response.json()["status"] == "rejected"
@@ -59,8 +60,9 @@ def test_arguments_that_are_not_an_object(assistant: Assistant, arguments: objec
 
 
 def test_extra_argument_is_refused_with_its_path(assistant: Assistant):
-    status, body = assistant.call("get_order", {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f",
-                                                "force": True})
+    status, body = assistant.call(
+        "get_order", {"order_id": "017f038f-c78b-736d-dc00-8bce30bd0f9f", "force": True}
+    )
 
     assert (status, body["code"]) == (400, "invalid_arguments")
     assert body["problems"] == [{"field": "force", "message": body["problems"][0]["message"]}]
@@ -78,16 +80,21 @@ def test_extra_nested_argument_is_refused(assistant: Assistant):
 
 
 def test_invalid_json_body(assistant: Assistant):
-    response = assistant.http.post("/api/v1/call", data="{not json", content_type="application/json",
-                                   HTTP_AUTHORIZATION=f"Bearer {assistant.key}")
+    response = assistant.http.post(
+        "/api/v1/call",
+        data="{not json",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {assistant.key}",
+    )
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_json"
     assert JournalEntry.objects.filter(code="invalid_json", contour="acme").count() == 1
 
 
-@pytest.mark.parametrize("body", [[1, 2], "text", {"name": "get_order", "arguments": {}, "x": 1},
-                                  {"arguments": {}}])
+@pytest.mark.parametrize(
+    "body", [[1, 2], "text", {"name": "get_order", "arguments": {}, "x": 1}, {"arguments": {}}]
+)
 def test_malformed_call_bodies(assistant: Assistant, body: object):
     status, reply = assistant.post("/api/v1/call", body)
 
@@ -159,9 +166,12 @@ def test_every_refusal_and_success_is_journaled_without_secrets(assistant: Assis
 
 
 def test_deeply_nested_json_is_invalid_json_not_a_500(assistant: Assistant):
-    response = assistant.http.post("/api/v1/call", data="[" * 100_000,
-                                   content_type="application/json",
-                                   HTTP_AUTHORIZATION=f"Bearer {assistant.key}")
+    response = assistant.http.post(
+        "/api/v1/call",
+        data="[" * 100_000,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {assistant.key}",
+    )
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_json"

@@ -79,8 +79,11 @@ def test_identical_first_calls_share_one_confirmation(assistant: Assistant):
 def test_token_with_changed_arguments_is_refused(assistant: Assistant):
     args = order_args()
     _, first = assistant.call("create_order", args)
-    changed = {**args, "description": "Другое назначение",
-               "confirmation_token": first["confirmation"]["token"]}
+    changed = {
+        **args,
+        "description": "Другое назначение",
+        "confirmation_token": first["confirmation"]["token"],
+    }
 
     status, body = assistant.call("create_order", changed)
 

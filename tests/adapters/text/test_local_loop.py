@@ -35,9 +35,14 @@ class StubModel:
     def reply(self, request: dict[str, Any]) -> dict[str, Any]:
         self.requests.append(request)
         step = self.script[min(len(self.requests), len(self.script)) - 1]
-        return {"id": "stub", "object": "chat.completion", "model": request.get("model"),
-                "choices": [{"index": 0, "message": step(request["messages"]),
-                             "finish_reason": "stop"}]}
+        return {
+            "id": "stub",
+            "object": "chat.completion",
+            "model": request.get("model"),
+            "choices": [
+                {"index": 0, "message": step(request["messages"]), "finish_reason": "stop"}
+            ],
+        }
 
 
 @pytest.fixture
@@ -73,8 +78,14 @@ def stub() -> Iterator[StubModel]:
 
 
 def loop_for(stub: StubModel, live_server: Any, assistant: Assistant, **kwargs: Any) -> LocalLoop:
-    return LocalLoop(model_url=stub.url, model="qwen3-stub", gateway_url=live_server.url,
-                     gateway_key=assistant.key, timeout=30, **kwargs)
+    return LocalLoop(
+        model_url=stub.url,
+        model="qwen3-stub",
+        gateway_url=live_server.url,
+        gateway_key=assistant.key,
+        timeout=30,
+        **kwargs,
+    )
 
 
 def last_token(messages: list[dict[str, str]]) -> str:
@@ -88,13 +99,16 @@ def last_token(messages: list[dict[str, str]]) -> str:
 
 
 def test_loop_prepares_stops_for_the_human_then_creates_one_order(
-        stub: StubModel, live_server: Any, assistant: Assistant):
+    stub: StubModel, live_server: Any, assistant: Assistant
+):
     args = order_args()
     stub.script = [
         says("Сначала посмотрю счета.\n" + tc("find_orders", {"status": ["created"]})),
         says(tc("create_order", args) + "\n" + tc("create_order", args)),
-        lambda messages: {"role": "assistant", "content": tc(
-            "create_order", {**args, "confirmation_token": last_token(messages)})},
+        lambda messages: {
+            "role": "assistant",
+            "content": tc("create_order", {**args, "confirmation_token": last_token(messages)}),
+        },
         says("Счёт выставлен, ссылка на оплату — в ответе шлюза."),
     ]
     loop = loop_for(stub, live_server, assistant)
@@ -136,7 +150,8 @@ def test_loop_is_bounded(stub: StubModel, live_server: Any, assistant: Assistant
 
 
 def test_loop_feeds_a_refusal_back_and_the_model_corrects_itself(
-        stub: StubModel, live_server: Any, assistant: Assistant):
+    stub: StubModel, live_server: Any, assistant: Assistant
+):
     stub.script = [
         says("<tool_call>\n{'name': 'find_orders', 'arguments': {}}\n</tool_call>"),
         says(tc("find_orders")),
@@ -153,18 +168,34 @@ def test_loop_feeds_a_refusal_back_and_the_model_corrects_itself(
 
 
 def test_a_server_with_its_tool_parser_on_is_reported(
-        stub: StubModel, live_server: Any, assistant: Assistant):
-    stub.script = [lambda messages: {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function",
-         "function": {"name": "find_orders", "arguments": "{}"}}]}]
+    stub: StubModel, live_server: Any, assistant: Assistant
+):
+    stub.script = [
+        lambda messages: {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "find_orders", "arguments": "{}"},
+                }
+            ],
+        }
+    ]
 
     with pytest.raises(LocalLoopError, match="tool parser"):
         loop_for(stub, live_server, assistant).start("Покажи счета")
 
 
 def test_a_wrong_gateway_key_is_reported(stub: StubModel, live_server: Any, assistant: Assistant):
-    loop = LocalLoop(model_url=stub.url, model="m", gateway_url=live_server.url,
-                     gateway_key="ibg_wrong", timeout=30)
+    loop = LocalLoop(
+        model_url=stub.url,
+        model="m",
+        gateway_url=live_server.url,
+        gateway_key="ibg_wrong",
+        timeout=30,
+    )
 
     with pytest.raises(LocalLoopError, match="HTTP 401"):
         loop.start("Покажи счета")

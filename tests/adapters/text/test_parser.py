@@ -37,8 +37,8 @@ def test_refusal_names_the_block_and_where_it_stands():
 
     assert refusal.number == 2
     assert refusal.line == 5  # the first block takes three lines
-    assert text[refusal.start:refusal.end].startswith("<tool_call>")
-    assert text[refusal.start:refusal.end].endswith("</tool_call>")
+    assert text[refusal.start : refusal.end].startswith("<tool_call>")
+    assert text[refusal.start : refusal.end].endswith("</tool_call>")
     assert "вызов №2 (строка 5" in refusal.message
     assert "Expecting property name enclosed in double quotes" in refusal.message
     assert refusal.code == "invalid_json"
@@ -59,7 +59,10 @@ def test_several_shape_problems_are_all_reported():
 
     assert refusal.reason == "name_not_string"
     assert [p.field for p in refusal.problems] == [
-        "tool_call[1].name", "tool_call[1].arguments", "tool_call[1]"]
+        "tool_call[1].name",
+        "tool_call[1].arguments",
+        "tool_call[1]",
+    ]
 
 
 def test_single_quotes_get_a_hint_and_no_repair():
@@ -84,18 +87,56 @@ def test_too_many_blocks_are_refused_as_one_group():
     assert len(parsed.calls) == MAX_CANDIDATES
     assert [r.reason for r in parsed.refusals] == ["too_many_calls"]
     assert "10 не выполнены" in parsed.refusals[0].message
-    assert text[parsed.refusals[0].start:].startswith(tc("find_orders", {"page": MAX_CANDIDATES + 1}))
+    assert text[parsed.refusals[0].start :].startswith(
+        tc("find_orders", {"page": MAX_CANDIDATES + 1})
+    )
 
 
 # -- garbage never raises --------------------------------------------------------------------
 
-FRAGMENTS = st.sampled_from([
-    "<tool_call>", "</tool_call>", "<tool_call", "tool_call>", "<think>", "</think>",
-    "<function_call>", "```json", "{", "}", "[", "]", ":", ",", '"', "'", "\\", "\n", " ",
-    '"name"', '"arguments"', '"parameters"', '"get_order"', '"find_orders"', "null", "1e999",
-    "NaN", "-", "0", '"\\u0000"', "ё", "\ufeff", "<", ">", "/", '{"name": "get_order", ',
-    '"arguments": {}}', '"arguments": "{}"}', "<function=get_order>",
-])
+FRAGMENTS = st.sampled_from(
+    [
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_call",
+        "tool_call>",
+        "<think>",
+        "</think>",
+        "<function_call>",
+        "```json",
+        "{",
+        "}",
+        "[",
+        "]",
+        ":",
+        ",",
+        '"',
+        "'",
+        "\\",
+        "\n",
+        " ",
+        '"name"',
+        '"arguments"',
+        '"parameters"',
+        '"get_order"',
+        '"find_orders"',
+        "null",
+        "1e999",
+        "NaN",
+        "-",
+        "0",
+        '"\\u0000"',
+        "ё",
+        "\ufeff",
+        "<",
+        ">",
+        "/",
+        '{"name": "get_order", ',
+        '"arguments": {}}',
+        '"arguments": "{}"}',
+        "<function=get_order>",
+    ]
+)
 
 
 def check_invariants(text: str, parsed: Parsed) -> None:
@@ -130,11 +171,20 @@ def test_tag_and_json_fragments_never_raise(text: str):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers()
-                    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=12),
-       st.sampled_from([*KNOWN, "nope", ""]))
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+        ),
+        max_leaves=12,
+    ),
+    st.sampled_from([*KNOWN, "nope", ""]),
+)
 def test_any_json_in_a_block_is_judged_without_raising(value: object, name: str):
     text = raw(json.dumps({"name": name, "arguments": value}))
 
@@ -148,9 +198,12 @@ def test_any_json_in_a_block_is_judged_without_raising(value: object, name: str)
 
 # -- linear time -----------------------------------------------------------------------------
 
+
 def _prose(size: int) -> str:
-    unit = ('Счёт {"name" <tool_call <b> { "name": "x" tool_call> </tool_call> '
-            '{"name": "' + "я" * 70 + ' <think> \n')
+    unit = (
+        'Счёт {"name" <tool_call <b> { "name": "x" tool_call> </tool_call> '
+        '{"name": "' + "я" * 70 + " <think> \n"
+    )
     return (unit * (size // len(unit) + 1))[:size] + tc("get_order", GET)
 
 
@@ -174,15 +227,19 @@ def _deep_brackets(size: int) -> str:
 # How the parse time grows with the reply's size is measured in benchmarks/text_parser.py (0.5,
 # 1 and 2 MB of each shape); here each shape at a megabyte must parse to the right answer. A
 # quadratic parser would not finish these at all.
-@pytest.mark.parametrize(("shape", "calls", "refusals"), [
-    (_prose, ["get_order"], []),
-    (_one_huge_block, ["find_orders"], []),
-    (_unclosed_openings, [], ["invalid_json"]),
-    (_many_blocks, ["get_order"] * MAX_CANDIDATES, ["invalid_arguments"]),
-    (_deep_brackets, [], ["invalid_json"]),
-])
+@pytest.mark.parametrize(
+    ("shape", "calls", "refusals"),
+    [
+        (_prose, ["get_order"], []),
+        (_one_huge_block, ["find_orders"], []),
+        (_unclosed_openings, [], ["invalid_json"]),
+        (_many_blocks, ["get_order"] * MAX_CANDIDATES, ["invalid_arguments"]),
+        (_deep_brackets, [], ["invalid_json"]),
+    ],
+)
 def test_a_megabyte_reply_of_every_shape_parses_to_its_answer(
-        shape: Callable[[int], str], calls: list[str], refusals: list[str]):
+    shape: Callable[[int], str], calls: list[str], refusals: list[str]
+):
     parsed = parse(shape(1_000_000), KNOWN)
 
     assert [call.name for call in parsed.calls] == calls

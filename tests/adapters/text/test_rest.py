@@ -50,6 +50,7 @@ def text_entries() -> list[JournalEntry]:
 
 # -- the corpus end to end -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_corpus_case_through_rest(assistant: Assistant, case: Case):
     body = send(assistant, case.text)
@@ -66,11 +67,13 @@ def test_corpus_case_through_rest(assistant: Assistant, case: Case):
 
 # -- reads and the two-phase write ---------------------------------------------------------
 
+
 def test_read_through_text_returns_the_envelope_in_a_tool_response(assistant: Assistant):
     args = order_args()
     _, first = assistant.call("create_order", args)
-    _, done = assistant.call("create_order",
-                             {**args, "confirmation_token": first["confirmation"]["token"]})
+    _, done = assistant.call(
+        "create_order", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
     order_id = done["data"]["order_id"]
 
     body = send(assistant, "Смотрю счёт.\n" + tc("get_order", {"order_id": order_id}))
@@ -79,7 +82,12 @@ def test_read_through_text_returns_the_envelope_in_a_tool_response(assistant: As
     assert body["results"][0]["data"]["order_id"] == order_id
     assert blocks(body["reply"]) == [{"name": "get_order", "content": body["results"][0]}]
     entry = JournalEntry.objects.get(pk=body["results"][0]["journal_id"])
-    assert (entry.channel, entry.tool, entry.phase, entry.code) == ("text", "get_order", "read", "ok")
+    assert (entry.channel, entry.tool, entry.phase, entry.code) == (
+        "text",
+        "get_order",
+        "read",
+        "ok",
+    )
 
 
 def test_create_order_takes_two_model_replies(assistant: Assistant):
@@ -106,8 +114,12 @@ def test_identical_calls_in_one_reply_make_one_order(assistant: Assistant):
     assert PendingConfirmation.objects.count() == 1
     confirmed = {**args, "confirmation_token": first["results"][0]["confirmation"]["token"]}
 
-    second = send(assistant, tc("create_order", confirmed) + "\nЕщё раз на всякий случай:\n"
-                  + tc("create_order", confirmed))
+    second = send(
+        assistant,
+        tc("create_order", confirmed)
+        + "\nЕщё раз на всякий случай:\n"
+        + tc("create_order", confirmed),
+    )
 
     assert [(d["number"], d["duplicate_of"]) for d in second["dropped"]] == [(2, 1)]
     assert len(second["results"]) == 1
@@ -120,11 +132,13 @@ def test_identical_calls_in_one_reply_make_one_order(assistant: Assistant):
 
 
 def test_the_same_confirmed_reply_sent_again_replays_instead_of_a_second_order(
-        assistant: Assistant):
+    assistant: Assistant,
+):
     args = order_args()
     first = send(assistant, tc("create_order", args))
-    confirmed = tc("create_order",
-                   {**args, "confirmation_token": first["results"][0]["confirmation"]["token"]})
+    confirmed = tc(
+        "create_order", {**args, "confirmation_token": first["results"][0]["confirmation"]["token"]}
+    )
     created = send(assistant, confirmed)["results"][0]
 
     again = send(assistant, confirmed)["results"][0]
@@ -142,6 +156,7 @@ def test_write_on_a_read_only_contour_is_forbidden(reader: Assistant):
 
 
 # -- refusals: rendered for the model and journaled ----------------------------------------
+
 
 def test_a_refusal_is_rendered_so_the_model_can_correct_itself(assistant: Assistant):
     body = send(assistant, "Вот вызов:\n" + raw("{'name': 'find_orders', 'arguments': {}}"))
@@ -166,26 +181,36 @@ def test_unknown_function_refusal_lists_the_catalog(assistant: Assistant):
     assert response["name"] == "issue_refund_now"
     assert response["content"]["code"] == "unknown_tool"
     assert response["content"]["data"]["known_tools"] == [
-        spec.name for spec in CATALOG if spec.toolset != "refund"]  # what this contour sees
+        spec.name for spec in CATALOG if spec.toolset != "refund"
+    ]  # what this contour sees
 
 
 def test_each_refused_block_is_one_journal_entry_with_its_position(assistant: Assistant):
-    text = (tc("find_orders") + "\n"
-            + raw('{"name": "find_orders", "arguments": {"page": 1,}}') + "\n"
-            + tc("no_such_tool") + "\n"
-            + '<function_call>{"name": "get_order", "arguments": {}}</function_call>')
+    text = (
+        tc("find_orders")
+        + "\n"
+        + raw('{"name": "find_orders", "arguments": {"page": 1,}}')
+        + "\n"
+        + tc("no_such_tool")
+        + "\n"
+        + '<function_call>{"name": "get_order", "arguments": {}}</function_call>'
+    )
 
     body = send(assistant, text)
 
     refused = [e for e in text_entries() if e.status == "rejected"]
     assert [(e.code, e.tool) for e in refused] == [
-        ("invalid_json", ""), ("unknown_tool", "no_such_tool"), ("invalid_json", "get_order")]
+        ("invalid_json", ""),
+        ("unknown_tool", "no_such_tool"),
+        ("invalid_json", "get_order"),
+    ]
     assert [p["journal_id"] for p in body["problems"]] == [e.id for e in refused]
     for entry, number in zip(refused, (2, 3, 4), strict=True):
         assert f"вызов №{number} (строка " in entry.message
         assert "символы" in entry.message
-    assert refused[0].arguments == {"_unparsed_chars": body["problems"][0]["end"]
-                                    - body["problems"][0]["start"]}
+    assert refused[0].arguments == {
+        "_unparsed_chars": body["problems"][0]["end"] - body["problems"][0]["start"]
+    }
     assert len(text_entries()) == 4
 
 
@@ -199,10 +224,17 @@ def test_a_refused_block_never_puts_a_token_into_the_journal(assistant: Assistan
     assert sandbox_orders(assistant.http) == []
 
 
-@pytest.mark.parametrize("payload", [
-    [{"text": "x"}], "просто строка", {"text": 1}, {"text": None}, {},
-    {"text": "x", "model": "qwen"},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [{"text": "x"}],
+        "просто строка",
+        {"text": 1},
+        {"text": None},
+        {},
+        {"text": "x", "model": "qwen"},
+    ],
+)
 def test_bodies_that_are_not_a_text_are_refused(assistant: Assistant, payload: Any):
     status, body = assistant.post("/api/v1/text/call", payload)
 
@@ -212,17 +244,22 @@ def test_bodies_that_are_not_a_text_are_refused(assistant: Assistant, payload: A
 
 def test_a_lone_surrogate_is_refused_not_a_500(assistant: Assistant):
     response = assistant.http.post(
-        "/api/v1/text/call", data='{"text": "' + tc("find_orders").replace('"', '\\"')
-        .replace("\n", "\\n") + '\\ud800"}', content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {assistant.key}")
+        "/api/v1/text/call",
+        data='{"text": "'
+        + tc("find_orders").replace('"', '\\"').replace("\n", "\\n")
+        + '\\ud800"}',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {assistant.key}",
+    )
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_json"
 
 
 def test_missing_key_is_unauthenticated(client: Any):
-    response = client.post("/api/v1/text/call", data={"text": tc("find_orders")},
-                           content_type="application/json")
+    response = client.post(
+        "/api/v1/text/call", data={"text": tc("find_orders")}, content_type="application/json"
+    )
 
     assert response.status_code == 401
 
@@ -236,7 +273,9 @@ def test_a_megabyte_reply_through_rest(assistant: Assistant):
     assert body["results"][0]["status"] == "ok"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=st.lists(FRAGMENTS, max_size=40).map("".join) | st.text(max_size=200))
 def test_garbage_text_never_gets_a_500(assistant: Assistant, text: str):
     status, body = assistant.post("/api/v1/text/call", {"text": text})
@@ -246,6 +285,7 @@ def test_garbage_text_never_gets_a_500(assistant: Assistant, text: str):
 
 
 # -- the system prompt -----------------------------------------------------------------------
+
 
 def tool_lines(prompt: str) -> list[dict[str, Any]]:
     inner = prompt.split("<tools>\n", 1)[1].split("\n</tools>", 1)[0]
@@ -269,10 +309,12 @@ def test_hermes_format_is_the_qwen_template_with_our_tools(assistant: Assistant)
     assert QWEN_HEADER in prompt
     assert prompt.endswith(QWEN_FOOTER)
     assert prompt.startswith(body["preamble"] + "\n\n# Tools\n\n")
-    visible = [spec.name for spec in gateway.visible_tools(assistant.contour, actor=assistant.actor)]
+    visible = [
+        spec.name for spec in gateway.visible_tools(assistant.contour, actor=assistant.actor)
+    ]
     lines = tool_lines(prompt)
     assert [line["function"]["name"] for line in lines] == visible
-    assert body["tools_block"] == prompt[prompt.index("<tools>\n"):prompt.rindex("</tools>") + 8]
+    assert body["tools_block"] == prompt[prompt.index("<tools>\n") : prompt.rindex("</tools>") + 8]
     assert body["tools"] == lines
     assert body["tool_response_role"] == "user"
     for line in body["tools_block"].split("\n")[1:-1]:
@@ -316,8 +358,12 @@ def test_reply_is_the_qwen_tool_turn_of_all_results_in_order(assistant: Assistan
 
     expected = "\n".join(
         "<tool_response>\n" + json.dumps(part, ensure_ascii=False) + "\n</tool_response>"
-        for part in blocks(body["reply"]))
+        for part in blocks(body["reply"])
+    )
     assert body["reply"] == expected
     assert [b["name"] for b in blocks(body["reply"])] == ["find_orders", None, "find_orders"]
     assert [b["content"]["code"] for b in blocks(body["reply"])] == [
-        "ok", "invalid_arguments", "ok"]
+        "ok",
+        "invalid_arguments",
+        "ok",
+    ]

@@ -21,15 +21,17 @@ def require_chromium() -> Path:
     return CHROMIUM
 
 
-async def consent(authorization_url: str, person: str, *, contour: str,
-                  callback: re.Pattern[str]) -> str:
+async def consent(
+    authorization_url: str, person: str, *, contour: str, callback: re.Pattern[str]
+) -> str:
     """Open the client's authorization URL, log in, allow `contour` (read only) and
     follow the redirect to the client's loopback callback; returns the callback's URL."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=str(require_chromium()),
-                                                   headless=True, args=LAUNCH_ARGS)
+        browser = await playwright.chromium.launch(
+            executable_path=str(require_chromium()), headless=True, args=LAUNCH_ARGS
+        )
         try:
             page = await browser.new_page(locale="ru-RU")
             page.set_default_timeout(30_000)

@@ -62,8 +62,10 @@ class Served:
         clauses = " AND ".join(f"{name} = ?" for name in where) or "1 = 1"
         with sqlite3.connect(self.db) as conn:
             conn.row_factory = sqlite3.Row
-            rows = conn.execute(f"SELECT * FROM audit_journalentry WHERE {clauses} ORDER BY id",  # noqa: S608
-                                tuple(where.values())).fetchall()
+            rows = conn.execute(
+                f"SELECT * FROM audit_journalentry WHERE {clauses} ORDER BY id",  # noqa: S608
+                tuple(where.values()),
+            ).fetchall()
         return [dict(row) for row in rows]
 
     def query(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
@@ -72,8 +74,15 @@ class Served:
 
 
 def _manage(env: dict[str, str], *args: str) -> str:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
 
 
 @pytest.fixture(scope="session")
@@ -81,20 +90,40 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     state = tmp_path_factory.mktemp("oauth")
     port = free_port()
     db = state / "db.sqlite3"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "PORT": str(port),
-           "GATEWAY_SITE_URL": f"http://127.0.0.1:{port}", "LOG_LEVEL": "WARNING",
-           "GATEWAY_OAUTH_ENABLED": "true",
-           # every client of this suite registers from 127.0.0.1: the per-address bound (10 an
-           # hour by default) is tested in tests/adapters/oauth/test_served_registration.py
-           "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR": "1000"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "PORT": str(port),
+        "GATEWAY_SITE_URL": f"http://127.0.0.1:{port}",
+        "LOG_LEVEL": "WARNING",
+        "GATEWAY_OAUTH_ENABLED": "true",
+        # every client of this suite registers from 127.0.0.1: the per-address bound (10 an
+        # hour by default) is tested in tests/adapters/oauth/test_served_registration.py
+        "GATEWAY_OAUTH_REGISTRATIONS_PER_ADDRESS_HOUR": "1000",
+    }
     _manage(env, "migrate", "--noinput")
     viewer_key = _manage(env, "shell", "-c", SETUP).strip().splitlines()[-1]  # one process
     base = f"http://127.0.0.1:{port}"
     log = (state / "uvicorn.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1", "--no-access-log"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--no-access-log",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         for _ in range(300):
             try:
@@ -139,20 +168,30 @@ class OAuthClient:
     http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=30))
 
     def register(self) -> dict[str, Any]:
-        answer = self.http.post(f"{self.served.base}/register", json={
-            "redirect_uris": [self.redirect_uri], "client_name": self.name,
-            "token_endpoint_auth_method": "none",
-            "grant_types": ["authorization_code", "refresh_token"]})
+        answer = self.http.post(
+            f"{self.served.base}/register",
+            json={
+                "redirect_uris": [self.redirect_uri],
+                "client_name": self.name,
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+            },
+        )
         assert answer.status_code == 201, answer.text
         self.client_id = answer.json()["client_id"]
         return answer.json()
 
-    def authorize(self, *, redirect_uri: str | None = None, challenge: bool = True
-                  ) -> httpx.Response:
+    def authorize(
+        self, *, redirect_uri: str | None = None, challenge: bool = True
+    ) -> httpx.Response:
         self.verifier, code_challenge = pkce()
-        params = {"response_type": "code", "client_id": self.client_id,
-                  "redirect_uri": redirect_uri or self.redirect_uri, "state": self.state,
-                  "resource": self.served.mcp}
+        params = {
+            "response_type": "code",
+            "client_id": self.client_id,
+            "redirect_uri": redirect_uri or self.redirect_uri,
+            "state": self.state,
+            "resource": self.served.mcp,
+        }
         if challenge:
             params.update(code_challenge=code_challenge, code_challenge_method="S256")
         return self.http.get(f"{self.served.base}/authorize", params=params)
@@ -164,20 +203,35 @@ class OAuthClient:
         consent_url = answer.headers["location"]
         browser = httpx.Client(timeout=30, base_url=self.served.base)
         login = browser.get("/accounts/login/", params={"next": consent_url})
-        done = browser.post("/accounts/login/", data={
-            "username": person, "password": PASSWORD, "next": consent_url,
-            "csrfmiddlewaretoken": _hidden(login.text, "csrfmiddlewaretoken")})
+        done = browser.post(
+            "/accounts/login/",
+            data={
+                "username": person,
+                "password": PASSWORD,
+                "next": consent_url,
+                "csrfmiddlewaretoken": _hidden(login.text, "csrfmiddlewaretoken"),
+            },
+        )
         assert done.status_code == 302, done.text[:500]
         page = browser.get(done.headers["location"])
         return browser, consent_url, page
 
-    def decide(self, person: str, *, contour: str = "shop", toolsets: tuple[str, ...] = ("read",),
-               allow: bool = True) -> httpx.Response:
+    def decide(
+        self,
+        person: str,
+        *,
+        contour: str = "shop",
+        toolsets: tuple[str, ...] = ("read",),
+        allow: bool = True,
+    ) -> httpx.Response:
         browser, _, page = self.consent_page(person)
         assert page.status_code in (200, 403), page.text[:500]
-        form: dict[str, Any] = {"csrfmiddlewaretoken": _hidden(page.text, "csrfmiddlewaretoken"),
-                                "request": _hidden(page.text, "request"), "contour": contour,
-                                "toolsets": list(toolsets)}
+        form: dict[str, Any] = {
+            "csrfmiddlewaretoken": _hidden(page.text, "csrfmiddlewaretoken"),
+            "request": _hidden(page.text, "request"),
+            "contour": contour,
+            "toolsets": list(toolsets),
+        }
         form["allow" if allow else "deny"] = "1"
         return browser.post("/oauth/consent/", data=form)
 
@@ -189,20 +243,30 @@ class OAuthClient:
         return query["code"][0]
 
     def token(self, code: str, *, verifier: str | None = "") -> httpx.Response:
-        data = {"grant_type": "authorization_code", "code": code, "client_id": self.client_id,
-                "redirect_uri": self.redirect_uri}
+        data = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": self.client_id,
+            "redirect_uri": self.redirect_uri,
+        }
         if verifier is not None:
             data["code_verifier"] = verifier or self.verifier
         return self.http.post(f"{self.served.base}/token", data=data)
 
     def refresh(self, refresh_token: str) -> httpx.Response:
-        return self.http.post(f"{self.served.base}/token", data={
-            "grant_type": "refresh_token", "refresh_token": refresh_token,
-            "client_id": self.client_id})
+        return self.http.post(
+            f"{self.served.base}/token",
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": refresh_token,
+                "client_id": self.client_id,
+            },
+        )
 
     def revoke(self, token: str) -> httpx.Response:
-        return self.http.post(f"{self.served.base}/revoke",
-                              data={"token": token, "client_id": self.client_id})
+        return self.http.post(
+            f"{self.served.base}/revoke", data={"token": token, "client_id": self.client_id}
+        )
 
     def connect(self, person: str = "olga", **choice: Any) -> dict[str, Any]:
         """Register, consent, exchange: the token response."""
@@ -222,15 +286,24 @@ def oauth_client(served: Served) -> OAuthClient:
     return OAuthClient(served)
 
 
-def call_tool(served: Served, token: str, name: str, arguments: dict[str, Any]
-              ) -> httpx.Response:
+def call_tool(served: Served, token: str, name: str, arguments: dict[str, Any]) -> httpx.Response:
     """One JSON-RPC tools/call POSTed to /mcp with a Bearer token (no session: what the
     gateway answers before MCP is what these tests look at)."""
-    return httpx.post(served.mcp, headers={"Authorization": f"Bearer {token}",
-                                           "Accept": "application/json, text/event-stream",
-                                           "MCP-Protocol-Version": "2025-11-25"},
-                      json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                            "params": {"name": name, "arguments": arguments}}, timeout=30)
+    return httpx.post(
+        served.mcp,
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        },
+        timeout=30,
+    )
 
 
 @pytest.fixture(scope="session")

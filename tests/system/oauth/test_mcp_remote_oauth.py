@@ -21,7 +21,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 AUTHORIZE_LINE = re.compile(r"Please authorize this client by visiting:\s*(\S+)")
 
 
-
 async def _authorization_url(log: Path) -> str:
     with anyio.fail_after(90):
         while True:
@@ -31,29 +30,41 @@ async def _authorization_url(log: Path) -> str:
             await anyio.sleep(0.2)
 
 
-async def test_mcp_remote_connects_through_owner_consent(served: Served, node_modules: Path,
-                                                        tmp_path: Path):
+async def test_mcp_remote_connects_through_owner_consent(
+    served: Served, node_modules: Path, tmp_path: Path
+):
     require_chromium()
     port = free_port()
     log = tmp_path / "mcp-remote.log"
     params = StdioServerParameters(
         command="node",
         args=[str(node_modules / "mcp-remote" / "dist" / "proxy.js"), served.mcp, str(port)],
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-             "MCP_REMOTE_CONFIG_DIR": str(tmp_path / "mcp-auth")})
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "MCP_REMOTE_CONFIG_DIR": str(tmp_path / "mcp-auth"),
+        },
+    )
     callbacks: list[str] = []
 
     async def owner_consents() -> None:
         url = await _authorization_url(log)
         assert url.startswith(f"{served.base}/authorize?")
-        callbacks.append(await consent(url, "olga", contour="shop",
-                                       callback=re.compile(rf"localhost:{port}/oauth/callback")))
+        callbacks.append(
+            await consent(
+                url,
+                "olga",
+                contour="shop",
+                callback=re.compile(rf"localhost:{port}/oauth/callback"),
+            )
+        )
 
     with log.open("w") as errlog:
         async with anyio.create_task_group() as browser_step:
             browser_step.start_soon(owner_consents)
-            async with Client(stdio_client(params, errlog=errlog), mode="legacy",
-                              read_timeout_seconds=120) as client:
+            async with Client(
+                stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=120
+            ) as client:
                 listed = [tool.name for tool in (await client.list_tools()).tools]
                 read = await client.call_tool("find_orders", {"page_size": 1})
 
@@ -64,7 +75,8 @@ async def test_mcp_remote_connects_through_owner_consent(served: Served, node_mo
     # registered by mcp-remote itself (its default name), journaled as that client
     granted = served.query(
         "SELECT c.name, k.prefix FROM oauth_oauthclient c JOIN oauth_oauthgrant g "
-        "ON g.client_id = c.id JOIN tools_apikey k ON k.id = g.key_id ORDER BY g.id DESC")[0]
+        "ON g.client_id = c.id JOIN tools_apikey k ON k.id = g.key_id ORDER BY g.id DESC"
+    )[0]
     assert granted[0] == "MCP CLI Proxy"
     assert "MCP CLI Proxy" in served.journal(code="oauth_token_issued")[-1]["actor"]
     assert served.journal(tool="find_orders", actor=f"key:{granted[1]}")

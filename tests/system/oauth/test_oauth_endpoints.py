@@ -18,7 +18,6 @@ from tests.system.oauth.conftest import OAuthClient, Served, call_tool
 pytestmark = pytest.mark.anyio
 
 
-
 def test_discovery_names_the_authorization_server_and_public_pkce_clients(served: Served):
     # when
     unauthorized = httpx.post(served.mcp, json={})
@@ -28,8 +27,9 @@ def test_discovery_names_the_authorization_server_and_public_pkce_clients(served
     # then: the 401 points to RFC 9728 metadata, which names this issuer (RFC 8414)
     assert unauthorized.status_code == 401
     challenge = unauthorized.headers["www-authenticate"]
-    assert (f'resource_metadata="{served.base}/.well-known/oauth-protected-resource/mcp"'
-            in challenge)
+    assert (
+        f'resource_metadata="{served.base}/.well-known/oauth-protected-resource/mcp"' in challenge
+    )
     assert resource["resource"] == served.mcp
     assert resource["authorization_servers"] == [served.base]
     assert server["issuer"] == served.base
@@ -39,8 +39,9 @@ def test_discovery_names_the_authorization_server_and_public_pkce_clients(served
     assert server["revocation_endpoint"] == f"{served.base}/revoke"
 
 
-@pytest.mark.parametrize("uri", ["http://evil.example/cb", "myapp://callback",
-                                 "https://chatgpt.com/cb#frag"])
+@pytest.mark.parametrize(
+    "uri", ["http://evil.example/cb", "myapp://callback", "https://chatgpt.com/cb#frag"]
+)
 def test_registration_takes_only_https_or_loopback_redirects(served: Served, uri: str):
     # when
     answer = httpx.post(f"{served.base}/register", json={"redirect_uris": [uri]})
@@ -52,9 +53,14 @@ def test_registration_takes_only_https_or_loopback_redirects(served: Served, uri
 
 def test_registration_answers_a_public_client_even_when_a_secret_is_asked(served: Served):
     # when: RFC 7591 default method (client_secret_basic) asked
-    answer = httpx.post(f"{served.base}/register", json={
-        "redirect_uris": ["https://claude.ai/api/mcp/auth_callback"], "client_name": "Claude",
-        "token_endpoint_auth_method": "client_secret_basic"})
+    answer = httpx.post(
+        f"{served.base}/register",
+        json={
+            "redirect_uris": ["https://claude.ai/api/mcp/auth_callback"],
+            "client_name": "Claude",
+            "token_endpoint_auth_method": "client_secret_basic",
+        },
+    )
 
     # then
     assert answer.status_code == 201
@@ -62,8 +68,9 @@ def test_registration_answers_a_public_client_even_when_a_secret_is_asked(served
     assert "client_secret" not in answer.json()
 
 
-async def test_an_owners_grant_is_a_key_of_the_contour_in_every_rule(served: Served,
-                                                                    oauth_client: OAuthClient):
+async def test_an_owners_grant_is_a_key_of_the_contour_in_every_rule(
+    served: Served, oauth_client: OAuthClient
+):
     # given: Olga lets the client read and write on shop
     tokens = oauth_client.connect("olga", contour="shop", toolsets=("read", "write"))
     assert tokens["scope"] == "read write"
@@ -71,9 +78,10 @@ async def test_an_owners_grant_is_a_key_of_the_contour_in_every_rule(served: Ser
 
     # when: the official client lists, reads and starts a write with the access token
     headers = {"Authorization": f"Bearer {tokens['access_token']}"}
-    async with (httpx2.AsyncClient(headers=headers, timeout=30) as http,
-                Client(streamable_http_client(served.mcp, http_client=http),
-                       mode="legacy") as client):
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(served.mcp, http_client=http), mode="legacy") as client,
+    ):
         listed = [tool.name for tool in (await client.list_tools()).tools]
         read = await client.call_tool("find_orders", {"page_size": 1})
         write = await client.call_tool("create_order", order_args())
@@ -86,10 +94,12 @@ async def test_an_owners_grant_is_a_key_of_the_contour_in_every_rule(served: Ser
     key = served.query(
         "SELECT k.prefix, k.toolsets, u.username, c.slug, k.key_hash FROM tools_apikey k "
         "JOIN auth_user u ON u.id = k.user_id JOIN tools_contour c ON c.id = k.contour_id "
-        "JOIN oauth_oauthgrant g ON g.key_id = k.id")[-1]
+        "JOIN oauth_oauthgrant g ON g.key_id = k.id"
+    )[-1]
     assert json.loads(key[1]) == ["read", "write"] and key[2:4] == ("olga", "shop")
-    assert not served.query("SELECT 1 FROM oauth_oauthtoken WHERE token_hash = ?",
-                            tokens["access_token"])
+    assert not served.query(
+        "SELECT 1 FROM oauth_oauthtoken WHERE token_hash = ?", tokens["access_token"]
+    )
     calls = served.journal(tool="find_orders", actor=f"key:{key[0]}")
     assert calls and calls[-1]["channel"] == "mcp-http"
     issued = served.journal(code="oauth_token_issued")[-1]
@@ -98,7 +108,8 @@ async def test_an_owners_grant_is_a_key_of_the_contour_in_every_rule(served: Ser
 
 
 def test_a_read_only_grant_calling_create_order_gets_insufficient_scope(
-        served: Served, oauth_client: OAuthClient):
+    served: Served, oauth_client: OAuthClient
+):
     # given
     tokens = oauth_client.connect("olga", contour="shop", toolsets=("read",))
 
@@ -142,9 +153,9 @@ def test_deny_returns_access_denied_with_the_state(oauth_client: OAuthClient):
 
 
 @pytest.mark.parametrize("person", ["oleg", "anna"])
-def test_an_operator_or_auditor_who_owns_nothing_cannot_grant(served: Served,
-                                                              oauth_client: OAuthClient,
-                                                              person: str):
+def test_an_operator_or_auditor_who_owns_nothing_cannot_grant(
+    served: Served, oauth_client: OAuthClient, person: str
+):
     # given
     oauth_client.register()
     grants_before = served.query("SELECT count(*) FROM oauth_oauthgrant")[0][0]
@@ -184,14 +195,15 @@ def test_pkce_is_required_at_authorize_and_at_token(oauth_client: OAuthClient):
 
     # then
     assert no_challenge.status_code == 302
-    assert parse_qs(urlsplit(no_challenge.headers["location"]).query)["error"] == ["invalid_request"]
+    assert parse_qs(urlsplit(no_challenge.headers["location"]).query)["error"] == [
+        "invalid_request"
+    ]
     assert no_verifier.status_code == 400 and no_verifier.json()["error"] == "invalid_request"
     assert wrong_verifier.status_code == 400 and wrong_verifier.json()["error"] == "invalid_grant"
     assert oauth_client.token(code).status_code == 200  # the right one still works
 
 
-def test_a_reused_code_is_refused_and_revokes_the_grant(served: Served,
-                                                        oauth_client: OAuthClient):
+def test_a_reused_code_is_refused_and_revokes_the_grant(served: Served, oauth_client: OAuthClient):
     # given
     oauth_client.register()
     code = oauth_client.code("olga")
@@ -206,8 +218,9 @@ def test_a_reused_code_is_refused_and_revokes_the_grant(served: Served,
     assert served.journal(code="oauth_grant_revoked")[-1]["status"] == "rejected"
 
 
-def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_grant(served: Served,
-                                                                      oauth_client: OAuthClient):
+def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_grant(
+    served: Served, oauth_client: OAuthClient
+):
     # given
     first = oauth_client.connect("olga")
 
@@ -229,8 +242,9 @@ def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_grant(served: Se
     assert revoked["reason"] == "refresh_token_reused"
 
 
-def test_a_token_revoked_by_the_client_is_unauthenticated(served: Served,
-                                                           oauth_client: OAuthClient):
+def test_a_token_revoked_by_the_client_is_unauthenticated(
+    served: Served, oauth_client: OAuthClient
+):
     # given
     tokens = oauth_client.connect("olga")
     assert call_tool(served, tokens["access_token"], "create_order", {}).status_code == 403
@@ -248,20 +262,32 @@ def test_a_token_revoked_by_the_client_is_unauthenticated(served: Served,
     assert revoked["reason"] == "revoked_by_client"
 
 
-def test_rest_takes_a_contour_key_and_an_access_token_alike(served: Served,
-                                                           oauth_client: OAuthClient):
+def test_rest_takes_a_contour_key_and_an_access_token_alike(
+    served: Served, oauth_client: OAuthClient
+):
     # given
     key = served.viewer_key
     tokens = oauth_client.connect("olga", contour="shop", toolsets=("read",))
 
     # when
-    by_key = httpx.post(f"{served.base}/api/v1/call", json={"name": "find_orders"},
-                        headers={"Authorization": f"Bearer {key}"}, timeout=30)
-    by_grant = httpx.post(f"{served.base}/api/v1/call", json={"name": "find_orders"},
-                          headers={"Authorization": f"Bearer {tokens['access_token']}"},
-                          timeout=30)
-    unknown = httpx.post(f"{served.base}/api/v1/call", json={"name": "find_orders"},
-                         headers={"Authorization": "Bearer iba_nope"}, timeout=30)
+    by_key = httpx.post(
+        f"{served.base}/api/v1/call",
+        json={"name": "find_orders"},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    by_grant = httpx.post(
+        f"{served.base}/api/v1/call",
+        json={"name": "find_orders"},
+        headers={"Authorization": f"Bearer {tokens['access_token']}"},
+        timeout=30,
+    )
+    unknown = httpx.post(
+        f"{served.base}/api/v1/call",
+        json={"name": "find_orders"},
+        headers={"Authorization": "Bearer iba_nope"},
+        timeout=30,
+    )
 
     # then
     assert by_key.status_code == 200, by_key.text

@@ -38,8 +38,7 @@ ContourRole.objects.create(user=olga, contour=Contour.objects.get(slug="shop"), 
 
 
 @pytest.fixture(scope="module")
-def behind_balancer(tmp_path_factory: pytest.TempPathFactory
-                    ) -> Iterator[tuple[Served, Cluster]]:
+def behind_balancer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Cluster]]:
     params = postgres_params()
     if params is None:
         pytest.skip("two workers share OAuth state through PostgreSQL: set DATABASE_URL")
@@ -47,9 +46,17 @@ def behind_balancer(tmp_path_factory: pytest.TempPathFactory
     port = free_port()
     public = f"http://127.0.0.1:{port}"
     with scratch_database(params, "gateway_oauth") as dbname:
-        cluster = build(tmp, params, dbname, ["shop"], extra_env={
-            "CELERY_TASK_ALWAYS_EAGER": "true", "MCP_REDIS_URL": REDIS_URL,
-            "GATEWAY_OAUTH_ENABLED": "true"})
+        cluster = build(
+            tmp,
+            params,
+            dbname,
+            ["shop"],
+            extra_env={
+                "CELERY_TASK_ALWAYS_EAGER": "true",
+                "MCP_REDIS_URL": REDIS_URL,
+                "GATEWAY_OAUTH_ENABLED": "true",
+            },
+        )
         for worker in (cluster.a, cluster.b):
             worker.env = {**worker.env, "GATEWAY_SITE_URL": public}
         cluster.manage("shell", "-c", PEOPLE)
@@ -67,7 +74,8 @@ def behind_balancer(tmp_path_factory: pytest.TempPathFactory
 
 
 async def test_a_hosted_assistants_whole_flow_crosses_both_workers(
-        behind_balancer: tuple[Served, Cluster]):
+    behind_balancer: tuple[Served, Cluster],
+):
     served, cluster = behind_balancer
     client = OAuthClient(served)
 
@@ -77,9 +85,12 @@ async def test_a_hosted_assistants_whole_flow_crosses_both_workers(
     headers = {"Authorization": f"Bearer {tokens['access_token']}"}
 
     # when: the official SDK client works through the balancer
-    async with (httpx2.AsyncClient(headers=headers, timeout=30) as http,
-                Client(streamable_http_client(f"{served.base}/mcp", http_client=http),
-                       mode="legacy") as mcp):
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(
+            streamable_http_client(f"{served.base}/mcp", http_client=http), mode="legacy"
+        ) as mcp,
+    ):
         listed = [tool.name for tool in (await mcp.list_tools()).tools]
         read = await mcp.call_tool("find_orders", {"page_size": 1})
         write = await mcp.call_tool("create_order", order_args())
@@ -89,13 +100,15 @@ async def test_a_hosted_assistants_whole_flow_crosses_both_workers(
     assert read.structured_content["status"] == "ok", read.structured_content
     assert write.structured_content["status"] == "confirmation_required"
     for worker in (cluster.a, cluster.b):
-        direct = httpx.post(f"{worker.base}/api/v1/call", json={"name": "find_orders"},
-                            headers=headers, timeout=30)
+        direct = httpx.post(
+            f"{worker.base}/api/v1/call", json={"name": "find_orders"}, headers=headers, timeout=30
+        )
         assert direct.status_code == 200, (worker.name, direct.text)
 
 
 def test_refresh_on_one_worker_and_revocation_on_the_other_hold_for_both(
-        behind_balancer: tuple[Served, Cluster]):
+    behind_balancer: tuple[Served, Cluster],
+):
     served, cluster = behind_balancer
     client = OAuthClient(served)
     first = client.connect("olga", contour="shop", toolsets=("read",))
@@ -109,12 +122,21 @@ def test_refresh_on_one_worker_and_revocation_on_the_other_hold_for_both(
     # then: neither worker takes any of the grant's tokens, on its very next call
     for worker in (cluster.a, cluster.b):
         for token in (first["access_token"], access):
-            refused = httpx.post(f"{worker.base}/mcp", timeout=30, json={
-                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "find_orders", "arguments": {}}},
-                headers={"Authorization": f"Bearer {token}",
-                         "Accept": "application/json, text/event-stream",
-                         "MCP-Protocol-Version": "2025-11-25"})
+            refused = httpx.post(
+                f"{worker.base}/mcp",
+                timeout=30,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "find_orders", "arguments": {}},
+                },
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "Accept": "application/json, text/event-stream",
+                    "MCP-Protocol-Version": "2025-11-25",
+                },
+            )
             assert refused.status_code == 401, (worker.name, refused.text)
             assert f'resource_metadata="{served.base}/' in refused.headers["www-authenticate"]
     assert client.refresh(rotated.json()["refresh_token"]).status_code == 400

@@ -20,13 +20,14 @@ from tests.system.oauth.conftest import NODE_DIR, Served
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 
 
-
 async def test_typescript_sdk_connects_through_owner_consent(served: Served, node_modules: Path):
     require_chromium()
     port = free_port()
     script = await anyio.open_process(
         ["node", str(NODE_DIR / "oauth_client.mjs"), served.mcp, str(port)],
-        cwd=NODE_DIR, stderr=subprocess.PIPE)
+        cwd=NODE_DIR,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert script.stdout is not None and script.stderr is not None
         lines = TextReceiveStream(script.stdout)
@@ -38,8 +39,12 @@ async def test_typescript_sdk_connects_through_owner_consent(served: Served, nod
                     break
             authorize = json.loads(output.strip().splitlines()[0])["authorize"]
             assert authorize.startswith(f"{served.base}/authorize?")
-            landed = await consent(authorize, "olga", contour="shop",
-                                   callback=re.compile(rf"127\.0\.0\.1:{port}/callback"))
+            landed = await consent(
+                authorize,
+                "olga",
+                contour="shop",
+                callback=re.compile(rf"127\.0\.0\.1:{port}/callback"),
+            )
             rest = ""
             async for chunk in lines:
                 rest += chunk

@@ -19,26 +19,41 @@ pytestmark = pytest.mark.django_db
 
 
 def test_thresholds_and_ceilings_typed_in_roubles_are_stored_in_kopecks(
-        owner: Client, assistant: Assistant):
+    owner: Client, assistant: Assistant
+):
     acme = assistant.contour
 
-    response = owner.post(change_url(acme), contour_form(
-        acme, approval_thresholds_RUB="1 500,5", approval_thresholds_USD="",
-        **{"ceilings-TOTAL_FORMS": 2,
-           "ceilings-0-kind": "per_order", "ceilings-0-currency": "RUB",
-           "ceilings-0-limit": "250 000",
-           "ceilings-1-kind": "per_hour", "ceilings-1-currency": "", "ceilings-1-limit": "20"}))
+    response = owner.post(
+        change_url(acme),
+        contour_form(
+            acme,
+            approval_thresholds_RUB="1 500,5",
+            approval_thresholds_USD="",
+            **{
+                "ceilings-TOTAL_FORMS": 2,
+                "ceilings-0-kind": "per_order",
+                "ceilings-0-currency": "RUB",
+                "ceilings-0-limit": "250 000",
+                "ceilings-1-kind": "per_hour",
+                "ceilings-1-currency": "",
+                "ceilings-1-limit": "20",
+            },
+        ),
+    )
 
     assert response.status_code == 302, response.content.decode()[:3000]
     acme.refresh_from_db()
     assert acme.approval_thresholds == {"RUB": 150050}
     assert sorted(Ceiling.objects.values_list("kind", "limit")) == [
-        ("per_hour", 20), ("per_order", 25_000_000)]
+        ("per_hour", 20),
+        ("per_order", 25_000_000),
+    ]
 
 
 def test_the_change_page_shows_roubles_with_the_sign(owner: Client, assistant: Assistant):
-    Ceiling.objects.create(contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB",
-                           limit=12_345_67)
+    Ceiling.objects.create(
+        contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=12_345_67
+    )
 
     page = owner.get(change_url(assistant.contour)).content.decode()
 
@@ -50,10 +65,11 @@ def test_the_change_page_shows_roubles_with_the_sign(owner: Client, assistant: A
 
 
 @pytest.mark.parametrize("typed", ["1,234", "-5", "сто рублей", "1e5"])
-def test_amounts_that_are_not_roubles_are_refused(owner: Client, assistant: Assistant,
-                                                  typed: str):
-    response = owner.post(change_url(assistant.contour), contour_form(
-        assistant.contour, approval_thresholds_RUB=typed))
+def test_amounts_that_are_not_roubles_are_refused(owner: Client, assistant: Assistant, typed: str):
+    response = owner.post(
+        change_url(assistant.contour),
+        contour_form(assistant.contour, approval_thresholds_RUB=typed),
+    )
 
     assert response.status_code == 200
     assert "сумма в рублях" in response.content.decode()
@@ -70,14 +86,20 @@ def made_order(assistant: Assistant) -> None:
 
 
 def test_operations_and_confirmations_read_in_roubles_not_kopecks(
-        owner: Client, assistant: Assistant):
+    owner: Client, assistant: Assistant
+):
     made_order(assistant)
     operation = Operation.objects.get()
 
-    pages = {url: owner.get(url).content.decode() for url in (
-        "/admin/tools/operation/", f"/admin/tools/operation/{operation.pk}/change/",
-        "/admin/tools/pendingconfirmation/",
-        f"/admin/tools/pendingconfirmation/{operation.confirmation_id}/change/")}
+    pages = {
+        url: owner.get(url).content.decode()
+        for url in (
+            "/admin/tools/operation/",
+            f"/admin/tools/operation/{operation.pk}/change/",
+            "/admin/tools/pendingconfirmation/",
+            f"/admin/tools/pendingconfirmation/{operation.confirmation_id}/change/",
+        )
+    }
 
     # (the stored result, JSON for programs, keeps its kopecks beside amount_human)
     for url, page in pages.items():
@@ -87,7 +109,8 @@ def test_operations_and_confirmations_read_in_roubles_not_kopecks(
 
 
 def test_no_operator_needed_is_said_plainly_not_with_a_red_cross(
-        owner: Client, assistant: Assistant):
+    owner: Client, assistant: Assistant
+):
     made_order(assistant)
 
     page = owner.get("/admin/tools/pendingconfirmation/").content.decode()

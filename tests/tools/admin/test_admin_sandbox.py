@@ -19,20 +19,39 @@ pytestmark = pytest.mark.django_db
 
 
 def new_sandbox_form(slug: str) -> dict[str, object]:
-    return {"slug": slug, "name": "Проверка", "mode": "sandbox",
-            "base_url": "http://127.0.0.1:8000/sandbox/invoicebox", "api_prefix": "v3",
-            "merchant_id": "",
-            "api_token": "", "toolsets": ["read"], "confirmation_ttl_seconds": 900,
-            "approval_window_hours": 24, "dedup_window_seconds": 600,
-            **thresholds_form({"RUB": 10000000}), "allowed_currencies": ["RUB"],
-            "time_zone": "Europe/Moscow", "key_grace_hours": 24, "_save": "Сохранить",
-            **{f"{p}-{k}": v for p in ("ceilings", "api_keys", "roles")
-               for k, v in (("TOTAL_FORMS", 0), ("INITIAL_FORMS", 0), ("MIN_NUM_FORMS", 0),
-                            ("MAX_NUM_FORMS", 1000))}}
+    return {
+        "slug": slug,
+        "name": "Проверка",
+        "mode": "sandbox",
+        "base_url": "http://127.0.0.1:8000/sandbox/invoicebox",
+        "api_prefix": "v3",
+        "merchant_id": "",
+        "api_token": "",
+        "toolsets": ["read"],
+        "confirmation_ttl_seconds": 900,
+        "approval_window_hours": 24,
+        "dedup_window_seconds": 600,
+        **thresholds_form({"RUB": 10000000}),
+        "allowed_currencies": ["RUB"],
+        "time_zone": "Europe/Moscow",
+        "key_grace_hours": 24,
+        "_save": "Сохранить",
+        **{
+            f"{p}-{k}": v
+            for p in ("ceilings", "api_keys", "roles")
+            for k, v in (
+                ("TOTAL_FORMS", 0),
+                ("INITIAL_FORMS", 0),
+                ("MIN_NUM_FORMS", 0),
+                ("MAX_NUM_FORMS", 1000),
+            )
+        },
+    }
 
 
 def test_a_new_sandbox_contour_without_a_token_gets_its_own_merchant(
-        owner: Client, assistant: Assistant):
+    owner: Client, assistant: Assistant
+):
     # given: the demo-shop contour issued an order
     args = order_args()
     token = assistant.call("create_order", args)[1]["confirmation"]["token"]
@@ -53,8 +72,7 @@ def test_a_new_sandbox_contour_without_a_token_gets_its_own_merchant(
 
 
 def test_a_new_demo_contour_still_needs_its_token(owner: Client, assistant: Assistant):
-    form = {**new_sandbox_form("demo2"), "mode": "demo",
-            "base_url": "https://api.invoicebox.ru"}
+    form = {**new_sandbox_form("demo2"), "mode": "demo", "base_url": "https://api.invoicebox.ru"}
 
     response = owner.post("/admin/tools/contour/add/", form)
 

@@ -13,8 +13,9 @@ from tests.tools.conftest import logged_in
 pytestmark = pytest.mark.django_db
 
 
-def test_the_admin_says_when_each_prefix_applies(make_user: Callable[..., User],
-                                                  assistant: Assistant) -> None:
+def test_the_admin_says_when_each_prefix_applies(
+    make_user: Callable[..., User], assistant: Assistant
+) -> None:
     owner = logged_in(make_user("oleg", "owners", staff=True))
 
     page = owner.get(f"/admin/tools/contour/{assistant.contour.pk}/change/").content.decode()

@@ -82,8 +82,14 @@ def owner(make_user: Callable[..., User]) -> Client:
 
 
 def custom_contour(url: str) -> Contour:
-    contour = create_contour("proxy", mode="custom", base_url=url, token=OLD_TOKEN,
-                             merchant_id=MERCHANT, actor=SCAFFOLDING)
+    contour = create_contour(
+        "proxy",
+        mode="custom",
+        base_url=url,
+        token=OLD_TOKEN,
+        merchant_id=MERCHANT,
+        actor=SCAFFOLDING,
+    )
     for oleg in User.objects.filter(username="oleg"):
         role_service.grant(oleg, "owner", contour, actor="test")
     return contour
@@ -106,8 +112,10 @@ def look_up(contour: Contour) -> dict[str, Any]:
 
 # -- the warning -----------------------------------------------------------------------------
 
-def test_the_list_and_the_change_page_warn_about_a_custom_contour(owner: Client,
-                                                                  assistant: Assistant):
+
+def test_the_list_and_the_change_page_warn_about_a_custom_contour(
+    owner: Client, assistant: Assistant
+):
     proxy = custom_contour("https://proxy.example.net")
 
     listing = owner.get("/admin/tools/contour/").content.decode()
@@ -123,12 +131,17 @@ def test_the_list_and_the_change_page_warn_about_a_custom_contour(owner: Client,
 
 # -- a change of address or mode through the admin form -----------------------------------------
 
-@pytest.mark.parametrize("changes", [
-    {"base_url": "https://elsewhere.example.net"},
-    {"mode": "demo", "base_url": OFFICIAL_API_ORIGIN},
-])
-def test_changing_address_or_mode_without_a_new_token_is_refused(owner: Client,
-                                                                 changes: dict[str, str]):
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"base_url": "https://elsewhere.example.net"},
+        {"mode": "demo", "base_url": OFFICIAL_API_ORIGIN},
+    ],
+)
+def test_changing_address_or_mode_without_a_new_token_is_refused(
+    owner: Client, changes: dict[str, str]
+):
     proxy = custom_contour("https://proxy.example.net")
 
     response = owner.post(change_url(proxy), form(proxy, **changes))
@@ -137,15 +150,20 @@ def test_changing_address_or_mode_without_a_new_token_is_refused(owner: Client,
     assert "введите токен заново" in response.content.decode()
     stored = Contour.objects.get(pk=proxy.pk)
     assert (stored.mode, stored.base_url, stored.api_token) == (
-        "custom", "https://proxy.example.net", OLD_TOKEN)
+        "custom",
+        "https://proxy.example.net",
+        OLD_TOKEN,
+    )
     assert not JournalEntry.objects.filter(phase="configure").exclude(code="role_granted").exists()
 
 
 def test_changing_the_address_with_a_new_token_saves_both(owner: Client):
     proxy = custom_contour("https://proxy.example.net")
 
-    response = owner.post(change_url(proxy), form(proxy, base_url="https://elsewhere.example.net",
-                                                  api_token=NEW_TOKEN))
+    response = owner.post(
+        change_url(proxy),
+        form(proxy, base_url="https://elsewhere.example.net", api_token=NEW_TOKEN),
+    )
 
     assert response.status_code == 302
     stored = Contour.objects.get(pk=proxy.pk)
@@ -155,6 +173,7 @@ def test_changing_the_address_with_a_new_token_saves_both(owner: Client):
 
 
 # -- over HTTP: what the new host receives ------------------------------------------------------
+
 
 def test_the_old_token_never_reaches_a_new_host(owner: Client, hosts: tuple[Upstream, Upstream]):
     first, second = hosts
@@ -183,26 +202,41 @@ def test_the_old_token_never_reaches_a_new_host(owner: Client, hosts: tuple[Upst
     contour.save()
     answer = look_up(Contour.objects.get(pk=proxy.pk))
     assert (answer["code"], answer["message"][:25]) == (
-        "upstream_rejected", "токен Инвойсбокс не задан"), answer
+        "upstream_rejected",
+        "токен Инвойсбокс не задан",
+    ), answer
     assert first.tokens() == [f"Bearer {OLD_TOKEN}"] * 2
     assert all(NEW_TOKEN not in token for token in first.tokens())
 
 
 # -- the notification signature settings in the form ----------------------------------------------
 
+
 def test_the_signature_algorithm_is_set_in_the_form_and_journaled(owner: Client):
     proxy = custom_contour("https://proxy.example.net")
 
-    chosen = owner.post(change_url(proxy), form(
-        proxy, notification_signature_method="hmac",
-        notification_signature_algorithm="sha256"))
+    chosen = owner.post(
+        change_url(proxy),
+        form(
+            proxy, notification_signature_method="hmac", notification_signature_algorithm="sha256"
+        ),
+    )
     kept = owner.post(change_url(proxy), form(Contour.objects.get(pk=proxy.pk), name="Прокси"))
     wrong = owner.post(change_url(proxy), form(proxy, notification_signature_method="hash"))
 
     assert (chosen.status_code, kept.status_code, wrong.status_code) == (302, 302, 200)
     stored = Contour.objects.get(pk=proxy.pk)
-    assert (stored.notification_signature_method,
-            stored.notification_signature_algorithm) == ("hmac", "sha256")
-    first = JournalEntry.objects.filter(phase="configure").exclude(code="role_granted").order_by("id").first()
+    assert (stored.notification_signature_method, stored.notification_signature_algorithm) == (
+        "hmac",
+        "sha256",
+    )
+    first = (
+        JournalEntry.objects.filter(phase="configure")
+        .exclude(code="role_granted")
+        .order_by("id")
+        .first()
+    )
     assert first.arguments["changes"]["notification_signature_algorithm"] == {
-        "before": "sha1", "after": "sha256"}
+        "before": "sha1",
+        "after": "sha256",
+    }

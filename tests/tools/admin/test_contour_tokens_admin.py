@@ -46,12 +46,20 @@ def levels_of(response: object) -> list[tuple[int, str]]:
 
 
 def test_the_same_token_typed_again_after_an_address_change_is_saved(
-        owner: Client, double: Upstream) -> None:
-    proxy = create_contour("proxy", mode="custom", base_url="https://proxy.example.net",
-                           token=TOKEN, merchant_id=MERCHANT, actor=SCAFFOLDING)
+    owner: Client, double: Upstream
+) -> None:
+    proxy = create_contour(
+        "proxy",
+        mode="custom",
+        base_url="https://proxy.example.net",
+        token=TOKEN,
+        merchant_id=MERCHANT,
+        actor=SCAFFOLDING,
+    )
 
-    response = owner.post(change_url(proxy), contour_form(proxy, base_url=double.url,
-                                                          api_token=TOKEN))
+    response = owner.post(
+        change_url(proxy), contour_form(proxy, base_url=double.url, api_token=TOKEN)
+    )
 
     assert response.status_code == 302, response.content.decode()[:3000]
     stored = Contour.objects.get(pk=proxy.pk)
@@ -59,9 +67,16 @@ def test_the_same_token_typed_again_after_an_address_change_is_saved(
 
 
 def test_an_empty_token_field_after_an_address_change_is_still_refused(
-        owner: Client, double: Upstream) -> None:
-    proxy = create_contour("proxy", mode="custom", base_url="https://proxy.example.net",
-                           token=TOKEN, merchant_id=MERCHANT, actor=SCAFFOLDING)
+    owner: Client, double: Upstream
+) -> None:
+    proxy = create_contour(
+        "proxy",
+        mode="custom",
+        base_url="https://proxy.example.net",
+        token=TOKEN,
+        merchant_id=MERCHANT,
+        actor=SCAFFOLDING,
+    )
 
     response = owner.post(change_url(proxy), contour_form(proxy, base_url=double.url))
 
@@ -70,19 +85,22 @@ def test_an_empty_token_field_after_an_address_change_is_still_refused(
     assert double.requests == []
 
 
-def test_a_token_pasted_with_a_bom_and_a_line_end_is_stored_clean(owner: Client,
-                                                                  assistant: Assistant) -> None:
+def test_a_token_pasted_with_a_bom_and_a_line_end_is_stored_clean(
+    owner: Client, assistant: Assistant
+) -> None:
     contour = assistant.contour
 
-    response = owner.post(change_url(contour), contour_form(contour,
-                                                            api_token=f"{BOM}{DEMO_TOKEN}\r\n"))
+    response = owner.post(
+        change_url(contour), contour_form(contour, api_token=f"{BOM}{DEMO_TOKEN}\r\n")
+    )
 
     assert response.status_code == 302
     assert Contour.objects.get(pk=contour.pk).api_token == DEMO_TOKEN
 
 
-def test_a_token_with_cyrillic_letters_is_refused_in_russian(owner: Client,
-                                                            assistant: Assistant) -> None:
+def test_a_token_with_cyrillic_letters_is_refused_in_russian(
+    owner: Client, assistant: Assistant
+) -> None:
     contour = assistant.contour
 
     response = owner.post(change_url(contour), contour_form(contour, api_token="токен123"))
@@ -92,8 +110,7 @@ def test_a_token_with_cyrillic_letters_is_refused_in_russian(owner: Client,
     assert Contour.objects.get(pk=contour.pk).api_token == DEMO_TOKEN
 
 
-def test_a_wrong_token_is_saved_but_shown_as_a_failure(owner: Client,
-                                                      assistant: Assistant) -> None:
+def test_a_wrong_token_is_saved_but_shown_as_a_failure(owner: Client, assistant: Assistant) -> None:
     contour = assistant.contour
 
     response = owner.post(change_url(contour), contour_form(contour, api_token="0" * 32))
@@ -101,16 +118,18 @@ def test_a_wrong_token_is_saved_but_shown_as_a_failure(owner: Client,
     assert response.status_code == 302
     shown = levels_of(response)
     assert not [text for level, text in shown if level == constants.SUCCESS], shown
-    assert any(level == constants.WARNING and "подключение к Инвойсбокс не работает" in text
-               for level, text in shown), shown
+    assert any(
+        level == constants.WARNING and "подключение к Инвойсбокс не работает" in text
+        for level, text in shown
+    ), shown
     failed = [text for level, text in shown if "[НЕТ]" in text]
-    assert failed and all(level == constants.ERROR for level, text in shown
-                          if "[НЕТ]" in text), shown
+    assert failed and all(level == constants.ERROR for level, text in shown if "[НЕТ]" in text), (
+        shown
+    )
     assert "0" * 32 not in json.dumps(shown, ensure_ascii=False)
 
 
-def test_a_working_token_saved_says_the_check_passed(owner: Client,
-                                                    assistant: Assistant) -> None:
+def test_a_working_token_saved_says_the_check_passed(owner: Client, assistant: Assistant) -> None:
     contour = assistant.contour
 
     response = owner.post(change_url(contour), contour_form(contour, api_token=DEMO_TOKEN))
@@ -120,8 +139,9 @@ def test_a_working_token_saved_says_the_check_passed(owner: Client,
     assert any("встроенная песочница" in text for _, text in shown), shown
 
 
-def test_the_check_button_shows_a_failed_row_as_an_error(owner: Client,
-                                                        assistant: Assistant) -> None:
+def test_the_check_button_shows_a_failed_row_as_an_error(
+    owner: Client, assistant: Assistant
+) -> None:
     contour = Contour.objects.get(pk=assistant.contour.pk)
     contour.api_token = "1" * 32
     contour.save()
@@ -132,13 +152,21 @@ def test_the_check_button_shows_a_failed_row_as_an_error(owner: Client,
     assert [level for level, text in shown if "[НЕТ]" in text] == [constants.ERROR], shown
 
 
-def test_a_notepad_token_file_is_accepted_and_check_contour_does_not_crash(
-        tmp_path: Path) -> None:
+def test_a_notepad_token_file_is_accepted_and_check_contour_does_not_crash(tmp_path: Path) -> None:
     token_file = tmp_path / "token.txt"
     token_file.write_bytes(f"{BOM}{DEMO_TOKEN}\r\n".encode())
 
-    call_command("create_contour", "shop", "--mode", "sandbox", "--token-file",
-                 str(token_file), "--merchant-id", MERCHANT, stdout=io.StringIO())
+    call_command(
+        "create_contour",
+        "shop",
+        "--mode",
+        "sandbox",
+        "--token-file",
+        str(token_file),
+        "--merchant-id",
+        MERCHANT,
+        stdout=io.StringIO(),
+    )
     out = io.StringIO()
     call_command("check_contour", "shop", stdout=out)
 
@@ -148,7 +176,8 @@ def test_a_notepad_token_file_is_accepted_and_check_contour_does_not_crash(
 
 
 def test_a_token_stored_with_a_bom_before_the_fix_is_refused_not_a_500(
-        assistant: Assistant) -> None:
+    assistant: Assistant,
+) -> None:
     contour = assistant.contour
     # As an older version stored a Notepad file: BOM and all (the field seals it).
     Contour.objects.filter(pk=contour.pk).update(api_token=BOM + DEMO_TOKEN)
@@ -162,12 +191,14 @@ def test_a_token_stored_with_a_bom_before_the_fix_is_refused_not_a_500(
 
 
 def test_the_token_typed_while_writes_are_confirmed_is_not_in_the_session_in_clear(
-        owner: Client, reader: Assistant) -> None:
+    owner: Client, reader: Assistant
+) -> None:
     viewer = reader.contour
     typed = "sbx_" + "7" * 32
 
-    page = owner.post(change_url(viewer), contour_form(viewer, toolsets=["read", "write"],
-                                                       api_token=typed))
+    page = owner.post(
+        change_url(viewer), contour_form(viewer, toolsets=["read", "write"], api_token=typed)
+    )
     assert "Включить запись для ассистента?" in page.content.decode()
 
     session = SessionStore(owner.session.session_key).load()
@@ -177,20 +208,23 @@ def test_the_token_typed_while_writes_are_confirmed_is_not_in_the_session_in_cle
     done = owner.post(change_url(viewer), {"_confirm_writes": nonce})
     assert done.status_code == 302
     assert Contour.objects.get(pk=viewer.pk).api_token == typed
-    assert not [key for key in SessionStore(owner.session.session_key).load()
-                if key.startswith("contour-writes:")]
+    assert not [
+        key
+        for key in SessionStore(owner.session.session_key).load()
+        if key.startswith("contour-writes:")
+    ]
 
 
-def test_a_confirmation_stash_of_another_shape_is_refused(owner: Client,
-                                                         reader: Assistant) -> None:
+def test_a_confirmation_stash_of_another_shape_is_refused(owner: Client, reader: Assistant) -> None:
     # A clear stash left by an older version (or planted): never used as the owner's form.
     session = owner.session
-    session["contour-writes:old"] = {"object_id": str(reader.contour.pk),
-                                     "post": {"toolsets": ["read", "write"]}}
+    session["contour-writes:old"] = {
+        "object_id": str(reader.contour.pk),
+        "post": {"toolsets": ["read", "write"]},
+    }
     session.save()
 
     response = owner.post(change_url(reader.contour), {"_confirm_writes": "old"})
 
     assert response.status_code == 302
     assert Contour.objects.get(pk=reader.contour.pk).toolsets == ["read"]
-

@@ -59,16 +59,26 @@ def checked(user: User) -> Client:
 
 def change_form(person: User, **extra: str) -> dict[str, str]:
     now = timezone.localtime()
-    return {"username": person.username, "first_name": "", "last_name": "", "email": "",
-            "date_joined_0": now.strftime("%d.%m.%Y"), "date_joined_1": now.strftime("%H:%M:%S"),
-            "last_login_0": "", "last_login_1": "", **extra}
+    return {
+        "username": person.username,
+        "first_name": "",
+        "last_name": "",
+        "email": "",
+        "date_joined_0": now.strftime("%d.%m.%Y"),
+        "date_joined_1": now.strftime("%H:%M:%S"),
+        "last_login_0": "",
+        "last_login_1": "",
+        **extra,
+    }
 
 
 def test_the_change_form_no_longer_sets_the_superuser_flag(root: User, vera: User):
     http = checked(root)
 
-    http.post(f"{PEOPLE}{vera.pk}/change/",
-              change_form(vera, is_active="on", is_staff="on", is_superuser="on"))
+    http.post(
+        f"{PEOPLE}{vera.pk}/change/",
+        change_form(vera, is_active="on", is_staff="on", is_superuser="on"),
+    )
 
     vera.refresh_from_db()
     assert not vera.is_superuser
@@ -76,8 +86,9 @@ def test_the_change_form_no_longer_sets_the_superuser_flag(root: User, vera: Use
     assert 'name="is_superuser"' not in page and 'name="is_staff"' not in page
 
 
-def test_making_a_superuser_needs_a_fresh_factor_and_is_journaled(required: None, root: User,
-                                                                  vera: User):
+def test_making_a_superuser_needs_a_fresh_factor_and_is_journaled(
+    required: None, root: User, vera: User
+):
     action = {"action": "set_is_superuser_on", "_selected_action": [str(vera.pk)]}
 
     refused = logged_in(root).post(PEOPLE, action)
@@ -95,10 +106,13 @@ def test_making_a_superuser_needs_a_fresh_factor_and_is_journaled(required: None
     assert entry.arguments["second_factor"]["checked"] is True
 
 
-def test_another_persons_password_goes_through_the_service(required: None, root: User,
-                                                           vera: User):
-    form = {"password1": "Nov-parol-2025!", "password2": "Nov-parol-2025!",
-            "set_usable_password": "true", "usable_password": "true"}
+def test_another_persons_password_goes_through_the_service(required: None, root: User, vera: User):
+    form = {
+        "password1": "Nov-parol-2025!",
+        "password2": "Nov-parol-2025!",
+        "set_usable_password": "true",
+        "usable_password": "true",
+    }
 
     refused = logged_in(root).post(f"{PEOPLE}{vera.pk}/password/", form)
     vera.refresh_from_db()
@@ -113,8 +127,9 @@ def test_another_persons_password_goes_through_the_service(required: None, root:
     assert "Nov-parol" not in f"{entry.arguments} {entry.message}"
 
 
-def test_the_service_refuses_a_non_superuser_and_an_unnamed_actor(vera: User,
-                                                                  make_user: Callable[..., User]):
+def test_the_service_refuses_a_non_superuser_and_an_unnamed_actor(
+    vera: User, make_user: Callable[..., User]
+):
     olga = make_user("olga")
     as_vera = stepup.StepUp(person=vera, proof=None, channel="admin")
 
@@ -127,8 +142,10 @@ def test_the_service_refuses_a_non_superuser_and_an_unnamed_actor(vera: User,
 
     assert {by_staff.value.code, unnamed.value.code, other_password.value.code} == {"forbidden"}
     olga.refresh_from_db()
-    assert not olga.is_superuser and not JournalEntry.objects.filter(
-        code__startswith="person_").exists()
+    assert (
+        not olga.is_superuser
+        and not JournalEntry.objects.filter(code__startswith="person_").exists()
+    )
 
 
 def test_the_shell_changes_powers_journaled_as_cli(required: None, vera: User):
@@ -150,5 +167,6 @@ def test_the_command_sets_the_flag_through_the_service(vera: User):
     entries = JournalEntry.objects.filter(code="person_flag_changed").order_by("id")
     assert [e.arguments["changes"] for e in entries] == [
         {"is_superuser": {"before": False, "after": True}},
-        {"is_superuser": {"before": True, "after": False}}]
+        {"is_superuser": {"before": True, "after": False}},
+    ]
     assert {e.channel for e in entries} == {"cli"}

@@ -23,9 +23,16 @@ from tools.models import Contour, ContourRole
 pytestmark = pytest.mark.django_db
 
 TOKEN = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
-EMPTY_INLINES = {f"{p}-{k}": v for p in ("ceilings", "api_keys", "roles")
-                 for k, v in (("TOTAL_FORMS", 0), ("INITIAL_FORMS", 0), ("MIN_NUM_FORMS", 0),
-                              ("MAX_NUM_FORMS", 1000))}
+EMPTY_INLINES = {
+    f"{p}-{k}": v
+    for p in ("ceilings", "api_keys", "roles")
+    for k, v in (
+        ("TOTAL_FORMS", 0),
+        ("INITIAL_FORMS", 0),
+        ("MIN_NUM_FORMS", 0),
+        ("MAX_NUM_FORMS", 1000),
+    )
+}
 
 
 @pytest.fixture
@@ -55,8 +62,9 @@ def test_the_add_form_starts_where_create_contour_starts(root: Client):
     # when the owner opens the form and saves it with a code and a name only
     page = root.get("/admin/tools/contour/add/")
     html = page.content.decode()
-    response = root.post("/admin/tools/contour/add/",
-                         initial_post(page, slug="admin-made", name="Лавка"))
+    response = root.post(
+        "/admin/tools/contour/add/", initial_post(page, slug="admin-made", name="Лавка")
+    )
 
     # then the form showed and stored the command's defaults
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -64,11 +72,20 @@ def test_the_add_form_starts_where_create_contour_starts(root: Client):
     assert 'name="approval_thresholds_RUB" value="100' in html.replace("\u00a0", " ")
     assert re.search(r'value="read"[^>]*(checked[^>]*disabled|disabled[^>]*checked)', html)
     by_admin = Contour.objects.get(slug="admin-made")
-    by_command = create_contour("command-made", mode="sandbox", own_sandbox_merchant=True, actor=SCAFFOLDING)
+    by_command = create_contour(
+        "command-made", mode="sandbox", own_sandbox_merchant=True, actor=SCAFFOLDING
+    )
     defaults = new_contour_defaults("sandbox")
-    for name in ("base_url", "toolsets", "allowed_currencies", "approval_thresholds",
-                 "confirmation_ttl_seconds", "approval_window_hours", "dedup_window_seconds",
-                 "time_zone"):
+    for name in (
+        "base_url",
+        "toolsets",
+        "allowed_currencies",
+        "approval_thresholds",
+        "confirmation_ttl_seconds",
+        "approval_window_hours",
+        "dedup_window_seconds",
+        "time_zone",
+    ):
         assert getattr(by_admin, name) == getattr(by_command, name) == defaults[name], name
     assert defaults["approval_thresholds"] == {"RUB": settings.GATEWAY_APPROVAL_THRESHOLD_KOPECKS}
 
@@ -76,12 +93,24 @@ def test_the_add_form_starts_where_create_contour_starts(root: Client):
 def test_an_empty_address_takes_the_modes_own_and_custom_asks_without_a_repr(root: Client):
     page = root.get("/admin/tools/contour/add/")
 
-    custom = root.post("/admin/tools/contour/add/", initial_post(
-        page, slug="proxy", name="Прокси", mode="custom", base_url="", api_token=TOKEN,
-        merchant_id=str(uuid.uuid4()))).content.decode()
-    wrong = root.post("/admin/tools/contour/add/", initial_post(
-        page, slug="wrong", name="Не тот", mode="sandbox",
-        base_url="https://example.org/")).content.decode()
+    custom = root.post(
+        "/admin/tools/contour/add/",
+        initial_post(
+            page,
+            slug="proxy",
+            name="Прокси",
+            mode="custom",
+            base_url="",
+            api_token=TOKEN,
+            merchant_id=str(uuid.uuid4()),
+        ),
+    ).content.decode()
+    wrong = root.post(
+        "/admin/tools/contour/add/",
+        initial_post(
+            page, slug="wrong", name="Не тот", mode="sandbox", base_url="https://example.org/"
+        ),
+    ).content.decode()
 
     assert "в режиме custom укажите адрес" in custom
     assert "а указано «https://example.org»" in wrong
@@ -91,8 +120,15 @@ def test_an_empty_address_takes_the_modes_own_and_custom_asks_without_a_repr(roo
 
 def test_a_typed_token_survives_an_error_sealed_and_is_saved_on_the_next_submit(root: Client):
     page = root.get("/admin/tools/contour/add/")
-    form = initial_post(page, slug="shop", name="Магазин", mode="production", base_url="",
-                        api_token=TOKEN, merchant_id="not-a-uuid")
+    form = initial_post(
+        page,
+        slug="shop",
+        name="Магазин",
+        mode="production",
+        base_url="",
+        api_token=TOKEN,
+        merchant_id="not-a-uuid",
+    )
 
     # when the form comes back with an error
     again = root.post("/admin/tools/contour/add/", form)
@@ -106,9 +142,10 @@ def test_a_typed_token_survives_an_error_sealed_and_is_saved_on_the_next_submit(
 
     # when the owner fixes the shop id only
     merchant = str(uuid.uuid4())
-    done = root.post("/admin/tools/contour/add/", {**form, "api_token": "",
-                                                   "api_token_sealed": sealed,
-                                                   "merchant_id": merchant})
+    done = root.post(
+        "/admin/tools/contour/add/",
+        {**form, "api_token": "", "api_token_sealed": sealed, "merchant_id": merchant},
+    )
 
     # then
     assert done.status_code == 302, done.content.decode()[:2000]
@@ -119,9 +156,18 @@ def test_a_typed_token_survives_an_error_sealed_and_is_saved_on_the_next_submit(
 
 def test_a_forged_sealed_value_is_not_a_token(root: Client):
     page = root.get("/admin/tools/contour/add/")
-    html = root.post("/admin/tools/contour/add/", initial_post(
-        page, slug="shop", name="Магазин", mode="production", api_token="",
-        api_token_sealed=TOKEN, merchant_id=str(uuid.uuid4()))).content.decode()
+    html = root.post(
+        "/admin/tools/contour/add/",
+        initial_post(
+            page,
+            slug="shop",
+            name="Магазин",
+            mode="production",
+            api_token="",
+            api_token_sealed=TOKEN,
+            merchant_id=str(uuid.uuid4()),
+        ),
+    ).content.decode()
 
     assert "для нового контура нужен токен" in html
     assert not Contour.objects.filter(slug="shop").exists()
@@ -129,10 +175,19 @@ def test_a_forged_sealed_value_is_not_a_token(root: Client):
 
 def test_the_writes_page_lists_the_ceilings_of_the_same_form(root: Client):
     contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
-    form = contour_form(contour, toolsets=["read", "write"], **{
-        "ceilings-TOTAL_FORMS": 2, "ceilings-0-kind": "per_day", "ceilings-0-currency": "RUB",
-        "ceilings-0-limit": "500 000,00", "ceilings-1-kind": "per_hour",
-        "ceilings-1-currency": "", "ceilings-1-limit": "20"})
+    form = contour_form(
+        contour,
+        toolsets=["read", "write"],
+        **{
+            "ceilings-TOTAL_FORMS": 2,
+            "ceilings-0-kind": "per_day",
+            "ceilings-0-currency": "RUB",
+            "ceilings-0-limit": "500 000,00",
+            "ceilings-1-kind": "per_hour",
+            "ceilings-1-currency": "",
+            "ceilings-1-limit": "20",
+        },
+    )
 
     page = root.post(change_url(contour), form).content.decode().replace("\u00a0", " ")
 
@@ -142,7 +197,8 @@ def test_the_writes_page_lists_the_ceilings_of_the_same_form(root: Client):
 
 
 def test_an_operator_without_email_is_warned_about_on_the_contour_page(
-        root: Client, make_user: Callable[..., User]):
+    root: Client, make_user: Callable[..., User]
+):
     contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     make_user("olga", "operators")
     reachable = make_user("petr", "operators")
@@ -183,13 +239,23 @@ def test_an_owner_checks_only_their_own_contour(owner: Client):
 
 
 def test_an_unchanged_operator_without_email_does_not_block_saving_the_contour(
-        root: Client, make_user: Callable[..., User]):
+    root: Client, make_user: Callable[..., User]
+):
     contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     make_user("olga", "operators")
 
-    response = root.post(change_url(contour), contour_form(contour, name="Лавка 2", **{
-        "roles-0-user": contour.roles.get().user_id, "roles-0-role": "operator",
-        "roles-0-email": ""}))
+    response = root.post(
+        change_url(contour),
+        contour_form(
+            contour,
+            name="Лавка 2",
+            **{
+                "roles-0-user": contour.roles.get().user_id,
+                "roles-0-role": "operator",
+                "roles-0-email": "",
+            },
+        ),
+    )
 
     assert response.status_code == 302, response.content.decode()[:2000]
     assert Contour.objects.get(pk=contour.pk).name == "Лавка 2"

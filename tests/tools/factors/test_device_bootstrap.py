@@ -70,7 +70,8 @@ def test_a_prepared_device_is_never_shown_to_a_password_session(required: None, 
 
 
 def test_a_prepared_device_is_confirmed_by_its_first_code_and_told_by_email(
-        required: None, olga: User, django_capture_on_commit_callbacks: Any):
+    required: None, olga: User, django_capture_on_commit_callbacks: Any
+):
     with django_capture_on_commit_callbacks(execute=True):
         app = add_totp("olga")
     assert [m.to for m in mail.outbox] == [[OLGA_EMAIL]]
@@ -88,7 +89,8 @@ def test_a_prepared_device_is_confirmed_by_its_first_code_and_told_by_email(
 
 
 def test_an_expired_prepared_device_cannot_be_confirmed_and_is_deleted(
-        required: None, olga: User, settings: Any):
+    required: None, olga: User, settings: Any
+):
     settings.GATEWAY_PREPARED_DEVICE_SECONDS = 3600
     app = add_totp("olga")
     PreparedDevice.objects.update(created_at=timezone.now() - timedelta(seconds=3601))
@@ -112,14 +114,16 @@ def test_confirming_a_second_device_without_a_fresh_check_is_refused(olga: User)
 
     assert 'id="secret"' not in shown
     assert refused.status_code == 302 and refused["Location"].startswith(
-        "/account/second-factor/verify/")
+        "/account/second-factor/verify/"
+    )
     started.refresh_from_db()
     assert not started.confirmed and len(devices.confirmed(olga)) == 1
     assert not JournalEntry.objects.filter(code="second_factor_enrolled").exists()
 
 
-def test_with_a_fresh_check_a_second_device_is_added(olga: User,
-                                                     django_capture_on_commit_callbacks: Any):
+def test_with_a_fresh_check_a_second_device_is_added(
+    olga: User, django_capture_on_commit_callbacks: Any
+):
     existing = TOTPDevice.objects.create(user=olga, name="Телефон", confirmed=True)
     phone = pyotp.TOTP(b32encode(existing.bin_key).decode())
     http = logged_in(olga)
@@ -129,8 +133,9 @@ def test_with_a_fresh_check_a_second_device_is_added(olga: User,
     started = devices.pending_totp(olga)
     assert started is not None
     with django_capture_on_commit_callbacks(execute=True):
-        done = post(http, action="confirm_totp",
-                    code=pyotp.TOTP(b32encode(started.bin_key).decode()).now())
+        done = post(
+            http, action="confirm_totp", code=pyotp.TOTP(b32encode(started.bin_key).decode()).now()
+        )
 
     assert "Приложение подключено" in done and len(devices.confirmed(olga)) == 2
     assert any("подключено" in m.body for m in mail.outbox)
@@ -138,7 +143,8 @@ def test_with_a_fresh_check_a_second_device_is_added(olga: User,
 
 @pytest.mark.parametrize("where", ["gateway", "contour"])
 def test_no_device_no_self_enrolment_where_a_factor_is_required(
-        where: str, olga: User, settings: Any, guarded: Contour):
+    where: str, olga: User, settings: Any, guarded: Contour
+):
     if where == "gateway":
         settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
     else:

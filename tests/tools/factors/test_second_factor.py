@@ -68,7 +68,8 @@ def decisions_journaled() -> int:
 
 
 def test_without_a_code_the_approval_is_refused_and_stays_pending(
-        required: None, guarded_assistant: Assistant, olga: User):
+    required: None, guarded_assistant: Assistant, olga: User
+):
     app_for(olga)
     cid = pending(guarded_assistant)
     http = logged_in(olga)
@@ -85,7 +86,8 @@ def test_without_a_code_the_approval_is_refused_and_stays_pending(
 
 
 def test_a_wrong_code_is_refused_and_attempts_are_throttled(
-        required: None, settings: Any, guarded_assistant: Assistant, olga: User):
+    required: None, settings: Any, guarded_assistant: Assistant, olga: User
+):
     # A minute's throttle after one failure: the right code comes too soon however slow the run.
     settings.OTP_TOTP_THROTTLE_FACTOR = 60
     _, app = app_for(olga)
@@ -102,12 +104,15 @@ def test_a_wrong_code_is_refused_and_attempts_are_throttled(
     assert decisions_journaled() == 0
     refusals = JournalEntry.objects.filter(code__startswith="second_factor_", status="rejected")
     assert list(refusals.order_by("id").values_list("code", flat=True)) == [
-        "second_factor_invalid", "second_factor_throttled"]
+        "second_factor_invalid",
+        "second_factor_throttled",
+    ]
     assert wrong not in str(list(refusals.values_list("arguments", "message")))
 
 
 def test_the_right_code_approves_and_the_record_names_the_device(
-        required: None, guarded_assistant: Assistant, olga: User):
+    required: None, guarded_assistant: Assistant, olga: User
+):
     _, app = app_for(olga)
     cid = pending(guarded_assistant)
 
@@ -127,7 +132,8 @@ def test_the_right_code_approves_and_the_record_names_the_device(
 
 
 def test_a_code_reused_within_its_window_is_refused(
-        required: None, guarded_assistant: Assistant, olga: User):
+    required: None, guarded_assistant: Assistant, olga: User
+):
     _, app = app_for(olga)
     first, second = pending(guarded_assistant, 1), pending(guarded_assistant, 2)
     code = app.now()
@@ -142,7 +148,8 @@ def test_a_code_reused_within_its_window_is_refused(
 
 
 def test_after_the_step_up_window_the_next_approval_asks_again(
-        required: None, settings: Any, guarded_assistant: Assistant, olga: User, clock: Clock):
+    required: None, settings: Any, guarded_assistant: Assistant, olga: User, clock: Clock
+):
     settings.GATEWAY_STEP_UP_SECONDS = 300
     _, app = app_for(olga)
     first, within, after = (pending(guarded_assistant, number) for number in (1, 2, 3))
@@ -162,7 +169,8 @@ def test_after_the_step_up_window_the_next_approval_asks_again(
 
 
 def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
-        required: None, guarded_assistant: Assistant, olga: User, clock: Clock):
+    required: None, guarded_assistant: Assistant, olga: User, clock: Clock
+):
     """Where the factor is required, the first device is prepared by an administrator
     (manage.py add_totp) and confirmed by its first code; the password alone enrols none."""
     cid = pending(guarded_assistant)
@@ -175,8 +183,11 @@ def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
     assert "Нужен второй фактор: решения по операциям этого контура принимают только" in reason
     assert "manage.py add_totp olga" in reason and 'id="start-totp"' not in reason
 
-    refused = http.post("/account/second-factor/", {"action": "start_totp",
-                                                    "next": f"/approvals/{cid}/"}, follow=True)
+    refused = http.post(
+        "/account/second-factor/",
+        {"action": "start_totp", "next": f"/approvals/{cid}/"},
+        follow=True,
+    )
     assert "manage.py add_totp olga" in html.unescape(refused.content.decode())
     assert not TOTPDevice.objects.filter(user=olga).exists()
 
@@ -187,15 +198,18 @@ def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
     assert 'id="secret"' not in page and "<svg" not in page and 'id="prepared"' in page
     assert app.secret not in page.replace(" ", "")
 
-    wrong = http.post("/account/second-factor/", {"action": "confirm_prepared",
-                                                  "code": "000000",
-                                                  "next": f"/approvals/{cid}/"}, follow=True)
+    wrong = http.post(
+        "/account/second-factor/",
+        {"action": "confirm_prepared", "code": "000000", "next": f"/approvals/{cid}/"},
+        follow=True,
+    )
     assert "Код не подошёл" in html.unescape(wrong.content.decode())
     assert devices.confirmed(olga) == []
     clock.advance(1.1)  # django-otp throttles the next try for 1 s after one failure
-    back = http.post("/account/second-factor/", {"action": "confirm_prepared",
-                                                 "code": app.now(),
-                                                 "next": f"/approvals/{cid}/"})
+    back = http.post(
+        "/account/second-factor/",
+        {"action": "confirm_prepared", "code": app.now(), "next": f"/approvals/{cid}/"},
+    )
     assert back["Location"] == f"/approvals/{cid}/"
     assert [devices.kind_of(d) for d in devices.confirmed(olga)] == ["totp"]
     # The prepared device's first code was a fresh check: the decision needs no second one.
@@ -203,8 +217,9 @@ def test_a_person_without_a_device_is_sent_to_enrollment_and_back(
     assert JournalEntry.objects.filter(code="second_factor_enrolled").count() == 1
 
 
-def test_backup_codes_each_work_once(required: None, guarded_assistant: Assistant,
-                                     olga: User, clock: Clock):
+def test_backup_codes_each_work_once(
+    required: None, guarded_assistant: Assistant, olga: User, clock: Clock
+):
     _, app = app_for(olga)
     first, second = pending(guarded_assistant, 1), pending(guarded_assistant, 2)
     http = logged_in(olga)
@@ -227,8 +242,9 @@ def test_backup_codes_each_work_once(required: None, guarded_assistant: Assistan
     assert "Одобрено" in decide(logged_in(olga), second, codes[1])
 
 
-def test_the_demo_decides_without_a_factor_and_records_none(guarded_assistant: Assistant,
-                                                            olga: User):
+def test_the_demo_decides_without_a_factor_and_records_none(
+    guarded_assistant: Assistant, olga: User
+):
     cid = pending(guarded_assistant)
 
     page = decide(logged_in(olga), cid)
@@ -237,8 +253,12 @@ def test_the_demo_decides_without_a_factor_and_records_none(guarded_assistant: A
     decided = PendingConfirmation.objects.get(pk=cid)
     assert (decided.factor_kind, decided.factor_checked_at) == ("", None)
     entry = JournalEntry.objects.get(phase="approve", confirmation_id=cid)
-    assert entry.arguments["second_factor"] == {"kind": "", "device": "", "checked": False,
-                                                "checked_at": None}
+    assert entry.arguments["second_factor"] == {
+        "kind": "",
+        "device": "",
+        "checked": False,
+        "checked_at": None,
+    }
 
 
 def test_a_contour_may_be_stricter_than_the_gateway(guarded_assistant: Assistant, olga: User):

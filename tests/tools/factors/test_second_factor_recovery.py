@@ -43,14 +43,18 @@ def test_add_totp_prints_the_uri_once_and_the_device_counts_after_its_first_code
     assert entry.channel == "cli" and entry.actor.startswith("cli:")
     assert secret not in f"{entry.arguments} {entry.message}"
     http = logged_in(olga)
-    http.post("/account/second-factor/", {"action": "confirm_prepared",
-                                          "code": pyotp.TOTP(secret).now()})
+    http.post(
+        "/account/second-factor/", {"action": "confirm_prepared", "code": pyotp.TOTP(secret).now()}
+    )
     assert [devices.label_of(d) for d in devices.confirmed(olga)] == [devices.ADMIN_TOTP_NAME]
 
 
 def test_a_superuser_resets_a_persons_devices_journaled_and_emailed(
-        settings: Any, make_user: Callable[..., User], olga: User,
-        django_capture_on_commit_callbacks: Any):
+    settings: Any,
+    make_user: Callable[..., User],
+    olga: User,
+    django_capture_on_commit_callbacks: Any,
+):
     settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
     root = make_user("root", staff=True, superuser=True)
     root_app = phone(root)
@@ -60,15 +64,16 @@ def test_a_superuser_resets_a_persons_devices_journaled_and_emailed(
 
     refused = http.post("/admin/auth/user/", action, follow=True)
     assert refused.redirect_chain[0][0].startswith(
-        "/account/second-factor/verify/?next=%2Fadmin%2Fauth%2Fuser%2F&held=")
+        "/account/second-factor/verify/?next=%2Fadmin%2Fauth%2Fuser%2F&held="
+    )
     assert "Чтобы сохранить изменения (сброс второго фактора)" in html.unescape(
-        refused.content.decode())
+        refused.content.decode()
+    )
     assert len(devices.confirmed(olga)) == 1 and mail.outbox == []
 
     http.post("/account/second-factor/verify/", {"code": root_app.now()})
     with django_capture_on_commit_callbacks(execute=True):
-        done = html.unescape(http.post("/admin/auth/user/", action,
-                                       follow=True).content.decode())
+        done = html.unescape(http.post("/admin/auth/user/", action, follow=True).content.decode())
 
     assert "Сброшено устройств: 1" in done
     assert devices.confirmed(olga) == []
@@ -85,16 +90,18 @@ def test_only_superusers_get_the_reset(make_user: Callable[..., User], olga: Use
     phone(olga)
 
     page = logged_in(owner).get("/admin/auth/user/")
-    forced = logged_in(owner).post("/admin/auth/user/", {
-        "action": "reset_second_factor", "_selected_action": [olga.pk]})
+    forced = logged_in(owner).post(
+        "/admin/auth/user/", {"action": "reset_second_factor", "_selected_action": [olga.pk]}
+    )
 
     assert page.status_code == 403 or "reset_second_factor" not in page.content.decode()
     assert forced.status_code in (302, 403)
     assert len(devices.confirmed(olga)) == 1
 
 
-def test_the_shell_resets_when_no_superuser_can(olga: User,
-                                                django_capture_on_commit_callbacks: Any):
+def test_the_shell_resets_when_no_superuser_can(
+    olga: User, django_capture_on_commit_callbacks: Any
+):
     phone(olga)
     out = io.StringIO()
 

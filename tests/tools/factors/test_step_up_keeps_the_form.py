@@ -50,14 +50,16 @@ def held_nonce(refused: Any) -> str:
 
 
 def test_turning_writes_on_is_saved_after_the_check_as_filled(
-        oleg: User, read_only_contour: Contour):
+    oleg: User, read_only_contour: Contour
+):
     # given: Oleg turns writes on and renames the shop, confirms what the assistant gains
     viewer = read_only_contour
     app = phone(oleg)
     http = logged_in(oleg)
     url = change_url(viewer)
-    page = http.post(url, contour_form(viewer, toolsets=["read", "write"],
-                                       name="Цветы у дома")).content.decode()
+    page = http.post(
+        url, contour_form(viewer, toolsets=["read", "write"], name="Цветы у дома")
+    ).content.decode()
     confirm = re.search(r'name="_confirm_writes" value="([^"]+)"', page).group(1)
     refused = http.post(url, {"_confirm_writes": confirm})
     nonce = held_nonce(refused)
@@ -84,30 +86,31 @@ def test_a_raised_threshold_is_saved_after_the_check(oleg: User, contour: Contou
     http = logged_in(oleg)
     url = change_url(contour)
     raised = contour.approval_thresholds["RUB"] + 100
-    refused = http.post(url, contour_form(contour, **thresholds_form({"RUB": raised}),
-                                          confirmation_ttl_seconds=600))
+    refused = http.post(
+        url, contour_form(contour, **thresholds_form({"RUB": raised}), confirmation_ttl_seconds=600)
+    )
     nonce = held_nonce(refused)
 
     done = http.post(url, {"_step_up_held": nonce, "_step_up_code": app.now()})
 
     contour.refresh_from_db()
     assert done.status_code == 302
-    assert (contour.approval_thresholds["RUB"], contour.confirmation_ttl_seconds) == (
-        raised, 600)
+    assert (contour.approval_thresholds["RUB"], contour.confirmation_ttl_seconds) == (raised, 600)
 
 
 def test_a_kept_form_is_saved_by_a_fresh_check_once_and_only_on_its_own_address(
-        oleg: User, contour: Contour, read_only_contour: Contour):
+    oleg: User, contour: Contour, read_only_contour: Contour
+):
     app = phone(oleg)
     http = logged_in(oleg)
     url = change_url(contour)
     before = dict(contour.approval_thresholds)
-    refused = http.post(url, contour_form(contour, **thresholds_form(
-        {"RUB": before["RUB"] + 100})))
+    refused = http.post(url, contour_form(contour, **thresholds_form({"RUB": before["RUB"] + 100})))
     nonce = held_nonce(refused)
 
-    elsewhere = http.post(change_url(read_only_contour), {"_step_up_held": nonce,
-                                                          "_step_up_code": app.now()})
+    elsewhere = http.post(
+        change_url(read_only_contour), {"_step_up_held": nonce, "_step_up_code": app.now()}
+    )
     stranger = logged_in(User.objects.create_user("ivan", is_staff=True))
     theirs = stranger.post(url, {"_step_up_held": nonce})
     untouched = Contour.objects.get(pk=contour.pk).approval_thresholds
@@ -128,9 +131,14 @@ def test_after_a_check_elsewhere_the_kept_form_needs_one_press(oleg: User, conto
     app = phone(oleg)
     http = logged_in(oleg)
     url = change_url(contour)
-    refused = http.post(url, contour_form(contour, confirmation_ttl_seconds=700,
-                                          **thresholds_form(
-                                              {"RUB": contour.approval_thresholds["RUB"] + 1})))
+    refused = http.post(
+        url,
+        contour_form(
+            contour,
+            confirmation_ttl_seconds=700,
+            **thresholds_form({"RUB": contour.approval_thresholds["RUB"] + 1}),
+        ),
+    )
     nonce = held_nonce(refused)
     http.post("/account/second-factor/verify/", {"code": app.now()})
 

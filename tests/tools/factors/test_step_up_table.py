@@ -77,21 +77,32 @@ def confirm_writes(http: Client, url: str, data: dict[str, Any]) -> Any:
     return http.post(url, {"_confirm_writes": nonce.group(1)})
 
 
-def decision(approve: bool) -> Callable[[World], tuple[User, Callable[[Client], Any],
-                                                       Callable[[], Any]]]:
+def decision(
+    approve: bool,
+) -> Callable[[World], tuple[User, Callable[[Client], Any], Callable[[], Any]]]:
     def row(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
         operator = world.person("olga", "operators")
         _, body = prepare_order(world.guarded_assistant)
         cid = body["confirmation"]["id"]
-        data = {"decision": "approve" if approve else "reject", "reason": "" if approve
-                else "не наш клиент"}
-        return (operator, lambda http: http.post(f"/approvals/{cid}/", data),
-                lambda: PendingConfirmation.objects.get(pk=cid).status)
+        data = {
+            "decision": "approve" if approve else "reject",
+            "reason": "" if approve else "не наш клиент",
+        }
+        return (
+            operator,
+            lambda http: http.post(f"/approvals/{cid}/", data),
+            lambda: PendingConfirmation.objects.get(pk=cid).status,
+        )
+
     return row
 
 
-def owner_change(changes: Callable[[Contour], dict[str, Any]], *, which: str = "contour",
-                 asks_first: bool = False) -> Callable[[World], Any]:
+def owner_change(
+    changes: Callable[[Contour], dict[str, Any]],
+    *,
+    which: str = "contour",
+    asks_first: bool = False,
+) -> Callable[[World], Any]:
     def row(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
         owner = world.person("oleg")
         contour: Contour = getattr(world, which)
@@ -106,11 +117,18 @@ def owner_change(changes: Callable[[Contour], dict[str, Any]], *, which: str = "
 
         def state() -> Any:
             fresh = Contour.objects.get(pk=contour.pk)
-            return (fresh.toolsets, fresh.approval_thresholds, fresh.allowed_currencies,
-                    fresh.approval_for_all_writes, fresh.require_second_factor,
-                    fresh.disabled_tools,
-                    list(Ceiling.objects.filter(contour=fresh).values_list("limit", flat=True)))
+            return (
+                fresh.toolsets,
+                fresh.approval_thresholds,
+                fresh.allowed_currencies,
+                fresh.approval_for_all_writes,
+                fresh.require_second_factor,
+                fresh.disabled_tools,
+                list(Ceiling.objects.filter(contour=fresh).values_list("limit", flat=True)),
+            )
+
         return owner, act, state
+
     return row
 
 
@@ -122,9 +140,14 @@ def with_ceiling(world: World) -> tuple[User, Callable[[Client], Any], Callable[
 def key_issue(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
     owner = world.person("oleg")
     ContourRole.objects.create(user=owner, contour=world.contour, role="owner")
-    return (owner, lambda http: http.post("/admin/tools/apikey/add/", {
-        "contour": world.contour.pk, "label": "Claude", "toolsets": ["read", "write"]}),
-        lambda: ApiKey.objects.count())
+    return (
+        owner,
+        lambda http: http.post(
+            "/admin/tools/apikey/add/",
+            {"contour": world.contour.pk, "label": "Claude", "toolsets": ["read", "write"]},
+        ),
+        lambda: ApiKey.objects.count(),
+    )
 
 
 def key_rotate(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
@@ -132,8 +155,13 @@ def key_rotate(world: World) -> tuple[User, Callable[[Client], Any], Callable[[]
     ContourRole.objects.create(user=owner, contour=world.contour, role="owner")
     issue_key(world.contour, "claude", actor=SCAFFOLDING)
     key = ApiKey.objects.get(contour=world.contour, label="claude")
-    return (owner, lambda http: http.post("/admin/tools/apikey/", {
-        "action": "rotate", "_selected_action": [key.pk]}), lambda: ApiKey.objects.count())
+    return (
+        owner,
+        lambda http: http.post(
+            "/admin/tools/apikey/", {"action": "rotate", "_selected_action": [key.pk]}
+        ),
+        lambda: ApiKey.objects.count(),
+    )
 
 
 def role_grant(role: str) -> Callable[[World], Any]:
@@ -143,58 +171,97 @@ def role_grant(role: str) -> Callable[[World], Any]:
         shop = world.reader
 
         def act(http: Client) -> Any:
-            data = contour_form(shop, **{
-                "roles-TOTAL_FORMS": 1, "roles-INITIAL_FORMS": 0, "roles-0-user": newcomer.pk,
-                "roles-0-role": role, "roles-0-contour": shop.pk,
-                "roles-0-email": "nina@example.com"})
+            data = contour_form(
+                shop,
+                **{
+                    "roles-TOTAL_FORMS": 1,
+                    "roles-INITIAL_FORMS": 0,
+                    "roles-0-user": newcomer.pk,
+                    "roles-0-role": role,
+                    "roles-0-contour": shop.pk,
+                    "roles-0-email": "nina@example.com",
+                },
+            )
             return http.post(change_url(shop), data)
-        return (root, act, lambda: list(ContourRole.objects.filter(user=newcomer)
-                                        .values_list("role", flat=True)))
+
+        return (
+            root,
+            act,
+            lambda: list(ContourRole.objects.filter(user=newcomer).values_list("role", flat=True)),
+        )
+
     return row
 
 
 def oauth_write_consent(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
     owner = world.person("oleg")
     ContourRole.objects.create(user=owner, contour=world.contour, role="owner")
-    OAuthClient.objects.create(client_id="c-1", name="ChatGPT",
-                               redirect_uris=["https://chatgpt.com/cb"])
-    signed = signing.dumps({"client_id": "c-1", "redirect_uri": "https://chatgpt.com/cb",
-                            "explicit": True, "state": "s", "scopes": [],
-                            "challenge": "x" * 43, "resource": ""},
-                           salt=CONSENT_SALT, compress=True)
+    OAuthClient.objects.create(
+        client_id="c-1", name="ChatGPT", redirect_uris=["https://chatgpt.com/cb"]
+    )
+    signed = signing.dumps(
+        {
+            "client_id": "c-1",
+            "redirect_uri": "https://chatgpt.com/cb",
+            "explicit": True,
+            "state": "s",
+            "scopes": [],
+            "challenge": "x" * 43,
+            "resource": "",
+        },
+        salt=CONSENT_SALT,
+        compress=True,
+    )
     url = f"/oauth/consent/?{urlencode({'request': signed})}"
-    return (owner, lambda http: http.post(url, {
-        "request": signed, "contour": world.contour.slug, "toolsets": ["read", "write"]}),
-        lambda: ApiKey.objects.count())
+    return (
+        owner,
+        lambda http: http.post(
+            url, {"request": signed, "contour": world.contour.slug, "toolsets": ["read", "write"]}
+        ),
+        lambda: ApiKey.objects.count(),
+    )
 
 
 def device_reset(world: World) -> tuple[User, Callable[[Client], Any], Callable[[], Any]]:
     root = world.person("root", superuser=True)
     colleague = world.people("olga")
     phone(colleague)
-    return (root, lambda http: http.post("/admin/auth/user/", {
-        "action": "reset_second_factor", "_selected_action": [colleague.pk]}),
-        lambda: len(devices.confirmed(colleague)))
+    return (
+        root,
+        lambda http: http.post(
+            "/admin/auth/user/",
+            {"action": "reset_second_factor", "_selected_action": [colleague.pk]},
+        ),
+        lambda: len(devices.confirmed(colleague)),
+    )
 
 
 ROWS = {
     "approving a confirmation": decision(approve=True),
     "rejecting a confirmation": decision(approve=False),
-    "turning writes on": owner_change(lambda c: {"toolsets": ["read", "write"]},
-                                      which="reader", asks_first=True),
-    "turning refunds on": owner_change(lambda c: {"toolsets": ["read", "write", "refund"]},
-                                       asks_first=True),
+    "turning writes on": owner_change(
+        lambda c: {"toolsets": ["read", "write"]}, which="reader", asks_first=True
+    ),
+    "turning refunds on": owner_change(
+        lambda c: {"toolsets": ["read", "write", "refund"]}, asks_first=True
+    ),
     "raising the approval threshold": owner_change(
-        lambda c: thresholds_form({"RUB": c.approval_thresholds["RUB"] + 100})),
+        lambda c: thresholds_form({"RUB": c.approval_thresholds["RUB"] + 100})
+    ),
     "widening the currencies": owner_change(
-        lambda c: {"allowed_currencies": ["RUB", "USD"], **thresholds_form(
-            {"RUB": c.approval_thresholds["RUB"], "USD": 100_000})}),
+        lambda c: {
+            "allowed_currencies": ["RUB", "USD"],
+            **thresholds_form({"RUB": c.approval_thresholds["RUB"], "USD": 100_000}),
+        }
+    ),
     "raising a ceiling": with_ceiling,
     "dropping operator approval of all writes": owner_change(
-        lambda c: {"approval_for_all_writes": ""}, which="guarded"),
+        lambda c: {"approval_for_all_writes": ""}, which="guarded"
+    ),
     "re-enabling a write tool": owner_change(lambda c: {"disabled_tools": []}),
     "dropping the contour's own second factor": owner_change(
-        lambda c: {"require_second_factor": ""}, which="strict"),
+        lambda c: {"require_second_factor": ""}, which="strict"
+    ),
     "issuing a key with write scope": key_issue,
     "rotating a key with write scope": key_rotate,
     "granting the operator role": role_grant("operator"),
@@ -205,8 +272,12 @@ ROWS = {
 
 
 @pytest.fixture
-def world(make_user: Callable[..., User], contour: Contour, read_only_contour: Contour,
-          guarded_assistant: Assistant) -> World:
+def world(
+    make_user: Callable[..., User],
+    contour: Contour,
+    read_only_contour: Contour,
+    guarded_assistant: Assistant,
+) -> World:
     contour.disabled_tools = ["cancel_order"]
     contour.save(update_fields=["disabled_tools"])
     return World(make_user, contour, read_only_contour, guarded_assistant)
@@ -214,7 +285,8 @@ def world(make_user: Callable[..., User], contour: Contour, read_only_contour: C
 
 @pytest.mark.parametrize("name", list(ROWS))
 def test_each_step_up_page_refuses_without_a_fresh_factor_and_changes_nothing(
-        name: str, world: World):
+    name: str, world: World
+):
     person, act, state = ROWS[name](world)
     app = phone(person)
     http = logged_in(person)
@@ -247,8 +319,9 @@ def test_without_a_device_the_admin_sends_to_enrollment_with_the_reason(world: W
     ContourRole.objects.create(user=owner, contour=world.contour, role="owner")
     http = logged_in(owner)
 
-    refused = http.post("/admin/tools/apikey/add/", {"contour": world.contour.pk,
-                                                     "label": "Claude"})
+    refused = http.post(
+        "/admin/tools/apikey/add/", {"contour": world.contour.pk, "label": "Claude"}
+    )
 
     assert refused["Location"].startswith("/account/second-factor/?next=")
     page = http.get(refused["Location"]).content.decode()
@@ -261,8 +334,10 @@ def test_a_read_only_key_and_the_auditor_role_need_the_login_only(world: World):
     ContourRole.objects.create(user=owner, contour=world.contour, role="owner")
     phone(owner)
 
-    issued = logged_in(owner).post("/admin/tools/apikey/add/", {
-        "contour": world.contour.pk, "label": "reader", "toolsets": ["read"]})
+    issued = logged_in(owner).post(
+        "/admin/tools/apikey/add/",
+        {"contour": world.contour.pk, "label": "reader", "toolsets": ["read"]},
+    )
     role_service.grant(world.people("ada"), "auditor", world.contour, actor="user:root")
 
     assert issued.status_code == 200
@@ -293,8 +368,7 @@ def test_commands_from_the_shell_need_no_factor_and_are_journaled_as_such(world:
     assert issued.channel == "cli" and granted.actor == "manage.py"
 
 
-def test_in_the_demo_a_strict_contour_is_loosened_only_with_a_factor(settings: Any,
-                                                                      world: World):
+def test_in_the_demo_a_strict_contour_is_loosened_only_with_a_factor(settings: Any, world: World):
     settings.GATEWAY_REQUIRE_SECOND_FACTOR = False
     owner, act, _ = ROWS["dropping the contour's own second factor"](world)
     app = phone(owner)

@@ -31,8 +31,9 @@ def imports_of(path: Path, package: str | None = None) -> set[str]:
                 base = ".".join([*parent, base] if base else parent)
             found.add(base)
             # `from adapters import functions` imports the module adapters.functions too
-            found |= {f"{base}.{alias.name}" for alias in node.names
-                      if is_module(f"{base}.{alias.name}")}
+            found |= {
+                f"{base}.{alias.name}" for alias in node.names if is_module(f"{base}.{alias.name}")
+            }
     return found
 
 
@@ -60,30 +61,48 @@ def test_the_core_and_the_exports_never_import_an_inbound_adapter(path: Path):
 @pytest.mark.parametrize("path", modules("adapters"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_adapter_imports_another_adapters_module_but_the_shared_http_view(path: Path):
     own = path.relative_to(ROOT).parts[1]
-    foreign = sorted(name for name in imports_of(path)
-                     if adapter_of(name) not in (None, own) and name not in SHARED_HTTP)
+    foreign = sorted(
+        name
+        for name in imports_of(path)
+        if adapter_of(name) not in (None, own) and name not in SHARED_HTTP
+    )
     assert foreign == []
 
 
 def test_the_exports_home_is_what_adapters_use_for_schemas_and_formats():
-    users = {path.relative_to(ROOT).as_posix() for path in modules("adapters")
-             if any(n.startswith("tools.formats") for n in imports_of(path))}
+    users = {
+        path.relative_to(ROOT).as_posix()
+        for path in modules("adapters")
+        if any(n.startswith("tools.formats") for n in imports_of(path))
+    }
 
-    assert {"adapters/functions/openai.py", "adapters/functions/gigachat.py",
-            "adapters/functions/yandexgpt.py", "adapters/text/prompt.py",
-            "adapters/mcp/schema.py", "adapters/rest/views.py"} <= users
+    assert {
+        "adapters/functions/openai.py",
+        "adapters/functions/gigachat.py",
+        "adapters/functions/yandexgpt.py",
+        "adapters/text/prompt.py",
+        "adapters/mcp/schema.py",
+        "adapters/rest/views.py",
+    } <= users
 
 
 def test_the_checker_sees_an_import_hidden_in_a_function(tmp_path: Path):
     # given: the shape of the old circle, REST gathering the adapters' formats lazily
     source = tmp_path / "formats.py"
-    source.write_text("def all_formats():\n    from adapters import functions, mcp, text\n"
-                      "from ..functions.schema import measure\n", encoding="utf-8")
+    source.write_text(
+        "def all_formats():\n    from adapters import functions, mcp, text\n"
+        "from ..functions.schema import measure\n",
+        encoding="utf-8",
+    )
 
     # when
     found = imports_of(source, package="adapters.rest")
 
     # then
-    assert {"adapters.functions", "adapters.mcp", "adapters.text",
-            "adapters.functions.schema"} <= found
+    assert {
+        "adapters.functions",
+        "adapters.mcp",
+        "adapters.text",
+        "adapters.functions.schema",
+    } <= found
     assert {adapter_of(n) for n in found} >= {"functions", "mcp", "text"}

@@ -24,8 +24,16 @@ pytestmark = pytest.mark.django_db
 REFERENCE_MCP = 13_992
 SHARE = 0.70
 # The reference's eight tools (ours adds update_order at the end, outside this comparison).
-REFERENCE_TOOLS = ("lookup_company_by_inn", "get_order", "find_orders", "find_shipments",
-                   "create_order", "cancel_order", "create_shipment", "create_refund")
+REFERENCE_TOOLS = (
+    "lookup_company_by_inn",
+    "get_order",
+    "find_orders",
+    "find_shipments",
+    "create_order",
+    "cancel_order",
+    "create_shipment",
+    "create_refund",
+)
 
 # Every format at most 70 % of the reference's MCP list for the reference's eight tools.
 CEILING = int(REFERENCE_MCP * SHARE)  # 9 794
@@ -54,20 +62,28 @@ _SLUGS = itertools.count()
 
 
 def sizes(fmt: str, *, disabled: list[str]) -> dict[str, int]:
-    contour = create_contour(f"size-{next(_SLUGS)}", mode="sandbox", toolsets=["read", "write", "refund"],
-                             actor=SCAFFOLDING)
+    contour = create_contour(
+        f"size-{next(_SLUGS)}",
+        mode="sandbox",
+        toolsets=["read", "write", "refund"],
+        actor=SCAFFOLDING,
+    )
     contour.disabled_tools = disabled
     contour.save()
-    response = Client().get("/api/v1/tools", {"format": fmt, "stats": "1"},
-                            HTTP_AUTHORIZATION=f"Bearer {issue_key(contour, actor=SCAFFOLDING)}")
+    response = Client().get(
+        "/api/v1/tools",
+        {"format": fmt, "stats": "1"},
+        HTTP_AUTHORIZATION=f"Bearer {issue_key(contour, actor=SCAFFOLDING)}",
+    )
     assert response.status_code == 200, response.content[:300]
     return response.json()["stats"]
 
 
 def test_every_exception_is_a_registered_format_held_above_the_common_ceiling():
     # An exception for a format that is gone, or one no looser than the rule, is a stale line.
-    assert {fmt: limit for fmt, limit in EXCEPTIONS.items()
-            if fmt not in FORMATS or limit <= CEILING} == {}
+    assert {
+        fmt: limit for fmt, limit in EXCEPTIONS.items() if fmt not in FORMATS or limit <= CEILING
+    } == {}
 
 
 def test_every_registered_format_is_measured_here():
@@ -116,5 +132,6 @@ def test_later_tools_grow_the_total_but_not_the_characters_per_tool(fmt: str):
 
     assert whole["tools_visible"] == nine["tools_visible"] + len(LATER_TOOLS)
     assert whole["characters"] > nine["characters"]
-    assert (whole["characters"] / whole["tools_visible"]
-            <= nine["characters"] / nine["tools_visible"]), (nine, whole)
+    assert (
+        whole["characters"] / whole["tools_visible"] <= nine["characters"] / nine["tools_visible"]
+    ), (nine, whole)

@@ -25,23 +25,31 @@ def user_in(group: str, username: str) -> User:
 
 
 def section(html: str, slug: str) -> str:
-    match = re.search(rf'<section class="contour" data-contour="{slug}">(.*?)</section>', html,
-                      re.S)
+    match = re.search(
+        rf'<section class="contour" data-contour="{slug}">(.*?)</section>', html, re.S
+    )
     assert match, f"no panel for {slug}"
     return match.group(1)
 
 
 def totals(panel: str, period: str) -> tuple[int, int]:
-    match = re.search(rf'data-period="{period}">.*?<b data-calls>(\d+)</b>.*?'
-                      r"<b class=\"refused\" data-refusals>(\d+)</b>", panel, re.S)
+    match = re.search(
+        rf'data-period="{period}">.*?<b data-calls>(\d+)</b>.*?'
+        r"<b class=\"refused\" data-refusals>(\d+)</b>",
+        panel,
+        re.S,
+    )
     assert match, period
     return int(match.group(1)), int(match.group(2))
 
 
 def charted(panel: str) -> list[tuple[int, int]]:
-    return [(int(c), int(r)) for c, r in
-            re.findall(r'<svg[^>]*class="chart"[^>]*data-calls="(\d+)" data-refusals="(\d+)"',
-                       panel)]
+    return [
+        (int(c), int(r))
+        for c, r in re.findall(
+            r'<svg[^>]*class="chart"[^>]*data-calls="(\d+)" data-refusals="(\d+)"', panel
+        )
+    ]
 
 
 @pytest.mark.django_db
@@ -58,10 +66,12 @@ def test_only_owners_see_the_dashboard(contour: Contour):
 
 
 @pytest.mark.django_db
-def test_dashboard_renders_the_journal_numbers(assistant: Assistant, reader: Assistant,
-                                               monkeypatch):
-    Ceiling.objects.create(contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB",
-                           limit=146400)
+def test_dashboard_renders_the_journal_numbers(
+    assistant: Assistant, reader: Assistant, monkeypatch
+):
+    Ceiling.objects.create(
+        contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=146400
+    )
     Ceiling.objects.create(contour=assistant.contour, kind=CeilingKind.PER_HOUR, limit=10)
     args = distinctive_order(valid_inn(), "ООО «Панель»")
     token = assistant.call("create_order", args)[1]["confirmation"]["token"]  # 1 call
@@ -100,8 +110,11 @@ def test_a_name_in_brackets_gets_no_second_pair(contour: Contour):
 
     html = owner.get("/dashboard/").content.decode()
 
-    heading = re.sub(r"<[^>]+>|\s+", " ", re.search(r"<h2>(.*?)</h2>", section(
-        html, contour.slug), re.S).group(1)).strip()
+    heading = re.sub(
+        r"<[^>]+>|\s+",
+        " ",
+        re.search(r"<h2>(.*?)</h2>", section(html, contour.slug), re.S).group(1),
+    ).strip()
     assert "))" not in heading and ") (" not in heading, heading
     assert heading.startswith("Демо-контур (песочница)") and contour.slug in heading
 
@@ -113,7 +126,8 @@ def test_the_oldest_pending_confirmation_comes_first(assistant: Assistant):
     from tools.models import PendingConfirmation
 
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(
-        created_at=timezone.now() - timedelta(hours=2), amount=12345)
+        created_at=timezone.now() - timedelta(hours=2), amount=12345
+    )
     owner = Client()
     owner.force_login(user_in("owners", "oleg"))
 
@@ -125,8 +139,9 @@ def test_the_oldest_pending_confirmation_comes_first(assistant: Assistant):
     assert pending.index("123,45") < pending.index("366,00")
 
 
-@pytest.mark.parametrize(("value", "top"), [(0, 1), (1, 1), (3, 5), (7, 10), (10, 10),
-                                            (11, 20), (180, 200), (501, 1000)])
+@pytest.mark.parametrize(
+    ("value", "top"), [(0, 1), (1, 1), (3, 5), (7, 10), (10, 10), (11, 20), (180, 200), (501, 1000)]
+)
 def test_chart_axis_top_is_a_round_number(value: int, top: int):
     assert charts.nice_ceiling(value) == top
 

@@ -58,15 +58,19 @@ def test_healthy_gateway_reports_version_fingerprint_and_checks():
     assert status == 200
     assert body["status"] == "ok"
     assert body["version"] == metadata.version("invoicebox-gateway")
-    assert body["catalog"] == {"fingerprint": health.catalog_fingerprint(),
-                               "tools": len(catalog.CATALOG)}
+    assert body["catalog"] == {
+        "fingerprint": health.catalog_fingerprint(),
+        "tools": len(catalog.CATALOG),
+    }
     assert len(body["catalog"]["fingerprint"]) == 64
     assert body["checks"]["database"]["status"] == "ok"
     assert body["checks"]["broker"] == {"status": "not_configured"}
     assert body["checks"]["upstream"] == {
-        "status": "ok", "contours": 1, "circuits": {"closed": 1, "open": 0, "half_open": 0}}
-    for secret in ("secret-shop", "Тайный", DEMO_TOKEN, DEMO_MERCHANT_ID,
-                   account_key(DEMO_TOKEN)):
+        "status": "ok",
+        "contours": 1,
+        "circuits": {"closed": 1, "open": 0, "half_open": 0},
+    }
+    for secret in ("secret-shop", "Тайный", DEMO_TOKEN, DEMO_MERCHANT_ID, account_key(DEMO_TOKEN)):
         assert secret not in text
 
 
@@ -85,20 +89,33 @@ def test_health_is_503_when_the_database_does_not_answer(broken_database: None):
 
 @pytest.mark.django_db
 def test_open_circuit_degrades_health_without_naming_the_contour(contour, read_only_contour):
-    CircuitState.objects.create(account=account_key(DEMO_TOKEN), failures=5,
-                                opened_until=timezone.now() + timedelta(seconds=30))
-    own = create_contour("own-account", mode="sandbox", token="f" * 32,
-                         merchant_id="ffffffff-ffff-ffff-ffff-fffffffffff1", actor=SCAFFOLDING)
-    CircuitState.objects.create(account=account_key(own.api_token), failures=5,
-                                opened_until=timezone.now() - timedelta(seconds=1))
+    CircuitState.objects.create(
+        account=account_key(DEMO_TOKEN),
+        failures=5,
+        opened_until=timezone.now() + timedelta(seconds=30),
+    )
+    own = create_contour(
+        "own-account",
+        mode="sandbox",
+        token="f" * 32,
+        merchant_id="ffffffff-ffff-ffff-ffff-fffffffffff1",
+        actor=SCAFFOLDING,
+    )
+    CircuitState.objects.create(
+        account=account_key(own.api_token),
+        failures=5,
+        opened_until=timezone.now() - timedelta(seconds=1),
+    )
 
     status, body, text = get_health()
 
     assert status == 200
     assert body["status"] == "degraded"
     assert body["checks"]["upstream"] == {
-        "status": "degraded", "contours": 3, "circuits": {"closed": 0, "open": 2,
-                                                          "half_open": 1}}
+        "status": "degraded",
+        "contours": 3,
+        "circuits": {"closed": 0, "open": 2, "half_open": 1},
+    }
     for secret in ("acme", "viewer", "own-account", account_key(DEMO_TOKEN), "f" * 32):
         assert secret not in text
 
@@ -136,8 +153,10 @@ def test_reachable_broker_is_ok(settings):
 def test_fingerprint_is_stable_and_follows_every_definition(monkeypatch):
     first = catalog.CATALOG[0]
     original = health.catalog_fingerprint()
-    reworded = (dataclasses.replace(first, description_ru=first.description_ru + " "),
-                *catalog.CATALOG[1:])
+    reworded = (
+        dataclasses.replace(first, description_ru=first.description_ru + " "),
+        *catalog.CATALOG[1:],
+    )
     reordered = (*catalog.CATALOG[1:], first)
 
     assert health.fingerprint_of(tuple(catalog.CATALOG)) == original

@@ -23,8 +23,11 @@ from tools.ops.logs import JsonFormatter
 
 def configured_formatter() -> logging.Formatter:
     """The formatter settings.LOGGING put on the console handler."""
-    handlers = [h for h in logging.getLogger().handlers
-                if type(h) is logging.StreamHandler and h.formatter is not None]
+    handlers = [
+        h
+        for h in logging.getLogger().handlers
+        if type(h) is logging.StreamHandler and h.formatter is not None
+    ]
     assert handlers, "settings.LOGGING defines no console handler"
     return handlers[0].formatter
 
@@ -50,9 +53,17 @@ def lines(stream: io.StringIO) -> list[dict]:
 @pytest.fixture
 def own_token_assistant(db: None) -> tuple[Assistant, str]:
     token = uuid.uuid4().hex
-    contour = create_contour("logs", mode="sandbox", toolsets=["read", "write"], token=token,
-                             merchant_id=str(uuid.uuid4()), actor=SCAFFOLDING)
-    return Assistant(http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour), token
+    contour = create_contour(
+        "logs",
+        mode="sandbox",
+        toolsets=["read", "write"],
+        token=token,
+        merchant_id=str(uuid.uuid4()),
+        actor=SCAFFOLDING,
+    )
+    return Assistant(
+        http=Client(), key=issue_key(contour, actor=SCAFFOLDING), contour=contour
+    ), token
 
 
 def test_the_console_handler_writes_json():
@@ -60,16 +71,16 @@ def test_the_console_handler_writes_json():
 
 
 @pytest.mark.django_db
-def test_a_call_logs_one_json_line_with_journal_and_upstream_ids(own_token_assistant,
-                                                                  log_output):
+def test_a_call_logs_one_json_line_with_journal_and_upstream_ids(own_token_assistant, log_output):
     assistant, upstream_token = own_token_assistant
     inn, name = valid_inn(), "ООО «Журнал-Лог»"
     args = distinctive_order(inn, name)
 
     prepared = assistant.call("create_order", args)[1]
     confirmation_token = prepared["confirmation"]["token"]
-    status, done = assistant.call("create_order",
-                                  {**args, "confirmation_token": confirmation_token})
+    status, done = assistant.call(
+        "create_order", {**args, "confirmation_token": confirmation_token}
+    )
 
     assert status == 200, done
     output = log_output.getvalue()
@@ -79,7 +90,10 @@ def test_a_call_logs_one_json_line_with_journal_and_upstream_ids(own_token_assis
     entry = JournalEntry.objects.get(pk=done["journal_id"])
     assert calls[1]["upstream_request_id"] == entry.upstream_request_id != ""
     assert (calls[1]["tool"], calls[1]["phase"], calls[1]["status"]) == (
-        "create_order", "execute", "ok")
+        "create_order",
+        "execute",
+        "ok",
+    )
     # Masked exactly as the journal masks it.
     assert calls[1]["arguments"] == entry.arguments
     assert calls[1]["arguments"]["customer"]["vat_number"] == "***" + inn[-4:]
@@ -103,8 +117,13 @@ def test_an_unknown_outcome_is_logged_as_an_error(assistant: Assistant, log_outp
 
 def test_extra_fields_of_any_record_are_redacted(log_output):
     logging.getLogger("tests.ops").warning(
-        "with extras", extra={"customer": {"inn": "7707083893", "name": "Иван Петров"},
-                              "api_token": "tok-123456789", "amount": 36600})
+        "with extras",
+        extra={
+            "customer": {"inn": "7707083893", "name": "Иван Петров"},
+            "api_token": "tok-123456789",
+            "amount": 36600,
+        },
+    )
 
     (line,) = [r for r in lines(log_output) if r["message"] == "with extras"]
 
@@ -140,7 +159,8 @@ def test_a_celery_task_keeps_its_name_and_the_broker_needs_no_hostname_warning(l
 
 @pytest.mark.django_db
 def test_a_refused_tool_call_is_logged_once_as_a_call_not_as_a_bad_request(
-        assistant: Assistant, log_output):
+    assistant: Assistant, log_output
+):
     status, body = assistant.call("create_order", {"amount": "-1"})
     assert status >= 400 and body["journal_id"]
 

@@ -33,20 +33,25 @@ def test_a_call_is_counted_after_it_happens(assistant: Assistant):
     _, _, after = scrape()
 
     assert status == 200, body
-    assert value(after, "gateway_calls_total", **labels) == value(
-        before, "gateway_calls_total", **labels) + 1
+    assert (
+        value(after, "gateway_calls_total", **labels)
+        == value(before, "gateway_calls_total", **labels) + 1
+    )
     core = {"tool": "find_orders", "phase": "read"}
-    assert value(after, "gateway_call_duration_seconds_count", **core) == value(
-        before, "gateway_call_duration_seconds_count", **core) + 1
-    assert value(after, "invoicebox_request_duration_seconds_count", **upstream) == value(
-        before, "invoicebox_request_duration_seconds_count", **upstream) + 1
+    assert (
+        value(after, "gateway_call_duration_seconds_count", **core)
+        == value(before, "gateway_call_duration_seconds_count", **core) + 1
+    )
+    assert (
+        value(after, "invoicebox_request_duration_seconds_count", **upstream)
+        == value(before, "invoicebox_request_duration_seconds_count", **upstream) + 1
+    )
 
 
 @pytest.mark.django_db
 def test_metrics_hold_no_argument_values(assistant: Assistant):
     inn, name = valid_inn(), "ООО «Квазар-Метрика»"
-    unknown = {"tool": "unknown", "channel": "rest", "status": "rejected",
-               "code": "unknown_tool"}
+    unknown = {"tool": "unknown", "channel": "rest", "status": "rejected", "code": "unknown_tool"}
     _, _, before = scrape()
 
     prepared = assistant.call("create_order", distinctive_order(inn, name))
@@ -59,8 +64,10 @@ def test_metrics_hold_no_argument_values(assistant: Assistant):
     assert status == 200
     for secret in (inn, inn[-4:] + '"', "Квазар", "leak_", assistant.key, DEMO_TOKEN):
         assert secret not in text
-    assert value(after, "gateway_calls_total", **unknown) == value(
-        before, "gateway_calls_total", **unknown) + 1
+    assert (
+        value(after, "gateway_calls_total", **unknown)
+        == value(before, "gateway_calls_total", **unknown) + 1
+    )
 
 
 @pytest.mark.django_db
@@ -73,9 +80,11 @@ def test_upstream_errors_are_counted_by_code(assistant: Assistant):
 
     assert (status, body["code"]) == (502, "upstream_unavailable")
     # Three attempts (reads are retried), each answered by the sandbox's error envelope.
-    attempts = sum(value(after, "invoicebox_errors_total", code=code)
-                   - value(before, "invoicebox_errors_total", code=code)
-                   for code in ("service_unavailable", "internal_error"))
+    attempts = sum(
+        value(after, "invoicebox_errors_total", code=code)
+        - value(before, "invoicebox_errors_total", code=code)
+        for code in ("service_unavailable", "internal_error")
+    )
     assert attempts == 3
 
 
@@ -83,23 +92,37 @@ def test_upstream_errors_are_counted_by_code(assistant: Assistant):
 def test_pending_confirmations_and_their_age_are_read_at_scrape_time(assistant: Assistant):
     first = assistant.call("create_order", distinctive_order(valid_inn(), "ООО «Один»"))[1]
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(
-        created_at=timezone.now() - timedelta(minutes=5))
+        created_at=timezone.now() - timedelta(minutes=5)
+    )
 
     _, _, samples = scrape()
 
-    assert value(samples, "gateway_pending_confirmations", contour="acme",
-                 waiting_for="assistant") == 1
-    assert value(samples, "gateway_pending_confirmations", contour="acme",
-                 waiting_for="operator") == 0
-    assert value(samples, "gateway_pending_confirmation_oldest_age_seconds", contour="acme",
-                 waiting_for="assistant") >= 300
+    assert (
+        value(samples, "gateway_pending_confirmations", contour="acme", waiting_for="assistant")
+        == 1
+    )
+    assert (
+        value(samples, "gateway_pending_confirmations", contour="acme", waiting_for="operator") == 0
+    )
+    assert (
+        value(
+            samples,
+            "gateway_pending_confirmation_oldest_age_seconds",
+            contour="acme",
+            waiting_for="assistant",
+        )
+        >= 300
+    )
     assert value(samples, "gateway_state_up") == 1
 
 
 @pytest.mark.django_db
 def test_an_open_circuit_is_gauged_per_contour(assistant: Assistant, read_only_contour):
-    CircuitState.objects.create(account=account_key(assistant.contour.api_token), failures=5,
-                                opened_until=timezone.now() + timedelta(seconds=30))
+    CircuitState.objects.create(
+        account=account_key(assistant.contour.api_token),
+        failures=5,
+        opened_until=timezone.now() + timedelta(seconds=30),
+    )
     other = read_only_contour
 
     _, _, samples = scrape()
@@ -113,8 +136,7 @@ def test_an_open_circuit_is_gauged_per_contour(assistant: Assistant, read_only_c
 def test_ceiling_ratio_counts_an_executed_order(assistant: Assistant):
     contour = assistant.contour
     Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_HOUR, limit=4)
-    Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_DAY, currency="RUB",
-                           limit=146400)
+    Ceiling.objects.create(contour=contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=146400)
     args = distinctive_order(valid_inn(), "ООО «Два»")
     token = assistant.call("create_order", args)[1]["confirmation"]["token"]
 
@@ -122,10 +144,16 @@ def test_ceiling_ratio_counts_an_executed_order(assistant: Assistant):
     _, _, after = scrape()
 
     assert status == 200, body
-    assert value(after, "gateway_ceiling_used_ratio", contour="acme", ceiling="per_hour",
-                 currency="") == 0.25
-    assert value(after, "gateway_ceiling_used_ratio", contour="acme", ceiling="per_day",
-                 currency="RUB") == 0.25  # 366,00 of 1 464,00 ₽
+    assert (
+        value(after, "gateway_ceiling_used_ratio", contour="acme", ceiling="per_hour", currency="")
+        == 0.25
+    )
+    assert (
+        value(
+            after, "gateway_ceiling_used_ratio", contour="acme", ceiling="per_day", currency="RUB"
+        )
+        == 0.25
+    )  # 366,00 of 1 464,00 ₽
 
 
 @pytest.mark.django_db
@@ -135,8 +163,7 @@ def test_ceiling_ratio_counts_an_executed_order(assistant: Assistant):
         ("127.0.0.1", {}, "", None, 200),
         ("::1", {}, "", None, 200),
         ("203.0.113.9", {}, "", None, 403),
-        ("203.0.113.9", {"HTTP_AUTHORIZATION": "Bearer s3cret-scrape"}, "s3cret-scrape", None,
-         200),
+        ("203.0.113.9", {"HTTP_AUTHORIZATION": "Bearer s3cret-scrape"}, "s3cret-scrape", None, 200),
         ("203.0.113.9", {"HTTP_AUTHORIZATION": "Bearer wrong"}, "s3cret-scrape", None, 401),
         ("127.0.0.1", {"HTTP_AUTHORIZATION": "Bearer wrong"}, "s3cret-scrape", None, 401),
         ("127.0.0.1", {"HTTP_AUTHORIZATION": "Bearer anything"}, "", None, 401),
@@ -144,8 +171,9 @@ def test_ceiling_ratio_counts_an_executed_order(assistant: Assistant):
         ("127.0.0.1", {}, "", ["10.0.0.0/8"], 403),
     ],
 )
-def test_metrics_need_the_token_or_an_allowed_address(settings, remote, headers, token,
-                                                      allowed, expected):
+def test_metrics_need_the_token_or_an_allowed_address(
+    settings, remote, headers, token, allowed, expected
+):
     settings.METRICS_TOKEN = token
     if allowed is not None:
         settings.METRICS_ALLOWED_IPS = allowed
@@ -166,20 +194,39 @@ def test_worker_processes_are_summed_in_multiprocess_mode(settings, tmp_path: Pa
         "metrics.observe_call(JournalEntry(tool='get_order', channel='mcp-http', status='ok',"
         " code='ok', phase='read', duration_ms=40))\n"
     )
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
-           "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env = {
+        **os.environ,
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
     for _ in range(2):  # two processes, as two uvicorn workers would be
-        subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, check=True,
-                       timeout=60, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            timeout=60,
+            capture_output=True,
+        )
     settings.METRICS_MULTIPROC_DIR = str(tmp_path)
 
     status, _, samples = scrape()
 
     assert status == 200
-    assert value(samples, "gateway_calls_total", tool="get_order", channel="mcp-http",
-                 status="ok", code="ok") == 2
-    assert value(samples, "gateway_call_duration_seconds_count", tool="get_order",
-                 phase="read") == 2
+    assert (
+        value(
+            samples,
+            "gateway_calls_total",
+            tool="get_order",
+            channel="mcp-http",
+            status="ok",
+            code="ok",
+        )
+        == 2
+    )
+    assert (
+        value(samples, "gateway_call_duration_seconds_count", tool="get_order", phase="read") == 2
+    )
     assert value(samples, "gateway_state_up") == 1
 
 
@@ -196,7 +243,8 @@ def test_open_mcp_sessions_are_counted_per_contour():
         sessions.record(f"a-{n}", shop.pk, "2025-11-25", {})
     sessions.record("b-0", other.pk, "2025-11-25", {})
     McpSession.objects.filter(pk="a-2").update(
-        last_seen=timezone.now() - timedelta(hours=1))  # expired: not open
+        last_seen=timezone.now() - timedelta(hours=1)
+    )  # expired: not open
 
     _, _, samples = scrape()
 

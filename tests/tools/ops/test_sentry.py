@@ -70,17 +70,25 @@ def test_an_unknown_outcome_is_reported_once_without_argument_values(
 def leaked(value: str, wire: str) -> bool:
     """The value as a value (alone, or masked «***4140»), not digits that a random trace, span
     or event id happens to contain: ids are blanked first, and digits must stand alone."""
-    without_ids = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-                         r"|[0-9a-f]{16,}", "<id>", wire)
+    without_ids = re.sub(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+        r"|[0-9a-f]{16,}",
+        "<id>",
+        wire,
+    )
     if not value.isdigit():
         return value in without_ids
     return re.search(rf"(?<![0-9A-Za-z]){value}(?![0-9A-Za-z])", without_ids) is not None
 
 
 def test_a_random_id_with_the_amounts_digits_is_no_leak():
-    event = {"contexts": {"trace": {"trace_id": "36600c0ffee0b4d9a4e1f2a3b4c5d6e7",
-                                    "span_id": "a1b236600c3d4e5f"}},
-             "timestamp": 1764836600.5, "event_id": "0123436600456789abcdef0123456789"}
+    event = {
+        "contexts": {
+            "trace": {"trace_id": "36600c0ffee0b4d9a4e1f2a3b4c5d6e7", "span_id": "a1b236600c3d4e5f"}
+        },
+        "timestamp": 1764836600.5,
+        "event_id": "0123436600456789abcdef0123456789",
+    }
     wire = json.dumps(event)
 
     assert not leaked("36600", wire) and not leaked("3660", wire)
@@ -99,7 +107,8 @@ def test_upstream_unavailable_is_reported_and_a_refusal_is_not(
     sentry_sdk.flush()
 
     assert [(e["level"], e["tags"]["code"]) for e in reported] == [
-        ("warning", "upstream_unavailable")]
+        ("warning", "upstream_unavailable")
+    ]
 
 
 def test_an_error_log_is_reported_without_its_exception_text(reported):
@@ -118,16 +127,33 @@ def test_an_error_log_is_reported_without_its_exception_text(reported):
 
 def test_before_send_keeps_no_request_body_locals_or_values():
     event = {
-        "request": {"method": "POST", "url": "https://gw.example/api/v1/call?inn=7707083893",
-                    "data": {"arguments": {"inn": "7707083893"}}, "query_string": "inn=1",
-                    "headers": {"Authorization": "Bearer ibg_x"}, "cookies": {"s": "1"}},
+        "request": {
+            "method": "POST",
+            "url": "https://gw.example/api/v1/call?inn=7707083893",
+            "data": {"arguments": {"inn": "7707083893"}},
+            "query_string": "inn=1",
+            "headers": {"Authorization": "Bearer ibg_x"},
+            "cookies": {"s": "1"},
+        },
         "extra": {"arguments": {"inn": "7707083893"}},
         "user": {"ip_address": "203.0.113.9"},
         "breadcrumbs": {"values": [{"message": "POST ...?inn=7707083893"}]},
-        "exception": {"values": [{"type": "KeyError", "value": "'7707083893'", "stacktrace": {
-            "frames": [{"function": "handler", "vars": {"inn": "7707083893"}}]}}]},
-        "logentry": {"message": "failed for %s", "params": ["7707083893"],
-                     "formatted": "failed for 7707083893"},
+        "exception": {
+            "values": [
+                {
+                    "type": "KeyError",
+                    "value": "'7707083893'",
+                    "stacktrace": {
+                        "frames": [{"function": "handler", "vars": {"inn": "7707083893"}}]
+                    },
+                }
+            ]
+        },
+        "logentry": {
+            "message": "failed for %s",
+            "params": ["7707083893"],
+            "formatted": "failed for 7707083893",
+        },
     }
 
     cleaned = sentry.before_send(event, {})
@@ -135,6 +161,5 @@ def test_before_send_keeps_no_request_body_locals_or_values():
     assert "7707083893" not in json.dumps(cleaned)
     assert cleaned["request"] == {"method": "POST", "url": "https://gw.example/api/v1/call"}
     assert cleaned["exception"]["values"][0]["type"] == "KeyError"
-    assert cleaned["exception"]["values"][0]["stacktrace"]["frames"] == [
-        {"function": "handler"}]
+    assert cleaned["exception"]["values"][0]["stacktrace"]["frames"] == [{"function": "handler"}]
     assert cleaned["logentry"] == {"message": "failed for %s"}

@@ -28,8 +28,7 @@ RUB = "RUB"
 
 @pytest.fixture
 def shop() -> Contour:
-    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"],
-                             actor=SCAFFOLDING)
+    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.time_zone = "Europe/Moscow"
     contour.allowed_currencies = [RUB, "USD"]
     contour.save()
@@ -37,22 +36,38 @@ def shop() -> Contour:
 
 
 def limit(contour: Contour, kind: str, value: int, currency: str = RUB) -> None:
-    Ceiling.objects.create(contour=contour, kind=kind, limit=value,
-                           currency="" if kind == CeilingKind.PER_HOUR else currency)
+    Ceiling.objects.create(
+        contour=contour,
+        kind=kind,
+        limit=value,
+        currency="" if kind == CeilingKind.PER_HOUR else currency,
+    )
 
 
-def spent(contour: Contour, amount: int, state: str = OperationState.DONE,
-          currency: str = RUB) -> Operation:
+def spent(
+    contour: Contour, amount: int, state: str = OperationState.DONE, currency: str = RUB
+) -> Operation:
     """A write of `amount` kopecks recorded now, as the gateway records one."""
     spec = catalog.get("create_order")
     assert spec is not None
     number = uuid.uuid4().hex
     confirmation, _ = confirmations.prepare(
-        contour, spec, {"description": number}, Summary(text=number, amount=amount,
-                                                         currency=currency), "key:ibg_test")
-    return Operation.objects.create(key=number, contour=contour, tool=spec.name,
-                                    confirmation=confirmation, merchant_order_id=number,
-                                    amount=amount, currency=currency, state=state)
+        contour,
+        spec,
+        {"description": number},
+        Summary(text=number, amount=amount, currency=currency),
+        "key:ibg_test",
+    )
+    return Operation.objects.create(
+        key=number,
+        contour=contour,
+        tool=spec.name,
+        confirmation=confirmation,
+        merchant_order_id=number,
+        amount=amount,
+        currency=currency,
+        state=state,
+    )
 
 
 def refusal(contour: Contour, request: Request, **options: int) -> ToolError:
@@ -72,8 +87,7 @@ def test_one_operation_above_its_ceiling_is_refused_with_the_numbers(shop: Conto
     assert "больше на 0,01" in error.message
 
 
-def test_the_day_counts_done_and_unresolved_writes_never_failed_ones(shop: Contour,
-                                                                     clock: Clock):
+def test_the_day_counts_done_and_unresolved_writes_never_failed_ones(shop: Contour, clock: Clock):
     limit(shop, CeilingKind.PER_DAY, 1_000_000)
     clock.move_to(datetime(2026, 3, 10, 9, 0, tzinfo=UTC))
     spent(shop, 400_000)
@@ -103,7 +117,9 @@ def test_the_day_rolls_over_at_the_contours_midnight_not_utcs(shop: Contour, clo
     clock.advance(11 * 60)  # 00:01 in Moscow, still the 10th in UTC
 
     ceilings.check(shop, Request(1_000_000, RUB))
-    assert ceilings.day_start(shop, database_clock.now()) == datetime(2026, 3, 10, 21, 0, tzinfo=UTC)
+    assert ceilings.day_start(shop, database_clock.now()) == datetime(
+        2026, 3, 10, 21, 0, tzinfo=UTC
+    )
 
 
 def test_the_hour_slides(shop: Contour, clock: Clock):
@@ -114,15 +130,17 @@ def test_the_hour_slides(shop: Contour, clock: Clock):
 
     error = refusal(shop, Request(None, None))
     assert (error.data["ceiling"], error.data["used"], error.data["remaining"]) == (
-        "per_hour", 2, 0)
+        "per_hour",
+        2,
+        0,
+    )
 
     clock.advance(31 * 60)  # the first write is now more than an hour old
 
     ceilings.check(shop, Request(None, None))
 
 
-def test_a_currency_off_the_list_or_without_a_ceiling_is_refused_not_unlimited(
-        shop: Contour):
+def test_a_currency_off_the_list_or_without_a_ceiling_is_refused_not_unlimited(shop: Contour):
     assert refusal(shop, Request(100, "EUR")).code == "currency_not_allowed"
     ceilings.check(shop, Request(100, "USD"))  # allowed, and no amount ceilings at all
 

@@ -34,8 +34,7 @@ ACTOR = "key:ibg_test"
 
 @pytest.fixture
 def shop() -> Contour:
-    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"],
-                             actor=SCAFFOLDING)
+    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.confirmation_ttl_seconds, contour.dedup_window_seconds = 300, 600
     contour.approval_window_hours = 24
     contour.save()
@@ -52,11 +51,15 @@ def args(number: int = 1) -> dict[str, Any]:
     return {"description": f"Бронирование, счёт {number}", "amount": "36600"}
 
 
-def prepare(contour: Contour, number: int = 1, **options: Any
-            ) -> tuple[PendingConfirmation, str]:
-    return confirmations.prepare(contour, spec(), args(number),
-                                 Summary(text=f"Счёт {number}", amount=3660000,
-                                         currency="RUB"), ACTOR, **options)
+def prepare(contour: Contour, number: int = 1, **options: Any) -> tuple[PendingConfirmation, str]:
+    return confirmations.prepare(
+        contour,
+        spec(),
+        args(number),
+        Summary(text=f"Счёт {number}", amount=3660000, currency="RUB"),
+        ACTOR,
+        **options,
+    )
 
 
 def code_of(call: Any) -> str:
@@ -72,11 +75,15 @@ def test_the_token_names_its_confirmation_and_only_its_hash_is_kept(shop: Contou
     assert token.startswith("ibc_") and token == confirmations.token_for(confirmation)
     assert confirmation.token_hash == sha256_hex(token)
     assert (confirmation.amount, confirmation.currency, confirmation.created_by) == (
-        3660000, "RUB", ACTOR)
+        3660000,
+        "RUB",
+        ACTOR,
+    )
 
 
 def test_an_identical_write_inside_the_dedup_window_is_the_same_confirmation(
-        shop: Contour, clock: Clock):
+    shop: Contour, clock: Clock
+):
     first, token = prepare(shop)
     clock.advance(200)
     again, again_token = prepare(shop)
@@ -87,8 +94,7 @@ def test_an_identical_write_inside_the_dedup_window_is_the_same_confirmation(
     assert PendingConfirmation.objects.count() == 2
 
 
-def test_past_the_dedup_window_the_same_write_gets_a_new_confirmation(
-        shop: Contour, clock: Clock):
+def test_past_the_dedup_window_the_same_write_gets_a_new_confirmation(shop: Contour, clock: Clock):
     shop.confirmation_ttl_seconds = 3600  # still open: only the dedup window has passed
     shop.save()
     first, _ = prepare(shop)
@@ -101,15 +107,20 @@ def test_past_the_dedup_window_the_same_write_gets_a_new_confirmation(
 
 def test_a_token_refuses_other_arguments_another_contour_and_a_guess(shop: Contour):
     _, token = prepare(shop)
-    other = create_contour("other", mode="sandbox", toolsets=["read", "write"],
-                           actor=SCAFFOLDING)
+    other = create_contour("other", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
 
-    assert code_of(lambda: confirmations.resolve(shop, spec(), args(2), token)
-                   ) == "confirmation_mismatch"
-    assert code_of(lambda: confirmations.resolve(other, spec(), args(), token)
-                   ) == "confirmation_invalid"
-    assert code_of(lambda: confirmations.resolve(shop, spec(), args(), "ibc_guess")
-                   ) == "confirmation_invalid"
+    assert (
+        code_of(lambda: confirmations.resolve(shop, spec(), args(2), token))
+        == "confirmation_mismatch"
+    )
+    assert (
+        code_of(lambda: confirmations.resolve(other, spec(), args(), token))
+        == "confirmation_invalid"
+    )
+    assert (
+        code_of(lambda: confirmations.resolve(shop, spec(), args(), "ibc_guess"))
+        == "confirmation_invalid"
+    )
 
 
 def test_after_its_ttl_the_token_is_expired_and_the_row_says_so(shop: Contour, clock: Clock):
@@ -119,8 +130,10 @@ def test_after_its_ttl_the_token_is_expired_and_the_row_says_so(shop: Contour, c
 
     clock.advance(2)
 
-    assert code_of(lambda: confirmations.resolve(shop, spec(), args(), token)
-                   ) == "confirmation_expired"
+    assert (
+        code_of(lambda: confirmations.resolve(shop, spec(), args(), token))
+        == "confirmation_expired"
+    )
     confirmation.refresh_from_db()
     assert confirmation.status == ConfirmationStatus.EXPIRED
     assert confirmations.expired_unbegun(confirmation, None, confirmation.expires_at)
@@ -149,8 +162,15 @@ def test_an_open_confirmation_is_escalated_to_an_operator_never_back(shop: Conto
 def test_a_write_that_may_have_happened_never_expires(shop: Contour, clock: Clock):
     confirmation, token = prepare(shop)
     operation = Operation.objects.create(
-        key=uuid.uuid4().hex, contour=shop, tool=spec().name, confirmation=confirmation,
-        merchant_order_id="m-1", amount=3660000, currency="RUB", state=OperationState.UNKNOWN)
+        key=uuid.uuid4().hex,
+        contour=shop,
+        tool=spec().name,
+        confirmation=confirmation,
+        merchant_order_id="m-1",
+        amount=3660000,
+        currency="RUB",
+        state=OperationState.UNKNOWN,
+    )
     clock.advance(3600)
 
     assert confirmations.resolve(shop, spec(), args(), token) == confirmation
@@ -163,17 +183,20 @@ def test_a_write_that_may_have_happened_never_expires(shop: Contour, clock: Cloc
 def test_an_executed_token_replays_its_own_write_and_refuses_another(shop: Contour):
     confirmation, token = prepare(shop)
     PendingConfirmation.objects.filter(pk=confirmation.pk).update(
-        status=ConfirmationStatus.EXECUTED)
+        status=ConfirmationStatus.EXECUTED
+    )
 
     assert confirmations.resolve(shop, spec(), args(), token) == confirmation
-    assert code_of(lambda: confirmations.resolve(shop, spec(), args(2), token)
-                   ) == "confirmation_used"
+    assert (
+        code_of(lambda: confirmations.resolve(shop, spec(), args(2), token)) == "confirmation_used"
+    )
 
 
 def test_a_rejected_token_says_why(shop: Contour):
     confirmation, token = prepare(shop, approval_reason="сумма выше порога")
     PendingConfirmation.objects.filter(pk=confirmation.pk).update(
-        status=ConfirmationStatus.REJECTED, decision_reason="не тот клиент")
+        status=ConfirmationStatus.REJECTED, decision_reason="не тот клиент"
+    )
 
     with pytest.raises(ToolError, match="не тот клиент") as refused:
         confirmations.resolve(shop, spec(), args(), token)
@@ -181,10 +204,12 @@ def test_a_rejected_token_says_why(shop: Contour):
 
 
 def test_the_arguments_hash_ignores_key_order_and_binds_the_tool():
-    assert confirmations.arguments_hash("create_order", {"a": 1, "b": 2}) == \
-        confirmations.arguments_hash("create_order", {"b": 2, "a": 1})
-    assert confirmations.arguments_hash("create_order", {"a": 1}) != \
-        confirmations.arguments_hash("cancel_order", {"a": 1})
+    assert confirmations.arguments_hash(
+        "create_order", {"a": 1, "b": 2}
+    ) == confirmations.arguments_hash("create_order", {"b": 2, "a": 1})
+    assert confirmations.arguments_hash("create_order", {"a": 1}) != confirmations.arguments_hash(
+        "cancel_order", {"a": 1}
+    )
 
 
 def test_the_envelope_carries_the_token_and_the_approval_page(shop: Contour):
@@ -192,7 +217,11 @@ def test_the_envelope_carries_the_token_and_the_approval_page(shop: Contour):
 
     body = confirmations.envelope(confirmation, token, "https://gw.example/approvals/1/")
 
-    assert body == {"id": str(confirmation.id), "token": token,
-                    "expires_at": confirmation.expires_at.isoformat(),
-                    "summary": "Счёт 1", "approval_url": "https://gw.example/approvals/1/"}
+    assert body == {
+        "id": str(confirmation.id),
+        "token": token,
+        "expires_at": confirmation.expires_at.isoformat(),
+        "summary": "Счёт 1",
+        "approval_url": "https://gw.example/approvals/1/",
+    }
     assert "approval_url" not in confirmations.envelope(confirmation, token)

@@ -31,8 +31,7 @@ CHANNEL = "rest"
 
 @pytest.fixture
 def shop() -> Contour:
-    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"],
-                             actor=SCAFFOLDING)
+    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     contour.confirmation_ttl_seconds = 300
     contour.save()
     return contour
@@ -65,12 +64,16 @@ def test_a_write_is_prepared_then_executed_once_and_replayed_after(shop: Contour
     assert (repeated.status, repeated.replayed) == ("ok", True)  # inside the dedup window
     [operation] = Operation.objects.all()
     assert operation.state == OperationState.DONE
-    phases = list(JournalEntry.objects.filter(tool="create_order").order_by("id")
-                  .values_list("phase", flat=True))
+    phases = list(
+        JournalEntry.objects.filter(tool="create_order")
+        .order_by("id")
+        .values_list("phase", flat=True)
+    )
     # One entry per call, and the execution's "started" entry before its outcome.
     assert phases.count("prepare") == 2 and "execute" in phases
     assert {done.journal_id, again.journal_id, repeated.journal_id} <= set(
-        JournalEntry.objects.values_list("id", flat=True))
+        JournalEntry.objects.values_list("id", flat=True)
+    )
 
 
 def test_a_token_past_its_ttl_executes_nothing(shop: Contour, actor: str, clock: Clock):
@@ -85,8 +88,7 @@ def test_a_token_past_its_ttl_executes_nothing(shop: Contour, actor: str, clock:
 
 
 def test_a_ceiling_refuses_the_write_at_its_first_phase(shop: Contour, actor: str):
-    Ceiling.objects.create(contour=shop, kind=CeilingKind.PER_ORDER, currency="RUB",
-                           limit=100_00)
+    Ceiling.objects.create(contour=shop, kind=CeilingKind.PER_ORDER, currency="RUB", limit=100_00)
 
     refused = call(shop, actor, "create_order", order_args())
 
@@ -95,13 +97,17 @@ def test_a_ceiling_refuses_the_write_at_its_first_phase(shop: Contour, actor: st
     assert JournalEntry.objects.get(id=refused.journal_id).code == "ceiling_exceeded"
 
 
-@pytest.mark.parametrize(("name", "arguments", "code"), [
-    ("no_such_tool", {}, "unknown_tool"),
-    ("get_order", ["not", "an", "object"], "arguments_not_object"),
-    ("get_order", {}, "invalid_arguments"),
-])
-def test_what_no_step_could_run_is_refused_and_journaled(shop: Contour, actor: str,
-                                                         name: str, arguments: Any, code: str):
+@pytest.mark.parametrize(
+    ("name", "arguments", "code"),
+    [
+        ("no_such_tool", {}, "unknown_tool"),
+        ("get_order", ["not", "an", "object"], "arguments_not_object"),
+        ("get_order", {}, "invalid_arguments"),
+    ],
+)
+def test_what_no_step_could_run_is_refused_and_journaled(
+    shop: Contour, actor: str, name: str, arguments: Any, code: str
+):
     refused = call(shop, actor, name, arguments)
 
     assert refused.code == code
@@ -134,8 +140,12 @@ def test_a_read_only_contour_refuses_a_write_before_any_summary(db: None):
 def test_identical_calls_of_one_reply_run_once(shop: Contour, actor: str):
     arguments = order_args(description="Бронирование, счёт 9")
 
-    items = gateway.call_batch(shop, [("create_order", arguments), ("create_order", arguments),
-                                      ("get_order", {})], channel=CHANNEL, actor=actor)
+    items = gateway.call_batch(
+        shop,
+        [("create_order", arguments), ("create_order", arguments), ("get_order", {})],
+        channel=CHANNEL,
+        actor=actor,
+    )
 
     assert [item.duplicate_of for item in items] == [None, 0, None]
     assert items[1].outcome is items[0].outcome
@@ -145,8 +155,9 @@ def test_identical_calls_of_one_reply_run_once(shop: Contour, actor: str):
 
 
 def test_a_door_that_could_not_parse_a_call_still_journals_it(shop: Contour, actor: str):
-    refused = gateway.reject(shop, "invalid_json", "тело запроса — не JSON", channel=CHANNEL,
-                             actor=actor)
+    refused = gateway.reject(
+        shop, "invalid_json", "тело запроса — не JSON", channel=CHANNEL, actor=actor
+    )
 
     assert (refused.status, refused.code) == ("rejected", "invalid_json")
     assert JournalEntry.objects.get(id=refused.journal_id).contour == "shop"

@@ -42,17 +42,16 @@ def test_the_shortest_call_of_each_service_is_refused_not_unjournaled():
 
 @pytest.mark.parametrize("actor", EMPTY)
 def test_an_empty_actor_changes_nothing(actor: str, make_user: Callable[..., User]):
-    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"],
-                             actor=SCAFFOLDING)
+    contour = create_contour("shop", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
     key, _ = key_service.issue(contour, actor="user:anna", channel="admin")
     person = make_user("olga")
     before = JournalEntry.objects.count()
     refused: list[Callable[[], Any]] = [
-        lambda: create_contour("other", mode="sandbox", toolsets=["read", "write"],
-                               actor=actor),
+        lambda: create_contour("other", mode="sandbox", toolsets=["read", "write"], actor=actor),
         lambda: contour_service.set_token(contour, "new-token", actor=actor, channel="cli"),
-        lambda: contour_service.record_change(contour, contour_service.state_of(contour),
-                                              actor=actor, channel="cli"),
+        lambda: contour_service.record_change(
+            contour, contour_service.state_of(contour), actor=actor, channel="cli"
+        ),
         lambda: key_service.issue_key(contour, actor=actor),
         lambda: key_service.issue(contour, actor=actor, channel="cli"),
         lambda: key_service.rotate(key, actor=actor, channel="cli"),

@@ -32,12 +32,12 @@ def created_entry(slug: str) -> JournalEntry:
 
 
 def test_the_admin_and_the_command_give_a_new_sandbox_contour_the_same_defaults(
-        make_user: Callable[..., User], settings: Any, tmp_path: Path):
+    make_user: Callable[..., User], settings: Any, tmp_path: Path
+):
     settings.GATEWAY_STATE_DIR = str(tmp_path)
     root = logged_in(make_user("root", staff=True, superuser=True))
 
-    assert root.post("/admin/tools/contour/add/", new_sandbox_form("by-admin")
-                      ).status_code == 302
+    assert root.post("/admin/tools/contour/add/", new_sandbox_form("by-admin")).status_code == 302
     call_command("create_contour", "by-cli", "--mode", "sandbox", stdout=io.StringIO())
 
     made = {slug: Contour.objects.get(slug=slug) for slug in ("by-admin", "by-cli")}
@@ -73,13 +73,13 @@ def test_a_change_is_journaled_with_what_changed_and_a_replaced_secret_by_name_o
     contour.alert_webhook_secret = "whsec-new-0123456789"
     contour.save()
 
-    changed = contour_service.record_change(contour, before, actor="user:anna",
-                                            channel="admin")
+    changed = contour_service.record_change(contour, before, actor="user:anna", channel="admin")
 
     assert changed == ["toolsets", "alert_webhook_secret"]
     [entry] = JournalEntry.objects.filter(contour="shop", code="contour_changed")
     assert entry.arguments["changes"] == {
-        "toolsets": {"before": ["read"], "after": ["read", "write"]}}
+        "toolsets": {"before": ["read"], "after": ["read", "write"]}
+    }
     assert entry.arguments["credentials_replaced"] == ["alert_webhook_secret"]
     assert "whsec-new-0123456789" not in str(list(JournalEntry.objects.values()))
 
@@ -87,8 +87,12 @@ def test_a_change_is_journaled_with_what_changed_and_a_replaced_secret_by_name_o
 def test_nothing_changed_journals_nothing():
     contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
 
-    assert contour_service.record_change(contour, contour_service.state_of(contour),
-                                         actor="user:anna", channel="admin") == []
+    assert (
+        contour_service.record_change(
+            contour, contour_service.state_of(contour), actor="user:anna", channel="admin"
+        )
+        == []
+    )
     assert not JournalEntry.objects.filter(code="contour_changed").exists()
 
 

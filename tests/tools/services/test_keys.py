@@ -16,8 +16,16 @@ from tools.models import ApiKey
 
 pytestmark = pytest.mark.django_db
 
-KEY_PAYLOAD = {"object", "prefix", "label", "holder", "issued_by", "toolsets", "tools",
-               "expires_at"}
+KEY_PAYLOAD = {
+    "object",
+    "prefix",
+    "label",
+    "holder",
+    "issued_by",
+    "toolsets",
+    "tools",
+    "expires_at",
+}
 
 
 def entries(code: str) -> list[JournalEntry]:
@@ -26,8 +34,7 @@ def entries(code: str) -> list[JournalEntry]:
 
 def test_revoke_is_journaled_once_and_a_second_revoke_changes_nothing():
     contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
-    key, raw = key_service.issue(contour, label="бухгалтерия", actor="user:anna",
-                                 channel="admin")
+    key, raw = key_service.issue(contour, label="бухгалтерия", actor="user:anna", channel="admin")
 
     assert key_service.revoke(key, actor="user:anna", channel="admin") is True
     assert key_service.revoke(key, actor="user:anna", channel="admin") is False
@@ -39,13 +46,13 @@ def test_revoke_is_journaled_once_and_a_second_revoke_changes_nothing():
     assert raw not in str(list(JournalEntry.objects.values()))
 
 
-def test_the_admin_action_revokes_through_the_service_with_the_same_payload(
-        owner: Client):
+def test_the_admin_action_revokes_through_the_service_with_the_same_payload(owner: Client):
     contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     key, _ = key_service.issue(contour, actor="cli:ops", channel="cli")
 
-    response = owner.post("/admin/tools/apikey/", {
-        "action": "revoke", "_selected_action": [key.pk]})
+    response = owner.post(
+        "/admin/tools/apikey/", {"action": "revoke", "_selected_action": [key.pk]}
+    )
 
     assert response.status_code == 302
     [entry] = entries("api_key_revoked")

@@ -23,10 +23,15 @@ def test_grant_and_revoke_are_journaled_once_each():
     assert role_service.revoke(anna, "auditor", contour, actor="cli:ops", channel="cli")
     assert not role_service.revoke(anna, "auditor", contour, actor="cli:ops", channel="cli")
 
-    codes = list(JournalEntry.objects.filter(arguments__object="role")
-                 .order_by("id").values_list("code", "arguments"))
-    assert codes == [("role_granted", {"object": "role", "user": "anna", "role": "auditor"}),
-                     ("role_revoked", {"object": "role", "user": "anna", "role": "auditor"})]
+    codes = list(
+        JournalEntry.objects.filter(arguments__object="role")
+        .order_by("id")
+        .values_list("code", "arguments")
+    )
+    assert codes == [
+        ("role_granted", {"object": "role", "user": "anna", "role": "auditor"}),
+        ("role_revoked", {"object": "role", "user": "anna", "role": "auditor"}),
+    ]
     anna.refresh_from_db()
     assert anna.is_staff and not ContourRole.objects.filter(user=anna).exists()
 

@@ -18,8 +18,10 @@ def print_report(command: BaseCommand, report: ConnectionReport) -> None:
 
 
 class Command(BaseCommand):
-    help = ("Проверить подключение контура к Инвойсбокс: токен, магазин, который он видит, и "
-            "одно чтение счетов. Только чтение; код выхода 1 и причина, если что-то не так.")
+    help = (
+        "Проверить подключение контура к Инвойсбокс: токен, магазин, который он видит, и "
+        "одно чтение счетов. Только чтение; код выхода 1 и причина, если что-то не так."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")

@@ -27,14 +27,17 @@ def parse_moment(value: str) -> datetime:
 
 
 class Command(BaseCommand):
-    help = ("Issue an API key for a contour, optionally narrower (toolsets, tools) and with an "
-            "expiry. The key is shown once; only its hash is stored.")
+    help = (
+        "Issue an API key for a contour, optionally narrower (toolsets, tools) and with an "
+        "expiry. The key is shown once; only its hash is stored."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
         parser.add_argument("--label", default="")
         parser.add_argument(
-            "--user", default="",
+            "--user",
+            default="",
             help="username of the person holding the key: they may not approve what it prepares",
         )
         parser.add_argument("--toolsets", default="", help="e.g. read: a read-only key")
@@ -44,19 +47,26 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         contour = Contour.objects.filter(slug=options["slug"]).first()
         if contour is None:
-            raise CommandError(texts.no_contour(options['slug']))
+            raise CommandError(texts.no_contour(options["slug"]))
         user = None
         if options["user"]:
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
-                raise CommandError(texts.no_user(options['user']))
+                raise CommandError(texts.no_user(options["user"]))
         expires = parse_moment(options["expires"]) if options["expires"] else None
         try:
             toolsets, tools = keys.parse_scope(options["toolsets"], options["tools"])
-            _, raw = key_service.issue(contour, label=options["label"], user=user, toolsets=toolsets,
-                                tools=tools, expires_at=expires,
-                                channel="cli", actor=cli_actor(),
-                                step_up=stepup.from_shell())
+            _, raw = key_service.issue(
+                contour,
+                label=options["label"],
+                user=user,
+                toolsets=toolsets,
+                tools=tools,
+                expires_at=expires,
+                channel="cli",
+                actor=cli_actor(),
+                step_up=stepup.from_shell(),
+            )
         except keys.KeySetupError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(raw)

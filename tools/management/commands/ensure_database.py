@@ -19,12 +19,17 @@ class Command(BaseCommand):
         db = settings.DATABASES["default"]
         if "postgresql" not in db["ENGINE"]:
             return
-        params: dict[str, Any] = {"host": db.get("HOST") or None, "port": db.get("PORT") or None,
-                  "user": db.get("USER") or None, "password": db.get("PASSWORD") or None}
+        params: dict[str, Any] = {
+            "host": db.get("HOST") or None,
+            "port": db.get("PORT") or None,
+            "user": db.get("USER") or None,
+            "password": db.get("PASSWORD") or None,
+        }
         try:
             with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
-                exists = conn.execute("select 1 from pg_database where datname = %s",
-                                      (db["NAME"],)).fetchone()
+                exists = conn.execute(
+                    "select 1 from pg_database where datname = %s", (db["NAME"],)
+                ).fetchone()
                 if not exists:
                     conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
                     self.stdout.write(texts.database_created(db["NAME"]))

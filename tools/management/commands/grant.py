@@ -15,9 +15,11 @@ from tools.people.factors import stepup
 
 
 class Command(BaseCommand):
-    help = ("Give a user a role on a contour (journaled). Owners and auditors also get is_staff "
-            "to open /admin/. --create makes the user (password from standard input with "
-            "--password-stdin, else unusable: set it with changepassword).")
+    help = (
+        "Give a user a role on a contour (journaled). Owners and auditors also get is_staff "
+        "to open /admin/. --create makes the user (password from standard input with "
+        "--password-stdin, else unusable: set it with changepassword)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
@@ -25,13 +27,16 @@ class Command(BaseCommand):
         parser.add_argument("slug")
         parser.add_argument("--create", action="store_true", help="create the user if missing")
         parser.add_argument("--email", default="", help="where operators' alerts go")
-        parser.add_argument("--password-stdin", action="store_true",
-                            help="with --create: read the password from standard input")
+        parser.add_argument(
+            "--password-stdin",
+            action="store_true",
+            help="with --create: read the password from standard input",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         contour = Contour.objects.filter(slug=options["slug"]).first()
         if contour is None:
-            raise CommandError(texts.no_contour(options['slug']))
+            raise CommandError(texts.no_contour(options["slug"]))
         model = get_user_model()
         user = model.objects.filter(username=options["username"]).first()
         if user is None:
@@ -45,10 +50,20 @@ class Command(BaseCommand):
                 user.set_unusable_password()
             user.save()
             self.stderr.write(f"user {user.get_username()} created")
-        created = role_service.grant(user, options["role"], contour, actor="manage.py",
-                                     email=options["email"], step_up=stepup.from_shell())
+        created = role_service.grant(
+            user,
+            options["role"],
+            contour,
+            actor="manage.py",
+            email=options["email"],
+            step_up=stepup.from_shell(),
+        )
         if options["role"] == Role.OPERATOR and not user.email:
-            self.stderr.write(f"{user.get_username()} has no email: alerts of writes waiting "
-                              "for an operator won't reach them (add --email)")
-        self.stdout.write(f"{user.get_username()}: {options['role']} of {contour.slug}"
-                          + ("" if created else " (already)"))
+            self.stderr.write(
+                f"{user.get_username()} has no email: alerts of writes waiting "
+                "for an operator won't reach them (add --email)"
+            )
+        self.stdout.write(
+            f"{user.get_username()}: {options['role']} of {contour.slug}"
+            + ("" if created else " (already)")
+        )

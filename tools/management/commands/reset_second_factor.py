@@ -12,9 +12,11 @@ from tools.people.factors import devices
 
 
 class Command(BaseCommand):
-    help = ("Remove every second-factor device of a person (a lost phone and lost backup "
-            "codes); journaled, and the person is told by email. Same as the admin's action, "
-            "for when no superuser can reach the admin.")
+    help = (
+        "Remove every second-factor device of a person (a lost phone and lost backup "
+        "codes); journaled, and the person is told by email. Same as the admin's action, "
+        "for when no superuser can reach the admin."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
@@ -22,6 +24,6 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         person = devices.person_named(options["username"])
         if person is None:
-            raise CommandError(texts.no_user(options['username']))
+            raise CommandError(texts.no_user(options["username"]))
         removed = devices.reset(person, by=cli_actor(), channel="cli")
         self.stdout.write(texts.devices_removed(person.get_username(), removed))

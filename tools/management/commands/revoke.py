@@ -23,10 +23,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         contour = Contour.objects.filter(slug=options["slug"]).first()
         if contour is None:
-            raise CommandError(texts.no_contour(options['slug']))
+            raise CommandError(texts.no_contour(options["slug"]))
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
-            raise CommandError(texts.no_user(options['username']))
+            raise CommandError(texts.no_user(options["username"]))
         removed = role_service.revoke(user, options["role"], contour, actor="manage.py")
-        self.stdout.write(f"{user.get_username()}: {options['role']} of {contour.slug} "
-                          + ("revoked" if removed else "was not granted"))
+        self.stdout.write(
+            f"{user.get_username()}: {options['role']} of {contour.slug} "
+            + ("revoked" if removed else "was not granted")
+        )

@@ -20,8 +20,10 @@ SECRET_COLUMNS = ("api_token", "notification_key", "alert_webhook_secret")
 
 
 class Command(BaseCommand):
-    help = ("Перешифровать сохранённые токены Инвойсбокс, ключи подписи и секреты вебхуков "
-            "первым ключом GATEWAY_SECRETS_KEY; нечитаемые пропускаются и называются.")
+    help = (
+        "Перешифровать сохранённые токены Инвойсбокс, ключи подписи и секреты вебхуков "
+        "первым ключом GATEWAY_SECRETS_KEY; нечитаемые пропускаются и называются."
+    )
 
     @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
@@ -31,9 +33,11 @@ class Command(BaseCommand):
         skipped: list[str] = []
         with connection.cursor() as cursor:
             # Raw columns: the ciphertext is rotated without building models (no save rules).
-            cursor.execute(f"SELECT id, slug, {columns} FROM {table} FOR UPDATE"  # noqa: S608
-                           if connection.features.has_select_for_update
-                           else f"SELECT id, slug, {columns} FROM {table}")  # noqa: S608
+            cursor.execute(
+                f"SELECT id, slug, {columns} FROM {table} FOR UPDATE"  # noqa: S608
+                if connection.features.has_select_for_update
+                else f"SELECT id, slug, {columns} FROM {table}"  # noqa: S608
+            )
             for pk, slug, *values in cursor.fetchall():
                 rotated = []
                 for name, value in zip(SECRET_COLUMNS, values, strict=True):
@@ -43,14 +47,18 @@ class Command(BaseCommand):
                         rotated.append(value)
                         skipped.append(f"{slug}.{name}")
                 assignments = ", ".join(f"{name} = %s" for name in SECRET_COLUMNS)
-                cursor.execute(f"UPDATE {table} SET {assignments} WHERE id = %s",  # noqa: S608
-                               [*rotated, pk])
+                cursor.execute(
+                    f"UPDATE {table} SET {assignments} WHERE id = %s",  # noqa: S608
+                    [*rotated, pk],
+                )
                 count += 1
-        self.stdout.write(f"секреты контуров перешифрованы первым ключом: {count} "
-                          "контур(ов)")
+        self.stdout.write(f"секреты контуров перешифрованы первым ключом: {count} контур(ов)")
         if skipped:
-            self.stdout.write(self.style.WARNING(
-                f"не читаются ни одним ключом из GATEWAY_SECRETS_KEY, оставлены как есть: "
-                f"{', '.join(skipped)}. Верните прежний ключ в список или введите их заново "
-                "(manage.py set_contour_token <контур> --token-file ФАЙЛ, или страница "
-                "контура в админке)"))
+            self.stdout.write(
+                self.style.WARNING(
+                    f"не читаются ни одним ключом из GATEWAY_SECRETS_KEY, оставлены как есть: "
+                    f"{', '.join(skipped)}. Верните прежний ключ в список или введите их заново "
+                    "(manage.py set_contour_token <контур> --token-file ФАЙЛ, или страница "
+                    "контура в админке)"
+                )
+            )

@@ -30,8 +30,11 @@ class Command(BaseCommand):
     help = "Create the demo contour, its API key and an admin user; reprint them on later runs."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--state-dir", default=settings.GATEWAY_STATE_DIR,
-                            help="where the demo key and admin password are kept (git-ignored)")
+        parser.add_argument(
+            "--state-dir",
+            default=settings.GATEWAY_STATE_DIR,
+            help="where the demo key and admin password are kept (git-ignored)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         state = Path(options["state_dir"]) / "demo" / database_tag()
@@ -39,8 +42,12 @@ class Command(BaseCommand):
         contour = Contour.objects.filter(slug=SLUG).first()
         if contour is None:
             contour = create_contour(
-                SLUG, mode=InvoiceboxMode.SANDBOX, name="Демо-контур (песочница)",
-                toolsets=[Toolset.READ, Toolset.WRITE], actor=cli_actor(), channel="cli",
+                SLUG,
+                mode=InvoiceboxMode.SANDBOX,
+                name="Демо-контур (песочница)",
+                toolsets=[Toolset.READ, Toolset.WRITE],
+                actor=cli_actor(),
+                channel="cli",
                 step_up=stepup.from_shell(),
             )
         if contour.mode == InvoiceboxMode.SANDBOX:
@@ -48,25 +55,33 @@ class Command(BaseCommand):
             connect_sandbox_notifications(contour, own_account=False, claim_shared=True)
         key = self._demo_key(contour, state / "demo-api-key")
         username, password = self._person(state / "demo-admin", "admin", superuser=True)
-        operator, operator_password = self._person(state / "demo-operator", "operator",
-                                                   superuser=False)
-        role_service.grant(get_user_model().objects.get(username=operator), Role.OPERATOR,
-                           contour, actor=cli_actor(), channel="cli",
-                           step_up=stepup.from_shell())
+        operator, operator_password = self._person(
+            state / "demo-operator", "operator", superuser=False
+        )
+        role_service.grant(
+            get_user_model().objects.get(username=operator),
+            Role.OPERATOR,
+            contour,
+            actor=cli_actor(),
+            channel="cli",
+            step_up=stepup.from_shell(),
+        )
         base = settings.GATEWAY_SITE_URL
         self.stdout.write(
-            "\n".join([
-                "",
-                f"Demo contour '{contour.slug}' on the sandbox ({contour.base_url}),"
-                f" toolsets: {','.join(contour.toolsets)}",
-                f"API key:  {key}",
-                f"Admin:    {base}/admin/  login {username} / password {password}",
-                f"Operator: {base}/approvals/  login {operator} / password {operator_password}"
-                " (approves the demo key's writes)",
-                f"Try:      curl -H 'Authorization: Bearer {key}' {base}/api/v1/tools",
-                f"Kept in:  {state} (this database's own; checked on every run)",
-                "",
-            ])
+            "\n".join(
+                [
+                    "",
+                    f"Demo contour '{contour.slug}' on the sandbox ({contour.base_url}),"
+                    f" toolsets: {','.join(contour.toolsets)}",
+                    f"API key:  {key}",
+                    f"Admin:    {base}/admin/  login {username} / password {password}",
+                    f"Operator: {base}/approvals/  login {operator} / password {operator_password}"
+                    " (approves the demo key's writes)",
+                    f"Try:      curl -H 'Authorization: Bearer {key}' {base}/api/v1/tools",
+                    f"Kept in:  {state} (this database's own; checked on every run)",
+                    "",
+                ]
+            )
         )
 
     def _demo_key(self, contour: Contour, path: Path) -> str:
@@ -76,8 +91,9 @@ class Command(BaseCommand):
             found = ApiKey.authenticate(saved)
             if found is not None and found.contour_id == contour.id:
                 return saved
-        _, raw = key_service.issue(contour, label="demo", actor=cli_actor(), channel="cli",
-                                   step_up=stepup.from_shell())
+        _, raw = key_service.issue(
+            contour, label="demo", actor=cli_actor(), channel="cli", step_up=stepup.from_shell()
+        )
         _write_private(path, raw)
         return raw
 
@@ -87,8 +103,7 @@ class Command(BaseCommand):
         if path.exists() and user is not None:
             saved = path.read_text().strip()
             # Verified, not trusted: the file may predate this database or a manual change.
-            if (user.check_password(saved) and user.is_active
-                    and user.is_superuser == superuser):
+            if user.check_password(saved) and user.is_active and user.is_superuser == superuser:
                 return username, saved
         password = secrets.token_urlsafe(12)
         user, _ = user_model.objects.get_or_create(username=username)

@@ -16,17 +16,23 @@ from tools.people.factors import stepup
 
 
 class Command(BaseCommand):
-    help = ("Ввести токен Инвойсбокс контура заново (и, если нужно, новый адрес API): после "
-            "потери GATEWAY_SECRETS_KEY, перевыпуска токена в кабинете или смены адреса. "
-            "Затем проверяет подключение.")
+    help = (
+        "Ввести токен Инвойсбокс контура заново (и, если нужно, новый адрес API): после "
+        "потери GATEWAY_SECRETS_KEY, перевыпуска токена в кабинете или смены адреса. "
+        "Затем проверяет подключение."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
-        parser.add_argument("--token-file", required=True,
-                            help="файл с токеном API Инвойсбокс, '-' — стандартный ввод; "
-                                 "сам токен в командной строке не передавайте")
-        parser.add_argument("--base-url", default="",
-                            help="новый адрес API (для режимов sandbox и custom)")
+        parser.add_argument(
+            "--token-file",
+            required=True,
+            help="файл с токеном API Инвойсбокс, '-' — стандартный ввод; "
+            "сам токен в командной строке не передавайте",
+        )
+        parser.add_argument(
+            "--base-url", default="", help="новый адрес API (для режимов sandbox и custom)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         token = read_token_option(options["token_file"])
@@ -34,15 +40,24 @@ class Command(BaseCommand):
         if contour is None:
             raise CommandError(f"контура {options['slug']!r} нет")
         try:
-            set_token(contour, token, base_url=options["base_url"], actor=cli_actor(),
-                      channel="cli", step_up=stepup.from_shell())
+            set_token(
+                contour,
+                token,
+                base_url=options["base_url"],
+                actor=cli_actor(),
+                channel="cli",
+                step_up=stepup.from_shell(),
+            )
         except ContourSetupError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"контур {contour.slug}: токен {contour.masked_token} сохранён, "
-                          f"адрес API {contour.base_url}")
+        self.stdout.write(
+            f"контур {contour.slug}: токен {contour.masked_token} сохранён, "
+            f"адрес API {contour.base_url}"
+        )
         report = check_connection(contour)
         print_report(self, report)
         if not report.ok:
-            raise CommandError(f"токен сохранён, но {report.summary[:1].lower()}"
-                               f"{report.summary[1:]}")
+            raise CommandError(
+                f"токен сохранён, но {report.summary[:1].lower()}{report.summary[1:]}"
+            )
         self.stdout.write(report.summary)

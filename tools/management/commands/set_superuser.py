@@ -14,9 +14,11 @@ from tools.people.factors import devices, stepup
 
 
 class Command(BaseCommand):
-    help = ("Make a person a superuser (every contour, every role), or with --off take it "
-            "back. Journaled (person_flag_changed, channel cli); the admin's list offers the "
-            "same to superusers with their fresh second factor.")
+    help = (
+        "Make a person a superuser (every contour, every role), or with --off take it "
+        "back. Journaled (person_flag_changed, channel cli); the admin's list offers the "
+        "same to superusers with their fresh second factor."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
@@ -25,16 +27,15 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         person = devices.person_named(options["username"])
         if person is None:
-            raise CommandError(texts.no_user(options['username']))
+            raise CommandError(texts.no_user(options["username"]))
         value = not options["off"]
         try:
-            changed = people.set_flag(person, "is_superuser", value, actor=None,
-                                      step_up=stepup.from_shell())
+            changed = people.set_flag(
+                person, "is_superuser", value, actor=None, step_up=stepup.from_shell()
+            )
             if value:
-                people.set_flag(person, "is_staff", True, actor=None,
-                                step_up=stepup.from_shell())
+                people.set_flag(person, "is_staff", True, actor=None, step_up=stepup.from_shell())
         except ToolError as error:
             raise CommandError(error.message) from None
         state = "superuser" if value else "not a superuser"
-        self.stdout.write(f"{person.get_username()}: {state}"
-                          + ("" if changed else " (already)"))
+        self.stdout.write(f"{person.get_username()}: {state}" + ("" if changed else " (already)"))

@@ -52,12 +52,15 @@ class PeopleAdmin(PeopleUserAdmin):
     @admin.action(description="Сбросить второй фактор (все устройства; человеку уйдёт письмо)")
     def reset_second_factor(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         removed = reset_devices(request, queryset)
-        self.message_user(request, f"Сброшено устройств: {removed}. Люди получат письмо и "
-                          "подключат новое устройство при следующем решении.", messages.SUCCESS)
+        self.message_user(
+            request,
+            f"Сброшено устройств: {removed}. Люди получат письмо и "
+            "подключат новое устройство при следующем решении.",
+            messages.SUCCESS,
+        )
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
         if not request.user.is_superuser:
             actions.pop("reset_second_factor", None)
         return actions
-

@@ -72,15 +72,22 @@ def has_primary(user: Any) -> bool:
 
 def pending_totp(user: Any) -> TOTPDevice | None:
     """The TOTP device the person started themselves and has not confirmed yet."""
-    return (TOTPDevice.objects.filter(user=user, confirmed=False, prepared__isnull=True)
-            .order_by("-id").first())
+    return (
+        TOTPDevice.objects.filter(user=user, confirmed=False, prepared__isnull=True)
+        .order_by("-id")
+        .first()
+    )
 
 
 def prepared_totp(user: Any) -> TOTPDevice | None:
     """The device another person prepared for this one, while it may still be confirmed (an
     expired one is deleted here)."""
-    device = (TOTPDevice.objects.select_related("prepared")
-              .filter(user=user, confirmed=False, prepared__isnull=False).order_by("-id").first())
+    device = (
+        TOTPDevice.objects.select_related("prepared")
+        .filter(user=user, confirmed=False, prepared__isnull=False)
+        .order_by("-id")
+        .first()
+    )
     if device is not None and _expired(device.prepared):
         device.delete()
         return None
@@ -108,34 +115,45 @@ def prepare_totp(person: Any, *, by: str, channel: str) -> TOTPDevice:
         TOTPDevice.objects.filter(user=person, confirmed=False).delete()
         device = TOTPDevice.objects.create(user=person, name=ADMIN_TOTP_NAME, confirmed=False)
         PreparedDevice.objects.create(device=device, prepared_by=by)
-        record(person, "second_factor_prepared", f"{person.get_username()}: приложение "
-               f"подготовлено ({by}), ждёт первого кода", channel=channel, actor=by,
-               kind=TOTP, device=label_of(device))
-        _tell_on_commit(person, "Шлюз Инвойсбокс: для вас подготовлено приложение",
-                        f"Для вас подготовлено приложение-аутентификатор ({by}). Ссылку для "
-                        "приложения вам передадут лично; введите первый код из него на "
-                        f"странице {settings.GATEWAY_SITE_URL}/account/second-factor/ в "
-                        f"течение {int(settings.GATEWAY_PREPARED_DEVICE_SECONDS) // 3600} ч.")
+        record(
+            person,
+            "second_factor_prepared",
+            f"{person.get_username()}: приложение подготовлено ({by}), ждёт первого кода",
+            channel=channel,
+            actor=by,
+            kind=TOTP,
+            device=label_of(device),
+        )
+        _tell_on_commit(
+            person,
+            "Шлюз Инвойсбокс: для вас подготовлено приложение",
+            f"Для вас подготовлено приложение-аутентификатор ({by}). Ссылку для "
+            "приложения вам передадут лично; введите первый код из него на "
+            f"странице {settings.GATEWAY_SITE_URL}/account/second-factor/ в "
+            f"течение {int(settings.GATEWAY_PREPARED_DEVICE_SECONDS) // 3600} ч.",
+        )
     return device
 
 
 def secret_base32(device: TOTPDevice) -> str:
     """For typing by hand: groups of four, as authenticator apps show them."""
     raw = b32encode(device.bin_key).decode().rstrip("=")
-    return " ".join(raw[i:i + 4] for i in range(0, len(raw), 4))
+    return " ".join(raw[i : i + 4] for i in range(0, len(raw), 4))
 
 
-def confirm_totp(user: Any, code: str, *, prepared: bool, channel: str = "ui"
-                 ) -> TOTPDevice | None:
+def confirm_totp(user: Any, code: str, *, prepared: bool, channel: str = "ui") -> TOTPDevice | None:
     """Confirm the person's pending TOTP device (`prepared`: the one prepared for them, else
     the one they started) with a code from it; None when the code is wrong (the device's own
     throttling counts the failure). A prepared device past its time is deleted and refused."""
     expired = False
     with transaction.atomic():
         # of=self: PostgreSQL locks no row on the outer side of the join to its marker.
-        device = (TOTPDevice.objects.select_for_update(of=("self",))
-                  .filter(user=user, confirmed=False, prepared__isnull=not prepared)
-                  .order_by("-id").first())
+        device = (
+            TOTPDevice.objects.select_for_update(of=("self",))
+            .filter(user=user, confirmed=False, prepared__isnull=not prepared)
+            .order_by("-id")
+            .first()
+        )
         if device is not None and prepared and _expired(device.prepared):
             device.delete()
             device, expired = None, True
@@ -148,20 +166,30 @@ def confirm_totp(user: Any, code: str, *, prepared: bool, channel: str = "ui"
             device = None
     # Raised after the block, so the expired device's deletion is not rolled back with it.
     if expired:
-        raise ToolError("prepared_device_expired", "срок подготовленного приложения истёк: "
-                        "попросите администратора подготовить новое")
+        raise ToolError(
+            "prepared_device_expired",
+            "срок подготовленного приложения истёк: попросите администратора подготовить новое",
+        )
     return device
 
 
 def enrolled(user: Any, device: Device, *, channel: str) -> None:
     """Journal a device the person just added and tell them by email."""
     kind = kind_of(device)
-    record(user, "second_factor_enrolled", f"{user.get_username()}: подключено "
-           f"{KIND_LABELS[kind]} «{label_of(device)}»", channel=channel,
-           actor=user_actor(user), kind=kind, device=label_of(device))
-    _tell_on_commit(user, "Шлюз Инвойсбокс: подключено устройство второго фактора",
-                    f"К вашей учётной записи подключено {KIND_LABELS[kind]} "
-                    f"«{label_of(device)}».")
+    record(
+        user,
+        "second_factor_enrolled",
+        f"{user.get_username()}: подключено {KIND_LABELS[kind]} «{label_of(device)}»",
+        channel=channel,
+        actor=user_actor(user),
+        kind=kind,
+        device=label_of(device),
+    )
+    _tell_on_commit(
+        user,
+        "Шлюз Инвойсбокс: подключено устройство второго фактора",
+        f"К вашей учётной записи подключено {KIND_LABELS[kind]} «{label_of(device)}».",
+    )
 
 
 def issue_backup_codes(user: Any, *, channel: str = "ui") -> list[str]:
@@ -172,12 +200,22 @@ def issue_backup_codes(user: Any, *, channel: str = "ui") -> list[str]:
         StaticDevice.objects.filter(user=user).delete()
         device = StaticDevice.objects.create(user=user, name=BACKUP_NAME, confirmed=True)
         StaticToken.objects.bulk_create(StaticToken(device=device, token=c) for c in codes)
-        record(user, "backup_codes_issued", f"{user.get_username()}: выпущено "
-               f"{BACKUP_CODES} резервных кодов (прежние недействительны)", channel=channel,
-               actor=user_actor(user), kind=BACKUP, device=BACKUP_NAME)
-        _tell_on_commit(user, "Шлюз Инвойсбокс: выпущены резервные коды",
-                        f"Для вашей учётной записи выпущено {BACKUP_CODES} новых резервных "
-                        "кодов; прежние больше не действуют.")
+        record(
+            user,
+            "backup_codes_issued",
+            f"{user.get_username()}: выпущено "
+            f"{BACKUP_CODES} резервных кодов (прежние недействительны)",
+            channel=channel,
+            actor=user_actor(user),
+            kind=BACKUP,
+            device=BACKUP_NAME,
+        )
+        _tell_on_commit(
+            user,
+            "Шлюз Инвойсбокс: выпущены резервные коды",
+            f"Для вашей учётной записи выпущено {BACKUP_CODES} новых резервных "
+            "кодов; прежние больше не действуют.",
+        )
     return codes
 
 
@@ -193,13 +231,23 @@ def reset(person: Any, *, by: str, channel: str) -> int:
         for model in (TOTPDevice, StaticDevice, get_credential_model()):
             count, _ = model.objects.filter(user=person).delete()
             removed += count
-        record(person, "second_factor_reset", f"{person.get_username()}: все устройства "
-               f"второго фактора сброшены ({by})", channel=channel, actor=by, kind="",
-               device="", removed=removed)
-        _tell_on_commit(person, "Шлюз Инвойсбокс: второй фактор сброшен",
-                        f"Все ваши устройства второго фактора в шлюзе Инвойсбокс сброшены "
-                        f"({by}). Чтобы снова принимать решения, подключите устройство: "
-                        f"{settings.GATEWAY_SITE_URL}/account/second-factor/")
+        record(
+            person,
+            "second_factor_reset",
+            f"{person.get_username()}: все устройства второго фактора сброшены ({by})",
+            channel=channel,
+            actor=by,
+            kind="",
+            device="",
+            removed=removed,
+        )
+        _tell_on_commit(
+            person,
+            "Шлюз Инвойсбокс: второй фактор сброшен",
+            f"Все ваши устройства второго фактора в шлюзе Инвойсбокс сброшены "
+            f"({by}). Чтобы снова принимать решения, подключите устройство: "
+            f"{settings.GATEWAY_SITE_URL}/account/second-factor/",
+        )
     return removed
 
 
@@ -207,8 +255,10 @@ def _tell_on_commit(person: Any, subject: str, news: str) -> None:
     """Tell the person by email once the change commits (no secret, no code in it)."""
     if not person.email:
         return
-    body = (f"Здравствуйте, {person.get_username()}.\n\n{news}\n\nЕсли вы об этом не "
-            "просили, сразу сообщите администратору шлюза.")
+    body = (
+        f"Здравствуйте, {person.get_username()}.\n\n{news}\n\nЕсли вы об этом не "
+        "просили, сразу сообщите администратору шлюза."
+    )
     transaction.on_commit(lambda: _send(person, subject, body))
 
 
@@ -219,7 +269,17 @@ def _send(person: Any, subject: str, body: str) -> None:
         logger.warning("second-factor alert to user %s not sent", person.pk, exc_info=True)
 
 
-def record(person: Any, code: str, message: str, *, channel: str, actor: str, kind: str,
-           device: str, **extra: Any) -> None:
-    events.second_factor(person, code, message, actor=actor, channel=channel, kind=kind,
-                         device=device, **extra)
+def record(
+    person: Any,
+    code: str,
+    message: str,
+    *,
+    channel: str,
+    actor: str,
+    kind: str,
+    device: str,
+    **extra: Any,
+) -> None:
+    events.second_factor(
+        person, code, message, actor=actor, channel=channel, kind=kind, device=device, **extra
+    )

@@ -57,11 +57,20 @@ def hold(request: HttpRequest, action: str) -> str:
     nonce = secrets.token_urlsafe(16)
     request.session[HELD_KEY.format(nonce=nonce)] = {
         "until": time.time() + HELD_SECONDS,
-        "sealed": secret_box.seal(json.dumps({
-            "user": request.user.pk, "path": request.path, "action": action,
-            "post": {k: request.POST.getlist(k) for k in request.POST
-                     if k not in ("csrfmiddlewaretoken", HELD_FIELD, CODE_FIELD)},
-        })),
+        "sealed": secret_box.seal(
+            json.dumps(
+                {
+                    "user": request.user.pk,
+                    "path": request.path,
+                    "action": action,
+                    "post": {
+                        k: request.POST.getlist(k)
+                        for k in request.POST
+                        if k not in ("csrfmiddlewaretoken", HELD_FIELD, CODE_FIELD)
+                    },
+                }
+            )
+        ),
     }
     return nonce
 

@@ -29,8 +29,9 @@ class StepUpRefusals:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_view(self, request: HttpRequest, view: Callable[..., Any], args: Any,
-                     kwargs: Any) -> HttpResponse | None:
+    def process_view(
+        self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
+    ) -> HttpResponse | None:
         """The check page posted a code with a kept form: check the code, then hand the kept
         form to the view as if just posted (after CsrfViewMiddleware accepted the check page's
         token)."""
@@ -45,8 +46,11 @@ class StepUpRefusals:
         nonce = str(request.POST.get(held.HELD_FIELD, ""))
         kept = held.peek(request, nonce)
         if kept is None or kept.path != request.path:
-            messages.error(request, "Форма устарела (прошло больше 15 минут или она уже "
-                           "сохранена): откройте страницу и заполните её снова.")
+            messages.error(
+                request,
+                "Форма устарела (прошло больше 15 минут или она уже "
+                "сохранена): откройте страницу и заполните её снова.",
+            )
             return redirect(request.path)
         code = str(request.POST.get(held.CODE_FIELD, "")).strip()
         if code:
@@ -58,8 +62,7 @@ class StepUpRefusals:
         held.take(request)
         return None
 
-    def process_exception(self, request: HttpRequest, exception: Exception
-                          ) -> HttpResponse | None:
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, ToolError) or exception.code not in STEP_UP_CODES:
             return None
         user = getattr(request, "user", None)

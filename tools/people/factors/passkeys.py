@@ -25,8 +25,9 @@ from tools.people.factors import devices, stepup
 class StepUpNeeded(exceptions.OTPWebAuthnApiError):
     status_code = 403
     default_code = "second_factor_required"
-    default_detail = ("Чтобы добавить ключ доступа, сначала подтвердите вход уже подключённым "
-                      "устройством.")
+    default_detail = (
+        "Чтобы добавить ключ доступа, сначала подтвердите вход уже подключённым устройством."
+    )
 
 
 class _FreshCheckToAdd:
@@ -38,8 +39,9 @@ class _FreshCheckToAdd:
     def check_can_register(self) -> None:
         refusal = stepup.enrolment_refusal(self.request)
         if refusal is not None:
-            raise StepUpNeeded(detail=f"{refusal.message[:1].upper()}{refusal.message[1:]}.",
-                               code=refusal.code)
+            raise StepUpNeeded(
+                detail=f"{refusal.message[:1].upper()}{refusal.message[1:]}.", code=refusal.code
+            )
 
 
 class BeginRegistration(_FreshCheckToAdd, BeginCredentialRegistrationView):
@@ -67,14 +69,25 @@ class CompleteAuthentication(CompleteCredentialAuthenticationView):
 # The namespace the package's template tags reverse.
 app_name = "otp_webauthn"
 urlpatterns = [
-    path("registration/begin/", BeginRegistration.as_view(),
-         name="credential-registration-begin"),
-    path("registration/complete/", CompleteRegistration.as_view(),
-         name="credential-registration-complete"),
-    path("authentication/begin/", BeginCredentialAuthenticationView.as_view(),
-         name="credential-authentication-begin"),
-    path("authentication/complete/", CompleteAuthentication.as_view(),
-         name="credential-authentication-complete"),
-    path("jsi18n/", JavaScriptCatalog.as_view(packages=["django_otp_webauthn"]),
-         name="js-i18n-catalog"),
+    path("registration/begin/", BeginRegistration.as_view(), name="credential-registration-begin"),
+    path(
+        "registration/complete/",
+        CompleteRegistration.as_view(),
+        name="credential-registration-complete",
+    ),
+    path(
+        "authentication/begin/",
+        BeginCredentialAuthenticationView.as_view(),
+        name="credential-authentication-begin",
+    ),
+    path(
+        "authentication/complete/",
+        CompleteAuthentication.as_view(),
+        name="credential-authentication-complete",
+    ),
+    path(
+        "jsi18n/",
+        JavaScriptCatalog.as_view(packages=["django_otp_webauthn"]),
+        name="js-i18n-catalog",
+    ),
 ]

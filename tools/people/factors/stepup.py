@@ -46,8 +46,12 @@ class FactorProof:
     checked_at: datetime
 
     def as_record(self) -> dict[str, Any]:
-        return {"kind": self.kind, "device": self.device, "checked": True,
-                "checked_at": self.checked_at.isoformat()}
+        return {
+            "kind": self.kind,
+            "device": self.device,
+            "checked": True,
+            "checked_at": self.checked_at.isoformat(),
+        }
 
 
 NOT_CHECKED: dict[str, Any] = {"kind": "", "device": "", "checked": False, "checked_at": None}
@@ -58,8 +62,9 @@ def record_of(proof: FactorProof | None) -> dict[str, Any]:
 
 
 def shell() -> FactorProof:
-    return FactorProof(user_id=None, kind=SHELL, device="manage.py", device_id="",
-                       checked_at=timezone.now())
+    return FactorProof(
+        user_id=None, kind=SHELL, device="manage.py", device_id="", checked_at=timezone.now()
+    )
 
 
 def window_seconds() -> int:
@@ -78,8 +83,10 @@ def required_anywhere() -> bool:
     """Whether some decision here needs a second factor: on every contour
     (GATEWAY_REQUIRE_SECOND_FACTOR) or on one whose owner turned it on. Then a password alone
     never adds the first device (enrolment_refusal) nor changes people's powers."""
-    return bool(settings.GATEWAY_REQUIRE_SECOND_FACTOR
-                or Contour.objects.filter(require_second_factor=True).exists())
+    return bool(
+        settings.GATEWAY_REQUIRE_SECOND_FACTOR
+        or Contour.objects.filter(require_second_factor=True).exists()
+    )
 
 
 def enrolment_refusal(request: HttpRequest) -> ToolError | None:
@@ -92,15 +99,21 @@ def enrolment_refusal(request: HttpRequest) -> ToolError | None:
     if devices.confirmed(user):
         if is_fresh(request):
             return None
-        return ToolError("second_factor_required", "чтобы добавить устройство или выпустить "
-                         "новые резервные коды, сначала подтвердите вход уже подключённым "
-                         "устройством")
+        return ToolError(
+            "second_factor_required",
+            "чтобы добавить устройство или выпустить "
+            "новые резервные коды, сначала подтвердите вход уже подключённым "
+            "устройством",
+        )
     if required_anywhere():
-        return ToolError("second_factor_bootstrap_required", "в этом шлюзе второй фактор "
-                         "обязателен, и первое устройство по одному паролю не подключается: "
-                         "попросите администратора выполнить manage.py add_totp "
-                         f"{user.get_username()} и лично передать вам ссылку для приложения, "
-                         "затем введите здесь первый код из него")
+        return ToolError(
+            "second_factor_bootstrap_required",
+            "в этом шлюзе второй фактор "
+            "обязателен, и первое устройство по одному паролю не подключается: "
+            "попросите администратора выполнить manage.py add_totp "
+            f"{user.get_username()} и лично передать вам ссылку для приложения, "
+            "затем введите здесь первый код из него",
+        )
     return None
 
 
@@ -114,26 +127,34 @@ def _device(proof: FactorProof) -> Device | None:
 def _stale(user: Any, proof: FactorProof | None, action: str) -> ToolError | None:
     """Why proof is no fresh check of one of user's devices (None: it is)."""
     if not devices.confirmed(user):
-        return ToolError("second_factor_required",
-                         f"{action}: нужен второй фактор, а у вас не подключено ни одного "
-                         "устройства", hint="подключите приложение или ключ доступа на "
-                         "странице «Второй фактор»", data={"action": action})
+        return ToolError(
+            "second_factor_required",
+            f"{action}: нужен второй фактор, а у вас не подключено ни одного устройства",
+            hint="подключите приложение или ключ доступа на странице «Второй фактор»",
+            data={"action": action},
+        )
     if proof is None or proof.user_id != user.pk or _device(proof) is None:
-        return ToolError("second_factor_required",
-                         f"{action}: подтвердите вход вторым фактором (код из приложения, "
-                         "резервный код или ключ доступа)", data={"action": action})
+        return ToolError(
+            "second_factor_required",
+            f"{action}: подтвердите вход вторым фактором (код из приложения, "
+            "резервный код или ключ доступа)",
+            data={"action": action},
+        )
     age = timezone.now() - proof.checked_at
     if age > timedelta(seconds=window_seconds()):
-        return ToolError("second_factor_required",
-                         f"{action}: проверка вторым фактором устарела (была "
-                         f"{int(age.total_seconds())} с назад, действует "
-                         f"{window_seconds()} с); подтвердите снова",
-                         data={"action": action})
+        return ToolError(
+            "second_factor_required",
+            f"{action}: проверка вторым фактором устарела (была "
+            f"{int(age.total_seconds())} с назад, действует "
+            f"{window_seconds()} с); подтвердите снова",
+            data={"action": action},
+        )
     return None
 
 
-def refusal(user: Any, proof: FactorProof | None, *, contour: Any | None, action: str
-            ) -> ToolError | None:
+def refusal(
+    user: Any, proof: FactorProof | None, *, contour: Any | None, action: str
+) -> ToolError | None:
     """Why `action` may not go ahead without a fresh factor (None: it may)."""
     if not required(contour):
         return None
@@ -156,39 +177,57 @@ def from_shell() -> StepUp:
     return StepUp(person=None, proof=shell(), channel="cli")
 
 
-def require(step_up: StepUp | None, *, contour: Any | None, action: str, strict: bool = False
-            ) -> FactorProof | None:
+def require(
+    step_up: StepUp | None, *, contour: Any | None, action: str, strict: bool = False
+) -> FactorProof | None:
     """The widening services' check: refused without a fresh factor where one is required
     (no step-up handed in counts as none). Returns the proof to journal."""
     proof = step_up.proof if step_up is not None else None
     if not required(contour, strict=strict) or (proof is not None and proof.kind == SHELL):
         return proof
     if step_up is None or step_up.person is None:
-        raise ToolError("second_factor_required",
-                        f"{action}: нужна проверка вторым фактором того, кто это делает",
-                        data={"action": action})
+        raise ToolError(
+            "second_factor_required",
+            f"{action}: нужна проверка вторым фактором того, кто это делает",
+            data={"action": action},
+        )
     error = _stale(step_up.person, proof, action)
     if error is not None:
         raise error
     assert proof is not None
     person = step_up.person
     # The change's own entry follows in the same transaction; this one names the device.
-    events.second_factor(person, "second_factor_checked", f"{action}: подтверждено вторым "
-                         f"фактором ({devices.KIND_LABELS.get(proof.kind, proof.kind)} "
-                         f"«{proof.device}»)", actor=user_actor(person), channel=step_up.channel,
-                         contour=getattr(contour, "slug", "") or "", **proof.as_record())
+    events.second_factor(
+        person,
+        "second_factor_checked",
+        f"{action}: подтверждено вторым "
+        f"фактором ({devices.KIND_LABELS.get(proof.kind, proof.kind)} "
+        f"«{proof.device}»)",
+        actor=user_actor(person),
+        channel=step_up.channel,
+        contour=getattr(contour, "slug", "") or "",
+        **proof.as_record(),
+    )
     return proof
 
 
 def stamp(request: HttpRequest, device: Device) -> FactorProof:
     """Remember in the session that this person just proved this device."""
     otp_login(request, device)
-    proof = FactorProof(user_id=request.user.pk, kind=devices.kind_of(device),
-                        device=devices.label_of(device), device_id=device.persistent_id,
-                        checked_at=timezone.now())
-    request.session[SESSION_KEY] = {"user": proof.user_id, "kind": proof.kind,
-                                    "device": proof.device, "device_id": proof.device_id,
-                                    "at": proof.checked_at.isoformat()}
+    proof = FactorProof(
+        user_id=request.user.pk,
+        kind=devices.kind_of(device),
+        device=devices.label_of(device),
+        device_id=device.persistent_id,
+        checked_at=timezone.now(),
+    )
+    request.session[SESSION_KEY] = {
+        "user": proof.user_id,
+        "kind": proof.kind,
+        "device": proof.device,
+        "device_id": proof.device_id,
+        "at": proof.checked_at.isoformat(),
+    }
     return proof
 
 
@@ -206,9 +245,13 @@ def from_request(request: HttpRequest) -> FactorProof | None:
     checked_at = parse_datetime(str(data.get("at", "")))
     if checked_at is None:
         return None
-    return FactorProof(user_id=user.pk, kind=str(data.get("kind", "")),
-                       device=str(data.get("device", "")),
-                       device_id=str(data.get("device_id", "")), checked_at=checked_at)
+    return FactorProof(
+        user_id=user.pk,
+        kind=str(data.get("kind", "")),
+        device=str(data.get("device", "")),
+        device_id=str(data.get("device_id", "")),
+        checked_at=checked_at,
+    )
 
 
 def is_fresh(request: HttpRequest) -> bool:
@@ -229,8 +272,7 @@ def verify_code(request: HttpRequest, code: str) -> FactorProof:
     # Six digits go to the app, anything else to the backup codes (eight letters and digits),
     # so a backup code never counts as a failure against the app, nor the other way round.
     model = TOTPDevice if code.isdigit() and len(code) == 6 else StaticDevice
-    for device_id in model.objects.filter(user=user, confirmed=True).values_list("pk",
-                                                                                 flat=True):
+    for device_id in model.objects.filter(user=user, confirmed=True).values_list("pk", flat=True):
         with transaction.atomic():
             # Row lock: two requests with one code cannot both pass the last-step check.
             device = model.objects.select_for_update().get(pk=device_id)
@@ -242,10 +284,13 @@ def verify_code(request: HttpRequest, code: str) -> FactorProof:
                 return stamp(request, device)
     _journal_failure(user, throttled=bool(throttled_for))
     if throttled_for:
-        raise ToolError("second_factor_throttled", "слишком много неверных кодов: попробуйте "
-                        f"снова через {throttled_for} с")
-    raise ToolError("second_factor_invalid", "код не подошёл (неверный, устаревший или уже "
-                    "использованный)")
+        raise ToolError(
+            "second_factor_throttled",
+            f"слишком много неверных кодов: попробуйте снова через {throttled_for} с",
+        )
+    raise ToolError(
+        "second_factor_invalid", "код не подошёл (неверный, устаревший или уже использованный)"
+    )
 
 
 def from_post(request: HttpRequest, field: str = "otp_code") -> FactorProof | None:
@@ -265,6 +310,11 @@ def _seconds_left(info: dict[str, Any] | None) -> int:
 
 def _journal_failure(user: Any, *, throttled: bool) -> None:
     code = "second_factor_throttled" if throttled else "second_factor_invalid"
-    events.second_factor(user, code, "второй фактор: код отклонён" + (
-        " (слишком много попыток)" if throttled else ""), actor=user_actor(user), channel="ui",
-        status="rejected")
+    events.second_factor(
+        user,
+        code,
+        "второй фактор: код отклонён" + (" (слишком много попыток)" if throttled else ""),
+        actor=user_actor(user),
+        channel="ui",
+        status="rejected",
+    )

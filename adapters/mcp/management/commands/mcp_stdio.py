@@ -21,8 +21,10 @@ logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
-    help = ("Serve the contour's tools over MCP stdio (a local perimeter: the client starts this "
-            "process). Only protocol on stdout; logs go to stderr.")
+    help = (
+        "Serve the contour's tools over MCP stdio (a local perimeter: the client starts this "
+        "process). Only protocol on stdout; logs go to stderr."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--contour", required=True, help="slug of the contour to serve")
@@ -32,16 +34,20 @@ class Command(BaseCommand):
         contour = Contour.objects.filter(slug=slug).first()
         if contour is None:
             known = ", ".join(Contour.objects.order_by("slug").values_list("slug", flat=True))
-            raise CommandError(f"контур {slug!r} не найден; есть: {known or 'ни одного'} "
-                               "(создать: manage.py create_contour <код> --mode sandbox)")
+            raise CommandError(
+                f"контур {slug!r} не найден; есть: {known or 'ни одного'} "
+                "(создать: manage.py create_contour <код> --mode sandbox)"
+            )
         actor = f"stdio:{slug}"
 
         def reload() -> Contour:
             # Fresh per request: an owner may switch writes or toolsets while the client runs.
             found = Contour.objects.filter(pk=contour.pk).first()
             if found is None:
-                raise MCPError(INVALID_REQUEST, f"контур {slug!r} удалён: перезапустите клиент "
-                                                "с другим контуром")
+                raise MCPError(
+                    INVALID_REQUEST,
+                    f"контур {slug!r} удалён: перезапустите клиент с другим контуром",
+                )
             return found
 
         async def resolve(ctx: ServerRequestContext[Any, Any]) -> Caller:
@@ -50,8 +56,10 @@ class Command(BaseCommand):
         server = build_server(resolve)
 
         async def serve() -> None:
-            async with (stdio_server() as (stdin, stdout),
-                        drained(stdin, stdout) as (read_stream, write_stream)):
+            async with (
+                stdio_server() as (stdin, stdout),
+                drained(stdin, stdout) as (read_stream, write_stream),
+            ):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
 
         self.stderr.write(f"mcp_stdio: serving contour {slug!r} on stdin/stdout")
