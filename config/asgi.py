@@ -114,8 +114,8 @@ routes = Starlette(
         ],
         *[_guarded(route) for route in oauth_routes()],
         # a2wsgi and starlette type an ASGI app each their own way.
-        Mount("/", app=django_application),
-    ],  # type: ignore[arg-type]
+        Mount("/", app=django_application),  # type: ignore[arg-type]
+    ],
     lifespan=lifespan,
 )
 # Past GATEWAY_MAX_INFLIGHT requests in flight (and a short wait) a fast 503 `overloaded`,

@@ -188,9 +188,9 @@ def _yandexgpt(
                     {
                         "functionCall": {
                             "name": call.function.name,  # type: ignore[union-attr]
-                            "arguments": call.function.arguments,
+                            "arguments": call.function.arguments,  # type: ignore[union-attr]
                         }
-                    }  # type: ignore[union-attr]
+                    }
                     for call in result.tool_calls
                 ]
             },

@@ -189,8 +189,8 @@ def not_offered(model: type[BaseModel]) -> set[str]:
         name
         for name, f in model.model_fields.items()
         # pydantic types SkipJsonSchema as an Annotated alias; at run time it is a class.
-        if name in HIDDEN or any(isinstance(m, SkipJsonSchema) for m in f.metadata)
-    }  # type: ignore[misc]
+        if name in HIDDEN or any(isinstance(m, SkipJsonSchema) for m in f.metadata)  # type: ignore[misc]
+    }
 
 
 def _control(name: str, node: dict[str, Any]) -> dict[str, Any]:

@@ -141,8 +141,11 @@ def _probe_broker(url: str) -> dict[str, Any]:
         ) as connection:
             # kombu takes a float of seconds; celery-types say int.
             connection.ensure_connection(
-                max_retries=1, interval_start=0, interval_step=0, timeout=timeout
-            )  # type: ignore[arg-type]
+                max_retries=1,
+                interval_start=0,
+                interval_step=0,
+                timeout=timeout,  # type: ignore[arg-type]
+            )
     except Exception as error:  # any transport's failure; only its class is shown
         return {"status": "unavailable", "error": type(error).__name__}
     return {"status": "ok", "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
