@@ -44,14 +44,16 @@ PROMETHEUS_MULTIPROC_DIR ?= $(CURDIR)/var/prometheus-multiproc
 export PROMETHEUS_MULTIPROC_DIR
 endif
 
+# How many workers may serve a dialog's answer (adapters/mcp: no dialog without a relay when
+# several may); exported for the recipe, so make still runs uvicorn itself (no shell between).
+demo: export WEB_CONCURRENCY = $(WORKERS)
 demo: setup
 	@if [ -n "$(PROMETHEUS_MULTIPROC_DIR)" ]; then \
 	  mkdir -p "$(PROMETHEUS_MULTIPROC_DIR)" && \
 	  find "$(PROMETHEUS_MULTIPROC_DIR)" -maxdepth 1 -name '*.db' -delete && \
 	  echo "metrics of $(WORKERS) workers: PROMETHEUS_MULTIPROC_DIR=$(PROMETHEUS_MULTIPROC_DIR)"; \
 	fi
-	WEB_CONCURRENCY=$(WORKERS) $(BIN)/uvicorn config.asgi:application --host 127.0.0.1 \
-	  --port $(PORT) --workers $(WORKERS)
+	$(BIN)/uvicorn config.asgi:application --host 127.0.0.1 --port $(PORT) --workers $(WORKERS)
 
 # Background work beside `make demo` when CELERY_TASK_ALWAYS_EAGER=false (docs/production.md).
 worker: $(BIN)/.installed

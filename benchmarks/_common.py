@@ -230,7 +230,8 @@ def seed_key(
 
     if upstream is None:
         return issue_key(
-            create_contour("bench", mode="sandbox", toolsets=["read", "write"]), actor=SCAFFOLDING
+            create_contour("bench", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING),
+            actor=SCAFFOLDING,
         )
     return issue_key(
         create_contour(
@@ -240,6 +241,7 @@ def seed_key(
             token=token,
             base_url=upstream,
             merchant_id=merchant_id,
+            actor=SCAFFOLDING,
         ),
         actor=SCAFFOLDING,
     )

@@ -38,7 +38,10 @@ def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
     from tools.keys.services import issue_key
     from tools.models import ApiKey
 
-    raw = issue_key(create_contour("micro", mode="sandbox", toolsets=["read"]), actor=SCAFFOLDING)
+    raw = issue_key(
+        create_contour("micro", mode="sandbox", toolsets=["read"], actor=SCAFFOLDING),
+        actor=SCAFFOLDING,
+    )
     key = ApiKey.authenticate(raw)
     assert key is not None
     sessions.record("micro-session", key.pk, "2025-11-25", {"capabilities": {}})

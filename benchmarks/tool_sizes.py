@@ -62,7 +62,8 @@ def run() -> dict[str, Any]:
     http = Client()
     keys = {
         label: issue_key(
-            create_contour(f"size-{i}", mode="sandbox", toolsets=toolsets), actor=SCAFFOLDING
+            create_contour(f"size-{i}", mode="sandbox", toolsets=toolsets, actor=SCAFFOLDING),
+            actor=SCAFFOLDING,
         )
         for i, (label, toolsets) in enumerate(CONTOURS.items())
     }

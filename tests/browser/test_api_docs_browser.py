@@ -20,7 +20,9 @@ def test_swagger_ui_works_offline_and_authorizes_with_the_contour_key(
 ):
     # given: a contour key, and a browser that may reach nothing but this server
     key = issue_key(
-        create_contour("docs", mode="sandbox", toolsets=["read"]), "swagger", actor=SCAFFOLDING
+        create_contour("docs", mode="sandbox", toolsets=["read"], actor=SCAFFOLDING),
+        "swagger",
+        actor=SCAFFOLDING,
     )
     outside: list[str] = []
 

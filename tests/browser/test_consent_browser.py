@@ -18,6 +18,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from adapters.oauth.models import OAuthClient
 from adapters.oauth.provider import CONSENT_SALT
+from audit.actors import SCAFFOLDING
 from tools.contours.services import create_contour
 from tools.models import ApiKey, ContourRole
 
@@ -31,7 +32,9 @@ def test_an_owner_connects_an_assistant_with_writing_through_the_second_factor(
     # given: a shop that writes (no refunds), its owner with a phone; an assistant that
     # registered itself as "MCP CLI Proxy" asks for read and write
     settings.GATEWAY_REQUIRE_SECOND_FACTOR = True
-    shop = create_contour("acme", mode="sandbox", name="Цветы у дома", toolsets=["read", "write"])
+    shop = create_contour(
+        "acme", mode="sandbox", name="Цветы у дома", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
     olga = person("olga")
     ContourRole.objects.create(user=olga, contour=shop, role="owner")
     device = TOTPDevice.objects.create(user=olga, name="Телефон", confirmed=True)

@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from audit.actors import SCAFFOLDING
 from tests.browser.conftest import log_in
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
@@ -30,9 +31,10 @@ def test_the_key_list_fits_a_1280_px_screen(
         mode="sandbox",
         name="Магазин",
         toolsets=["read", "write", "refund"],
+        actor=SCAFFOLDING,
     )
     for label in ("Claude, бухгалтерия и отдел продаж", "GigaChat — счета клиентам"):
-        issue_key(contour, label)
+        issue_key(contour, label, actor=SCAFFOLDING)
     ApiKey.objects.update(
         user=root,
         toolsets=["read", "write"],

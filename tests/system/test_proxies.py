@@ -23,8 +23,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from harness.cluster import free_port as any_free_port
 from tests.conftest import order_args
-from tests.system.cluster import free_port as any_free_port
 from tests.system.sessions import envelope_of
 
 ROOT = Path(__file__).resolve().parents[2]

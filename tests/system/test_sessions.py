@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.cluster import Cluster, build, postgres_params, scratch_database
 from tests.conftest import order_args
-from tests.system.cluster import Cluster, build, postgres_params, scratch_database
 from tests.system.conftest import Balanced
 
 pytestmark = [pytest.mark.postgres, pytest.mark.system]

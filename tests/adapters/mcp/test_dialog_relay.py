@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from audit.actors import SCAFFOLDING
 from tests.adapters.mcp.test_lean import in_process, open_in_process
 from tests.conftest import order_args
 from tools.contours.services import create_contour
@@ -28,7 +29,9 @@ ELICITATION = {"elicitation": {"form": {}}}
 
 @pytest.fixture
 def shop_key(transactional_db: None) -> str:
-    return ApiKey.issue(create_contour("dialogs", mode="sandbox", toolsets=["read", "write"]))[1]
+    return ApiKey.issue(
+        create_contour("dialogs", mode="sandbox", toolsets=["read", "write"], actor=SCAFFOLDING)
+    )[1]
 
 
 def sse_messages(text: str) -> list[dict[str, Any]]:

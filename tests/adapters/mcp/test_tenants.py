@@ -41,6 +41,7 @@ CAPS = {
 # Two contours and their keys made in one process (a manage.py per key costs seconds).
 SHOPS = """
 import json
+from audit.actors import SCAFFOLDING
 from tools.models import ApiKey
 from tools.contours.services import create_contour
 demo = create_contour("demo", mode="sandbox", actor=SCAFFOLDING)

@@ -19,6 +19,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from adapters.oauth.models import OAuthClient
 from adapters.oauth.provider import CONSENT_SALT
+from audit.actors import SCAFFOLDING
 from tests.tools.conftest import logged_in
 from tools.contours.services import create_contour
 from tools.models import ApiKey, Contour, ContourRole
@@ -29,7 +30,9 @@ GATEWAY_WORDS = ("контур", "наборы инструментов", "кл�
 
 @pytest.fixture
 def shop(db: None) -> Contour:
-    return create_contour("acme", mode="sandbox", name="Цветы у дома", toolsets=["read", "write"])
+    return create_contour(
+        "acme", mode="sandbox", name="Цветы у дома", toolsets=["read", "write"], actor=SCAFFOLDING
+    )
 
 
 @pytest.fixture

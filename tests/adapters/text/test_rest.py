@@ -14,7 +14,7 @@ from harness.text_corpus import CASES, GET, Case, raw, tc
 from tests.adapters.text.test_parser import FRAGMENTS
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.catalog import CATALOG
-from tools.formats.schema import HIDDEN
+from tools.formats.schema import not_offered
 from tools.models import PendingConfirmation
 from tools.pipeline import gateway
 
@@ -337,7 +337,7 @@ def test_every_tool_line_is_a_plain_schema_in_russian(assistant: Assistant):
         model = specs[function["name"]].params
         required = {name for name, f in model.model_fields.items() if f.is_required()}
         assert set(function["parameters"].get("required", [])) == required
-        assert set(function["parameters"]["properties"]) == set(model.model_fields) - HIDDEN
+        assert set(function["parameters"]["properties"]) == set(model.model_fields) - not_offered(model)
         for node in nodes(function["parameters"]):
             if node.get("type") == "object":
                 assert "properties" in node
