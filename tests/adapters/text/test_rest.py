@@ -337,7 +337,9 @@ def test_every_tool_line_is_a_plain_schema_in_russian(assistant: Assistant):
         model = specs[function["name"]].params
         required = {name for name, f in model.model_fields.items() if f.is_required()}
         assert set(function["parameters"].get("required", [])) == required
-        assert set(function["parameters"]["properties"]) == set(model.model_fields) - not_offered(model)
+        assert set(function["parameters"]["properties"]) == set(model.model_fields) - not_offered(
+            model
+        )
         for node in nodes(function["parameters"]):
             if node.get("type") == "object":
                 assert "properties" in node
