@@ -11,8 +11,6 @@ import json
 import os
 import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from harness.served import free_port, manage, serving
+
 THREADS = 4
 CAP = 2_000_000
 DEADLINE = 4.0
@@ -47,34 +46,11 @@ class Served:
         return [dict(row) for row in rows]
 
 
-def port_in_range() -> int:
-    for port in range(8200, 8300):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 8200-8299")
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     state = tmp_path_factory.mktemp("bounded")
     db = state / "db.sqlite3"
-    port = port_in_range()
+    port = free_port(8200, 8299)
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{db}",
@@ -87,41 +63,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     manage(env, "migrate", "--noinput")
     manage(env, "create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
     key = manage(env, "create_api_key", "acme").strip()
-    log_path = state / "uvicorn.log"
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "config.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--workers",
-                "1",
-                "--no-access-log",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            for _ in range(150):
-                try:
-                    httpx.get(f"{base}/health", timeout=1)
-                    break
-                except httpx.TransportError:
-                    if server.poll() is not None:
-                        raise RuntimeError(log_path.read_text()) from None
-                    time.sleep(0.1)
-            yield Served(base, key, db)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+    with serving(env, port, state / "uvicorn.log") as base:
+        yield Served(base, key, db)
 
 
 def raw_request(served: Served, head: str, body: bytes = b"") -> socket.socket:

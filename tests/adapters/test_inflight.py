@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 
 from adapters.inflight import InflightLimit
+from harness.served import free_port, manage, serving
 
-ROOT = Path(__file__).resolve().parents[2]
 LATENCY_MS = 1500
 
 
@@ -34,29 +30,6 @@ class Served:
     base: str
     key: str
     env: dict[str, str]
-
-
-def port_in_range() -> int:
-    for port in range(8600, 8700):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 8600-8699")
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
 
 
 def set_latency(env: dict[str, str], latency_ms: int) -> None:
@@ -72,7 +45,7 @@ def set_latency(env: dict[str, str], latency_ms: int) -> None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     state = tmp_path_factory.mktemp("inflight")
-    port = port_in_range()
+    port = free_port(8600, 8699)
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}",
@@ -87,41 +60,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     manage(env, "migrate", "--noinput")
     manage(env, "create_contour", "acme", "--mode", "sandbox", "--toolsets", "read,write")
     key = manage(env, "create_api_key", "acme").strip()
-    log_path = state / "uvicorn.log"
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "config.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--workers",
-                "1",
-                "--no-access-log",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            for _ in range(150):
-                try:
-                    httpx.get(f"{base}/health", timeout=1)
-                    break
-                except httpx.TransportError:
-                    if server.poll() is not None:
-                        raise RuntimeError(log_path.read_text()) from None
-                    time.sleep(0.1)
-            yield Served(base, key, env)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+    with serving(env, port, state / "uvicorn.log") as base:
+        yield Served(base, key, env)
 
 
 def rest_call(served: Served) -> tuple[httpx.Response, float]:
