@@ -282,6 +282,20 @@ def test_a_two_megabyte_body_is_refused_by_the_proxy(proxied: dict[str, Any]):
     assert "request_too_large" not in response.text
 
 
+def test_a_body_just_under_the_gateways_cap_passes_the_proxy(proxied: dict[str, Any]):
+    # 1 040 000 bytes: under the gateway's 1 MiB, over a million. The gateway itself answers
+    # (not JSON: its invalid_json envelope), never the proxy's 413.
+    response = httpx.post(
+        f"{proxied['base']}/api/v1/call",
+        content=b"x" * 1_040_000,
+        headers={"Authorization": f"Bearer {proxied['key']}", "Content-Type": "application/json"},
+        timeout=30,
+    )
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_json"
+
+
 def test_a_chunked_body_past_a_megabyte_is_cut_by_the_proxy(proxied: dict[str, Any]):
     def chunks() -> Iterator[bytes]:
         for _ in range(32):
