@@ -94,15 +94,15 @@ def _json_value(value: Any) -> Any:
     return _json_value(encoded)
 
 
-def _hash_form(value: Any) -> Any:
+def hash_form(value: Any) -> Any:
     # PostgreSQL jsonb reads 1e16 back as the integer 10000000000000000, so an integral float
     # is hashed as the integer it equals; that keeps the hash stable across backends.
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {k: _hash_form(v) for k, v in value.items()}
+        return {k: hash_form(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_hash_form(v) for v in value]
+        return [hash_form(v) for v in value]
     return value
 
 
@@ -128,7 +128,7 @@ def canonical(entry: JournalEntry) -> str:
         "actor": entry.actor,
         "tool": entry.tool,
         "phase": entry.phase,
-        "arguments": _hash_form(entry.arguments),
+        "arguments": hash_form(entry.arguments),
         "status": entry.status,
         "code": entry.code,
         "message": entry.message,
@@ -173,7 +173,7 @@ def legacy_hash(prev_hash: str, entry: JournalEntry) -> str:
     return hashlib.sha256((prev_hash + canonical(entry)).encode("utf-8")).hexdigest()
 
 
-def _link_problem(entry: JournalEntry, keys: Mapping[str, str], legacy_last_id: int) -> str:
+def link_problem(entry: JournalEntry, keys: Mapping[str, str], legacy_last_id: int) -> str:
     """Why the entry's hash does not follow from its content and key; empty when it does."""
     if not entry.key_id:
         if entry.id > legacy_last_id:

@@ -29,7 +29,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
-from audit.journal import VERIFY_CHUNK, _hash_form, _link_problem, journal_keys
+from audit.journal import VERIFY_CHUNK, hash_form, journal_keys, link_problem
 from audit.models import ZERO_HASH, ChainHead, JournalEntry, SignedCheckpoint
 
 SIGNED_FIELDS = (
@@ -127,7 +127,7 @@ def public_pem(public_raw: bytes | None = None) -> str:
 def canonical_row(row: dict[str, Any]) -> str:
     """audit.journal.canonical() of an exported row (`at` already in UTC ISO form)."""
     content = {name: row[name] for name in ROW_FIELDS[:16]}
-    content["arguments"] = _hash_form(content["arguments"])
+    content["arguments"] = hash_form(content["arguments"])
     if row["form"] >= 2:
         del content["id"]
         content.update(chain=row["chain"], seq=row["seq"])
@@ -229,7 +229,7 @@ def _seal_chain(
         if row["prev_hash"] != prev:
             raise SealError(f"{where}: prev_hash is not the previous entry's hash")
         entry = JournalEntry(**{**row, "at": datetime.fromisoformat(row["at"])})
-        problem = _link_problem(entry, keys, legacy_last_id)
+        problem = link_problem(entry, keys, legacy_last_id)
         if problem:
             raise SealError(f"{where}: {problem}: run verify_journal")
         digest, prev, expected_seq = step(digest, row), row["hash"], expected_seq + 1

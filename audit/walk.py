@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 from django.conf import settings
 
-from audit.journal import VERIFY_CHUNK, Anchor, ChainReport, _link_problem, journal_keys
+from audit.journal import VERIFY_CHUNK, Anchor, ChainReport, journal_keys, link_problem
 from audit.models import ZERO_HASH, ChainHead, JournalEntry, SignedCheckpoint
 from audit.places import beyond_head_problem, beyond_heads, contour_problem
 
@@ -87,7 +87,7 @@ class Walk:
                 reason=f"missing, though a checkpoint names it: the journal "
                 f"ends at entry {end} (its tail was cut)",
             )
-        reason = self._anchor_problem(entry) or _link_problem(entry, self.keys, self.legacy_last_id)
+        reason = self._anchor_problem(entry) or link_problem(entry, self.keys, self.legacy_last_id)
         if reason:
             return ChainReport(checked=self.checked, broken_id=entry.id, reason=reason)
         return None
@@ -133,7 +133,7 @@ class Walk:
                 reason = "prev_hash is not the previous entry's hash"
             else:
                 reason = (
-                    _link_problem(entry, self.keys, self.legacy_last_id)
+                    link_problem(entry, self.keys, self.legacy_last_id)
                     or contour_problem(entry)
                     or self._anchor_problem(entry)
                 )

@@ -14,11 +14,11 @@ def statements_per_call(key: str, args: dict[str, Any], calls: int = 40) -> dict
     key and its session (adapters/mcp/http._authenticate), then the core call. Statements as
     sent, grouped; ROLLBACK/COMMIT sent as statements count among them."""
     from adapters.mcp import sessions
-    from adapters.mcp.http import CHANNEL, _authenticate
+    from adapters.mcp.http import CHANNEL, authenticate
     from tools.pipeline import gateway
 
     header = f"Bearer {key}"
-    found, _, _ = _authenticate(header, "127.0.0.1")
+    found, _, _ = authenticate(header, "127.0.0.1")
     assert found is not None
     sessions.record("bench-session", found.pk, "2025-11-25", {"capabilities": {}})
     actor = f"key:{found.prefix}"
@@ -27,7 +27,7 @@ def statements_per_call(key: str, args: dict[str, Any], calls: int = 40) -> dict
     meter = SqlMeter()
     with meter.installed():
         for _ in range(calls):
-            found, _, facts = _authenticate(header, "127.0.0.1", "bench-session")
+            found, _, facts = authenticate(header, "127.0.0.1", "bench-session")
             assert found is not None and facts is not None
             outcome = gateway.call(found.contour, "get_order", args, channel=CHANNEL, actor=actor)
             assert outcome.status == "ok", outcome

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
-from sandbox.calls import _Call
+from sandbox.calls import Call
 from sandbox.models import SandboxAccount
 from sandbox.responses import SandboxResponse
 
@@ -55,7 +55,7 @@ def _configured_tokens() -> dict[str, str]:
     return tokens
 
 
-def _account_for_token(token: str) -> SandboxAccount | None:
+def account_for_token(token: str) -> SandboxAccount | None:
     digest = _digest(token)
     account = SandboxAccount.objects.filter(token_sha256=digest).first()
     if account is not None:
@@ -94,7 +94,7 @@ def register_account(token: str, merchant_id: str, *, notification_url: str | No
 
 def configure_notifications(token: str, url: str) -> None:
     """The shop-level notification URL of the account behind `token` (ValueError if unknown)."""
-    account = _account_for_token(token)
+    account = account_for_token(token)
     if account is None:
         raise ValueError("unknown sandbox token")
     if len(url) > 1000:
@@ -103,11 +103,11 @@ def configure_notifications(token: str, url: str) -> None:
 
 
 def notification_url_of(token: str) -> str:
-    account = _account_for_token(token)
+    account = account_for_token(token)
     return account.notification_url if account is not None else ""
 
 
-def _auth_check(call: _Call) -> SandboxResponse:
+def auth_check(call: Call) -> SandboxResponse:
     user_id = str(call.account.user_id) if call.account is not None else None
     return call.ok(
         {"data": {"userId": user_id, "profile": None, "accessToken": None}, "extendedData": []}

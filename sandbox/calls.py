@@ -1,4 +1,4 @@
-"""One request as a handler sees it (_Call) and its JSON body."""
+"""One request as a handler sees it (Call) and its JSON body."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import simplejson
 from django.conf import settings
 
 from sandbox.models import SandboxAccount, SandboxFaults
-from sandbox.responses import _JSON, SandboxResponse, _ApiError, _json_response
+from sandbox.responses import JSON_CONTENT_TYPE, ApiError, SandboxResponse, json_response
 
 MAX_JSON_DEPTH = 32
 
 
 @dataclass
-class _Call:
+class Call:
     method: str
     path: str
     params: dict[str, str]
@@ -36,7 +36,7 @@ class _Call:
         return self.account.merchant_id
 
     def ok(self, payload: Any, status: int = 200) -> SandboxResponse:
-        return _json_response(status, payload, self.request_id)
+        return json_response(status, payload, self.request_id)
 
     def created(self, payload: Any) -> SandboxResponse:
         """The answer to a create; the lost-response fault drops it after the object is stored."""
@@ -60,19 +60,19 @@ def _json_depth(value: Any) -> int:
     return deepest
 
 
-def _read_json_object(call: _Call) -> dict[str, Any]:
+def read_json_object(call: Call) -> dict[str, Any]:
     media_type = call.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media_type != _JSON:
+    if media_type != JSON_CONTENT_TYPE:
         # [sandbox] the docs make Content-Type: application/json mandatory; 415 is our reading.
-        raise _ApiError(415, "unsupported_media_type", "Content-Type must be application/json")
+        raise ApiError(415, "unsupported_media_type", "Content-Type must be application/json")
     try:
         data = simplejson.loads(call.body.decode("utf-8"), parse_float=Decimal)
     except (ValueError, RecursionError):
-        raise _ApiError(400, "bad_request", "The request body is not valid JSON") from None
+        raise ApiError(400, "bad_request", "The request body is not valid JSON") from None
     if not isinstance(data, dict):
-        raise _ApiError(400, "bad_request", "The request body must be a JSON object")
+        raise ApiError(400, "bad_request", "The request body must be a JSON object")
     if _json_depth(data) > MAX_JSON_DEPTH:
-        raise _ApiError(400, "bad_request", "The request body is nested too deeply")
+        raise ApiError(400, "bad_request", "The request body is nested too deeply")
     return data
 
 

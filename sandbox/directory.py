@@ -7,10 +7,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.calls import _Call, repeated_rows
-from sandbox.listing import DEFAULT_PAGE_SIZE, _bad_query, _php_query
+from sandbox.calls import Call, repeated_rows
+from sandbox.listing import DEFAULT_PAGE_SIZE, bad_query, php_query
 from sandbox.responses import SandboxResponse
-from sandbox.values import _atom, _bad_text
+from sandbox.values import atom, bad_text
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def _company_payload(company: _Company) -> dict[str, Any]:
         "nameFull": company.name_full,
         "registrationNumber": company.registration_number,
         # [sandbox] a date as an ATOM datetime at midnight UTC, like the API's other dates.
-        "registrationDate": _atom(
+        "registrationDate": atom(
             dt.datetime.combine(company.registration_date, dt.time(), tzinfo=dt.UTC)
         ),
         "registrationAddress": company.registration_address,
@@ -107,12 +107,12 @@ def _company_payload(company: _Company) -> dict[str, Any]:
     }
 
 
-def _counterparty_detail(call: _Call) -> SandboxResponse:
-    raw = _php_query(call.query).get("vatNumber")
+def counterparty_detail(call: Call) -> SandboxResponse:
+    raw = php_query(call.query).get("vatNumber")
     if not isinstance(raw, str) or not raw:
-        raise _bad_query("vatNumber", "This value should not be blank.")
-    if _bad_text(raw):
-        raise _bad_query("vatNumber", "This value contains characters that are not allowed.")
+        raise bad_query("vatNumber", "This value should not be blank.")
+    if bad_text(raw):
+        raise bad_query("vatNumber", "This value contains characters that are not allowed.")
     # [sandbox] an exact match; an unknown INN (also one with a bad checksum) finds nothing.
     company = _COMPANIES_BY_INN.get(raw)
     rows = [_company_payload(company)] if company is not None else []

@@ -11,14 +11,14 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from sandbox.accounts import _account_for_token
-from sandbox.calls import _Call, _read_json_object
+from sandbox.accounts import account_for_token
+from sandbox.calls import Call, read_json_object
 from sandbox.models import SandboxAccount, SandboxFaults
 from sandbox.responses import (
+    ApiError,
     SandboxResponse,
-    _ApiError,
-    _field_error,
-    _validation_error,
+    field_error,
+    validation_error,
 )
 
 MAX_LATENCY_MS = 60_000
@@ -91,7 +91,7 @@ def set_faults(
     rate_limit_next: the next N requests get 429 with Retry-After; reset_next: the next N
     requests lose the connection before the application sees them (nothing happens).
     """
-    account = _account_for_token(token)
+    account = account_for_token(token)
     if account is None:
         raise ValueError("unknown sandbox token")
     values = {
@@ -113,7 +113,7 @@ def set_faults(
 
 def clear_faults(token: str) -> None:
     """Switch every fault of the account behind `token` off (a no-op for an unknown token)."""
-    account = _account_for_token(token)
+    account = account_for_token(token)
     if account is not None:
         SandboxFaults.objects.filter(account=account).delete()
 
@@ -142,22 +142,22 @@ def _take_fail_next(account: SandboxAccount, name: str = "fail_next") -> bool:
 RATE_LIMIT_RETRY_AFTER = "1"
 
 
-class _ConnectionReset(Exception):
+class ConnectionReset(Exception):
     """The reset fault: the connection drops before the request reaches the application."""
 
 
-def _apply_faults(
+def apply_faults(
     faults: SandboxFaults, account: SandboxAccount, timeout: float | None
-) -> tuple[_ApiError | None, bool]:
+) -> tuple[ApiError | None, bool]:
     """Sleep the latency; return (the injected 5xx or None, whether the client timed out).
 
-    A reset raises _ConnectionReset; a 429 is returned like a 5xx. Both come first and never
+    A reset raises ConnectionReset; a 429 is returned like a 5xx. Both come first and never
     reach the application, as a front proxy's refusal would not.
     """
     if faults.reset_next and _take_fail_next(account, "reset_next"):
-        raise _ConnectionReset
+        raise ConnectionReset
     if faults.rate_limit_next and _take_fail_next(account, "rate_limit_next"):
-        return _ApiError(
+        return ApiError(
             429,
             "too_many_requests",
             "Too Many Requests",
@@ -174,37 +174,35 @@ def _apply_faults(
         else:
             time.sleep(delay)
     if faults.fail_next and _take_fail_next(account):
-        return _ApiError(503, "service_unavailable", "Service Unavailable"), timed_out
+        return ApiError(503, "service_unavailable", "Service Unavailable"), timed_out
     # error_rate 1.0 always fails and 0.0 never does, which keeps tests deterministic.
     if faults.error_rate and secrets.randbelow(1_000_000) < faults.error_rate * 1_000_000:
-        return _ApiError(500, "internal_error", "Internal Server Error"), timed_out
+        return ApiError(500, "internal_error", "Internal Server Error"), timed_out
     return None, timed_out
 
 
 # ---- sandbox-only endpoints (they do not exist on the real API)
 
 
-def _get_faults(call: _Call) -> SandboxResponse:
+def get_faults(call: Call) -> SandboxResponse:
     return call.ok({"data": _faults_payload(call.faults), "extendedData": []})
 
 
-def _put_faults(call: _Call) -> SandboxResponse:
+def put_faults(call: Call) -> SandboxResponse:
     """PUT /v3/_sandbox/faults: sandbox only, so a live multi-process server can be configured."""
     assert call.account is not None
-    data = _read_json_object(call)
+    data = read_json_object(call)
     # PUT replaces: a field left out is switched off.
     values: dict[str, Any] = {**_faults_payload(None), **data}
     problems = [(name, "unknown field") for name in data if name not in _faults_payload(None)]
     if not problems:
         problems = _fault_problems(values)
     if problems:
-        raise _validation_error(
-            [_field_error(name, "wrong_value", hint) for name, hint in problems]
-        )
+        raise validation_error([field_error(name, "wrong_value", hint) for name, hint in problems])
     faults = _store_faults(call.account, values)
     return call.ok({"data": _faults_payload(faults), "extendedData": []})
 
 
-def _delete_faults(call: _Call) -> SandboxResponse:
+def delete_faults(call: Call) -> SandboxResponse:
     SandboxFaults.objects.filter(account=call.account).delete()
     return call.ok({"data": _faults_payload(None), "extendedData": []})

@@ -15,34 +15,34 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from sandbox.accounts import _account_for_token, _auth_check
-from sandbox.calls import _Call
-from sandbox.directory import _counterparty_detail
+from sandbox.accounts import account_for_token, auth_check
+from sandbox.calls import Call
+from sandbox.directory import counterparty_detail
 from sandbox.faults import (
-    _apply_faults,
-    _ConnectionReset,
-    _delete_faults,
-    _get_faults,
-    _put_faults,
+    ConnectionReset,
+    apply_faults,
+    delete_faults,
+    get_faults,
+    put_faults,
 )
 from sandbox.models import SandboxAccount, SandboxFaults
 from sandbox.orders import (
-    _cancel_order,
-    _create_order,
-    _get_order,
-    _list_orders,
-    _update_order,
+    cancel_order,
+    create_order,
+    get_order,
+    list_orders,
+    update_order,
 )
-from sandbox.payment import _pay, _pay_from_page, _payment_page
-from sandbox.refunds import _create_refund, _get_refundable_items, _list_refunds
+from sandbox.payment import pay, pay_from_page, payment_page
+from sandbox.refunds import create_refund, get_refundable_items, list_refunds
 from sandbox.responses import (
-    _JSON,
+    JSON_CONTENT_TYPE,
+    ApiError,
     SandboxResponse,
-    _ApiError,
-    _error_response,
-    _new_request_id,
+    error_response,
+    new_request_id,
 )
-from sandbox.shipments import _create_shipment, _list_shipments
+from sandbox.shipments import create_shipment, list_shipments
 
 # One logger for the whole sandbox, named as before it became a package.
 logger = logging.getLogger("sandbox")
@@ -74,7 +74,7 @@ _PROXY_BAD_GATEWAY_PAGE = _PROXY_TIMEOUT_PAGE.replace(b"504 Gateway Time-out", b
 @dataclass(frozen=True)
 class _Route:
     pattern: re.Pattern[str]
-    methods: Mapping[str, Callable[[_Call], SandboxResponse]]
+    methods: Mapping[str, Callable[[Call], SandboxResponse]]
     api: bool = True  # needs a User-Agent and a Bearer token
     anonymous: bool = False  # answers without a token (the auth-check quirk)
     faults: bool = True  # the account's fault switches apply
@@ -82,48 +82,48 @@ class _Route:
 
 
 _ROUTES: tuple[_Route, ...] = (
-    _Route(re.compile(PREFIX + r"/security/api/auth/auth"), {"GET": _auth_check}, anonymous=True),
-    _Route(re.compile(PREFIX + r"/billing/api/order/order"), {"POST": _create_order}),
+    _Route(re.compile(PREFIX + r"/security/api/auth/auth"), {"GET": auth_check}, anonymous=True),
+    _Route(re.compile(PREFIX + r"/billing/api/order/order"), {"POST": create_order}),
     _Route(
         re.compile(PREFIX + r"/billing/api/order/order/(?P<order_id>[^/]+)"),
-        {"GET": _get_order, "PUT": _update_order, "DELETE": _cancel_order},
+        {"GET": get_order, "PUT": update_order, "DELETE": cancel_order},
     ),
-    _Route(re.compile(PREFIX + r"/filter/api/order/order"), {"GET": _list_orders}),
+    _Route(re.compile(PREFIX + r"/filter/api/order/order"), {"GET": list_orders}),
     _Route(
         re.compile(PREFIX + r"/billing/api/order/order/(?P<order_id>[^/]+)/refund-basket-item"),
-        {"GET": _get_refundable_items},
+        {"GET": get_refundable_items},
     ),
     # GET here is the MCP server's list path (src/tools/reads.ts:273, writes.ts:395).
     _Route(
         re.compile(PREFIX + r"/billing/api/order/shipment"),
-        {"POST": _create_shipment, "GET": _list_shipments},
+        {"POST": create_shipment, "GET": list_shipments},
     ),
-    _Route(re.compile(PREFIX + r"/filter/api/order/shipment"), {"GET": _list_shipments}),
-    _Route(re.compile(PREFIX + r"/billing/api/order/refund-order"), {"POST": _create_refund}),
-    _Route(re.compile(PREFIX + r"/filter/api/order/refund-order"), {"GET": _list_refunds}),
-    _Route(re.compile(PREFIX + r"/filter/api/counterparty-detail"), {"GET": _counterparty_detail}),
+    _Route(re.compile(PREFIX + r"/filter/api/order/shipment"), {"GET": list_shipments}),
+    _Route(re.compile(PREFIX + r"/billing/api/order/refund-order"), {"POST": create_refund}),
+    _Route(re.compile(PREFIX + r"/filter/api/order/refund-order"), {"GET": list_refunds}),
+    _Route(re.compile(PREFIX + r"/filter/api/counterparty-detail"), {"GET": counterparty_detail}),
     _Route(
         re.compile(PREFIX + r"/_sandbox/faults"),
-        {"GET": _get_faults, "PUT": _put_faults, "DELETE": _delete_faults},
+        {"GET": get_faults, "PUT": put_faults, "DELETE": delete_faults},
         faults=False,
         contract=False,
     ),
     _Route(
         re.compile(PREFIX + r"/_sandbox/pay/(?P<order_id>[^/]+)"),
-        {"POST": _pay},
+        {"POST": pay},
         faults=False,
         contract=False,
     ),
     _Route(
         re.compile(r"/pay/(?P<container_id>[^/]+)"),
-        {"GET": _payment_page, "POST": _pay_from_page},
+        {"GET": payment_page, "POST": pay_from_page},
         api=False,
     ),
 )
 
 
 def _authenticate(headers: Mapping[str, str], anonymous: bool) -> SandboxAccount | None:
-    unauthorized = _ApiError(401, "unauthorized", "Unauthorized")
+    unauthorized = ApiError(401, "unauthorized", "Unauthorized")
     value = headers.get("authorization")
     if value is None:
         if anonymous:
@@ -132,7 +132,7 @@ def _authenticate(headers: Mapping[str, str], anonymous: bool) -> SandboxAccount
     scheme, _, token = value.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise unauthorized
-    account = _account_for_token(token.strip())
+    account = account_for_token(token.strip())
     if account is None:
         raise unauthorized
     return account
@@ -152,31 +152,31 @@ def _dispatch(
         if match is not None:
             break
     else:
-        raise _ApiError(404, "not_found", _NO_SUCH_PATH)
+        raise ApiError(404, "not_found", _NO_SUCH_PATH)
     handler = route.methods.get(method)
     if handler is None:
-        raise _ApiError(
+        raise ApiError(
             405,
             "method_not_allowed",
             "Method Not Allowed",
             headers={"Allow": ", ".join(route.methods)},
         )
-    call = _Call(method, path, match.groupdict(), query, headers, body, request_id, timezone.now())
+    call = Call(method, path, match.groupdict(), query, headers, body, request_id, timezone.now())
     if not route.api:
         return handler(call)
     # No 400 without a User-Agent (the docs ask for one, no source shows a refusal), and no
     # 415 on a GET or DELETE without Content-Type: the MCP server sends it only with a body
     # (src/api/client.ts:170). [sandbox] a body that is not declared JSON is refused.
-    if route.contract and method in ("POST", "PUT") and _media_type(headers) != _JSON:
-        raise _ApiError(415, "unsupported_media_type", "Content-Type must be application/json")
+    if route.contract and method in ("POST", "PUT") and _media_type(headers) != JSON_CONTENT_TYPE:
+        raise ApiError(415, "unsupported_media_type", "Content-Type must be application/json")
     call.account = _authenticate(headers, route.anonymous)
     timed_out = False
     if call.account is not None:
         call.faults = SandboxFaults.objects.filter(account=call.account).first()
         if route.faults and call.faults is not None and not call.faults.is_idle:
             try:
-                failure, timed_out = _apply_faults(call.faults, call.account, timeout)
-            except _ConnectionReset:
+                failure, timed_out = apply_faults(call.faults, call.account, timeout)
+            except ConnectionReset:
                 return SandboxResponse(
                     status=502,
                     headers={"X-Request-Id": request_id},
@@ -185,7 +185,7 @@ def _dispatch(
                 )
             if failure is not None:
                 # An injected 5xx means the request never reached the application: no effect.
-                return replace(_error_response(failure, request_id), dropped=timed_out)
+                return replace(error_response(failure, request_id), dropped=timed_out)
             call.now = timezone.now()
     response = handler(call)
     return replace(response, dropped=True) if timed_out else response
@@ -209,22 +209,22 @@ def handle(
     `timeout` is the client's read timeout (in-process transport only): a latency fault longer
     than it ends with `dropped=True`, as a socket timeout would.
     """
-    request_id = _new_request_id()
+    request_id = new_request_id()
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
     try:
         return _dispatch(method.upper(), path, list(query), lowered, body, timeout, request_id)
-    except _ApiError as error:
-        return _error_response(error, request_id)
+    except ApiError as error:
+        return error_response(error, request_id)
     except OperationalError:
         logger.exception("sandbox: database unavailable on %s %s", method, path)
-        return _error_response(
-            _ApiError(503, "service_unavailable", "Service Unavailable"), request_id
+        return error_response(
+            ApiError(503, "service_unavailable", "Service Unavailable"), request_id
         )
     except Exception:
         # Never a 500 from the sandbox itself: a client under test must not mistake our bug
         # for an Invoicebox outage. The log line makes the bug visible (tests look for it).
         logger.exception("sandbox: unhandled error on %s %s", method, path)
-        return _error_response(_ApiError(400, "bad_request", "Bad Request"), request_id)
+        return error_response(ApiError(400, "bad_request", "Bad Request"), request_id)
 
 
 def _split_query(raw: str) -> list[tuple[str, str]] | None:
@@ -257,14 +257,14 @@ def sandbox_view(request: HttpRequest, rest: str = "") -> HttpResponse:
     try:
         body = request.body
     except RequestDataTooBig:
-        result = _error_response(
-            _ApiError(413, "request_entity_too_large", "Request Entity Too Large"),
-            _new_request_id(),
+        result = error_response(
+            ApiError(413, "request_entity_too_large", "Request Entity Too Large"),
+            new_request_id(),
         )
     else:
         if query is None:
-            result = _error_response(
-                _ApiError(400, "bad_request", "Too many query parameters"), _new_request_id()
+            result = error_response(
+                ApiError(400, "bad_request", "Too many query parameters"), new_request_id()
             )
         else:
             result = handle(request.method or "GET", f"/{rest}", query, request.headers, body)
@@ -281,7 +281,7 @@ def sandbox_view(request: HttpRequest, rest: str = "") -> HttpResponse:
             _PROXY_TIMEOUT_PAGE,
             status=504,
             content_type="text/html",
-            headers={"X-Request-Id": result.headers.get("X-Request-Id", _new_request_id())},
+            headers={"X-Request-Id": result.headers.get("X-Request-Id", new_request_id())},
         )
     response = HttpResponse(result.body, status=result.status)
     for name, value in result.headers.items():
@@ -303,12 +303,12 @@ class InProcessTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if path != self.mount and not path.startswith(f"{self.mount}/"):
-            result = _error_response(_ApiError(404, "not_found", _NO_SUCH_PATH), _new_request_id())
+            result = error_response(ApiError(404, "not_found", _NO_SUCH_PATH), new_request_id())
         else:
             query = _split_query(request.url.query.decode("ascii", "replace"))
             if query is None:
-                result = _error_response(
-                    _ApiError(400, "bad_request", "Too many query parameters"), _new_request_id()
+                result = error_response(
+                    ApiError(400, "bad_request", "Too many query parameters"), new_request_id()
                 )
             else:
                 timeout = (request.extensions.get("timeout") or {}).get("read")

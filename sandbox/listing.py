@@ -15,10 +15,10 @@ from typing import Any
 from django.conf import settings
 from django.db.models import F, OrderBy, Q, QuerySet
 
-from sandbox.calls import _Call, repeated_rows
+from sandbox.calls import Call, repeated_rows
 from sandbox.models import SandboxOrder
-from sandbox.responses import SandboxResponse, _ApiError, _filter_error
-from sandbox.values import _bad_text, _parse_datetime
+from sandbox.responses import ApiError, SandboxResponse, filter_error
+from sandbox.values import bad_text, parse_datetime
 
 DEFAULT_PAGE_SIZE = 30
 MAX_PAGE_SIZE = 100  # [sandbox] the real maximum is unknown; larger requests are clamped.
@@ -31,7 +31,7 @@ _CONTROL_PARAMS = frozenset({*PAGE_NAMES, *PAGE_SIZE_NAMES, "_order"})
 
 _QueryValue = str | list[str] | dict[str, str]
 _QUERY_KEY = re.compile(r"([^\[\]]+)(?:\[([^\[\]]*)\])?")
-_COMPARISONS = {
+COMPARISONS = {
     "_eq": "exact",
     "_ne": "exact",
     "_gt": "gt",
@@ -45,12 +45,12 @@ _FILTERS: dict[str, tuple[str, str, frozenset[str]]] = {
     "merchantOrderId": ("merchant_order_id", "string", frozenset({"_eq", "_ne", "_start"})),
     # The SDK's FindOrderTest filters by merchantId (one token may see several shops).
     "merchantId": ("merchant_id", "uuid", frozenset({"_eq", "_ne"})),
-    "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
-    "expirationDate": ("expiration_date", "datetime", frozenset(_COMPARISONS)),
-    "paidAt": ("paid_at", "datetime", frozenset(_COMPARISONS)),
+    "createdAt": ("created_at", "datetime", frozenset(COMPARISONS)),
+    "expirationDate": ("expiration_date", "datetime", frozenset(COMPARISONS)),
+    "paidAt": ("paid_at", "datetime", frozenset(COMPARISONS)),
     # The docs' own example (api/filters.md:18-21): amount[_gt]=1000, with every comparison.
-    "amount": ("amount", "money", frozenset(_COMPARISONS)),
-    "vatAmount": ("vat_amount", "money", frozenset(_COMPARISONS)),
+    "amount": ("amount", "money", frozenset(COMPARISONS)),
+    "vatAmount": ("vat_amount", "money", frozenset(COMPARISONS)),
 }
 _SORTS = {
     "createdAt": "created_at",
@@ -62,7 +62,7 @@ _SORTS = {
 
 
 @dataclass(frozen=True)
-class _Listing:
+class Listing:
     """What one filter endpoint accepts: filters (column, kind, operators) and sorts."""
 
     filters: Mapping[str, tuple[str, str, frozenset[str]]]
@@ -71,10 +71,10 @@ class _Listing:
     kind: str = "orders"  # its name for the INVOICEBOX_SANDBOX_REPEAT_ROWS fault
 
 
-_ORDER_LISTING = _Listing(_FILTERS, _SORTS)
+ORDER_LISTING = Listing(_FILTERS, _SORTS)
 
 
-def _php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
+def php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
     """Read a query string the way PHP does: `a=1&a=2` keeps the last value, `a[]=` builds a
     list, `a[op]=` a map. The real API is PHP, so a client that repeats `status=` without
     brackets gets only the last status there, and here too."""
@@ -97,10 +97,10 @@ def _php_query(pairs: Iterable[tuple[str, str]]) -> dict[str, _QueryValue]:
     return out
 
 
-def _bad_query(name: str, message: str) -> _ApiError:
+def bad_query(name: str, message: str) -> ApiError:
     # The code is backend-test-app's WrongFilterFormat; the MCP server notes a malformed
     # _order answered with 422 (src/tools/reads.ts). Field entries and messages are ours.
-    return _filter_error(name, message)
+    return filter_error(name, message)
 
 
 def _status_q(value: str, now: dt.datetime) -> Q:
@@ -121,8 +121,8 @@ def _filter_q(
 ) -> Q:
     column, kind, _ = filters[name]
     label = name if op == "_eq" else f"{name}[{op}]"
-    if _bad_text(raw):
-        raise _bad_query(label, "This value contains characters that are not allowed.")
+    if bad_text(raw):
+        raise bad_query(label, "This value contains characters that are not allowed.")
     value: Any = raw
     if kind == "status":
         condition = _status_q(raw, now)
@@ -131,26 +131,26 @@ def _filter_q(
             try:
                 value = uuid.UUID(raw)
             except ValueError:
-                raise _bad_query(label, "This is not a valid UUID.") from None
+                raise bad_query(label, "This is not a valid UUID.") from None
         elif kind == "datetime":
-            value = _parse_datetime(raw)
+            value = parse_datetime(raw)
             if value is None:
-                raise _bad_query(label, "This is not a valid date (ISO 8601 expected).")
+                raise bad_query(label, "This is not a valid date (ISO 8601 expected).")
         elif kind == "money":
             if not re.fullmatch(r"[0-9]{1,12}(\.[0-9]{1,2})?", raw):
-                raise _bad_query(label, "A number with two decimals at most is expected.")
+                raise bad_query(label, "A number with two decimals at most is expected.")
             value = Decimal(raw)
         elif kind == "int":
             if not re.fullmatch(r"[0-9]{1,18}", raw):
-                raise _bad_query(label, "A positive integer is expected.")
+                raise bad_query(label, "A positive integer is expected.")
             value = int(raw)
-        lookup = "startswith" if op == "_start" else _COMPARISONS[op]
+        lookup = "startswith" if op == "_start" else COMPARISONS[op]
         condition = Q(**{f"{column}__{lookup}": value})
     return ~condition if op == "_ne" else condition
 
 
 def _filters(
-    params: Mapping[str, _QueryValue], now: dt.datetime, listing: _Listing = _ORDER_LISTING
+    params: Mapping[str, _QueryValue], now: dt.datetime, listing: Listing = ORDER_LISTING
 ) -> Q:
     condition = Q()
     table = listing.filters
@@ -160,7 +160,7 @@ def _filters(
         # would otherwise look applied. The docs: a request off the contract gets an error.
         # INVOICEBOX_SANDBOX_UNKNOWN_QUERY=ignore drops it instead, as BTA does.
         if name not in table and name not in _CONTROL_PARAMS and not ignore:
-            raise _bad_query(name, "Unknown filter.")
+            raise bad_query(name, "Unknown filter.")
     for name, (_, _, ops) in table.items():
         raw = params.get(name)
         if raw is None:
@@ -176,17 +176,17 @@ def _filters(
                 if op not in ops:
                     if ignore:
                         continue
-                    raise _bad_query(f"{name}[{op}]", "Unknown filter operator.")
+                    raise bad_query(f"{name}[{op}]", "Unknown filter operator.")
                 condition &= _filter_q(table, name, op, value, now)
     return condition
 
 
-def _ordering(raw: _QueryValue | None, listing: _Listing = _ORDER_LISTING) -> list[OrderBy | str]:
+def _ordering(raw: _QueryValue | None, listing: Listing = ORDER_LISTING) -> list[OrderBy | str]:
     # [sandbox] the default order (newest first) is our choice.
     if raw is None:
         return [F("created_at").desc(), f"-{listing.tie}"]
     if not isinstance(raw, dict) or not raw:
-        raise _bad_query("_order", "Use _order[field]=asc|desc.")
+        raise bad_query("_order", "Use _order[field]=asc|desc.")
     ordering: list[OrderBy | str] = []
     ignore = getattr(settings, "INVOICEBOX_SANDBOX_UNKNOWN_QUERY", "refuse") == "ignore"
     for name, direction in raw.items():
@@ -194,7 +194,7 @@ def _ordering(raw: _QueryValue | None, listing: _Listing = _ORDER_LISTING) -> li
         if column is None and ignore and way in ("asc", "desc"):
             continue  # BTA RequestQueryBuilder.php:65 drops a sort on an unknown field
         if column is None or way not in ("asc", "desc"):
-            raise _bad_query(f"_order[{name}]", "Use _order[field]=asc|desc.")
+            raise bad_query(f"_order[{name}]", "Use _order[field]=asc|desc.")
         ordering.append(
             F(column).desc(nulls_last=True) if way == "desc" else F(column).asc(nulls_last=True)
         )
@@ -229,21 +229,21 @@ def _int_param(
         if raw is None:
             continue
         if not isinstance(raw, str) or not re.fullmatch(r"[0-9]{1,9}", raw) or int(raw) < 1:
-            raise _bad_query(name, "A positive integer is expected.")
+            raise bad_query(name, "A positive integer is expected.")
         value = int(raw)
         if high is not None and value > high:
-            raise _bad_query(name, f"At most {high}.")
+            raise bad_query(name, f"At most {high}.")
         values[name] = value
     if len(set(values.values())) > 1:
-        raise _bad_query(names[-1], f"{' and '.join(names)} disagree.")
+        raise bad_query(names[-1], f"{' and '.join(names)} disagree.")
     return next(iter(values.values()), default)
 
 
-def _paged(
-    call: _Call, rows: QuerySet[Any], listing: _Listing, payload: Callable[[Any], Any]
+def paged(
+    call: Call, rows: QuerySet[Any], listing: Listing, payload: Callable[[Any], Any]
 ) -> SandboxResponse:
     """One page of the merchant's rows under the query's filters, with metaData."""
-    params = _php_query(call.query)
+    params = php_query(call.query)
     page_names, size_names = _paging_names()
     page = _int_param(params, page_names, 1, MAX_PAGE)
     page_size = min(_int_param(params, size_names, DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE)

@@ -17,8 +17,8 @@ from django.utils import timezone
 from invoicebox.hosts import TEST_CLIENT_HOST, is_loopback
 from invoicebox.notify import SIGNATURE_HEADER, sign
 from sandbox.models import SandboxAccount, SandboxOrder
-from sandbox.order_rows import _order_payload
-from sandbox.responses import _JSON
+from sandbox.order_rows import order_payload
+from sandbox.responses import JSON_CONTENT_TYPE
 
 # One logger for the whole sandbox, named as before it became a package.
 logger = logging.getLogger("sandbox")
@@ -77,7 +77,7 @@ def notification_body(order_id: str | uuid.UUID) -> bytes:
     order = SandboxOrder.objects.filter(order_id=uuid.UUID(str(order_id))).first()
     if order is None:
         raise LookupError(f"no sandbox order {order_id}")
-    payload = _order_payload(order, timezone.now())
+    payload = order_payload(order, timezone.now())
     return simplejson.dumps(
         payload, use_decimal=True, ensure_ascii=False, separators=(",", ":")
     ).encode("utf-8")
@@ -99,7 +99,7 @@ def send_notification(order_id: str | uuid.UUID) -> Delivery:
         return Delivery(url="", error="no notification URL (order or shop settings)")
     body = notification_body(order.order_id)
     headers = {
-        "Content-Type": _JSON,
+        "Content-Type": JSON_CONTENT_TYPE,
         SIGNATURE_HEADER: sign(body, settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY),
         "User-Agent": "Invoicebox-Sandbox/1.0",
     }

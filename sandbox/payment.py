@@ -13,11 +13,11 @@ from django.db import transaction
 from django.utils import numberformat, timezone
 from django.utils.html import format_html, format_html_join
 
-from sandbox.calls import _Call
+from sandbox.calls import Call
 from sandbox.models import SandboxOrder
 from sandbox.notifications import send_notification
-from sandbox.order_rows import _order_or_404, _order_payload, _wrong_order_status
-from sandbox.responses import SandboxResponse, _ApiError
+from sandbox.order_rows import order_or_404, order_payload, wrong_order_status
+from sandbox.responses import ApiError, SandboxResponse
 
 
 def pay_order(
@@ -49,23 +49,23 @@ def pay_order(
             # After commit, as Invoicebox notifies only about a payment that is stored. robust:
             # a receiver that fails never undoes or breaks the payment itself.
             transaction.on_commit(functools.partial(send_notification, oid), robust=True)
-    return _order_payload(order, now)
+    return order_payload(order, now)
 
 
 # ---- sandbox-only endpoints (they do not exist on the real API)
 
 
-def _pay(call: _Call) -> SandboxResponse:
+def pay(call: Call) -> SandboxResponse:
     """POST /v3/_sandbox/pay/<order_id>: sandbox only, the payer pays; the notification is
     delivered before the answer, which reports what the receiver said."""
-    order = _order_or_404(call)
+    order = order_or_404(call)
     try:
         # ?guarantee=true: a guarantee payment (docs order/delete.md:52-54).
         payload = pay_order(
             order.order_id, notify=False, guarantee=("guarantee", "true") in list(call.query)
         )
     except ValueError:
-        raise _wrong_order_status() from None
+        raise wrong_order_status() from None
     delivery = send_notification(order.order_id)
     return call.ok({"data": payload, "extendedData": [], "notification": delivery.as_dict()})
 
@@ -96,24 +96,24 @@ def _money(amount: Decimal, currency: str) -> str:
     return f"{text}\u00a0₽" if currency == "RUB" else f"{text}\u00a0{currency}"
 
 
-def _container_orders(call: _Call) -> list[SandboxOrder]:
+def _container_orders(call: Call) -> list[SandboxOrder]:
     try:
         container = uuid.UUID(call.params["container_id"])
     except ValueError:
-        raise _ApiError(404, "not_found", _NO_PAGE) from None
+        raise ApiError(404, "not_found", _NO_PAGE) from None
     orders = list(SandboxOrder.objects.filter(order_container_id=container).order_by("seq"))
     if not orders:
-        raise _ApiError(404, "not_found", _NO_PAGE)
+        raise ApiError(404, "not_found", _NO_PAGE)
     return orders
 
 
-def _pay_from_page(call: _Call) -> SandboxResponse:
+def pay_from_page(call: Call) -> SandboxResponse:
     """POST from the payer's page: whoever holds the payment link pays, as on the real page;
     the signed notification goes out after commit. Then back to the page (303)."""
     orders = {str(order.order_id): order for order in _container_orders(call)}
     chosen = parse_qs(call.body.decode("utf-8", "replace")).get("order", [""])[0]
     if chosen not in orders:
-        raise _ApiError(400, "bad_request", "Такого счёта на этой странице нет")
+        raise ApiError(400, "bad_request", "Такого счёта на этой странице нет")
     try:
         pay_order(chosen)
     except ValueError:
@@ -126,7 +126,7 @@ def _pay_from_page(call: _Call) -> SandboxResponse:
     )
 
 
-def _payment_page(call: _Call) -> SandboxResponse:
+def payment_page(call: Call) -> SandboxResponse:
     """The payer's page behind paymentUrl: sandbox only, each unpaid order has a pay button."""
     orders = _container_orders(call)
     rows = format_html_join(

@@ -10,40 +10,40 @@ from typing import Any
 import simplejson
 from django.db import IntegrityError, transaction
 
-from sandbox.calls import _Call, _read_json_object, documented_only
-from sandbox.listing import _COMPARISONS, _Listing, _paged
+from sandbox.calls import Call, documented_only, read_json_object
+from sandbox.listing import COMPARISONS, Listing, paged
 from sandbox.models import SandboxOrder, SandboxRefund
 from sandbox.order_rows import (
-    _duplicate_merchant_order_id,
-    _items_out,
-    _order_or_404,
-    _wrong_order_status,
+    duplicate_merchant_order_id,
+    items_out,
+    order_or_404,
     order_round_policy,
+    wrong_order_status,
 )
-from sandbox.responses import SandboxResponse, _ApiError, _dumps, _field_error
-from sandbox.validation import _check_lines, _check_totals, _Spec, _validate
-from sandbox.values import _atom, _money_out, _uuid7
+from sandbox.responses import ApiError, SandboxResponse, dumps, field_error
+from sandbox.validation import Spec, check_lines, check_totals, validate
+from sandbox.values import atom, money_out, uuid7
 
-_REFUND_SPEC: dict[str, _Spec] = {
+_REFUND_SPEC: dict[str, Spec] = {
     # [sandbox] optional here (the docs' request has none); a foreign one is forbidden.
-    "merchantId": _Spec("uuid"),
-    "parentId": _Spec("uuid", required=True),
-    "merchantOrderId": _Spec("string", required=True, max_len=256),
-    "description": _Spec("string", required=True, max_len=1000),
-    "amount": _Spec("money", required=True),
-    "vatAmount": _Spec("money", required=True),
-    "basketItems": _Spec("items", required=True),
+    "merchantId": Spec("uuid"),
+    "parentId": Spec("uuid", required=True),
+    "merchantOrderId": Spec("string", required=True, max_len=256),
+    "description": Spec("string", required=True, max_len=1000),
+    "amount": Spec("money", required=True),
+    "vatAmount": Spec("money", required=True),
+    "basketItems": Spec("items", required=True),
     # `draft` starts the correction-order flow; the default is `created`.
-    "status": _Spec("string", choices=frozenset({"created", "draft"})),
+    "status": Spec("string", choices=frozenset({"created", "draft"})),
 }
-_REFUND_LISTING = _Listing(
+_REFUND_LISTING = Listing(
     {
         "id": ("refund_id", "uuid", frozenset({"_eq", "_ne"})),
         "parentId": ("parent__order_id", "uuid", frozenset({"_eq", "_ne"})),
         "merchantOrderId": ("merchant_order_id", "string", frozenset({"_eq", "_ne", "_start"})),
         "merchantId": ("merchant_id", "uuid", frozenset({"_eq", "_ne"})),  # docs refund/get.md
         "status": ("status", "string", frozenset({"_eq", "_ne"})),
-        "createdAt": ("created_at", "datetime", frozenset(_COMPARISONS)),
+        "createdAt": ("created_at", "datetime", frozenset(COMPARISONS)),
     },
     {"createdAt": "created_at", "id": "refund_id", "merchantOrderId": "merchant_order_id"},
     kind="refunds",
@@ -89,19 +89,19 @@ def _check_refund_lines(lines: list[dict[str, Any]], refundable: list[dict[str, 
     for index, line in enumerate(lines):
         sku = line["sku"]
         if sku not in available:
-            raise _ApiError(
+            raise ApiError(
                 422,
                 "wrong_refund_amount",
                 "The item is not in the order",
-                [_field_error(f"basketItems[{index}].sku")],
+                [field_error(f"basketItems[{index}].sku")],
             )
         requested[sku] = requested.get(sku, Decimal(0)) + line["totalAmount"]
         if requested[sku] > available[sku]:
-            raise _ApiError(
+            raise ApiError(
                 422,
                 "wrong_refund_amount",
                 "Refund amount exceeds the refundable amount",
-                [_field_error(f"basketItems[{index}].totalAmount")],
+                [field_error(f"basketItems[{index}].totalAmount")],
             )
 
 
@@ -113,17 +113,17 @@ def _refund_payload(row: SandboxRefund) -> dict[str, Any]:
         "parentId": request["parentId"],
         "merchantOrderId": row.merchant_order_id,
         "currencyId": row.currency_id,
-        "amount": _money_out(row.amount),
-        "vatAmount": _money_out(row.vat_amount),
-        "basketItems": _items_out(request["basketItems"]),
+        "amount": money_out(row.amount),
+        "vatAmount": money_out(row.vat_amount),
+        "basketItems": items_out(request["basketItems"]),
         "description": request["description"],
         "status": row.status,
-        "createdAt": _atom(row.created_at),
+        "createdAt": atom(row.created_at),
     }
 
 
-def _get_refundable_items(call: _Call) -> SandboxResponse:
-    order = _order_or_404(call)
+def get_refundable_items(call: Call) -> SandboxResponse:
+    order = order_or_404(call)
     items = _refundable_items(order, call.now)
     if documented_only():
         # The docs say plain BasketItems (merchant/refund/create.md); the remainder fields are
@@ -131,27 +131,27 @@ def _get_refundable_items(call: _Call) -> SandboxResponse:
         for item in items:
             item.pop("availableAmount", None)
             item.pop("availableVatAmount", None)
-    return call.ok({"data": _items_out(items), "extendedData": []})
+    return call.ok({"data": items_out(items), "extendedData": []})
 
 
-def _create_refund(call: _Call) -> SandboxResponse:
-    data = _validate(_read_json_object(call), _REFUND_SPEC)
+def create_refund(call: Call) -> SandboxResponse:
+    data = validate(read_json_object(call), _REFUND_SPEC)
     merchant = data.get("merchantId")
     if merchant is not None and uuid.UUID(merchant) != call.merchant_id:
-        raise _ApiError(403, "forbidden", "Forbidden")
+        raise ApiError(403, "forbidden", "Forbidden")
     if data["amount"] == 0:
         # [sandbox] a refund of nothing is refused with the refund-amount code.
-        raise _ApiError(
-            422, "wrong_refund_amount", "Refund amount must be positive", [_field_error("amount")]
+        raise ApiError(
+            422, "wrong_refund_amount", "Refund amount must be positive", [field_error("amount")]
         )
-    _check_lines(data["basketItems"], order_round_policy(call, data["parentId"]))
-    _check_totals(data)
+    check_lines(data["basketItems"], order_round_policy(call, data["parentId"]))
+    check_totals(data)
     with transaction.atomic():
         # The parent's row lock serialises its refunds: two cannot both take the same remainder.
-        parent = _order_or_404(call, for_update=True, order_id=data["parentId"])
+        parent = order_or_404(call, for_update=True, order_id=data["parentId"])
         # Only a paid order is refunded; an unpaid one is canceled with DELETE.
         if parent.effective_status(call.now) != SandboxOrder.Status.COMPLETED:
-            raise _wrong_order_status()
+            raise wrong_order_status()
         # Unique among the merchant's refunds (docs merchant/refund/create.md:36,44); the docs
         # don't say an order's number can't be reused for its refund, so it can.
         taken = SandboxRefund.objects.filter(
@@ -159,11 +159,11 @@ def _create_refund(call: _Call) -> SandboxResponse:
         )
         if taken.exists():
             # Before the amounts: a repeated refund is named a duplicate, not "nothing left".
-            raise _duplicate_merchant_order_id()
+            raise duplicate_merchant_order_id()
         _check_refund_lines(data["basketItems"], _refundable_items(parent, call.now))
         data["parentId"] = str(parent.order_id)
         row = SandboxRefund(
-            refund_id=_uuid7(),
+            refund_id=uuid7(),
             parent=parent,
             merchant_id=call.merchant_id,
             merchant_order_id=data["merchantOrderId"],
@@ -172,15 +172,15 @@ def _create_refund(call: _Call) -> SandboxResponse:
             vat_amount=data["vatAmount"],
             currency_id=parent.currency_id,
             created_at=call.now.replace(microsecond=0),
-            request_json=_dumps(data).decode("ascii"),
+            request_json=dumps(data).decode("ascii"),
         )
         try:
             with transaction.atomic():
                 row.save(force_insert=True)
         except IntegrityError:
-            raise _duplicate_merchant_order_id() from None
+            raise duplicate_merchant_order_id() from None
     return call.created({"data": _refund_payload(row), "extendedData": []})
 
 
-def _list_refunds(call: _Call) -> SandboxResponse:
-    return _paged(call, SandboxRefund.objects.all(), _REFUND_LISTING, _refund_payload)
+def list_refunds(call: Call) -> SandboxResponse:
+    return paged(call, SandboxRefund.objects.all(), _REFUND_LISTING, _refund_payload)

@@ -9,7 +9,7 @@ from typing import Any
 
 import simplejson
 
-_JSON = "application/json"
+JSON_CONTENT_TYPE = "application/json"
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class SandboxResponse:
         return simplejson.loads(self.body, use_decimal=True)
 
 
-class _ApiError(Exception):
+class ApiError(Exception):
     """An error answer in the real API's shape: {"error": {"message", "code", "fields"?}}."""
 
     def __init__(
@@ -48,51 +48,51 @@ class _ApiError(Exception):
         self.headers = dict(headers or {})
 
 
-def _field_error(name: str, code: str = "wrong_value", message: str = "") -> dict[str, str]:
+def field_error(name: str, code: str = "wrong_value", message: str = "") -> dict[str, str]:
     return {"name": name, "code": code, "message": message}
 
 
-def _validation_error(fields: list[dict[str, str]]) -> _ApiError:
+def validation_error(fields: list[dict[str, str]]) -> ApiError:
     """A request off the method's contract. Code and message are those of Invoicebox's own
     backend skeleton (backend-test-app: Validator.php, ErrorResponseListener.php: the code is
     the exception class in snake case); the docs list no code for it."""
-    return _ApiError(422, "validation", "Validation error", fields)
+    return ApiError(422, "validation", "Validation error", fields)
 
 
-def _filter_error(name: str, message: str) -> _ApiError:
+def filter_error(name: str, message: str) -> ApiError:
     """A malformed list query: backend-test-app's WrongFilterFormat (422, "wrong_filter_format")."""
-    return _ApiError(
-        422, "wrong_filter_format", message, [_field_error(name, "wrong_value", message)]
+    return ApiError(
+        422, "wrong_filter_format", message, [field_error(name, "wrong_value", message)]
     )
 
 
-def _calculation_error(code: str, name: str) -> _ApiError:
-    return _ApiError(422, code, "Calculation Error", [_field_error(name)])
+def calculation_error(code: str, name: str) -> ApiError:
+    return ApiError(422, code, "Calculation Error", [field_error(name)])
 
 
-def _dumps(payload: Any) -> bytes:
+def dumps(payload: Any) -> bytes:
     # ensure_ascii like PHP's json_encode; it also keeps lone surrogates encodable.
     return simplejson.dumps(
         payload, use_decimal=True, ensure_ascii=True, separators=(",", ":")
     ).encode("ascii")
 
 
-def _json_response(
+def json_response(
     status: int, payload: Any, request_id: str, headers: Mapping[str, str] | None = None
 ) -> SandboxResponse:
     return SandboxResponse(
         status=status,
-        headers={"Content-Type": _JSON, "X-Request-Id": request_id, **(headers or {})},
-        body=_dumps(payload),
+        headers={"Content-Type": JSON_CONTENT_TYPE, "X-Request-Id": request_id, **(headers or {})},
+        body=dumps(payload),
     )
 
 
-def _error_response(error: _ApiError, request_id: str) -> SandboxResponse:
+def error_response(error: ApiError, request_id: str) -> SandboxResponse:
     body: dict[str, Any] = {"message": error.message, "code": error.code}
     if error.fields is not None:
         body["fields"] = error.fields
-    return _json_response(error.status, {"error": body}, request_id, error.headers)
+    return json_response(error.status, {"error": body}, request_id, error.headers)
 
 
-def _new_request_id() -> str:
+def new_request_id() -> str:
     return uuid.uuid4().hex

@@ -20,18 +20,18 @@ from django.conf import settings
 
 from sandbox.okei import measure_mismatch
 from sandbox.responses import (
-    _ApiError,
-    _calculation_error,
-    _field_error,
-    _validation_error,
+    ApiError,
+    calculation_error,
+    field_error,
+    validation_error,
 )
 from sandbox.values import (
     CENT,
     MONEY_LIMIT,
     QUANTITY_LIMIT,
-    _bad_text,
-    _is_number,
-    _round2,
+    bad_text,
+    is_number,
+    round2,
 )
 
 PAYMENT_TYPES = frozenset({"full_prepayment", "prepayment", "advance", "full_payment"})
@@ -49,56 +49,56 @@ VAT_RATES: dict[str, Decimal] = {
 
 
 @dataclass(frozen=True)
-class _Spec:
+class Spec:
     kind: str
     required: bool = False
     max_len: int | None = None
     choices: frozenset[str] | None = None
 
 
-_CUSTOMER_SPEC: dict[str, _Spec] = {
-    "type": _Spec("string", choices=CUSTOMER_TYPES),
-    "name": _Spec("string", max_len=500),
-    "phone": _Spec("string", max_len=100),
-    "email": _Spec("string", max_len=100),
-    "vatNumber": _Spec("string", max_len=20),
-    "taxRegistrationReasonCode": _Spec("string", max_len=9),
-    "registrationAddress": _Spec("string", max_len=1000),
-    "countryId": _Spec("string", max_len=3),
+_CUSTOMER_SPEC: dict[str, Spec] = {
+    "type": Spec("string", choices=CUSTOMER_TYPES),
+    "name": Spec("string", max_len=500),
+    "phone": Spec("string", max_len=100),
+    "email": Spec("string", max_len=100),
+    "vatNumber": Spec("string", max_len=20),
+    "taxRegistrationReasonCode": Spec("string", max_len=9),
+    "registrationAddress": Spec("string", max_len=1000),
+    "countryId": Spec("string", max_len=3),
 }
-_ITEM_SPEC: dict[str, _Spec] = {
-    "sku": _Spec("string", required=True, max_len=500),
-    "name": _Spec("string", required=True, max_len=500),
-    "measure": _Spec("string", required=True, max_len=10),
-    "measureCode": _Spec("string", required=True, max_len=4),
-    "quantity": _Spec("quantity", required=True),
-    "amount": _Spec("money", required=True),
-    "amountWoVat": _Spec("money", required=True),
-    "totalAmount": _Spec("money", required=True),
-    "totalVatAmount": _Spec("money", required=True),
-    "vatCode": _Spec("string", required=True),  # the value: wrong_vat_code
-    "type": _Spec("item_type", required=True),
-    "paymentType": _Spec("string", required=True, choices=PAYMENT_TYPES),
-    "groupName": _Spec("string", max_len=500),
+_ITEM_SPEC: dict[str, Spec] = {
+    "sku": Spec("string", required=True, max_len=500),
+    "name": Spec("string", required=True, max_len=500),
+    "measure": Spec("string", required=True, max_len=10),
+    "measureCode": Spec("string", required=True, max_len=4),
+    "quantity": Spec("quantity", required=True),
+    "amount": Spec("money", required=True),
+    "amountWoVat": Spec("money", required=True),
+    "totalAmount": Spec("money", required=True),
+    "totalVatAmount": Spec("money", required=True),
+    "vatCode": Spec("string", required=True),  # the value: wrong_vat_code
+    "type": Spec("item_type", required=True),
+    "paymentType": Spec("string", required=True, choices=PAYMENT_TYPES),
+    "groupName": Spec("string", max_len=500),
     # Docs create.md:166-167: string(20), string(4) (issue 40.5: it was 100 and 3).
-    "originCountry": _Spec("string", max_len=20),
-    "originCountryCode": _Spec("string", max_len=4),
-    "grossWeight": _Spec("number"),
-    "netWeight": _Spec("number"),
-    "excise": _Spec("money"),
-    "serviceDate": _Spec("date"),  # docs create.md:179: a date, e.g. 2023-11-16
-    "categoryType": _Spec("string", max_len=20),  # docs create.md:181-182: string(20) enum
-    "category": _Spec("string", max_len=20),
-    "metaData": _Spec("object"),
+    "originCountry": Spec("string", max_len=20),
+    "originCountryCode": Spec("string", max_len=4),
+    "grossWeight": Spec("number"),
+    "netWeight": Spec("number"),
+    "excise": Spec("money"),
+    "serviceDate": Spec("date"),  # docs create.md:179: a date, e.g. 2023-11-16
+    "categoryType": Spec("string", max_len=20),  # docs create.md:181-182: string(20) enum
+    "category": Spec("string", max_len=20),
+    "metaData": Spec("object"),
 }
 
 # Docs create.md:187-195 InvoiceSetting.
-_INVOICE_SETTING_SPEC: dict[str, _Spec] = {
-    "customerLocked": _Spec("bool"),
-    "customerLockedFields": _Spec("customer_fields"),
-    "paymentMethodIdLocked": _Spec("bool"),
-    "paymentMethodId": _Spec("number"),
-    "deliveryAddress": _Spec("string", max_len=1000),
+_INVOICE_SETTING_SPEC: dict[str, Spec] = {
+    "customerLocked": Spec("bool"),
+    "customerLockedFields": Spec("customer_fields"),
+    "paymentMethodIdLocked": Spec("bool"),
+    "paymentMethodId": Spec("number"),
+    "deliveryAddress": Spec("string", max_len=1000),
 }
 
 _UUID_TEXT = re.compile(
@@ -111,11 +111,11 @@ class _Problems:
     items: list[dict[str, str]] = field(default_factory=list)
 
     def add(self, name: str, code: str, message: str) -> None:
-        self.items.append(_field_error(name, code, message))
+        self.items.append(field_error(name, code, message))
 
 
 def _clean_fields(
-    data: Mapping[str, Any], specs: Mapping[str, _Spec], prefix: str, problems: _Problems
+    data: Mapping[str, Any], specs: Mapping[str, Spec], prefix: str, problems: _Problems
 ) -> dict[str, Any]:
     """Check the known fields, keep their cleaned values. An unknown field is ignored, as the
     vendor's backend skeleton deserialises (JMS): the Bitrix module sends `vatRate` in every
@@ -136,7 +136,7 @@ def _clean_fields(
     return out
 
 
-def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tuple[bool, Any]:
+def _clean_value(value: Any, spec: Spec, name: str, problems: _Problems) -> tuple[bool, Any]:
     def wrong(code: str, message: str) -> tuple[bool, Any]:
         problems.add(name, code, message)
         return False, None
@@ -147,7 +147,7 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
     if kind in ("string", "uuid"):
         if not isinstance(value, str):
             return wrong("wrong_type", "This value should be of type string.")
-        if _bad_text(value):
+        if bad_text(value):
             return wrong("wrong_value", "This value contains characters that are not allowed.")
         if spec.required and not value.strip():
             return wrong("required", "This value should not be blank.")
@@ -159,7 +159,7 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
             return wrong("wrong_value", f"One of: {', '.join(sorted(spec.choices))}.")
         return True, value
     if kind in ("money", "quantity", "number"):
-        if not _is_number(value):
+        if not is_number(value):
             return wrong("wrong_type", "This value should be a number.")
         number = Decimal(value)
         limit = QUANTITY_LIMIT if kind == "quantity" else MONEY_LIMIT
@@ -195,7 +195,7 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
     if kind == "string_or_int":
         if isinstance(value, bool) or not isinstance(value, str | int):
             return wrong("wrong_type", "This value should be a string or an integer.")
-        if isinstance(value, str) and _bad_text(value):
+        if isinstance(value, str) and bad_text(value):
             return wrong("wrong_value", "This value contains characters that are not allowed.")
         return True, value
     if kind == "item_type":
@@ -239,12 +239,12 @@ def _clean_value(value: Any, spec: _Spec, name: str, problems: _Problems) -> tup
     raise AssertionError(f"unknown spec kind {kind}")
 
 
-def _validate(data: Mapping[str, Any], specs: Mapping[str, _Spec]) -> dict[str, Any]:
+def validate(data: Mapping[str, Any], specs: Mapping[str, Spec]) -> dict[str, Any]:
     problems = _Problems()
     cleaned = _clean_fields(data, specs, "", problems)
     if problems.items:
         # The body shape is the real one (the SDK's tests/mock/wrong-amount-response.json).
-        raise _validation_error(problems.items)
+        raise validation_error(problems.items)
     return cleaned
 
 
@@ -268,9 +268,9 @@ def round_policy_of(request: Mapping[str, Any]) -> str:
     if stated is None:
         return str(getattr(settings, "INVOICEBOX_SANDBOX_ROUND_POLICY", "halfUp"))
     if stated not in ROUND_POLICIES:
-        raise _validation_error(
+        raise validation_error(
             [
-                _field_error(
+                field_error(
                     "orderSetting.roundPolicy",
                     "wrong_value",
                     f"One of: {', '.join(ROUND_POLICIES)}.",
@@ -290,7 +290,7 @@ def _line_total_fits(amount: Decimal, quantity: Decimal, total: Decimal, policy:
     return exact.quantize(CENT, rounding=ROUND_POLICIES[policy]) == total
 
 
-def _check_lines(items: list[dict[str, Any]], round_policy: str | None = None) -> None:
+def check_lines(items: list[dict[str, Any]], round_policy: str | None = None) -> None:
     """The line checks shared by orders, shipments and refunds: unit, VAT code, arithmetic.
     `round_policy`: the order's (shipments and refunds inherit their order's)."""
     policy = round_policy or round_policy_of({})
@@ -301,22 +301,22 @@ def _check_lines(items: list[dict[str, Any]], round_policy: str | None = None) -
         if mismatch:
             units.add(f"basketItems[{index}].measure", "wrong_value", mismatch)
     if units.items:
-        raise _validation_error(units.items)
+        raise validation_error(units.items)
     for index, item in enumerate(items):
         if item["vatCode"] not in VAT_RATES:
             # [sandbox] the real code for an unknown vatCode is undocumented.
-            raise _ApiError(
+            raise ApiError(
                 422,
                 "wrong_vat_code",
                 "Wrong VAT code",
-                [_field_error(f"basketItems[{index}].vatCode")],
+                [field_error(f"basketItems[{index}].vatCode")],
             )
     with localcontext(prec=60):
         for index, item in enumerate(items):
             _check_item_arithmetic(item, f"basketItems[{index}]", policy)
 
 
-def _line_sums(items: list[dict[str, Any]]) -> tuple[Decimal, Decimal]:
+def line_sums(items: list[dict[str, Any]]) -> tuple[Decimal, Decimal]:
     """(Σ totalAmount, Σ totalVatAmount); exact, the values have two decimals at most."""
     with localcontext(prec=60):
         total = sum((item["totalAmount"] for item in items), Decimal(0))
@@ -324,12 +324,12 @@ def _line_sums(items: list[dict[str, Any]]) -> tuple[Decimal, Decimal]:
     return total, vat
 
 
-def _check_totals(body: Mapping[str, Any]) -> None:
-    total, vat = _line_sums(body["basketItems"])
+def check_totals(body: Mapping[str, Any]) -> None:
+    total, vat = line_sums(body["basketItems"])
     if body["amount"] != total:
-        raise _calculation_error("wrong_total_amount", "amount")
+        raise calculation_error("wrong_total_amount", "amount")
     if body["vatAmount"] != vat:
-        raise _calculation_error("wrong_total_vat_amount", "vatAmount")
+        raise calculation_error("wrong_total_vat_amount", "vatAmount")
 
 
 def _check_item_arithmetic(item: Mapping[str, Any], name: str, policy: str) -> None:
@@ -337,18 +337,18 @@ def _check_item_arithmetic(item: Mapping[str, Any], name: str, policy: str) -> N
     rate = VAT_RATES[item["vatCode"]]
     total = item["totalAmount"]
     if not _line_total_fits(item["amount"], quantity, total, policy):
-        raise _calculation_error("wrong_basket_item_total_amount", f"{name}.totalAmount")
+        raise calculation_error("wrong_basket_item_total_amount", f"{name}.totalAmount")
     vat = item["totalVatAmount"]
-    expected_vat = _round2(total * rate / (100 + rate))
+    expected_vat = round2(total * rate / (100 + rate))
     # Per unit × quantity (Bitrix handler.php:670-685, in production), unless switched off.
-    per_unit_vat = _round2(_round2(item["amount"] * rate / (100 + rate)) * quantity)
+    per_unit_vat = round2(round2(item["amount"] * rate / (100 + rate)) * quantity)
     per_unit_ok = getattr(settings, "INVOICEBOX_SANDBOX_PER_UNIT_VAT", True) and vat == per_unit_vat
     if abs(vat - expected_vat) > CENT and not per_unit_ok:
-        raise _calculation_error("wrong_basket_item_total_vat_amount", f"{name}.totalVatAmount")
+        raise calculation_error("wrong_basket_item_total_vat_amount", f"{name}.totalVatAmount")
     line = getattr(settings, "INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE", "unit") == "line"
     if line:
         # The vendor MCP server's reconcileBasket (src/core/money.ts:96-99): one kopeck per line.
-        drift = abs(_round2(item["amountWoVat"] * quantity) + vat - total)
+        drift = abs(round2(item["amountWoVat"] * quantity) + vat - total)
         allowed = CENT
     else:
         # [sandbox] tolerance: amountWoVat is a rounded unit price, so each unit may carry up
@@ -357,4 +357,4 @@ def _check_item_arithmetic(item: Mapping[str, Any], name: str, policy: str) -> N
         drift = abs(item["amountWoVat"] * quantity + vat - total)
         allowed = CENT * max(Decimal(1), quantity)
     if drift > allowed:
-        raise _calculation_error("wrong_basket_item_amount_wo_vat", f"{name}.amountWoVat")
+        raise calculation_error("wrong_basket_item_amount_wo_vat", f"{name}.amountWoVat")

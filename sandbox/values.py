@@ -14,7 +14,7 @@ MONEY_LIMIT = Decimal("1e12")  # fits DecimalField(max_digits=14, decimal_places
 QUANTITY_LIMIT = Decimal("1e9")
 
 
-def _uuid7() -> uuid.UUID:
+def uuid7() -> uuid.UUID:
     """A time-ordered UUID (version 7), like the ids the real API hands out."""
     millis = time.time_ns() // 1_000_000
     rand = int.from_bytes(os.urandom(10), "big")
@@ -26,11 +26,11 @@ def _uuid7() -> uuid.UUID:
     return uuid.UUID(int=value)
 
 
-def _atom(moment: dt.datetime) -> str:
+def atom(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
 
-def _parse_datetime(value: Any) -> dt.datetime | None:
+def parse_datetime(value: Any) -> dt.datetime | None:
     """ISO 8601 / ATOM to an aware UTC datetime; a value without offset is taken as UTC."""
     if not isinstance(value, str) or len(value) > 64:
         return None
@@ -43,11 +43,11 @@ def _parse_datetime(value: Any) -> dt.datetime | None:
         return None
 
 
-def _round2(value: Decimal) -> Decimal:
+def round2(value: Decimal) -> Decimal:
     return value.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def _money_out(value: Any) -> Any:
+def money_out(value: Any) -> Any:
     """At most two decimals, no trailing zeros, never an exponent: 371.88, 103.3, 100."""
     if not isinstance(value, Decimal):
         return value
@@ -57,11 +57,11 @@ def _money_out(value: Any) -> Any:
     return cents.normalize()
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, int | Decimal) and not isinstance(value, bool)
 
 
-def _bad_text(value: str) -> bool:
+def bad_text(value: str) -> bool:
     """NUL or a lone surrogate: no database column would store it intact."""
     if "\x00" in value:
         return True

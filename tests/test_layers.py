@@ -107,3 +107,104 @@ def test_a_deployment_without_the_sandbox_boots_without_it():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "not routed"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def resolved_imports(path: Path) -> set[str]:
+    """Every module of ours that `path` imports, relative imports and those inside functions too."""
+    package = (
+        module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    )
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            submodules = {
+                f"{base}.{alias.name}" for alias in node.names if is_module(f"{base}.{alias.name}")
+            }
+            found |= submodules or {base}
+    return {name for name in found if name.split(".")[0] in OURS and is_module(name)}
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {
+        module_name(path): resolved_imports(path) - {module_name(path)}
+        for package in OURS
+        for path in sources(package)
+    }
+
+
+def loops_in(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    loops: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in graph:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        loops.append(sorted(component))
+    return loops
+
+
+def test_the_loop_finder_finds_a_loop_and_only_a_loop():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert loops_in(graph) == [["a", "b", "c"]]
+    assert loops_in({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_loop_even_through_imports_inside_functions():
+    assert loops_in(import_graph()) == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    wrong = sorted(
+        f"{path.relative_to(ROOT)}: {node.module}.{alias.name}"
+        for package in (*OURS, "harness", "benchmarks")
+        for path in sources(package)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in OURS
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert wrong == []

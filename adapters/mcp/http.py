@@ -80,7 +80,7 @@ class Admission:
     forget: bool = False  # the 401 ended the named session: drop this worker's copy
 
 
-def _authenticate(
+def authenticate(
     header: str, address: str | None, session_id: str | None, use: bool
 ) -> tuple[ApiKey | None, bool, sessions.SessionFacts | None]:
     """The key behind a contour key or an OAuth access token, whether it was the latter, and
@@ -203,7 +203,7 @@ def admit(
     """The request's one thread hop (sync): the key, the session, a body that is no JSON, a
     grant's scope, and when `call` (the fast path's) may be answered without the SDK, the
     call itself."""
-    key, by_oauth, facts = _authenticate(header, address, session_id, use)
+    key, by_oauth, facts = authenticate(header, address, session_id, use)
     if key is None:
         return _unauthenticated(header, session_id)
     if body is not None and call is None:  # the fast path's call was parsed already
