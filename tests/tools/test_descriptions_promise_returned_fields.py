@@ -88,7 +88,7 @@ def results(assistant: Assistant) -> dict[str, dict[str, Any]]:
     )
     refund_args = {"parent_order_id": paid, "description": "возврат"}
     _, first = assistant.call("create_refund", refund_args)
-    # An operator's approval, as the web UI records it (its tests: tests/tools/test_operator_views.py).
+    # An operator's approval, as the web UI records it (its tests: tests/tools/people/test_operator_views.py).
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
     out["create_refund"] = assistant.call(
         "create_refund", {**refund_args, "confirmation_token": first["confirmation"]["token"]}

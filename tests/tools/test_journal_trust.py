@@ -22,7 +22,7 @@ from audit import spool
 from audit.models import JournalEntry
 from audit.walk import verify_chain
 from tests.conftest import Assistant, Clock, sandbox_orders
-from tests.tools.test_database_faults import database_down
+from tests.tools.pipeline.test_database_faults import database_down
 from tests.tools.test_unknown_outcomes import confirmed_order
 from tools.models import Operation
 from tools.ops.metrics import ANONYMOUS_REFUSALS

@@ -30,7 +30,8 @@ def refunded_one_night(assistant: Assistant) -> str:
         "basket_items": [NIGHT],
     }
     _, first = assistant.call("create_refund", args)
-    # An operator's approval, as the web UI records it (its tests live in tests/tools/test_operator_views.py).
+    # An operator's approval, as the web UI records it (its tests live in
+    # tests/tools/people/test_operator_views.py).
     PendingConfirmation.objects.filter(pk=first["confirmation"]["id"]).update(status="approved")
     _, refund = assistant.call(
         "create_refund", {**args, "confirmation_token": first["confirmation"]["token"]}

@@ -30,7 +30,7 @@ from tools.models import ProcessedNotification, TrackedOrder
 KEY = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
 Capture = Callable[..., Any]
 VECTOR = (
-    Path(__file__).resolve().parents[1]
+    Path(__file__).resolve().parents[2]
     / "invoicebox"
     / "fixtures"
     / "notification-vector.body.json"

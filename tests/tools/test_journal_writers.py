@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("tools", "adapters", "audit", "config", "conformance", "invoicebox", "sandbox")
 # The gateway journals every tool call; call_trace.py is the part of it that writes the entry.
 ALLOWED = ("audit/", "tools/events.py", "tools/pipeline/gateway.py", "tools/pipeline/call_trace.py")
