@@ -19,24 +19,12 @@ from django.test import AsyncClient, Client
 from audit.actors import SCAFFOLDING
 from audit.export import FIELDS, spreadsheet_safe
 from audit.models import AuditorToken, JournalEntry
-from tests.conftest import grant_everywhere
+from tests.conftest import logged_in
 from tools.contours.services import create_contour
 
 pytestmark = pytest.mark.django_db
 
 EXPORT = "/api/v1/journal/export"
-
-
-def user(name: str, *groups: str, superuser: bool = False) -> User:
-    person = User.objects.create_user(name, password="pw-12345678", is_superuser=superuser)
-    grant_everywhere(person, *groups)
-    return person
-
-
-def session(person: User) -> Client:
-    http = Client()
-    http.force_login(person)
-    return http
 
 
 def body(response: Any) -> str:
@@ -89,15 +77,19 @@ def test_nobody_without_credentials_reads_the_journal(entries: list[JournalEntry
     assert response["WWW-Authenticate"].startswith("Bearer")
 
 
-def test_a_logged_in_non_auditor_is_forbidden(entries: list[JournalEntry]):
-    operator = session(user("olga", "operators"))
+def test_a_logged_in_non_auditor_is_forbidden(
+    entries: list[JournalEntry], make_user: Callable[..., User]
+):
+    operator = logged_in(make_user("olga", "operators"))
 
     assert operator.get(EXPORT).status_code == 403
     assert operator.get("/api/v1/journal").json()["code"] == "forbidden"
 
 
-def test_an_auditor_session_downloads_csv_matching_the_journal(entries: list[JournalEntry]):
-    response = session(user("anna", "auditors")).get(EXPORT, {"format": "csv"})
+def test_an_auditor_session_downloads_csv_matching_the_journal(
+    entries: list[JournalEntry], make_user: Callable[..., User]
+):
+    response = logged_in(make_user("anna", "auditors")).get(EXPORT, {"format": "csv"})
 
     assert response.status_code == 200
     assert response.streaming
@@ -113,8 +105,9 @@ def test_an_auditor_session_downloads_csv_matching_the_journal(entries: list[Jou
 
 def test_csv_defuses_spreadsheet_formulas_but_jsonl_keeps_the_stored_value(
     entries: list[JournalEntry],
+    make_user: Callable[..., User],
 ):
-    auditor = session(user("anna", "auditors"))
+    auditor = logged_in(make_user("anna", "auditors"))
 
     csv_rows = list(csv.DictReader(io.StringIO(body(auditor.get(EXPORT, {"format": "csv"})))))
     jsonl = [
@@ -133,8 +126,10 @@ def test_csv_defuses_spreadsheet_formulas_but_jsonl_keeps_the_stored_value(
     ]
 
 
-def test_the_export_names_who_decided_each_confirmation(entries: list[JournalEntry]):
-    response = session(user("anna", "auditors")).get(
+def test_the_export_names_who_decided_each_confirmation(
+    entries: list[JournalEntry], make_user: Callable[..., User]
+):
+    response = logged_in(make_user("anna", "auditors")).get(
         EXPORT, {"format": "jsonl", "tool": "create_order"}
     )
 
@@ -161,9 +156,12 @@ def test_the_export_names_who_decided_each_confirmation(entries: list[JournalEnt
     ],
 )
 def test_filters_by_tool_status_and_contour(
-    entries: list[JournalEntry], query: dict[str, str], expected: list[int]
+    entries: list[JournalEntry],
+    query: dict[str, str],
+    expected: list[int],
+    make_user: Callable[..., User],
 ):
-    auditor = session(user("anna", "auditors"))
+    auditor = logged_in(make_user("anna", "auditors"))
 
     ids = [
         json.loads(line)["id"]
@@ -173,7 +171,9 @@ def test_filters_by_tool_status_and_contour(
     assert ids == [entries[i].id for i in expected]
 
 
-def test_filters_by_time_range(write: Callable[..., JournalEntry], monkeypatch):
+def test_filters_by_time_range(
+    write: Callable[..., JournalEntry], monkeypatch, make_user: Callable[..., User]
+):
     from datetime import UTC, datetime
 
     from audit import journal
@@ -184,7 +184,7 @@ def test_filters_by_time_range(write: Callable[..., JournalEntry], monkeypatch):
         monkeypatch.setattr(journal, "_now", lambda moment=moment: moment)
         made.append(write())
 
-    response = session(user("anna", "auditors")).get(
+    response = logged_in(make_user("anna", "auditors")).get(
         EXPORT, {"format": "jsonl", "since": "2025-06-02", "until": "2025-06-03T15:00:00+03:00"}
     )
 
@@ -201,17 +201,22 @@ def test_filters_by_time_range(write: Callable[..., JournalEntry], monkeypatch):
     ],
 )
 def test_bad_parameters_are_400_naming_the_field(
-    entries: list[JournalEntry], query: dict[str, str], field: str
+    entries: list[JournalEntry],
+    query: dict[str, str],
+    field: str,
+    make_user: Callable[..., User],
 ):
-    response = session(user("anna", "auditors")).get(EXPORT, query)
+    response = logged_in(make_user("anna", "auditors")).get(EXPORT, query)
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_arguments"
     assert response.json()["problems"][0]["field"] == field
 
 
-def test_an_auditor_token_exports_and_a_revoked_one_does_not(entries: list[JournalEntry]):
-    anna = user("anna", "auditors")
+def test_an_auditor_token_exports_and_a_revoked_one_does_not(
+    entries: list[JournalEntry], make_user: Callable[..., User]
+):
+    anna = make_user("anna", "auditors")
     token, raw = AuditorToken.issue(anna, "nightly")
 
     ok = Client().get(EXPORT, {"format": "jsonl"}, HTTP_AUTHORIZATION=f"Bearer {raw}")
@@ -223,8 +228,10 @@ def test_an_auditor_token_exports_and_a_revoked_one_does_not(entries: list[Journ
     assert AuditorToken.objects.get().token_hash != raw and raw.startswith(token.prefix)
 
 
-def test_a_token_stops_working_when_its_user_leaves_the_auditors(entries: list[JournalEntry]):
-    anna = user("anna", "auditors")
+def test_a_token_stops_working_when_its_user_leaves_the_auditors(
+    entries: list[JournalEntry], make_user: Callable[..., User]
+):
+    anna = make_user("anna", "auditors")
     _, raw = AuditorToken.issue(anna)
     anna.contour_roles.all().delete()
 
@@ -233,8 +240,12 @@ def test_a_token_stops_working_when_its_user_leaves_the_auditors(entries: list[J
     assert response.status_code == 403
 
 
-def test_a_wrong_token_is_refused_even_with_an_auditor_session(entries: list[JournalEntry]):
-    response = session(user("anna", "auditors")).get(EXPORT, HTTP_AUTHORIZATION="Bearer iba_wrong")
+def test_a_wrong_token_is_refused_even_with_an_auditor_session(
+    entries: list[JournalEntry], make_user: Callable[..., User]
+):
+    response = logged_in(make_user("anna", "auditors")).get(
+        EXPORT, HTTP_AUTHORIZATION="Bearer iba_wrong"
+    )
 
     assert response.status_code == 401
 
@@ -245,14 +256,14 @@ def test_a_contour_key_is_no_auditor_token(entries: list[JournalEntry], assistan
     assert response.status_code == 401
 
 
-def test_a_superuser_may_export(entries: list[JournalEntry]):
-    response = session(user("root", superuser=True)).get(EXPORT, {"format": "csv"})
+def test_a_superuser_may_export(entries: list[JournalEntry], make_user: Callable[..., User]):
+    response = logged_in(make_user("root", superuser=True)).get(EXPORT, {"format": "csv"})
 
     assert response.status_code == 200
 
 
-def test_the_list_is_paged_by_id(entries: list[JournalEntry]):
-    auditor = session(user("anna", "auditors"))
+def test_the_list_is_paged_by_id(entries: list[JournalEntry], make_user: Callable[..., User]):
+    auditor = logged_in(make_user("anna", "auditors"))
 
     first = auditor.get("/api/v1/journal", {"limit": 2, "tool": "create_order"}).json()
     second = auditor.get(first["next"]).json()
@@ -267,8 +278,10 @@ def test_the_list_is_paged_by_id(entries: list[JournalEntry]):
 
 
 @pytest.mark.django_db(transaction=True)  # the view runs on another thread's connection
-def test_under_asgi_the_export_is_an_async_stream(entries: list[JournalEntry]):
-    anna = user("anna", "auditors")
+def test_under_asgi_the_export_is_an_async_stream(
+    entries: list[JournalEntry], make_user: Callable[..., User]
+):
+    anna = make_user("anna", "auditors")
     _, raw = AuditorToken.issue(anna)
 
     async def fetch() -> tuple[Any, list[bytes]]:
@@ -308,9 +321,11 @@ def test_export_journal_command_filters_by_tool_and_status(entries: list[Journal
     ]
 
 
-def test_excel_option_gives_semicolons_and_a_bom_with_the_same_rows(entries: list[JournalEntry]):
+def test_excel_option_gives_semicolons_and_a_bom_with_the_same_rows(
+    entries: list[JournalEntry], make_user: Callable[..., User]
+):
     # given
-    auditor = session(user("alla", "auditors"))
+    auditor = logged_in(make_user("alla", "auditors"))
 
     # when
     plain = body(auditor.get(EXPORT, {"format": "csv"}))

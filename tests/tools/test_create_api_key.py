@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import pytest
 from django.contrib.auth.models import User
@@ -14,8 +15,8 @@ from tools.models import ApiKey, Contour
 pytestmark = pytest.mark.django_db
 
 
-def test_create_api_key_links_the_key_to_a_user(contour: Contour):
-    olga = User.objects.create_user("olga")
+def test_create_api_key_links_the_key_to_a_user(contour: Contour, make_user: Callable[..., User]):
+    olga = make_user("olga")
     out = io.StringIO()
 
     call_command("create_api_key", contour.slug, "--label", "olga's", "--user", "olga", stdout=out)

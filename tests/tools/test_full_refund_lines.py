@@ -6,24 +6,21 @@ import json
 from decimal import Decimal
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from sandbox.models import SandboxRefund
-from tests.conftest import Assistant, grant_everywhere
+from tests.conftest import Assistant
 from tests.tools.test_more_tools import new_order, two_phase
 
 pytestmark = pytest.mark.django_db
 
 
-def test_full_refund_sends_each_line_with_its_own_quantity_and_price(assistant: Assistant) -> None:
+def test_full_refund_sends_each_line_with_its_own_quantity_and_price(
+    assistant: Assistant, operator: Client
+) -> None:
     # given: a paid order of 3 nights × 122,00 ₽, nothing refunded yet
     assistant.contour.toolsets = ["read", "write", "refund"]
     assistant.contour.save()
-    operator = User.objects.create_user("olga", password="pw-olga-123")
-    grant_everywhere(operator, "operators")
-    approvals = Client()
-    approvals.force_login(operator)
     order_id = new_order(assistant, paid=True)
     args = {"parent_order_id": order_id, "description": "отказ от брони"}
 
@@ -31,7 +28,7 @@ def test_full_refund_sends_each_line_with_its_own_quantity_and_price(assistant: 
     _, first = assistant.call("create_refund", args)
     confirmed = {**args, "confirmation_token": first["confirmation"]["token"]}
     assistant.call("create_refund", confirmed)
-    approvals.post(f"/approvals/{first['confirmation']['id']}/", {"decision": "approve"})
+    operator.post(f"/approvals/{first['confirmation']['id']}/", {"decision": "approve"})
     _, done = two_phase(assistant, "create_refund", confirmed)
 
     # then: the refund receipt shows 3 × 122,00, not 1 × 366,00

@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from audit.models import JournalEntry
 from sandbox.api import pay_order
-from tests.conftest import Assistant, grant_everywhere, order_args
+from tests.conftest import Assistant, order_args
 
 pytestmark = pytest.mark.django_db
 
@@ -35,14 +34,6 @@ def big_order() -> dict[str, Any]:
     return order_args(basket_items=[line], amount=BIG, vat_amount="0")
 
 
-def operator_session() -> Client:
-    olga = User.objects.create_user("olga", password="pw-olga-123")
-    grant_everywhere(olga, "operators")
-    http = Client()
-    http.force_login(olga)
-    return http
-
-
 def create(assistant: Assistant, args: dict[str, Any], operator: Client | None = None) -> str:
     _, first = assistant.call("create_order", args)
     assert first["status"] == "confirmation_required", first
@@ -55,8 +46,10 @@ def create(assistant: Assistant, args: dict[str, Any], operator: Client | None =
     return done["data"]["order_id"]
 
 
-def test_retargeting_a_large_order_needs_an_operator_and_names_its_amount(assistant: Assistant):
-    order_id = create(assistant, big_order(), operator_session())
+def test_retargeting_a_large_order_needs_an_operator_and_names_its_amount(
+    assistant: Assistant, operator: Client
+):
+    order_id = create(assistant, big_order(), operator)
 
     _, first = assistant.call(
         "update_order",
@@ -82,11 +75,13 @@ def test_retargeting_a_large_order_needs_an_operator_and_names_its_amount(assist
     assert again["status"] == "awaiting_approval", again
 
 
-def test_an_order_an_operator_approved_at_creation_stays_under_an_operator(assistant: Assistant):
+def test_an_order_an_operator_approved_at_creation_stays_under_an_operator(
+    assistant: Assistant, operator: Client
+):
     # given: a small order created while the contour sent every write to an operator
     assistant.contour.approval_for_all_writes = True
     assistant.contour.save()
-    order_id = create(assistant, order_args(), operator_session())
+    order_id = create(assistant, order_args(), operator)
     assistant.contour.approval_for_all_writes = False
     assistant.contour.save()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from base64 import b32encode
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -36,8 +37,9 @@ def shop(db: None) -> Contour:
 
 
 @pytest.fixture
-def olga(shop: Contour) -> User:
-    user = User.objects.create_user("olga", password="pw-olga-123", is_staff=True)
+def olga(shop: Contour, make_user: Callable[..., User]) -> User:
+    """The shared cast's Olga (tests/conftest.py), here the shop's owner: consent needs one."""
+    user = make_user("olga", staff=True)
     ContourRole.objects.create(user=user, contour=shop, role="owner")
     return user
 

@@ -4,6 +4,7 @@ database, is refused on /mcp and on REST with 401 invalid_token; REST takes this
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,9 +25,9 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 
 @pytest.fixture
-def shop(transactional_db: None) -> tuple[Contour, User]:
+def shop(transactional_db: None, make_user: Callable[..., User]) -> tuple[Contour, User]:
     contour = create_contour("shop", mode="sandbox", toolsets=["read"], actor=SCAFFOLDING)
-    olga = User.objects.create_user("olga", password="pw-olga-123")
+    olga = make_user("olga")
     ContourRole.objects.create(user=olga, contour=contour, role="owner")
     return contour, olga
 

@@ -5,6 +5,7 @@ expire (the beat's task, and its function called directly)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -122,12 +123,12 @@ def test_registered_clients_in_all_are_bounded(served: TestClient, settings):
     assert register(served, "10.0.1.9").json()["error"] == "too_many_clients"
 
 
-def test_a_client_nobody_consented_to_expires(served: TestClient):
+def test_a_client_nobody_consented_to_expires(served: TestClient, make_user: Callable[..., User]):
     # given: three clients a day and more old, one consented to; one registered just now
     for address in ("10.0.2.1", "10.0.2.2", "10.0.2.3"):
         assert register(served, address).status_code == 201
     old, consented, fresh = OAuthClient.objects.order_by("id")
-    owner = User.objects.create_user("olga", password="pw-olga-123")
+    owner = make_user("olga")
     contour = create_contour("shop", mode="sandbox", actor=SCAFFOLDING)
     ContourRole.objects.create(user=owner, contour=contour, role="owner")
     grants.consent(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -12,16 +13,10 @@ from django.test import Client
 from django.utils import timezone
 
 from audit import journal
-from tests.conftest import Assistant, grant_everywhere
+from tests.conftest import Assistant
 from tests.tools.ops.conftest import distinctive_order, valid_inn
 from tools.models import Ceiling, CeilingKind, Contour
 from tools.ops import charts
-
-
-def user_in(group: str, username: str) -> User:
-    user = User.objects.create_user(username, password="pw-for-tests-1")
-    grant_everywhere(user, group)
-    return user
 
 
 def section(html: str, slug: str) -> str:
@@ -53,8 +48,8 @@ def charted(panel: str) -> list[tuple[int, int]]:
 
 
 @pytest.mark.django_db
-def test_only_owners_see_the_dashboard(contour: Contour):
-    operator, owner = user_in("operators", "olga"), user_in("owners", "oleg")
+def test_only_owners_see_the_dashboard(contour: Contour, make_user: Callable[..., User]):
+    operator, owner = make_user("olga", "operators"), make_user("oleg", "owners")
     anonymous, as_operator, as_owner = Client(), Client(), Client()
     as_operator.force_login(operator)
     as_owner.force_login(owner)
@@ -67,7 +62,10 @@ def test_only_owners_see_the_dashboard(contour: Contour):
 
 @pytest.mark.django_db
 def test_dashboard_renders_the_journal_numbers(
-    assistant: Assistant, reader: Assistant, monkeypatch
+    assistant: Assistant,
+    reader: Assistant,
+    monkeypatch,
+    make_user: Callable[..., User],
 ):
     Ceiling.objects.create(
         contour=assistant.contour, kind=CeilingKind.PER_DAY, currency="RUB", limit=146400
@@ -86,7 +84,7 @@ def test_dashboard_renders_the_journal_numbers(
     assistant.call("no_such_tool", {})  # 3 days ago: in the month, not in the day
     monkeypatch.undo()
     owner = Client()
-    owner.force_login(user_in("owners", "oleg"))
+    owner.force_login(make_user("oleg", "owners"))
 
     html = owner.get("/dashboard/").content.decode()
 
@@ -102,11 +100,11 @@ def test_dashboard_renders_the_journal_numbers(
 
 
 @pytest.mark.django_db
-def test_a_name_in_brackets_gets_no_second_pair(contour: Contour):
+def test_a_name_in_brackets_gets_no_second_pair(contour: Contour, make_user: Callable[..., User]):
     contour.name = "Демо-контур (песочница)"
     contour.save()
     owner = Client()
-    owner.force_login(user_in("owners", "oleg"))
+    owner.force_login(make_user("oleg", "owners"))
 
     html = owner.get("/dashboard/").content.decode()
 
@@ -120,7 +118,9 @@ def test_a_name_in_brackets_gets_no_second_pair(contour: Contour):
 
 
 @pytest.mark.django_db
-def test_the_oldest_pending_confirmation_comes_first(assistant: Assistant):
+def test_the_oldest_pending_confirmation_comes_first(
+    assistant: Assistant, make_user: Callable[..., User]
+):
     first = assistant.call("create_order", distinctive_order(valid_inn(), "ООО «Старый»"))[1]
     assistant.call("create_order", distinctive_order(valid_inn(), "ООО «Новый»"))
     from tools.models import PendingConfirmation
@@ -129,7 +129,7 @@ def test_the_oldest_pending_confirmation_comes_first(assistant: Assistant):
         created_at=timezone.now() - timedelta(hours=2), amount=12345
     )
     owner = Client()
-    owner.force_login(user_in("owners", "oleg"))
+    owner.force_login(make_user("oleg", "owners"))
 
     pending = owner.get("/dashboard/").content.decode().split("Старейшие", 1)[1]
 
