@@ -12,7 +12,7 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 
-from tests.conftest import grant_everywhere
+from tests.conftest import password_of
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 LAUNCH_ARGS = [
@@ -71,19 +71,15 @@ def screenshots(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def person(transactional_db: None) -> Callable[..., User]:
-    def _make(name: str, *groups: str, staff: bool = False) -> User:
-        user = User.objects.create_user(name, password=f"pw-{name}-123", is_staff=staff)
-        grant_everywhere(user, *groups)
-        return user
-
-    return _make
+def person(transactional_db: None, make_user: Callable[..., User]) -> Callable[..., User]:
+    """The shared cast's make_user (tests/conftest.py), on the live server's database."""
+    return make_user
 
 
 def log_in(page: Any, path: str, name: str) -> None:
     page.goto(f"/accounts/login/?next={path}")
     page.fill("#id_username", name)
-    page.fill("#id_password", f"pw-{name}-123")
+    page.fill("#id_password", password_of(name))
     page.click("input[type=submit]")
     page.wait_for_url(f"**{path}")
 
