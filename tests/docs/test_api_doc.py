@@ -3,9 +3,12 @@ and the catalog in its order with each tool's kind and toolset."""
 
 from __future__ import annotations
 
+import re
+
 from tests.docs.helpers import DOCS, block, table_rows
 from tools.catalog import CATALOG
 from tools.errors import CODE_STATUS
+from tools.formats.registry import formats
 
 API = (DOCS / "api.md").read_text(encoding="utf-8")
 
@@ -32,3 +35,10 @@ def test_the_catalog_table_is_the_catalog_in_order():
     documented = [tuple(row) for row in table_rows(block(API, "catalog"))]
 
     assert documented == [(spec.name, str(spec.kind), str(spec.toolset)) for spec in CATALOG]
+
+
+def test_the_format_list_is_every_format_served():
+    # A new function format (docs/how-to.md, "Add a function format", step 6) must be named.
+    (listed,) = re.findall(r"`GET /api/v1/tools\?format=(\w[\w-]*(?:\|[\w-]+)+)`", API)
+
+    assert sorted(listed.split("|")) == sorted(formats())
