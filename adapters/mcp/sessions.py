@@ -228,7 +228,7 @@ def open_by_contour(now: datetime) -> dict[str, int]:
 
 
 def sessions_gauge(now: datetime) -> Iterator[GaugeMetricFamily]:
-    """The metrics scrape's gauge of open sessions per contour (tools.ops.metrics.register_state)."""
+    """The metrics scrape's gauge of open sessions per contour (tools.ops.scrape.register_state)."""
     gauge = GaugeMetricFamily(
         "gateway_mcp_sessions_open",
         "Open (live) MCP sessions per contour, against MCP_MAX_SESSIONS_PER_CONTOUR",
