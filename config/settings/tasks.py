@@ -69,5 +69,5 @@ CELERY_BEAT_SCHEDULE = {
 }
 # An outbox task not reported done this long after it was sent is sent again (doubling).
 GATEWAY_OUTBOX_LEASE_SECONDS = env.float("GATEWAY_OUTBOX_LEASE_SECONDS", default=60.0)
-# At most this many unresolved operations are looked up per recovery run (tools/pipeline/recovery.py).
+# At most this many unresolved operations are looked up per recovery run (tools/pipeline/sweep.py).
 GATEWAY_RECOVERY_BATCH = env.int("GATEWAY_RECOVERY_BATCH", default=50)
