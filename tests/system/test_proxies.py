@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.cluster import free_port as any_free_port
+from harness.cluster import free_port
 from tests.conftest import order_args
 from tests.system.sessions import envelope_of
 
@@ -36,26 +35,6 @@ pytestmark = [pytest.mark.system, pytest.mark.anyio]
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def free_port() -> int:
-    """A free loopback port; TEST_PORT_RANGE=9200-9299 keeps them in a range of one's own."""
-    if not (span := os.environ.get("TEST_PORT_RANGE")):
-        return any_free_port()
-    low, high = (int(part) for part in span.split("-"))
-    for port in range(low, high + 1):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            if port not in TAKEN:
-                TAKEN.add(port)
-                return port
-    raise RuntimeError(f"no free port in {span}")
-
-
-TAKEN: set[int] = set()
 
 
 def _manage(env: dict[str, str], *args: str) -> str:
