@@ -112,11 +112,12 @@ def _caps(key_id: int, contour_id: int, now: datetime) -> list[tuple[str, int, i
 
 
 def _take_turn() -> None:
-    """Wait for the openings in flight to commit (PostgreSQL; SQLite writes one at a time).
+    """Wait for the openings in flight to commit (PostgreSQL, what several hosts share; SQLite
+    is the one-host demo's database and takes no such lock).
 
     One lock for the deployment, not one per contour: its ceiling counts every contour. An
-    opening holds it for three counts by index and an INSERT (about a millisecond); opening
-    is once per session, not per request."""
+    opening holds it for three bounded counts, an INSERT and its commit, so openings across
+    the deployment go one at a time; opening is once per session, not per request."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [OPENING_LOCK])
