@@ -54,9 +54,10 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             cursor.execute("BEGIN; " + _LANE_SQL, lane_params)  # client-side binding
             cursor.nextset()
             row = cursor.fetchone()
-            if row is not None:
-                _insert_and_advance(cursor, entry, place, *row)
-            cursor.execute("COMMIT" if row is not None else "ROLLBACK")
+            if row is not None:  # the entry, its head and COMMIT in one round trip
+                _insert_and_advance(cursor, entry, place, *row, then="; COMMIT")
+            else:
+                cursor.execute("ROLLBACK")
         except BaseException:
             _rollback(cursor)
             raise
@@ -64,14 +65,22 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
 
 
 def _insert_and_advance(
-    cursor: Any, entry: JournalEntry, place: Place, chain: str, last_seq: int, last_hash: str
+    cursor: Any,
+    entry: JournalEntry,
+    place: Place,
+    chain: str,
+    last_seq: int,
+    last_hash: str,
+    then: str = "",
 ) -> None:
+    """`then`: a statement sent in the same message (client-side binding); the cursor stays
+    on the first statement's result, and an error there stops the rest."""
     place(entry, chain, last_seq, last_hash)
     insert, params = _insert_sql(entry)
     cursor.execute(
         f'WITH entry AS ({insert}) UPDATE "{_HEADS}" SET last_seq = %s, '  # noqa: S608
         "last_id = entry.id, last_hash = %s FROM entry WHERE chain = %s "
-        "RETURNING entry.id",
+        "RETURNING entry.id" + then,
         [*params, entry.seq, entry.hash, chain],
     )
     entry.id = cursor.fetchone()[0]
