@@ -13,10 +13,11 @@ adding one part of the path and nothing of the gateway's code but its upstream c
   runs on the pool: config/asgi.py, adapters/mcp/http.py);
 - get: + the upstream GET there, through invoicebox.connections.send on a pooled httpx.Client
   (what the gateway sends), its JSON read and the answer built from it;
-- pg: + the six PostgreSQL round trips of the gateway's MCP read, on one connection per
+- pg: + the five PostgreSQL round trips of the gateway's MCP read, on one connection per
   thread, with tables of the same shape made for the run: the key's row, the session's row,
-  the budget's upsert, then the journal's `BEGIN; SELECT … FOR UPDATE SKIP LOCKED`, its
-  `WITH … INSERT … UPDATE` (the entry's SHA-256 computed in the process) and COMMIT.
+  the budget's upsert (committed asynchronously, as invoicebox/limits.py does), then the
+  journal's `BEGIN; SELECT … FOR UPDATE SKIP LOCKED` and its `WITH … INSERT … UPDATE; COMMIT`
+  (the entry's SHA-256 computed in the process; one synchronous commit).
 
 The gap between `pg` and the gateway is the gateway's own Python (Django's ORM and
 connection handling, the core's validation, shaping and redaction, the SDK's types); the gap
@@ -94,7 +95,8 @@ def _database_work(order: dict[str, Any], arguments: dict[str, Any]) -> None:
     )
     conn.execute(
         "INSERT INTO ladder_budget VALUES ('acct', floor(extract(epoch FROM now()) / 30), 1) "
-        "ON CONFLICT (account, slot) DO UPDATE SET used = ladder_budget.used + 1 RETURNING used"
+        "ON CONFLICT (account, slot) DO UPDATE SET used = ladder_budget.used + 1 "
+        "RETURNING used, set_config('synchronous_commit', 'off', true)"
     )
     cur = conn.cursor()
     try:
@@ -117,10 +119,10 @@ def _append(cur: Any, order: dict[str, Any], arguments: dict[str, Any]) -> None:
     cur.execute(
         "WITH entry AS (INSERT INTO ladder_journal (lane, at, tool, arguments, outcome, prev, "
         "hash) VALUES (%s, now(), 'get_order', %s, %s, %s, %s) RETURNING id) "
-        "UPDATE ladder_lane SET head = %s, last_id = (SELECT id FROM entry) WHERE lane = %s",
+        "UPDATE ladder_lane SET head = %s, last_id = (SELECT id FROM entry) WHERE lane = %s; "
+        "COMMIT",
         (lane, json.dumps(arguments), entry, head, digest, digest, lane),
     )
-    cur.execute("COMMIT")
 
 
 def _work(arguments: dict[str, Any]) -> dict[str, Any]:
