@@ -55,7 +55,10 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             cursor.nextset()
             row = cursor.fetchone()
             if row is not None:  # the entry, its head and COMMIT in one round trip
-                _insert_and_advance(cursor, entry, place, *row, then="; COMMIT")
+                chain, last_seq, last_hash = row
+                _insert_and_advance(
+                    cursor, entry, place, chain, last_seq, last_hash, then="; COMMIT"
+                )
             else:
                 cursor.execute("ROLLBACK")
         except BaseException:
