@@ -2,9 +2,10 @@
 
 On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains ("lanes": `shop`,
 `shop~1`, ...); a writer takes a lane no other transaction holds, so calls of one contour do
-not queue. Once a contour's lanes exist, an append is three round trips: `BEGIN; SELECT … FOR
-UPDATE SKIP LOCKED` (one message), one `WITH … INSERT … UPDATE` head, `COMMIT`. The hash is
-computed here, between the two, from the locked head: the key never reaches the database.
+not queue. Once a contour's lanes exist, an append is two round trips: `BEGIN; SELECT … FOR
+UPDATE SKIP LOCKED` (one message), then `WITH … INSERT … UPDATE` head and `COMMIT` (another).
+The hash is computed here, between the two, from the locked head: the key never reaches the
+database. Inside a caller's transaction there is no BEGIN and no COMMIT of ours.
 Opening a lane, and SQLite (one writer at a time anyway), go through the ORM.
 """
 
