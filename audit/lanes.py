@@ -2,9 +2,10 @@
 
 On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains ("lanes": `shop`,
 `shop~1`, ...); a writer takes a lane no other transaction holds, so calls of one contour do
-not queue. Once a contour's lanes exist, an append is three round trips: `BEGIN; SELECT … FOR
-UPDATE SKIP LOCKED` (one message), one `WITH … INSERT … UPDATE` head, `COMMIT`. The hash is
-computed here, between the two, from the locked head: the key never reaches the database.
+not queue. Once a contour's lanes exist, an append is two round trips: `BEGIN; SELECT … FOR
+UPDATE SKIP LOCKED` (one message), then `WITH … INSERT … UPDATE` head and `COMMIT` (another).
+The hash is computed here, between the two, from the locked head: the key never reaches the
+database. Inside a caller's transaction there is no BEGIN and no COMMIT of ours.
 Opening a lane, and SQLite (one writer at a time anyway), go through the ORM.
 """
 
@@ -54,9 +55,13 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             cursor.execute("BEGIN; " + _LANE_SQL, lane_params)  # client-side binding
             cursor.nextset()
             row = cursor.fetchone()
-            if row is not None:
-                _insert_and_advance(cursor, entry, place, *row)
-            cursor.execute("COMMIT" if row is not None else "ROLLBACK")
+            if row is not None:  # the entry, its head and COMMIT in one round trip
+                chain, last_seq, last_hash = row
+                _insert_and_advance(
+                    cursor, entry, place, chain, last_seq, last_hash, then="; COMMIT"
+                )
+            else:
+                cursor.execute("ROLLBACK")
         except BaseException:
             _rollback(cursor)
             raise
@@ -64,14 +69,22 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
 
 
 def _insert_and_advance(
-    cursor: Any, entry: JournalEntry, place: Place, chain: str, last_seq: int, last_hash: str
+    cursor: Any,
+    entry: JournalEntry,
+    place: Place,
+    chain: str,
+    last_seq: int,
+    last_hash: str,
+    then: str = "",
 ) -> None:
+    """`then`: a statement sent in the same message (client-side binding); the cursor stays
+    on the first statement's result, and an error there stops the rest."""
     place(entry, chain, last_seq, last_hash)
     insert, params = _insert_sql(entry)
     cursor.execute(
         f'WITH entry AS ({insert}) UPDATE "{_HEADS}" SET last_seq = %s, '  # noqa: S608
         "last_id = entry.id, last_hash = %s FROM entry WHERE chain = %s "
-        "RETURNING entry.id",
+        "RETURNING entry.id" + then,
         [*params, entry.seq, entry.hash, chain],
     )
     entry.id = cursor.fetchone()[0]
