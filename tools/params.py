@@ -101,7 +101,9 @@ def _kpp(value: str) -> str:
 
 Kpp = Annotated[str, AfterValidator(_kpp), Field(pattern=r"^[0-9]{4}[0-9A-Z]{2}[0-9]{3}$")]
 
-Currency = Literal["RUB", "USD", "EUR", "GBP", "CNY"]
+# Every currency of the docs' table (D dictionary/iso4217.md), each with its sign there.
+Currency = Literal["RUB", "USD", "EUR", "GBP", "CNY", "UZS"]
+CURRENCY_SIGNS = {"RUB": "₽", "USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "UZS": "сум"}
 Language = Literal["ru", "en"]
 CustomerType = Literal["legal", "private"]
 ResponseFormat = Literal["concise", "detailed"]
@@ -182,5 +184,5 @@ def format_rub(kopecks: int, currency: str = "RUB") -> str:
     roubles, rest = divmod(abs(kopecks), 100)
     grouped = f"{roubles:,}".replace(",", "\u00a0")
     sign = "-" if kopecks < 0 else ""
-    symbol = {"RUB": "₽", "USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥"}.get(currency, currency)
+    symbol = CURRENCY_SIGNS.get(currency, currency)
     return f"{sign}{grouped},{rest:02d} {symbol}"
