@@ -4,13 +4,18 @@ several shops (foreign rows counted and dropped, `merchant_id` shown)."""
 
 from __future__ import annotations
 
+import json
+import uuid
+from typing import Any
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from sandbox.api import pay_order
-from sandbox.models import SandboxOrder
+from sandbox.models import SandboxOrder, SandboxShipment
 from tests.conftest import Assistant, order_args
-from tests.tools.test_more_tools import two_phase
+from tests.tools.test_more_tools import SHIP_LINE, two_phase
 from tools.models import Ceiling, CeilingKind
 
 pytestmark = pytest.mark.django_db
@@ -144,3 +149,73 @@ def test_a_single_row_has_no_others_and_an_ip_no_kpp(assistant: Assistant) -> No
     assert found["data"]["other_rows"] == [] and found["data"]["rows_total"] == 1, found
     assert found["data"]["kpp"] is None
     assert found["data"]["post_address_zip"] == "142100"
+
+
+def another_shops_shipment() -> None:
+    foreign = SandboxOrder.objects.create(
+        order_id=uuid.uuid4(),
+        order_container_id=uuid.uuid4(),
+        merchant_id=uuid.uuid4(),
+        merchant_order_id="foreign-1",
+        amount=122,
+        vat_amount=22,
+        currency_id="RUB",
+        created_at=timezone.now(),
+        expiration_date=timezone.now(),
+        request_json="{}",
+        status=SandboxOrder.Status.COMPLETED,
+    )
+    SandboxShipment.objects.create(
+        order=foreign,
+        merchant_id=foreign.merchant_id,
+        status="completed",
+        amount=122,
+        vat_amount=22,
+        created_at=timezone.now(),
+        request_json=json.dumps({"orderId": str(foreign.order_id), "basketItems": []}),
+    )
+
+
+def shipped_order(assistant: Assistant, description: str) -> str:
+    _, made = two_phase(assistant, "create_order", order_args(description=description))
+    order_id = made["data"]["order_id"]
+    pay_order(order_id)
+    _, done = two_phase(
+        assistant, "create_shipment", {"order_id": order_id, "basket_items": [SHIP_LINE]}
+    )
+    assert done["status"] == "ok", done
+    return order_id
+
+
+@pytest.mark.parametrize(
+    "ignored", [["orderId", "merchantId"], []], ids=["leaky-filters", "filters-applied"]
+)
+def test_foreign_shipment_rows_are_counted_and_dropped(
+    assistant: Assistant, settings: Any, ignored: list[str]
+) -> None:
+    # a token of several shops, on a shipment list that may not apply its filters
+    settings.INVOICEBOX_SANDBOX_SHARED_TOKEN = True
+    settings.INVOICEBOX_SANDBOX_IGNORED_SHIPMENT_FILTERS = ignored
+    first, second = shipped_order(assistant, "Первый"), shipped_order(assistant, "Второй")
+    another_shops_shipment()
+    leaky = bool(ignored)
+
+    _, by_order = assistant.call(
+        "find_shipments", {"order_id": first, "response_format": "detailed"}
+    )
+    _, all_ours = assistant.call("find_shipments", {"response_format": "detailed"})
+    # the remainder counts this order's shipments only: 366,00 − 122,00 left, not − 366,00
+    _, preview = assistant.call(
+        "create_shipment",
+        {"order_id": first, "basket_items": [SHIP_LINE], "allow_duplicate": True},
+    )
+
+    assert by_order["status"] == "ok", by_order
+    assert [s["order_id"] for s in by_order["data"]["shipments"]] == [first]
+    assert by_order["data"]["dropped_foreign"] == (2 if leaky else 0)  # the shop's, the order's
+    assert {s["order_id"] for s in all_ours["data"]["shipments"]} == {first, second}, all_ours
+    assert all_ours["data"]["dropped_foreign"] == (1 if leaky else 0)
+    assert all_ours["data"]["truncated"] is False
+    merchant = str(assistant.contour.merchant_id)
+    assert {s["merchant_id"] for s in all_ours["data"]["shipments"]} == {merchant}
+    assert preview["data"]["summary"]["already_shipped"] == "12200", preview

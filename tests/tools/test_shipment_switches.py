@@ -33,6 +33,12 @@ LIST_SWITCHES: dict[str, dict[str, Any]] = {
     "paging-vendor": {"INVOICEBOX_SANDBOX_PAGING": "vendor"},
     "paging-none": {"INVOICEBOX_SANDBOX_PAGING": "none"},
     "repeat-shipment-rows": {"INVOICEBOX_SANDBOX_REPEAT_ROWS": ["shipments"]},
+    # the shipment list takes orderId (and merchantId) and applies neither: a leaky filter
+    "leaky-order-filter": {"INVOICEBOX_SANDBOX_IGNORED_SHIPMENT_FILTERS": ["orderId"]},
+    "shared-token+leaky-filters": {
+        "INVOICEBOX_SANDBOX_SHARED_TOKEN": True,
+        "INVOICEBOX_SANDBOX_IGNORED_SHIPMENT_FILTERS": ["orderId", "merchantId"],
+    },
     # a token of several shops whose API also drops unknown keys: only merchantId narrows
     "shared-token+unknown-query-ignored": {
         "INVOICEBOX_SANDBOX_SHARED_TOKEN": True,
