@@ -44,12 +44,6 @@ LIST_SWITCHES: dict[str, dict[str, Any]] = {
         "INVOICEBOX_SANDBOX_SHARED_TOKEN": True,
         "INVOICEBOX_SANDBOX_UNKNOWN_QUERY": "ignore",
     },
-    # the vendor's strictest basket reading together
-    "wo-vat-per-line+line-vat-only+round-strict": {
-        "INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE": "line",
-        "INVOICEBOX_SANDBOX_PER_UNIT_VAT": False,
-        "INVOICEBOX_SANDBOX_ROUND_POLICY": "strict",
-    },
 }
 SINGLE = {**BASKET_SWITCHES, **LIST_SWITCHES}
 DOCUMENTED = {"INVOICEBOX_SANDBOX_DOCUMENTED_ONLY": True}
