@@ -10,6 +10,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, 
 from pydantic_core import PydanticCustomError
 
 from invoicebox import okei
+from invoicebox.fiscal import TAG_1212
 
 KOPECKS_MESSAGE = (
     "сумма в копейках целым числом строкой из цифр 0–9 без ведущих нулей: 12200 — это 122,00 ₽"
@@ -109,6 +110,22 @@ CustomerType = Literal["legal", "private"]
 ResponseFormat = Literal["concise", "detailed"]
 PaymentType = Literal["full_prepayment", "prepayment", "advance", "full_payment"]
 ItemType = Literal["commodity", "service"]
+
+
+def _tag_1212(value: int) -> int:
+    if value not in TAG_1212:
+        raise PydanticCustomError(
+            "tag_1212",
+            "type: commodity, service или код признака предмета расчёта (тег 1212) из "
+            "справочника Инвойсбокс: 1–27, 30–33; пришло {value}",
+            {"value": value},
+        )
+    return value
+
+
+# A tag-1212 code (docs create.md BasketItem `type`: "string(10) или int", dictionary/tag1212.md).
+Tag1212 = Annotated[int, AfterValidator(_tag_1212)]
+
 VatCode = Literal[
     "VATNONE",
     "RUS_VAT0",

@@ -15,7 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from sandbox.api import pay_order
-from sandbox.models import SandboxOrder, SandboxShipment
+from sandbox.models import SandboxOrder, SandboxRefund, SandboxShipment
 from tests.conftest import Assistant, order_args
 from tests.tools.test_more_tools import two_phase
 
@@ -197,3 +197,41 @@ def test_the_sandbox_takes_a_documented_marking() -> None:
     answer = raw_order({"category": "milk", "categoryType": "honestSign", "type": "33"})
 
     assert answer.status_code in (200, 201), answer.content
+
+
+def test_a_marked_line_is_refunded_as_sold_and_a_full_item_is_checked(
+    assistant: Assistant, operator: Client
+) -> None:
+    assistant.contour.toolsets = ["read", "write", "refund"]
+    assistant.contour.save()
+    _, done = two_phase(assistant, "create_order", order_of(CIGARETTES))
+    order_id = done["data"]["order_id"]
+    pay_order(order_id)
+    # two packs back, the line given whole as the vendor's server takes it
+    line = {**CIGARETTES, "quantity": 2, "total_amount": "50000", "total_vat_amount": "8333"}
+    line["excise"] = "18000"
+    args = {"parent_order_id": order_id, "description": "две пачки", "basket_items": [line]}
+
+    _, wrong_group = assistant.call(
+        "create_refund", {**args, "basket_items": [{**line, "category": "otp"}]}
+    )
+    _, too_much_excise = assistant.call(
+        "create_refund", {**args, "basket_items": [{**line, "excise": "90001"}]}
+    )
+    _, first = assistant.call("create_refund", args)
+    operator.post(f"/approvals/{first['confirmation']['id']}/", {"decision": "approve"})
+    _, refunded = assistant.call(
+        "create_refund", {**args, "confirmation_token": first["confirmation"]["token"]}
+    )
+
+    assert wrong_group["code"] == "invalid_arguments" and "tobacco" in wrong_group["message"]
+    assert too_much_excise["code"] == "invalid_arguments", too_much_excise
+    assert "акциз 900,00 ₽" in too_much_excise["message"]
+    assert refunded["status"] == "ok", refunded
+    [item] = json.loads(SandboxRefund.objects.get().request_json)["basketItems"]
+    assert (item["category"], item["categoryType"], str(item["type"])) == (
+        "tobacco",
+        "honestSign",
+        "31",
+    )
+    assert "excise" not in item

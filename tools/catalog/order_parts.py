@@ -4,21 +4,15 @@ order as a result row, loading and tracking an order, a moment as a summary writ
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Any, Self
+from typing import Any, Self
 from uuid import UUID
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from invoicebox.client import BasketLine, Customer, Order
-from invoicebox.fiscal import (
-    EXCISABLE,
-    HONEST_SIGN,
-    HONEST_SIGN_GROUPS,
-    TAG_1212,
-    CategoryType,
-)
+from invoicebox.fiscal import EXCISABLE, HONEST_SIGN, HONEST_SIGN_GROUPS, TAG_1212, CategoryType
 from tools.errors import ToolError
 from tools.models import TrackedOrder
 from tools.money import kopecks
@@ -31,6 +25,7 @@ from tools.params import (
     Kpp,
     PaymentType,
     StrictModel,
+    Tag1212,
     VatCode,
     format_rub,
     vat_rate,
@@ -62,21 +57,6 @@ def customer_of(c: CustomerParams) -> Customer:
         email=c.email,
         phone=c.phone,
     )
-
-
-def _tag_1212(value: int) -> int:
-    if value not in TAG_1212:
-        raise PydanticCustomError(
-            "tag_1212",
-            "type: commodity, service или код признака предмета расчёта (тег 1212) из "
-            "справочника Инвойсбокс: 1–27, 30–33; пришло {value}",
-            {"value": value},
-        )
-    return value
-
-
-# A tag-1212 code (docs create.md BasketItem `type`: "string(10) или int", dictionary/tag1212.md).
-Tag1212 = Annotated[int, AfterValidator(_tag_1212)]
 
 
 def _mark_problem(message: str) -> PydanticCustomError:
