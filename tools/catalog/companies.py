@@ -39,7 +39,8 @@ def company_row(company: Company) -> dict[str, Any]:
 
 
 def lookup_company_by_inn(ctx: CallContext, params: LookupCompanyParams) -> dict[str, Any]:
-    key = f"counterparty:{ctx.contour.pk}:{params.inn}"
+    # v2: every row and field (issue 40.6); a cached answer of the old shape is not reused.
+    key = f"counterparty:v2:{ctx.contour.pk}:{params.inn}"
     cached = cache.get(key)
     if cached is not None:
         return {**cached, "cached": True}
