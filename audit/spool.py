@@ -177,7 +177,7 @@ def drain(limit: int = DRAIN_BATCH) -> int:
                 )
                 continue
             with transaction.atomic():
-                _lock_spool_id(spooled.entry.spool_id)
+                lock_spool_id(spooled.entry.spool_id)
                 if not _drained(spooled):
                     committed = (
                         JournalEntry.objects.filter(hash=spooled.attempted)
@@ -227,7 +227,7 @@ def _read(path: Path) -> _Spooled:
 SPOOL_LOCK_CLASS = 0x53504F4C
 
 
-def _lock_spool_id(spool_id: str) -> None:
+def lock_spool_id(spool_id: str) -> None:
     """PostgreSQL: one drainer of a spool id at a time, until its transaction ends. The journal
     partitioned by month cannot keep spool_id unique (audit/partitions.py): with this lock the
     check that follows sees any drain of the same id that committed first."""
