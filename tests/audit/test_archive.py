@@ -53,13 +53,13 @@ def two_months(write, monkeypatch, settings, tmp_path):
     call_command("journal_checkpoint", "--output", str(tmp_path / "end.json"), stdout=StringIO())
 
 
-def _verify_journal(*args: str) -> str:
+def verify_journal_output(*args: str) -> str:
     out = StringIO()
     call_command("verify_journal", *args, stdout=out)
     return out.getvalue()
 
 
-def _offline(tmp_path: Path, export: Path) -> subprocess.CompletedProcess[str]:
+def verify_offline(tmp_path: Path, export: Path) -> subprocess.CompletedProcess[str]:
     out = StringIO()
     call_command("journal_public_key", stdout=out)
     key = tmp_path / "key.pem"
@@ -96,19 +96,21 @@ def _check_archived_month(tmp_path: Path, write: Callable[..., JournalEntry]) ->
     # May leaves whole, `old` too: written only in May, its head keeps the archived end.
     assert "archived and removed 11 entries of 3 chain(s)" in said
     assert _may() == {}
-    done = _offline(tmp_path, archive)
+    done = verify_offline(tmp_path, archive)
     assert done.returncode == 0, done.stderr
     assert "ok: 11 rows" in done.stdout
-    assert _verify_journal().startswith("ok: 4 entries")
+    assert verify_journal_output().startswith("ok: 4 entries")
     for kept in ("may.json", "end.json"):
-        assert _verify_journal("--checkpoint", str(tmp_path / kept)).startswith("ok:")
-    assert _verify_journal("--full", "--checkpoint", str(tmp_path / "may.json")).startswith("ok:")
+        assert verify_journal_output("--checkpoint", str(tmp_path / kept)).startswith("ok:")
+    assert verify_journal_output("--full", "--checkpoint", str(tmp_path / "may.json")).startswith(
+        "ok:"
+    )
     # The signed export leaves the archived stretches out and still verifies.
     out = StringIO()
     call_command("export_journal", "--format", "jsonl", "--signed", stdout=out)
     later = tmp_path / "later.jsonl"
     later.write_text(out.getvalue(), encoding="utf-8")
-    done = _offline(tmp_path, later)
+    done = verify_offline(tmp_path, later)
     assert done.returncode == 0, done.stderr
     assert "ok: 4 rows" in done.stdout
     # Nothing more is due: a second run archives nothing.
@@ -120,8 +122,8 @@ def _check_archived_month(tmp_path: Path, write: Callable[..., JournalEntry]) ->
     assert JournalEntry.objects.filter(chain="old").count() == 0
     write(contour="old")
     assert JournalEntry.objects.get(chain="old").seq == 4
-    assert _verify_journal().startswith("ok: 5 entries")
-    assert _verify_journal("--checkpoint", str(after)).startswith("ok:")
+    assert verify_journal_output().startswith("ok: 5 entries")
+    assert verify_journal_output("--checkpoint", str(after)).startswith("ok:")
 
 
 def test_a_closed_month_archives_verifies_offline_and_leaves(two_months, tmp_path, write):
@@ -178,7 +180,7 @@ def test_a_row_removed_after_the_boundary_still_breaks_the_chain(two_months, tmp
     raw_sql("DELETE FROM {table} WHERE id = %s", [first.id])
 
     with pytest.raises(SystemExit):
-        _verify_journal()
+        verify_journal_output()
 
 
 def test_an_open_month_is_refused(two_months, tmp_path):
@@ -207,6 +209,6 @@ def test_a_kept_checkpoint_at_the_archived_end_must_carry_its_hash(two_months, t
     (tmp_path / "good.json").write_text(json.dumps({**kept, "last_hash": end.last_hash}))
     (tmp_path / "forged.json").write_text(json.dumps({**kept, "last_hash": "ab" * 32}))
 
-    assert _verify_journal("--checkpoint", str(tmp_path / "good.json")).startswith("ok:")
+    assert verify_journal_output("--checkpoint", str(tmp_path / "good.json")).startswith("ok:")
     with pytest.raises(SystemExit):
-        _verify_journal("--checkpoint", str(tmp_path / "forged.json"))
+        verify_journal_output("--checkpoint", str(tmp_path / "forged.json"))

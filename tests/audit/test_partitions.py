@@ -18,7 +18,7 @@ from django.db import connection
 from audit import journal, partitions, seals
 from audit.models import JournalEntry, SignedCheckpoint
 from audit.tasks import make_journal_partitions
-from tests.audit.test_archive import _offline, _verify_journal
+from tests.audit.test_archive import verify_journal_output, verify_offline
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -63,7 +63,7 @@ def test_the_migration_copies_the_rows_and_the_chains_still_verify(write, monkey
     call_command("migrate", "audit", "0013", verbosity=0)
     assert _sql("SELECT relkind FROM pg_class WHERE relname = 'audit_journalentry'") == [("r",)]
     before = list(JournalEntry.objects.order_by("id").values_list("id", "chain", "seq", "hash"))
-    assert len(before) == 9 and _verify_journal().startswith("ok: 9 entries")
+    assert len(before) == 9 and verify_journal_output().startswith("ok: 9 entries")
 
     call_command("migrate", "audit", verbosity=0)
 
@@ -75,7 +75,7 @@ def test_the_migration_copies_the_rows_and_the_chains_still_verify(write, monkey
         "audit_journalentry_2025_04": 4,
         "audit_journalentry_2025_05": 3,
     }
-    assert _verify_journal().startswith("ok: 9 entries")
+    assert verify_journal_output().startswith("ok: 9 entries")
     # Ids go on from the same sequence; the keys hold the partition key.
     assert write(contour="demo").id > before[-1][0]
     keys = _sql(
@@ -87,7 +87,7 @@ def test_the_migration_copies_the_rows_and_the_chains_still_verify(write, monkey
         "audit_entry_chain_seq": "UNIQUE (chain, seq, at)",
         "audit_entry_hash": "UNIQUE (hash, at)",
     }
-    assert _verify_journal().startswith("ok: 10 entries")
+    assert verify_journal_output().startswith("ok: 10 entries")
 
 
 def test_writes_land_in_their_months_partition(months, write, monkeypatch):
@@ -105,7 +105,7 @@ def test_writes_land_in_their_months_partition(months, write, monkeypatch):
     ]
     assert _where()["audit_journalentry_2025_07"] == 1
     assert "audit_journalentry_default" not in _where()
-    assert _verify_journal().startswith("ok: 4 entries")
+    assert verify_journal_output().startswith("ok: 4 entries")
 
 
 def test_the_beat_makes_the_partitions_ahead(settings):
@@ -166,16 +166,18 @@ def test_a_closed_month_is_archived_verified_and_detached(may_and_june, tmp_path
     assert "audit_journalentry_2025_05" not in _attached()
     assert _sql("SELECT count(*) FROM audit_journalentry_2025_05") == [(9,)]  # left to drop
     assert _where() == {"audit_journalentry_2025_06": 2}
-    assert _offline(tmp_path, archive).returncode == 0
+    assert verify_offline(tmp_path, archive).returncode == 0
     # The chain verifies across the cut: June's first rows link to May's archived ends.
-    assert _verify_journal().startswith("ok: 2 entries")
-    assert _verify_journal("--checkpoint", str(tmp_path / "end.json")).startswith("ok:")
-    assert _verify_journal("--full", "--checkpoint", str(tmp_path / "end.json")).startswith("ok:")
+    assert verify_journal_output().startswith("ok: 2 entries")
+    assert verify_journal_output("--checkpoint", str(tmp_path / "end.json")).startswith("ok:")
+    assert verify_journal_output("--full", "--checkpoint", str(tmp_path / "end.json")).startswith(
+        "ok:"
+    )
     # Writing goes on in every chain, `old` (all archived) from its archived end.
     for contour in ("demo", "shop", "old"):
         may_and_june(contour=contour)
     assert JournalEntry.objects.get(chain="old").seq == 3
-    assert _verify_journal().startswith("ok: 5 entries")
+    assert verify_journal_output().startswith("ok: 5 entries")
 
 
 def test_a_row_changed_in_june_still_breaks_the_chain_after_the_cut(may_and_june, tmp_path):
@@ -186,7 +188,7 @@ def test_a_row_changed_in_june_still_breaks_the_chain_after_the_cut(may_and_june
             "UPDATE audit_journalentry SET message = 'подменено' WHERE id = %s", [june.id]
         )
     with pytest.raises(SystemExit):
-        _verify_journal()
+        verify_journal_output()
 
 
 def test_an_archive_that_does_not_verify_keeps_the_partition(may_and_june, tmp_path):
@@ -205,7 +207,7 @@ def test_an_archive_that_does_not_verify_keeps_the_partition(may_and_june, tmp_p
     assert "audit_journalentry_2025_05" in _attached()
     assert _where()["audit_journalentry_2025_05"] == 9
     assert not SignedCheckpoint.objects.filter(archived_at__isnull=False).exists()
-    assert _verify_journal().startswith("ok: 11 entries")
+    assert verify_journal_output().startswith("ok: 11 entries")
 
 
 def test_the_default_partition_is_never_detached(write, monkeypatch, settings, tmp_path):
@@ -220,7 +222,7 @@ def test_the_default_partition_is_never_detached(write, monkeypatch, settings, t
 
     assert "archived and removed 2 entries" in said and "detached" not in said
     assert "audit_journalentry_default" in _attached() and _where() == {}
-    assert _verify_journal().startswith("ok: 0 entries")
+    assert verify_journal_output().startswith("ok: 0 entries")
     _at(monkeypatch, 5, 4)
     write(contour="demo")
     assert _where() == {"audit_journalentry_default": 1}
