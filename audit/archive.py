@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -187,6 +187,25 @@ def _detachable(cursor: Any, boundary: datetime) -> list[tuple[partitions.Partit
     return found
 
 
+def _detach(cursor: Any, names: list[str]) -> None:
+    """DETACH waits for every query on the journal, and writers queue behind it: it waits
+    partitions.LOCK_TIMEOUT at most, or the whole run is undone and can be tried again."""
+    if not names:
+        return
+    q = connection.ops.quote_name
+    table = q(JournalEntry._meta.db_table)
+    cursor.execute("SELECT set_config('lock_timeout', %s, true)", [partitions.LOCK_TIMEOUT])
+    for name in names:
+        try:
+            with transaction.atomic():
+                cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {q(name)}")
+        except OperationalError:
+            raise ArchiveError(
+                f"{name} could not be detached within {partitions.LOCK_TIMEOUT} "
+                "(the journal was busy): nothing removed, run again"
+            ) from None
+
+
 def remove(
     stretches: list[SignedCheckpoint], label: str, boundary: datetime
 ) -> tuple[int, list[str]]:
@@ -197,6 +216,11 @@ def remove(
     table = connection.ops.quote_name(JournalEntry._meta.db_table)
     expected = _rows(stretches)
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # A month's scan and deletes outlast DATABASE_STATEMENT_TIMEOUT_SECONDS, a bound
+            # for calls: this maintenance transaction has none (its DETACH waits boundedly).
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL statement_timeout = 0")
         locked = list(
             SignedCheckpoint.objects.select_for_update().filter(
                 pk__in=[s.pk for s in stretches], archived_at__isnull=True
@@ -225,9 +249,7 @@ def remove(
                     f"{removed} rows found where the seals name {expected}: run "
                     "verify_journal; nothing removed"
                 )
-            for part, _count in detach:
-                q = connection.ops.quote_name
-                cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {q(part.name)}")
+            _detach(cursor, [part.name for part, _count in detach])
     return removed, [part.name for part, _count in detach]
 
 

@@ -99,9 +99,18 @@ def create_month(cursor: Any, start: datetime) -> bool:
     cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
     if cursor.fetchone()[0]:
         return False
-    q = connection.ops.quote_name
     lo, hi = bound_sql(start), bound_sql(next_month(start))
-    cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    cursor.execute("SHOW lock_timeout")
+    (before,) = cursor.fetchone()
+    cursor.execute("SELECT set_config('lock_timeout', %s, true)", [LOCK_TIMEOUT])
+    _attach(cursor, name, lo, hi)
+    # Back as it was: in a caller's transaction the setting would outlive this function.
+    cursor.execute("SELECT set_config('lock_timeout', %s, true)", [before])
+    return True
+
+
+def _attach(cursor: Any, name: str, lo: str, hi: str) -> None:
+    q = connection.ops.quote_name
     cursor.execute(
         f"CREATE TABLE {q(name)} (LIKE {q(TABLE)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
     )
@@ -125,7 +134,6 @@ def create_month(cursor: Any, start: datetime) -> bool:
     cursor.execute(
         f"ALTER TABLE {q(TABLE)} ATTACH PARTITION {q(name)} FOR VALUES FROM ({lo}) TO ({hi})"
     )
-    return True
 
 
 def ensure_ahead(now: datetime, ahead: int | None = None) -> list[str]:

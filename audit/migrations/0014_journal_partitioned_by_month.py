@@ -62,6 +62,9 @@ def partition(apps: Any, schema_editor: Any) -> None:
     zone = ZoneInfo(settings.TIME_ZONE)
     with schema_editor.connection.cursor() as cursor:
         execute, fetch = cursor.execute, cursor.fetchone
+        # The copy takes as long as the journal is large: no statement bound for it
+        # (DATABASE_STATEMENT_TIMEOUT_SECONDS), only for this transaction.
+        execute("SET LOCAL statement_timeout = 0")
         execute(f"LOCK TABLE {TABLE} IN ACCESS EXCLUSIVE MODE")
         execute(f"ALTER TABLE {TABLE} RENAME TO {FLAT}")
         execute(
@@ -108,6 +111,7 @@ def flatten(apps: Any, schema_editor: Any) -> None:
         row = fetch()
         if row is None or row[0] != "p":
             return
+        execute("SET LOCAL statement_timeout = 0")
         execute(f"LOCK TABLE {TABLE} IN ACCESS EXCLUSIVE MODE")
         execute(f"ALTER TABLE {TABLE} RENAME TO {FLAT}")
         execute(

@@ -4,7 +4,9 @@ where writes land, and archive_journal detaching a closed month only after its a
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import connection, connections, transaction
 
 from audit import journal, partitions, seals
 from audit.models import JournalEntry, SignedCheckpoint
@@ -26,7 +28,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 def _sql(query: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(query, params or [])
-        return list(cursor.fetchall())
+        return list(cursor.fetchall()) if cursor.description else []
 
 
 def _where() -> dict[str, int]:
@@ -226,3 +228,35 @@ def test_the_default_partition_is_never_detached(write, monkeypatch, settings, t
     _at(monkeypatch, 5, 4)
     write(contour="demo")
     assert _where() == {"audit_journalentry_default": 1}
+
+
+def test_a_busy_journal_is_not_detached_and_nothing_is_removed(may_and_june, tmp_path, monkeypatch):
+    """DETACH waits for every query on the journal and writers queue behind it: it waits only
+    partitions.LOCK_TIMEOUT, then the whole run is undone."""
+    monkeypatch.setattr(partitions, "LOCK_TIMEOUT", "300ms")
+    _sql("SET LOCAL lock_timeout = 0")  # as a long command may be run: no bound of its own
+    holding, done = threading.Event(), threading.Event()
+
+    def long_reader() -> None:
+        try:
+            with transaction.atomic(), connections["default"].cursor() as cursor:
+                cursor.execute("LOCK TABLE ONLY audit_journalentry IN ACCESS SHARE MODE")
+                holding.set()
+                done.wait(timeout=60)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        reader = pool.submit(long_reader)
+        assert holding.wait(timeout=30)
+        try:
+            with pytest.raises(CommandError, match="could not be detached within 300ms"):
+                _archive("--output", str(tmp_path / "2025-05.jsonl"))
+        finally:
+            done.set()
+        reader.result(timeout=30)
+
+    assert "audit_journalentry_2025_05" in _attached()
+    assert _where()["audit_journalentry_2025_05"] == 9
+    assert not SignedCheckpoint.objects.filter(archived_at__isnull=False).exists()
+    assert verify_journal_output().startswith("ok: 11 entries")
