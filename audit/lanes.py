@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.db.models.sql import InsertQuery
 
-from audit.models import ChainHead, JournalEntry
+from audit.models import ChainHead, JournalEntry, SignedCheckpoint
 from audit.places import LANE_MARK
 
 # (entry, chain, last_seq, last_hash): puts the entry after the head, hashed and signed.
@@ -163,11 +163,16 @@ def locked_head(chain: str) -> ChainHead:
     last = (
         JournalEntry.objects.filter(chain=chain)
         .order_by("-seq")
-        .values("seq", "id", "hash")
+        .values_list("seq", "id", "hash")
         .first()
     )
-    defaults = (
-        {"last_seq": last["seq"], "last_id": last["id"], "last_hash": last["hash"]} if last else {}
-    )
+    if last is None:  # every row archived (audit/archive.py): go on from the archived end
+        last = (
+            SignedCheckpoint.objects.filter(chain=chain, archived_at__isnull=False)
+            .order_by("-to_seq")
+            .values_list("to_seq", "last_id", "last_hash")
+            .first()
+        )
+    defaults = dict(zip(("last_seq", "last_id", "last_hash"), last, strict=True)) if last else {}
     head, _ = ChainHead.objects.select_for_update().get_or_create(chain=chain, defaults=defaults)
     return head

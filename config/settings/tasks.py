@@ -62,6 +62,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "adapters.mcp.tasks.expire_sessions",
         "schedule": env.float("GATEWAY_MCP_EXPIRE_EVERY_SECONDS", default=60.0),
     },
+    "journal-partitions": {  # PostgreSQL: month partitions made ahead (audit/partitions.py)
+        "task": "audit.tasks.make_journal_partitions",
+        "schedule": env.float("GATEWAY_JOURNAL_PARTITIONS_EVERY_SECONDS", default=86400.0),
+    },
     "journal-spool": {  # entries written while the database was away (audit/spool.py)
         "task": "audit.tasks.drain_journal_spool",
         "schedule": env.float("GATEWAY_SPOOL_EVERY_SECONDS", default=30.0),
