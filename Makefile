@@ -63,7 +63,8 @@ beat: $(BIN)/.installed
 	$(BIN)/celery -A config beat --loglevel INFO --schedule var/celerybeat-schedule
 
 # tests/system runs MCP clients nobody here wrote: npm packages (the TypeScript SDK, mcp-remote,
-# the conformance suite and node@22 for it) from the lock file, and langchain-mcp-adapters in a
+# the conformance suite and node@22 for it; esbuild bundles the SDK for a browser page) from the
+# lock file, and langchain-mcp-adapters in a
 # venv of its own (it imports mcp 1.x; the gateway runs mcp 2).
 SYSTEM_NODE := tests/system/node
 NODE_TESTS := $(SYSTEM_NODE)

@@ -1,17 +1,20 @@
 """Retention: a closed month's sealed stretches written to a signed archive, checked, removed.
 
 `manage.py archive_journal --before YYYY-MM` seals every chain up to its last entry written
-before that month (audit.seals.seal_until), writes the sealed stretches that end before it as
-a signed export (audit.signed_export: checkpoints, rows, signed manifest), verifies the file
-with tools/verify_export.py in a process of its own and the public keys alone, checks that it
-carries exactly the stretches due, and only then removes their rows in one transaction and
-marks their checkpoints archived. verify_journal then starts each chain after its archived
-prefix, linking the first remaining row to the last archived hash (audit/walk.py).
+before that month (audit.seals.seal_until; a stretch never spans a month's start), writes the
+sealed stretches that end before it as a signed export (audit.signed_export: checkpoints, rows,
+signed manifest), verifies the file with tools/verify_export.py in a process of its own and
+the public keys alone, checks that it carries exactly the stretches due, and only then takes
+their rows out in one transaction and marks their checkpoints archived. verify_journal then
+starts each chain after its archived prefix, linking the first remaining row to the last
+archived hash, kept in the signed checkpoint at the cut (audit/walk.py); a chain whose rows
+were all archived ends at that checkpoint, which its head must match.
 
-A chain's stretch that holds its head is never archived, so each chain keeps its last entry
-(checkpoints and the head stay checkable). Works on SQLite and PostgreSQL alike. On PostgreSQL
-with the table partitioned by month (by hand: docs/production.md says how, and why no migration
-does it), a month partition that holds only archived rows is detached instead of deleted.
+On PostgreSQL, where the journal is partitioned by month (migration audit 0014,
+audit/partitions.py), a month partition whose rows all lie before the month and all belong to
+archived stretches is DETACHED, not deleted: it stays a table of its own until the operator
+drops it. Rows elsewhere (the DEFAULT partition, a month also holding rows not archived, a flat
+table, SQLite) are deleted.
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
+from django.db.models import Max
 from django.utils import timezone
 
-from audit import seals
+from audit import partitions, seals
 from audit.models import ChainHead, JournalEntry, SignedCheckpoint
 from audit.signed_export import iter_signed_jsonl
 
@@ -60,7 +64,7 @@ def month_start(text: str) -> datetime:
 
 def due(boundary: datetime) -> list[SignedCheckpoint]:
     """The unarchived stretches that end before `boundary`, contiguous from each chain's
-    archived prefix, never the one holding the chain's head."""
+    archived prefix, up to its head (the head row keeps the last hash of an archived chain)."""
     heads = dict(ChainHead.objects.values_list("chain", "last_seq"))
     archived: dict[str, int] = {}
     for chain, to_seq in SignedCheckpoint.objects.filter(archived_at__isnull=False).values_list(
@@ -75,7 +79,7 @@ def due(boundary: datetime) -> list[SignedCheckpoint]:
         chain = stretch.chain
         if (
             chain in stopped
-            or stretch.to_seq >= heads.get(chain, 0)
+            or stretch.to_seq > heads.get(chain, 0)
             or stretch.from_seq != archived.get(chain, 0) + 1
         ):
             stopped.add(chain)
@@ -145,54 +149,78 @@ def verify(path: Path, stretches: list[SignedCheckpoint]) -> str:
     return digest.hexdigest()
 
 
-def _partitions(cursor: Any, table: str) -> list[str]:
-    """The journal table's partitions on PostgreSQL, oldest bound first ([] when flat)."""
-    if connection.vendor != "postgresql":
-        return []
-    cursor.execute(
-        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-        "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = %s "
-        "ORDER BY c.relname",
-        [table],
+def _archived_ends() -> dict[str, int]:
+    """Each chain's archived prefix: every place up to this one is in an archive file."""
+    return dict(
+        SignedCheckpoint.objects.filter(archived_at__isnull=False)
+        .values("chain")
+        .annotate(end=Max("to_seq"))
+        .values_list("chain", "end")
     )
-    return [name for (name,) in cursor.fetchall()]
 
 
-def _detach_covered(
-    cursor: Any, stretches: list[SignedCheckpoint], boundary: datetime
-) -> tuple[int, list[str]]:
-    """Detach each partition whose rows all lie before `boundary` and all belong to the
-    stretches archived: their rows leave without a DELETE. The rows detached, the tables."""
-    plain = JournalEntry._meta.db_table
-    table = connection.ops.quote_name(plain)
-    ranges = ", ".join(["(%s, %s::bigint, %s::bigint)"] * len(stretches))
-    params: list[Any] = [v for s in stretches for v in (s.chain, s.from_seq, s.to_seq)]
-    detached, names = 0, []
-    for name in _partitions(cursor, plain):
-        part = connection.ops.quote_name(name)
+def _detachable(cursor: Any, boundary: datetime) -> list[tuple[partitions.Partition, int]]:
+    """The month partitions (never DEFAULT) whose rows all lie before `boundary` and all stand in
+    archived prefixes, each place once: locked against inserts, with their row counts."""
+    q = connection.ops.quote_name
+    ends = _archived_ends()
+    found = []
+    for part in partitions.partitions(cursor):
+        if part.default:
+            continue
+        cursor.execute(f"SELECT max(at) FROM {q(part.name)}")  # noqa: S608 - an index read
+        (last_at,) = cursor.fetchone()
+        if last_at is None or last_at >= boundary:
+            continue
+        cursor.execute(f"LOCK TABLE {q(part.name)} IN SHARE MODE")
         cursor.execute(
-            f"SELECT count(*), max(at), count(*) FILTER (WHERE NOT EXISTS ("  # noqa: S608
-            f"SELECT 1 FROM (VALUES {ranges}) AS s(chain, f, t) WHERE "
-            f"s.chain = e.chain AND e.seq BETWEEN s.f AND s.t)) FROM {part} e",
-            params,
+            f"SELECT chain, count(*), min(seq), max(seq), max(at) "  # noqa: S608
+            f"FROM {q(part.name)} GROUP BY chain"
         )
-        rows, last_at, uncovered = cursor.fetchone()
-        if rows and last_at < boundary and not uncovered:
-            cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {part}")
-            detached += rows
-            names.append(name)
-    return detached, names
+        rows, whole = 0, True
+        for chain, count, low, high, at in cursor.fetchall():
+            rows += count
+            whole = whole and at < boundary and high <= ends.get(chain, 0)
+            whole = whole and count == high - low + 1
+        if rows and whole:
+            found.append((part, rows))
+    return found
+
+
+def _detach(cursor: Any, names: list[str]) -> None:
+    """DETACH waits for every query on the journal, and writers queue behind it: it waits
+    partitions.LOCK_TIMEOUT at most, or the whole run is undone and can be tried again."""
+    if not names:
+        return
+    q = connection.ops.quote_name
+    table = q(JournalEntry._meta.db_table)
+    cursor.execute("SELECT set_config('lock_timeout', %s, true)", [partitions.LOCK_TIMEOUT])
+    for name in names:
+        try:
+            with transaction.atomic():
+                cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {q(name)}")
+        except OperationalError:
+            raise ArchiveError(
+                f"{name} could not be detached within {partitions.LOCK_TIMEOUT} "
+                "(the journal was busy): nothing removed, run again"
+            ) from None
 
 
 def remove(
     stretches: list[SignedCheckpoint], label: str, boundary: datetime
 ) -> tuple[int, list[str]]:
-    """Remove the stretches' rows and mark them archived, all or nothing: on PostgreSQL with a
-    journal partitioned by month, a partition holding only archived rows is detached (left as
-    a table of its own to drop), the rest deleted. The rows removed, the tables detached."""
+    """Take the stretches' rows out and mark them archived, all or nothing: on PostgreSQL with
+    the journal partitioned by month, a partition holding only archived rows is detached (left
+    as a table of its own to drop), the other rows deleted. The rows taken out, the tables
+    detached. The partitions are detached last, so writers wait only for the commit."""
     table = connection.ops.quote_name(JournalEntry._meta.db_table)
     expected = _rows(stretches)
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # A month's scan and deletes outlast DATABASE_STATEMENT_TIMEOUT_SECONDS, a bound
+            # for calls: this maintenance transaction has none (its DETACH waits boundedly).
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL statement_timeout = 0")
         locked = list(
             SignedCheckpoint.objects.select_for_update().filter(
                 pk__in=[s.pk for s in stretches], archived_at__isnull=True
@@ -200,30 +228,35 @@ def remove(
         )
         if len(locked) != len(stretches):
             raise ArchiveError("another run archived some of these stretches: nothing removed")
+        SignedCheckpoint.objects.filter(pk__in=[s.pk for s in stretches]).update(
+            archived_at=timezone.now(), archive=label[:400]
+        )
         with connection.cursor() as cursor:
-            removed, detached = _detach_covered(cursor, stretches, boundary)
+            detach = _detachable(cursor, boundary)
+            removed = sum(count for _part, count in detach)
+            kept = [part.oid for part, _count in detach]
             for stretch in stretches:
                 # Raw SQL: the model refuses deletes (JournalQuerySet); this is the one place
                 # rows leave, and only after their archive verified.
                 cursor.execute(
                     f"DELETE FROM {table} WHERE chain = %s AND seq >= %s "  # noqa: S608
-                    f"AND seq <= %s",
-                    [stretch.chain, stretch.from_seq, stretch.to_seq],
+                    f"AND seq <= %s" + (" AND tableoid <> ALL(%s::oid[])" if kept else ""),
+                    [stretch.chain, stretch.from_seq, stretch.to_seq, *([kept] if kept else [])],
                 )
                 removed += cursor.rowcount
-        if removed != expected:
-            raise ArchiveError(
-                f"{removed} rows found where the seals name {expected}: run "
-                "verify_journal; nothing removed"
-            )
-        SignedCheckpoint.objects.filter(pk__in=[s.pk for s in stretches]).update(
-            archived_at=timezone.now(), archive=label[:400]
-        )
-    return removed, detached
+            if removed != expected:
+                raise ArchiveError(
+                    f"{removed} rows found where the seals name {expected}: run "
+                    "verify_journal; nothing removed"
+                )
+            _detach(cursor, [part.name for part, _count in detach])
+    return removed, [part.name for part, _count in detach]
 
 
 def prepare(boundary: datetime) -> list[SignedCheckpoint]:
-    """Seal up to the boundary, then the stretches due."""
+    """Make the partitions ahead (archive_journal runs as the table's owner), seal up to the
+    boundary, then the stretches due."""
+    partitions.make_ahead(timezone.now())
     try:
         seals.seal_until(boundary)
     except seals.SealError as exc:

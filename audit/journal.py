@@ -266,8 +266,8 @@ def build(
 def append(entry: JournalEntry, *, savepoint: bool = True) -> JournalEntry:
     """Place a built entry at the end of a chain of its contour and save it.
 
-    PostgreSQL, once the contour's lanes exist: three round trips (lane, insert-and-advance,
-    commit; lanes.py). Anywhere else, and to open a lane: through the ORM.
+    PostgreSQL, once the contour's lanes exist: two round trips (the lane, then the entry with
+    its head and the commit; lanes.py). Anywhere else, and to open a lane: through the ORM.
     """
     key_id = signing_key_id()
     secret = journal_keys()[key_id]

@@ -2,9 +2,10 @@
 
 On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains ("lanes": `shop`,
 `shop~1`, ...); a writer takes a lane no other transaction holds, so calls of one contour do
-not queue. Once a contour's lanes exist, an append is three round trips: `BEGIN; SELECT … FOR
-UPDATE SKIP LOCKED` (one message), one `WITH … INSERT … UPDATE` head, `COMMIT`. The hash is
-computed here, between the two, from the locked head: the key never reaches the database.
+not queue. Once a contour's lanes exist, an append is two round trips: `BEGIN; SELECT … FOR
+UPDATE SKIP LOCKED` (one message), then `WITH … INSERT … UPDATE` head and `COMMIT` (another).
+The hash is computed here, between the two, from the locked head: the key never reaches the
+database. Inside a caller's transaction there is no BEGIN and no COMMIT of ours.
 Opening a lane, and SQLite (one writer at a time anyway), go through the ORM.
 """
 
@@ -18,7 +19,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.db.models.sql import InsertQuery
 
-from audit.models import ChainHead, JournalEntry
+from audit.models import ChainHead, JournalEntry, SignedCheckpoint
 from audit.places import LANE_MARK
 
 # (entry, chain, last_seq, last_hash): puts the entry after the head, hashed and signed.
@@ -54,9 +55,13 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             cursor.execute("BEGIN; " + _LANE_SQL, lane_params)  # client-side binding
             cursor.nextset()
             row = cursor.fetchone()
-            if row is not None:
-                _insert_and_advance(cursor, entry, place, *row)
-            cursor.execute("COMMIT" if row is not None else "ROLLBACK")
+            if row is not None:  # the entry, its head and COMMIT in one round trip
+                chain, last_seq, last_hash = row
+                _insert_and_advance(
+                    cursor, entry, place, chain, last_seq, last_hash, then="; COMMIT"
+                )
+            else:
+                cursor.execute("ROLLBACK")
         except BaseException:
             _rollback(cursor)
             raise
@@ -64,14 +69,22 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
 
 
 def _insert_and_advance(
-    cursor: Any, entry: JournalEntry, place: Place, chain: str, last_seq: int, last_hash: str
+    cursor: Any,
+    entry: JournalEntry,
+    place: Place,
+    chain: str,
+    last_seq: int,
+    last_hash: str,
+    then: str = "",
 ) -> None:
+    """`then`: a statement sent in the same message (client-side binding); the cursor stays
+    on the first statement's result, and an error there stops the rest."""
     place(entry, chain, last_seq, last_hash)
     insert, params = _insert_sql(entry)
     cursor.execute(
         f'WITH entry AS ({insert}) UPDATE "{_HEADS}" SET last_seq = %s, '  # noqa: S608
         "last_id = entry.id, last_hash = %s FROM entry WHERE chain = %s "
-        "RETURNING entry.id",
+        "RETURNING entry.id" + then,
         [*params, entry.seq, entry.hash, chain],
     )
     entry.id = cursor.fetchone()[0]
@@ -150,11 +163,16 @@ def locked_head(chain: str) -> ChainHead:
     last = (
         JournalEntry.objects.filter(chain=chain)
         .order_by("-seq")
-        .values("seq", "id", "hash")
+        .values_list("seq", "id", "hash")
         .first()
     )
-    defaults = (
-        {"last_seq": last["seq"], "last_id": last["id"], "last_hash": last["hash"]} if last else {}
-    )
+    if last is None:  # every row archived (audit/archive.py): go on from the archived end
+        last = (
+            SignedCheckpoint.objects.filter(chain=chain, archived_at__isnull=False)
+            .order_by("-to_seq")
+            .values_list("to_seq", "last_id", "last_hash")
+            .first()
+        )
+    defaults = dict(zip(("last_seq", "last_id", "last_hash"), last, strict=True)) if last else {}
     head, _ = ChainHead.objects.select_for_update().get_or_create(chain=chain, defaults=defaults)
     return head

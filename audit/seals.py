@@ -29,6 +29,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
+from audit import partitions
 from audit.journal import VERIFY_CHUNK, hash_form, journal_keys, link_problem
 from audit.models import ZERO_HASH, ChainHead, JournalEntry, SignedCheckpoint
 
@@ -220,21 +221,32 @@ def _seal_chain(
     prev = last["last_hash"] if last else ZERO_HASH
     if end_seq < from_seq:
         return None
-    digest, first_at, row = ZERO_HASH, None, None
-    expected_seq = from_seq
+    digest, first_at, row, last_row = ZERO_HASH, None, None, None
+    expected_seq, month_end = from_seq, None
     for row in stretch_rows(head.chain, from_seq, end_seq):
+        at = datetime.fromisoformat(row["at"])
+        if month_end is None:
+            month_end = partitions.next_month(partitions.month_floor(at))
+        elif at >= month_end:
+            # A stretch stays inside one month, so an archived month leaves whole: its
+            # partition is detached, not deleted row by row (audit/archive.py).
+            end_seq = expected_seq - 1
+            break
+        last_row = row
         where = f"entry {row['id']} (chain {head.chain!r}, place {row['seq']})"
         if row["seq"] != expected_seq:
             raise SealError(f"{where}: place {expected_seq} is missing: run verify_journal")
         if row["prev_hash"] != prev:
             raise SealError(f"{where}: prev_hash is not the previous entry's hash")
-        entry = JournalEntry(**{**row, "at": datetime.fromisoformat(row["at"])})
+        entry = JournalEntry(**{**row, "at": at})
         problem = link_problem(entry, keys, legacy_last_id)
         if problem:
             raise SealError(f"{where}: {problem}: run verify_journal")
         digest, prev, expected_seq = step(digest, row), row["hash"], expected_seq + 1
         first_at = first_at or row["at"]
-    if row is None or expected_seq - 1 != end_seq or (upto is None and prev != head.last_hash):
+    row = last_row
+    reached_head = upto is None and end_seq == head.last_seq
+    if row is None or expected_seq - 1 != end_seq or (reached_head and prev != head.last_hash):
         raise SealError(
             f"chain {head.chain!r}: place {end_seq} is not where its rows end: run verify_journal"
         )
@@ -280,16 +292,31 @@ def seal() -> list[SignedCheckpoint]:
     """Seal every chain's entries written since its last seal, up to its head; the new seals.
 
     Costs what is new: each chain is read from its last seal on. A chain that does not verify
-    there raises SealError and nothing more is sealed in this run.
+    there raises SealError and nothing more is sealed in this run. A stretch never spans the
+    start of a month (in TIME_ZONE): rows of two months make two stretches.
     """
     keys, legacy_last_id = journal_keys(), settings.GATEWAY_JOURNAL_LEGACY_LAST_ID
     made = []
     for head in ChainHead.objects.filter(last_seq__gt=0).order_by("chain"):
-        with transaction.atomic():
-            sealed = _seal_chain(head, keys, legacy_last_id)
-        if sealed is not None:
-            made.append(sealed)
+        made += _seal_months(head, keys, legacy_last_id, head.last_seq)
     return made
+
+
+def _seal_months(
+    head: ChainHead, keys: dict[str, str], legacy_last_id: int, upto: int
+) -> list[SignedCheckpoint]:
+    """Seal the chain up to place `upto`, one stretch per month its rows fall in."""
+    made: list[SignedCheckpoint] = []
+    while True:
+        with transaction.atomic():
+            sealed = _seal_chain(
+                head, keys, legacy_last_id, upto=None if upto == head.last_seq else upto
+            )
+        if sealed is None:
+            return made
+        made.append(sealed)
+        if sealed.to_seq >= upto:
+            return made
 
 
 def seal_until(boundary: datetime) -> list[SignedCheckpoint]:
@@ -306,8 +333,5 @@ def seal_until(boundary: datetime) -> list[SignedCheckpoint]:
         )
         if last is None:
             continue
-        with transaction.atomic():
-            sealed = _seal_chain(head, keys, legacy_last_id, upto=last)
-        if sealed is not None:
-            made.append(sealed)
+        made += _seal_months(head, keys, legacy_last_id, last)
     return made

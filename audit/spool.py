@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 
 from audit import journal
 from audit.models import JournalEntry
@@ -177,6 +177,7 @@ def drain(limit: int = DRAIN_BATCH) -> int:
                 )
                 continue
             with transaction.atomic():
+                lock_spool_id(spooled.entry.spool_id)
                 if not _drained(spooled):
                     committed = (
                         JournalEntry.objects.filter(hash=spooled.attempted)
@@ -220,6 +221,21 @@ def _read(path: Path) -> _Spooled:
         spooled_at=datetime.fromisoformat(mark["at"]),
     )
     return _Spooled(entry=entry, attempted=str(content.get(ATTEMPTED) or ""), legacy=legacy)
+
+
+# The advisory lock space of spool ids (pg_advisory_xact_lock(class, key)): "SPOL".
+SPOOL_LOCK_CLASS = 0x53504F4C
+
+
+def lock_spool_id(spool_id: str) -> None:
+    """PostgreSQL: one drainer of a spool id at a time, until its transaction ends. The journal
+    partitioned by month cannot keep spool_id unique (audit/partitions.py): with this lock the
+    check that follows sees any drain of the same id that committed first."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [SPOOL_LOCK_CLASS, spool_id]
+            )
 
 
 def _drained(spooled: _Spooled) -> bool:

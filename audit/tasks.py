@@ -1,9 +1,10 @@
-"""Celery tasks of the journal: the periodic checkpoint (beat, CELERY_BEAT_SCHEDULE)."""
+"""Celery tasks of the journal: checkpoints, the spool, month partitions (CELERY_BEAT_SCHEDULE)."""
 
 from __future__ import annotations
 
 import json
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -11,7 +12,7 @@ from celery import shared_task
 from django.conf import settings
 from django.core.mail import EmailMessage
 
-from audit import checkpoints, seals, spool
+from audit import checkpoints, partitions, seals, spool
 from audit.models import SignedCheckpoint
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,16 @@ def drain_journal_spool() -> int:
             room.writable,
         )
     return spool.drain()
+
+
+@shared_task(name="audit.tasks.make_journal_partitions")
+def make_journal_partitions() -> list[str]:
+    """PostgreSQL: the journal's partitions of this month and the next ones, made ahead of the
+    rows (audit/partitions.py); the names made. Nothing where the journal is flat (SQLite)."""
+    made = partitions.make_ahead(datetime.now(UTC))
+    if made:
+        logger.info("journal partitions made: %s", ", ".join(made))
+    return made
 
 
 def send_sealed(made: list[SignedCheckpoint]) -> None:

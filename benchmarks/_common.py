@@ -56,7 +56,7 @@ def _pg_admin(statement: Any) -> None:
 def bench_database(kind: str, tag: str) -> Iterator[str]:
     """A DATABASE_URL of a database made for this run only, dropped afterwards.
 
-    PostgreSQL: a database named gw_bench_<tag>_<pid>; only that name is ever created or
+    PostgreSQL: a database named gw_bench_<BENCH_DB_PREFIX><tag>_<pid>; only that name is ever created or
     dropped, other databases are never touched. SQLite: a file in a temporary directory.
     """
     if kind == "sqlite":
@@ -67,7 +67,8 @@ def bench_database(kind: str, tag: str) -> Iterator[str]:
         raise ValueError(f"--db must be one of {', '.join(DATABASES)}")
     from psycopg import sql
 
-    name = f"gw_bench_{tag}_{os.getpid()}"
+    # BENCH_DB_PREFIX (e.g. "h44cost_") sets apart the databases of sessions sharing a server.
+    name = f"gw_bench_{os.environ.get('BENCH_DB_PREFIX', '')}{tag}_{os.getpid()}"
     if not PG_NAME_RE.match(name):
         raise ValueError(f"bad benchmark database name {name!r}")
     _pg_admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

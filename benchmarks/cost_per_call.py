@@ -61,7 +61,15 @@ TOKEN = "bench-token-0123456789abcdef0123"  # noqa: S105 - the fake accepts any 
 REFERENCE = ROOT / "benchmarks" / ".reference"
 ARGS = {"order_id": ORDER_ID}
 # Every served gateway of these benchmarks: the pooled database, no Redis, no broker.
-GATEWAY_ENV = {"DATABASE_POOL": "true", "MCP_REDIS_URL": "", "CELERY_BROKER_URL": "memory://"}
+# Its session caps lifted: every client of every round opens a session of the one key.
+GATEWAY_ENV = {
+    "DATABASE_POOL": "true",
+    "MCP_REDIS_URL": "",
+    "CELERY_BROKER_URL": "memory://",
+    "MCP_MAX_SESSIONS": "100000",
+    "MCP_MAX_SESSIONS_PER_KEY": "100000",
+    "MCP_MAX_SESSIONS_PER_CONTOUR": "100000",
+}
 Call = Callable[[], Awaitable[None]]
 
 
@@ -104,6 +112,8 @@ class Target:
         self, name: str, pids: Callable[[], list[int]], make: Callable[[], Awaitable[Call]]
     ) -> None:
         self.name, self.pids, self.make = name, pids, make
+        # Served on the run's database: its backends' CPU is metered with this server's.
+        self.pg = name.startswith(("gateway", "rung pg"))
 
 
 # The reference refuses a session's 201st tool call; its clients open a new session before,
@@ -234,7 +244,7 @@ async def sequential(
     pg_ticks = dict.fromkeys(samples, 0)
     for _ in range(calls):
         for target, call, tree in zip(targets, made, pids, strict=True):
-            on_pg = target.name.startswith("gateway")
+            on_pg = target.pg
             before, pg_before = _cpu_ticks(tree), _cpu_ticks(pg) if on_pg else 0
             begin = time.perf_counter()
             await call()
@@ -246,7 +256,7 @@ async def sequential(
         t.name: figures(
             samples[t.name],
             ticks[t.name] if tree else None,
-            pg_ticks[t.name] if t.name.startswith("gateway") else None,
+            pg_ticks[t.name] if t.pg else None,
             calls,
         )
         for t, tree in zip(targets, pids, strict=True)
@@ -266,7 +276,7 @@ async def alone(
         for _ in range(warmup):
             await call()
             await maintain(call)
-        tree, on_pg = target.pids(), target.name.startswith("gateway")
+        tree, on_pg = target.pids(), target.pg
         samples: list[float] = []
         before, pg_before = _cpu_ticks(tree), _cpu_ticks(pg) if on_pg else 0
         for _ in range(calls):
@@ -437,6 +447,35 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                     "/bench/rest-floor",
                 )
             )
+        if args.ladder:  # the gateway's architecture rung by rung (benchmarks/ladder_server.py)
+            for index, rung in enumerate(("echo", "hop", "get", "pg")):
+                port_l = port + 40 + index
+                served = stack.enter_context(
+                    process(
+                        [
+                            sys.executable,
+                            "-m",
+                            "uvicorn",
+                            "benchmarks.ladder_server:app",
+                            "--port",
+                            str(port_l),
+                            "--no-access-log",
+                            "--log-level",
+                            "warning",
+                        ],
+                        port_l,
+                        f"rung {rung}",
+                        env={
+                            **os.environ,
+                            "LADDER_RUNG": rung,
+                            "LADDER_UPSTREAM": fake,
+                            "LADDER_DATABASE": url,
+                        },
+                    )
+                )
+                targets.append(
+                    mcp_target(f"rung {rung}", port_l, lambda pid=served.pid: process_tree(pid))
+                )
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
             ref = stack.enter_context(
@@ -467,7 +506,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                         target,
                         args.clients,
                         args.duration,
-                        dbname if target.name.startswith("gateway") else None,
+                        dbname if target.pg else None,
                     )
                 )
                 print(f"  {row}", flush=True)
@@ -514,6 +553,11 @@ def main(argv: list[str] | None = None) -> None:
         "--alone",
         action="store_true",
         help="after the interleaved part, time each kind alone too (one client)",
+    )
+    parser.add_argument(
+        "--ladder",
+        action="store_true",
+        help="also the rungs of benchmarks/ladder_server.py (four ports from --port + 40)",
     )
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)

@@ -18,7 +18,7 @@ def statements_per_call(key: str, args: dict[str, Any], calls: int = 40) -> dict
     from tools.pipeline import gateway
 
     header = f"Bearer {key}"
-    found, _, _ = authenticate(header, "127.0.0.1")
+    found, _, _ = authenticate(header, "127.0.0.1", None, False)
     assert found is not None
     sessions.record("bench-session", found.pk, "2025-11-25", {"capabilities": {}})
     actor = f"key:{found.prefix}"
@@ -27,7 +27,7 @@ def statements_per_call(key: str, args: dict[str, Any], calls: int = 40) -> dict
     meter = SqlMeter()
     with meter.installed():
         for _ in range(calls):
-            found, _, facts = authenticate(header, "127.0.0.1", "bench-session")
+            found, _, facts = authenticate(header, "127.0.0.1", "bench-session", True)
             assert found is not None and facts is not None
             outcome = gateway.call(found.contour, "get_order", args, channel=CHANNEL, actor=actor)
             assert outcome.status == "ok", outcome

@@ -12,7 +12,7 @@ from tools.background import notifications
 from tools.ops.dashboard import dashboard_view
 from tools.ops.health import health_view
 from tools.ops.home import home_view
-from tools.ops.metrics import metrics_view
+from tools.ops.scrape import metrics_view
 from tools.people import admin_site
 from tools.people.factors.admin import PeopleAdmin
 from tools.people.logins import OperatorLoginForm

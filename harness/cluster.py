@@ -29,15 +29,35 @@ CLIENT_TIMEOUT_SECONDS = 5
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free loopback port; TEST_PORT_RANGE=9200-9299 keeps a run's servers in a range of its
+    own (several runs on one machine), each port handed out once per process."""
+    if not (span := os.environ.get("TEST_PORT_RANGE")):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+    low, high = (int(part) for part in span.split("-"))
+    for port in range(low, high + 1):
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise RuntimeError(f"no free port in TEST_PORT_RANGE={span}")
+
+
+_HANDED_OUT: set[int] = set()
 
 
 def server_port() -> int:
     """A free port below the ephemeral range (32768 and up on Linux), for a server that may be
     killed and restarted: a port from the ephemeral range can be taken meanwhile as the source
     port of an outgoing connection, and the restart then cannot bind it."""
+    if os.environ.get("TEST_PORT_RANGE"):
+        return free_port()
     rng = random.Random()  # noqa: S311 - a free port, not a secret
     for _ in range(200):
         port = rng.randrange(20000, 32000)

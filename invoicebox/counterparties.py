@@ -17,6 +17,7 @@ class UpstreamCompany(Upstream):
     tax_registration_reason_code: Text | None = Field(None, alias="taxRegistrationReasonCode")
     name: str | None = None
     name_full: str | None = Field(None, alias="nameFull")
+    name_i18n: str | None = Field(None, alias="nameI18n")
     registration_number: Text | None = Field(None, alias="registrationNumber")
     registration_date: str | None = Field(None, alias="registrationDate")
     registration_address: str | None = Field(None, alias="registrationAddress")
@@ -38,6 +39,7 @@ class Company:
     registration_address: str | None
     post_address: str | None
     post_address_zip: str | None
+    name_i18n: str | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> Company:
@@ -53,6 +55,7 @@ class Company:
             registration_address=up.registration_address,
             post_address=up.post_address,
             post_address_zip=up.post_address_zip,
+            name_i18n=up.name_i18n,
         )
 
 

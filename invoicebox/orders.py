@@ -106,12 +106,16 @@ class BasketLine:
     total_amount: int
     total_vat_amount: int
     vat_code: str
-    type: str
+    type: str | int  # service, commodity or a tag-1212 code (invoicebox/fiscal.py)
     payment_type: str
     # Docs BasketItem (merchant/order/create.md:164,179): groupName string(500) groups lines
     # in the closing documents; serviceDate (a date) is when a service was rendered.
     group_name: str | None = None
     service_date: date | None = None
+    # Docs BasketItem excise (a sum, float) and the marking group: category, categoryType.
+    excise: int | None = None
+    category: str | None = None
+    category_type: str | None = None
 
     def as_api(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -132,6 +136,11 @@ class BasketLine:
             body["groupName"] = self.group_name
         if self.service_date is not None:
             body["serviceDate"] = self.service_date.isoformat()
+        if self.excise is not None:
+            body["excise"] = to_roubles(self.excise)
+        if self.category is not None:
+            body["category"] = self.category
+            body["categoryType"] = self.category_type
         return body
 
 

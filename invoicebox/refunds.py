@@ -38,6 +38,10 @@ class UpstreamRefundableItem(Upstream):
     vat_code: str = Field(alias="vatCode")
     type: Text
     payment_type: str = Field(alias="paymentType")
+    # The sale's excise and marking group (D create.md BasketItem), when the API repeats them.
+    excise: Money | None = None
+    category: Text | None = None
+    category_type: Text | None = Field(None, alias="categoryType")
     # Only the MCP server names these (not in the API docs).
     available_amount: Money | None = Field(None, alias="availableAmount")
     available_vat_amount: Money | None = Field(None, alias="availableVatAmount")
@@ -72,6 +76,9 @@ class RefundableItem(BasketLine):
             vat_code=up.vat_code,
             type=up.type,
             payment_type=up.payment_type,
+            excise=kopecks_or_none(up.excise),
+            category=up.category,
+            category_type=up.category_type,
             # The docs say plain BasketItems: without the field, the whole line is available.
             available_amount=total
             if up.available_amount is None

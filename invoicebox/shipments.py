@@ -112,6 +112,8 @@ class ShipmentPage:
     page: int
     page_size: int
     total_known: bool = True
+    # Rows of another shop, or (order_id asked) of another order: dropped, counted.
+    dropped_foreign: int = 0
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,26 @@ class ShipmentsApi(Transport):
     def find_shipments(
         self, *, order_id: str | None = None, page: int = 1, page_size: int = 50
     ) -> ShipmentPage:
+        """One page of the shop's shipments (of one order, with order_id). A row of another
+        shop or another order is dropped and counted (`dropped_foreign`), as the vendor's MCP
+        server drops rows of another order (src/tools/reads.ts:281): a token may see several
+        shops (D shipment_get.md filters by merchantId) and the MCP server's list path may not
+        filter by order (writes.ts:395-420 checks that it did). Nothing foreign is counted."""
+        rows, meta = self._shipment_rows(order_id, page, page_size)
+        ours, dropped = self._split_foreign(rows, order_id)
+        return ShipmentPage(
+            shipments=ours,
+            page=page,
+            page_size=meta.size,
+            total_count=len(rows) if meta.total is None else meta.total,
+            total_known=meta.total is not None,
+            dropped_foreign=dropped,
+        )
+
+    def _shipment_rows(
+        self, order_id: str | None, page: int, page_size: int
+    ) -> tuple[list[Shipment], PageMeta]:
+        """Every row of one page, foreign ones included (paging counts them too)."""
         # Oldest first: shipments made while paging land on a later page, none is skipped.
         params: list[tuple[str, str]] = [*paging(page, page_size), ("_order[id]", "asc")]
         if self.merchant_id:
@@ -178,18 +200,22 @@ class ShipmentsApi(Transport):
         data, envelope = self._list_shipments(params)
         rows = self._rows(data, "список отгрузок пришёл не массивом")
         shipments = [self._parse(Shipment.parse, row, "отгрузку") for row in rows]
-        # Another order's shipments would be counted as shipped from this one.
-        self._check_filtered(shipments, "отгрузку", order_id=order_id)
-        self._check_merchant(shipments, "отгрузку")
         self._refuse_repeats(shipments, "отгрузка {} пришла в списке дважды")
-        meta = self._meta(envelope, page, page_size, rows=len(shipments))
-        return ShipmentPage(
-            shipments=shipments,
-            page=page,
-            page_size=meta.size,
-            total_count=len(shipments) if meta.total is None else meta.total,
-            total_known=meta.total is not None,
-        )
+        return shipments, self._meta(envelope, page, page_size, rows=len(shipments))
+
+    def _split_foreign(
+        self, rows: list[Shipment], order_id: str | None
+    ) -> tuple[list[Shipment], int]:
+        def foreign(row: Shipment) -> bool:
+            other_shop = bool(
+                row.merchant_id
+                and self.merchant_id
+                and row.merchant_id.lower() != self.merchant_id.lower()
+            )
+            return other_shop or bool(order_id and row.order_id.lower() != order_id.lower())
+
+        ours = [row for row in rows if not foreign(row)]
+        return ours, len(rows) - len(ours)
 
     def shipment_list_path(self) -> str:
         return _answering_path.get(str(self._http.base_url), SHIPMENT_LIST_PATHS[0])
@@ -212,19 +238,20 @@ class ShipmentsApi(Transport):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def all_shipments(self, order_id: str) -> list[Shipment]:
-        """Every shipment of one order, oldest first, ordered here rather than by the server.
+        return self.order_shipments(order_id)[0]
+
+    def order_shipments(self, order_id: str) -> tuple[list[Shipment], int]:
+        """Every shipment of one order, oldest first, ordered here rather than by the server,
+        and how many foreign rows were dropped on the way.
 
         The docs' ShipmentResponse defines no createdAt to sort by, and a sort the server
         ignores must not decide what counts as shipped; a row seen twice, a list that ends
-        before its totalCount or doesn't end is refused, never summed (transport._read_all)."""
+        before its totalCount or doesn't end is refused, never summed (transport._read_all).
+        Every page is read, foreign rows too: a filter the server ignored leaves the order's
+        rows among the others, and they are picked out here (the vendor's collectShipments)."""
 
         def fetch(page: int, size: int) -> tuple[list[Shipment], PageMeta]:
-            batch = self.find_shipments(order_id=order_id, page=page, page_size=size)
-            return batch.shipments, PageMeta(
-                total=batch.total_count if batch.total_known else None,
-                page=page,
-                size=batch.page_size,
-            )
+            return self._shipment_rows(order_id, page, size)
 
         found = self._read_all(
             fetch,
@@ -232,7 +259,8 @@ class ShipmentsApi(Transport):
             page_size=SHIPMENT_PAGE_SIZE,
             max_pages=MAX_SHIPMENT_PAGES,
         )
-        return sorted(found, key=_oldest_first)
+        ours, dropped = self._split_foreign(found, order_id)
+        return sorted(ours, key=_oldest_first), dropped
 
     def create_shipment(self, shipment: NewShipment) -> Shipment:
         data, _ = self._request(

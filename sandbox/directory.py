@@ -24,10 +24,13 @@ class _Company:
     registration_address: str
     post_address: str
     post_address_zip: str
+    name_i18n: str | None = None  # docs: the full name "на языке региона"
 
 
 # [sandbox] a fixed directory of fictional companies: every INN and OGRN has a valid checksum,
-# none is meant to be a real one. The first is the reference's example customer.
+# none is meant to be a real one. The first is the reference's example customer. The docs
+# answer "a list of organisations" for one INN: АО «Василёк» has a row per KPP, the head
+# office's and its Moscow branch's (обособленное подразделение: same INN, its own KPP).
 _COMPANIES: tuple[_Company, ...] = (
     _Company(
         inn="7710044140",
@@ -61,6 +64,19 @@ _COMPANIES: tuple[_Company, ...] = (
         registration_address="Санкт-Петербург, ул. Литовская, д. 10, лит. А",
         post_address="194100, Санкт-Петербург, ул. Литовская, д. 10, лит. А",
         post_address_zip="194100",
+        name_i18n="Vasilyok JSC",
+    ),
+    _Company(
+        inn="7802123458",
+        kpp="770245001",
+        name="Московский филиал АО «Василёк»",
+        name_full="Московский филиал Акционерного общества «Василёк»",
+        registration_number="1177847123453",
+        registration_date=dt.date(2019, 2, 11),
+        registration_address="г. Москва, ул. Садовая-Кудринская, д. 3",
+        post_address="123001, г. Москва, ул. Садовая-Кудринская, д. 3",
+        post_address_zip="123001",
+        name_i18n="Vasilyok JSC, Moscow branch",
     ),
     _Company(
         inn="5406123450",
@@ -85,17 +101,25 @@ _COMPANIES: tuple[_Company, ...] = (
         post_address_zip="125009",
     ),
 )
-_COMPANIES_BY_INN = {company.inn: company for company in _COMPANIES}
+_COMPANIES_BY_INN: dict[str, list[_Company]] = {}
+for _row in _COMPANIES:
+    _COMPANIES_BY_INN.setdefault(_row.inn, []).append(_row)
 
 
 def _company_payload(company: _Company) -> dict[str, Any]:
     return {
-        # [sandbox] the id's type is undocumented; ours is a UUID that is stable per INN.
-        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"invoicebox-sandbox:counterparty:{company.inn}")),
+        # D: string(36); ours is a UUID that is stable per row (INN and KPP).
+        "id": str(
+            uuid.uuid5(
+                uuid.NAMESPACE_URL,
+                f"invoicebox-sandbox:counterparty:{company.inn}:{company.kpp or ''}",
+            )
+        ),
         "vatNumber": company.inn,
         "taxRegistrationReasonCode": company.kpp,
         "name": company.name,
         "nameFull": company.name_full,
+        "nameI18n": company.name_i18n,
         "registrationNumber": company.registration_number,
         # [sandbox] a date as an ATOM datetime at midnight UTC, like the API's other dates.
         "registrationDate": atom(
@@ -114,8 +138,7 @@ def counterparty_detail(call: Call) -> SandboxResponse:
     if bad_text(raw):
         raise bad_query("vatNumber", "This value contains characters that are not allowed.")
     # [sandbox] an exact match; an unknown INN (also one with a bad checksum) finds nothing.
-    company = _COMPANIES_BY_INN.get(raw)
-    rows = [_company_payload(company)] if company is not None else []
+    rows = [_company_payload(company) for company in _COMPANIES_BY_INN.get(raw, [])]
     return call.ok(
         {
             "data": repeated_rows(rows, "directory"),

@@ -240,10 +240,16 @@ def _int_param(
 
 
 def paged(
-    call: Call, rows: QuerySet[Any], listing: Listing, payload: Callable[[Any], Any]
+    call: Call,
+    rows: QuerySet[Any],
+    listing: Listing,
+    payload: Callable[[Any], Any],
+    *,
+    ignored: frozenset[str] = frozenset(),
 ) -> SandboxResponse:
-    """One page of the merchant's rows under the query's filters, with metaData."""
-    params = php_query(call.query)
+    """One page of the merchant's rows under the query's filters, with metaData; a filter
+    named in `ignored` is read and dropped, as a server that doesn't apply it."""
+    params = {k: v for k, v in php_query(call.query).items() if k not in ignored}
     page_names, size_names = _paging_names()
     page = _int_param(params, page_names, 1, MAX_PAGE)
     page_size = min(_int_param(params, size_names, DEFAULT_PAGE_SIZE, None), MAX_PAGE_SIZE)

@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 import simplejson
+from django.conf import settings
 from django.db import transaction
 
 from sandbox.calls import Call, documented_only, read_json_object
@@ -124,5 +125,20 @@ def create_shipment(call: Call) -> SandboxResponse:
     return call.created({"data": _shipment_payload(row), "extendedData": []})
 
 
+# INVOICEBOX_SANDBOX_IGNORED_SHIPMENT_FILTERS: the shipment list's filters the sandbox takes and
+# does not apply (a leaky filter): the vendor's MCP server checks that orderId was applied and
+# pages through everything when it wasn't (src/tools/writes.ts:395-420), and drops rows of
+# another order after it (reads.ts:281). With a shared token, an ignored merchantId shows
+# every shop's shipments.
+IGNORABLE_SHIPMENT_FILTERS = frozenset({"orderId", "merchantId"})
+
+
 def list_shipments(call: Call) -> SandboxResponse:
-    return paged(call, SandboxShipment.objects.all(), _SHIPMENT_LISTING, _shipment_payload)
+    ignored = frozenset(getattr(settings, "INVOICEBOX_SANDBOX_IGNORED_SHIPMENT_FILTERS", ()))
+    return paged(
+        call,
+        SandboxShipment.objects.all(),
+        _SHIPMENT_LISTING,
+        _shipment_payload,
+        ignored=ignored & IGNORABLE_SHIPMENT_FILTERS,
+    )

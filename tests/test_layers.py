@@ -30,6 +30,7 @@ SANDBOX_MAY_USE = {
     "invoicebox.notify",
     "invoicebox.hosts",
     "invoicebox.okei",
+    "invoicebox.fiscal",
     "invoicebox.signals",
     "invoicebox.client",
 }

@@ -25,6 +25,7 @@ class ToolsConfig(AppConfig):
     verbose_name = "Инструменты и контуры"
 
     def ready(self) -> None:
+        # Imported here: Django imports an AppConfig before any app's models are loaded.
         from invoicebox.client import set_upstream_observer
         from tools.ops.hooks import observe_upstream
 
@@ -44,9 +45,9 @@ class ToolsConfig(AppConfig):
             tools=catalog.names,
         )
 
-        from tools.ops import metrics
+        from tools.ops import labels
 
-        metrics.set_tool_names(frozenset(catalog.names()))
+        labels.set_tool_names(frozenset(catalog.names()))
         checks.register(deprecated_settings, checks.Tags.compatibility)
 
         from tools import tasks  # noqa: F401 - every Celery task registered in this process

@@ -479,7 +479,7 @@ def second_factor(
 
 
 def operation_resolved(operation: Operation, *, status: str, code: str, message: str) -> None:
-    """What the recovery sweep proved about an unresolved execution (tools/pipeline/recovery.py)."""
+    """What the recovery sweep proved about an unresolved execution (tools/pipeline/sweep.py)."""
     contour = operation.contour
     journal.record(
         contour=contour.slug,

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, 
 from pydantic_core import PydanticCustomError
 
 from invoicebox import okei
+from invoicebox.fiscal import TAG_1212
 
 KOPECKS_MESSAGE = (
     "сумма в копейках целым числом строкой из цифр 0–9 без ведущих нулей: 12200 — это 122,00 ₽"
@@ -101,12 +102,30 @@ def _kpp(value: str) -> str:
 
 Kpp = Annotated[str, AfterValidator(_kpp), Field(pattern=r"^[0-9]{4}[0-9A-Z]{2}[0-9]{3}$")]
 
-Currency = Literal["RUB", "USD", "EUR", "GBP", "CNY"]
+# Every currency of the docs' table (D dictionary/iso4217.md), each with its sign there.
+Currency = Literal["RUB", "USD", "EUR", "GBP", "CNY", "UZS"]
+CURRENCY_SIGNS = {"RUB": "₽", "USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "UZS": "сум"}
 Language = Literal["ru", "en"]
 CustomerType = Literal["legal", "private"]
 ResponseFormat = Literal["concise", "detailed"]
 PaymentType = Literal["full_prepayment", "prepayment", "advance", "full_payment"]
 ItemType = Literal["commodity", "service"]
+
+
+def _tag_1212(value: int) -> int:
+    if value not in TAG_1212:
+        raise PydanticCustomError(
+            "tag_1212",
+            "type: commodity, service или код признака предмета расчёта (тег 1212) из "
+            "справочника Инвойсбокс: 1–27, 30–33; пришло {value}",
+            {"value": value},
+        )
+    return value
+
+
+# A tag-1212 code (docs create.md BasketItem `type`: "string(10) или int", dictionary/tag1212.md).
+Tag1212 = Annotated[int, AfterValidator(_tag_1212)]
+
 VatCode = Literal[
     "VATNONE",
     "RUS_VAT0",
@@ -182,5 +201,5 @@ def format_rub(kopecks: int, currency: str = "RUB") -> str:
     roubles, rest = divmod(abs(kopecks), 100)
     grouped = f"{roubles:,}".replace(",", "\u00a0")
     sign = "-" if kopecks < 0 else ""
-    symbol = {"RUB": "₽", "USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥"}.get(currency, currency)
+    symbol = CURRENCY_SIGNS.get(currency, currency)
     return f"{sign}{grouped},{rest:02d} {symbol}"

@@ -5,4 +5,4 @@ in each decorator, whatever module a task lives in."""
 
 from tools.background import alerts, outbox  # noqa: F401
 from tools.background import tasks as background  # noqa: F401
-from tools.pipeline import recovery  # noqa: F401
+from tools.pipeline import sweep  # noqa: F401

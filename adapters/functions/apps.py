@@ -9,6 +9,7 @@ class FunctionsAdapterConfig(AppConfig):
     verbose_name = "Function calling"
 
     def ready(self) -> None:
+        # Imported here: Django imports an AppConfig before any app's models are loaded.
         from adapters.functions.formats import PLATFORMS
         from tools.formats import registry
 

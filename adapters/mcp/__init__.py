@@ -12,7 +12,7 @@ from tools.spec import ToolSpec
 
 
 def export_tools_list(specs: list[ToolSpec]) -> dict[str, Any]:
-    from adapters.mcp.schema import tools_list
+    from adapters.mcp.schema import tools_list  # loads the MCP SDK: only when exported
 
     return tools_list(specs)
 

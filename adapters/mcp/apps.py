@@ -9,11 +9,12 @@ class McpAdapterConfig(AppConfig):
     verbose_name = "MCP"
 
     def ready(self) -> None:
+        # Imported here: Django imports an AppConfig before any app's models are loaded.
         from adapters.mcp import FORMATS
         from adapters.mcp.sessions import sessions_gauge
         from tools.formats import registry
-        from tools.ops import metrics
+        from tools.ops import scrape
 
         for name, exporter in FORMATS.items():
             registry.register(name, exporter)
-        metrics.register_state(sessions_gauge)
+        scrape.register_state(sessions_gauge)

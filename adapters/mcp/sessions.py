@@ -8,7 +8,10 @@ that never made a call), a session bound to its key, a revoked key ending its se
 Sessions are each tenant's own resource (issue 41): a key, its contour and the deployment have
 caps. When one is reached, only the opening key's own least recently used session may make
 room, and only if it has not been used within MCP_SESSION_PROTECT_SECONDS; otherwise the new
-session is refused (SessionRefused, HTTP 429). Nothing here sorts or deletes the whole table:
+session is refused (SessionRefused, HTTP 429). On PostgreSQL the openings take turns (one
+advisory lock for the deployment, held to the commit), so the counts an opening reads are
+still true when it inserts: no cap is passed by openings racing on other workers or hosts.
+Nothing here sorts or deletes the whole table:
 counts are bounded and served by indexes, and expired rows are deleted by the beat in batches
 (adapters/mcp/tasks.py).
 """
@@ -21,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
@@ -31,6 +34,8 @@ from tools.models import ApiKey
 from tools.models.prepared import PreparedQuery
 
 REFUSED_CODE = "too_many_sessions"
+# pg_advisory_xact_lock(namespace, 0): the openings' turn ("MCPS"; nothing else locks it).
+OPENING_LOCK = 0x4D435053
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,18 @@ def _caps(key_id: int, contour_id: int, now: datetime) -> list[tuple[str, int, i
     return [(scope, cap, _bounded_count(rows, cap + 8)) for scope, cap, rows in scoped]
 
 
+def _take_turn() -> None:
+    """Wait for the openings in flight to commit (PostgreSQL, what several hosts share; SQLite
+    is the one-host demo's database and takes no such lock).
+
+    One lock for the deployment, not one per contour: its ceiling counts every contour. An
+    opening holds it for three bounded counts, an INSERT and its commit, so openings across
+    the deployment go one at a time; opening is once per session, not per request."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [OPENING_LOCK])
+
+
 def record(
     session_id: str, key_id: int, protocol_version: str, client_params: dict[str, Any]
 ) -> list[str]:
@@ -113,9 +130,10 @@ def record(
 
     Returns the ids of the key's own sessions closed to make room, so the caller can drop its
     copies of them at once (other workers find out on the session's next request)."""
-    now = timezone.now()
     with transaction.atomic():
-        # One opening per key at a time (a row lock on PostgreSQL): its cap holds exactly.
+        _take_turn()
+        now = timezone.now()  # after the wait: the counts below are as of now
+        # The key's row locked: it is not deleted under the session about to name it.
         found = list(
             ApiKey.objects.select_for_update()
             .filter(pk=key_id)
@@ -228,7 +246,7 @@ def open_by_contour(now: datetime) -> dict[str, int]:
 
 
 def sessions_gauge(now: datetime) -> Iterator[GaugeMetricFamily]:
-    """The metrics scrape's gauge of open sessions per contour (tools.ops.metrics.register_state)."""
+    """The metrics scrape's gauge of open sessions per contour (tools.ops.scrape.register_state)."""
     gauge = GaugeMetricFamily(
         "gateway_mcp_sessions_open",
         "Open (live) MCP sessions per contour, against MCP_MAX_SESSIONS_PER_CONTOUR",

@@ -9,6 +9,7 @@ class OAuthConfig(AppConfig):
     verbose_name = "OAuth: подключённые ассистенты"
 
     def ready(self) -> None:
+        # Imported here: Django imports an AppConfig before any app's models are loaded.
         import rules
 
         from tools.people.roles import is_owner

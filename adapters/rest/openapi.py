@@ -14,6 +14,8 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 
+from audit.models import Channel, Status
+
 CONTOUR_SCHEME = "contourKey"
 AUDITOR_SCHEME = "auditorToken"
 SESSION_SCHEME = "session"
@@ -133,8 +135,6 @@ def _query(
 
 
 def _journal_filters() -> list[dict[str, Any]]:
-    from audit.models import Status
-
     return [
         _query("since", "с какого момента (включительно), ISO 8601"),
         _query("until", "до какого момента (не включая), ISO 8601"),
@@ -166,8 +166,6 @@ JOURNAL_ROW_EXAMPLE = {
 
 
 def _journal_paths() -> dict[str, Any]:
-    from audit.models import Channel
-
     security: list[dict[str, list[str]]] = [{AUDITOR_SCHEME: []}, {SESSION_SCHEME: []}]
     refusals = {
         "400": {

@@ -9,6 +9,7 @@ class TextAdapterConfig(AppConfig):
     verbose_name = "Hermes text"
 
     def ready(self) -> None:
+        # Imported here: Django imports an AppConfig before any app's models are loaded.
         from adapters.text.formats import FORMATS, PAYLOADS
         from tools.formats import registry
 

@@ -56,6 +56,12 @@ INVOICEBOX_SANDBOX_SHARED_TOKEN = env.bool("INVOICEBOX_SANDBOX_SHARED_TOKEN", de
 # A list query key the sandbox doesn't know: "refuse" (wrong_filter_format, its own) or
 # "ignore" (dropped silently, as the vendor's backend skeleton does).
 INVOICEBOX_SANDBOX_UNKNOWN_QUERY = env.str("INVOICEBOX_SANDBOX_UNKNOWN_QUERY", default="refuse")
+# Shipment-list filters the sandbox accepts and does not apply (orderId, merchantId): a leaky
+# filter, which the vendor's MCP server guards against; with SHARED_TOKEN, an ignored merchantId
+# shows every shop's shipments. The client drops and counts such rows (dropped_foreign).
+INVOICEBOX_SANDBOX_IGNORED_SHIPMENT_FILTERS = env.list(
+    "INVOICEBOX_SANDBOX_IGNORED_SHIPMENT_FILTERS", default=[]
+)
 INVOICEBOX_SANDBOX_BASE_URL = env.str(
     "INVOICEBOX_SANDBOX_BASE_URL", default=f"{GATEWAY_SITE_URL}/sandbox/invoicebox"
 ).rstrip("/")

@@ -61,6 +61,9 @@ GATEWAY_JOURNAL_LEGACY_LAST_ID = env.int("GATEWAY_JOURNAL_LEGACY_LAST_ID", defau
 # many as the calls one worker runs at once (GATEWAY_SYNC_THREADS): with 8, two workers under
 # 32 clients had 0.17 sessions waiting on a head on average (benchmarks/README.md).
 GATEWAY_JOURNAL_LANES = env.int("GATEWAY_JOURNAL_LANES", default=32)
+# PostgreSQL: the journal's month partitions are made this many months ahead of the current one
+# (by the migration, the daily beat task and archive_journal; audit/partitions.py).
+GATEWAY_JOURNAL_PARTITIONS_AHEAD = env.int("GATEWAY_JOURNAL_PARTITIONS_AHEAD", default=3)
 # Where the beat task writes journal checkpoints, one new file each time (never overwritten).
 # Ship them off this host (docs/production.md): a checkpoint is only an anchor where the
 # database's writer cannot reach it.

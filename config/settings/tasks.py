@@ -62,6 +62,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "adapters.mcp.tasks.expire_sessions",
         "schedule": env.float("GATEWAY_MCP_EXPIRE_EVERY_SECONDS", default=60.0),
     },
+    "journal-partitions": {  # PostgreSQL: month partitions made ahead (audit/partitions.py)
+        "task": "audit.tasks.make_journal_partitions",
+        "schedule": env.float("GATEWAY_JOURNAL_PARTITIONS_EVERY_SECONDS", default=86400.0),
+    },
     "journal-spool": {  # entries written while the database was away (audit/spool.py)
         "task": "audit.tasks.drain_journal_spool",
         "schedule": env.float("GATEWAY_SPOOL_EVERY_SECONDS", default=30.0),
@@ -69,5 +73,5 @@ CELERY_BEAT_SCHEDULE = {
 }
 # An outbox task not reported done this long after it was sent is sent again (doubling).
 GATEWAY_OUTBOX_LEASE_SECONDS = env.float("GATEWAY_OUTBOX_LEASE_SECONDS", default=60.0)
-# At most this many unresolved operations are looked up per recovery run (tools/pipeline/recovery.py).
+# At most this many unresolved operations are looked up per recovery run (tools/pipeline/sweep.py).
 GATEWAY_RECOVERY_BATCH = env.int("GATEWAY_RECOVERY_BATCH", default=50)

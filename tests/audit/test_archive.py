@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
@@ -13,7 +14,6 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
 
 from audit import journal, seals
 from audit.models import JournalEntry, SignedCheckpoint
@@ -53,13 +53,13 @@ def two_months(write, monkeypatch, settings, tmp_path):
     call_command("journal_checkpoint", "--output", str(tmp_path / "end.json"), stdout=StringIO())
 
 
-def _verify_journal(*args: str) -> str:
+def verify_journal_output(*args: str) -> str:
     out = StringIO()
     call_command("verify_journal", *args, stdout=out)
     return out.getvalue()
 
 
-def _offline(tmp_path: Path, export: Path) -> subprocess.CompletedProcess[str]:
+def verify_offline(tmp_path: Path, export: Path) -> subprocess.CompletedProcess[str]:
     out = StringIO()
     call_command("journal_public_key", stdout=out)
     key = tmp_path / "key.pem"
@@ -87,47 +87,58 @@ def _may() -> dict[str, int]:
     return {contour: list(rows).count(contour) for contour in set(rows)}
 
 
-def _check_archived_month(tmp_path: Path) -> None:
+def _check_archived_month(tmp_path: Path, write: Callable[..., JournalEntry]) -> None:
     assert _may() == {"demo": 5, "shop": 3, "old": 3}
     archive = tmp_path / "2025-05.jsonl"
 
     said = _archive("--output", str(archive))
 
-    # demo and shop lose May; `old` keeps its last stretch, which holds its head.
-    assert "archived and removed 9 entries of 3 chain(s)" in said
-    assert _may() == {"old": 2}
-    done = _offline(tmp_path, archive)
+    # May leaves whole, `old` too: written only in May, its head keeps the archived end.
+    assert "archived and removed 11 entries of 3 chain(s)" in said
+    assert _may() == {}
+    done = verify_offline(tmp_path, archive)
     assert done.returncode == 0, done.stderr
-    assert "ok: 9 rows" in done.stdout
-    assert _verify_journal().startswith("ok: 6 entries")
+    assert "ok: 11 rows" in done.stdout
+    assert verify_journal_output().startswith("ok: 4 entries")
     for kept in ("may.json", "end.json"):
-        assert _verify_journal("--checkpoint", str(tmp_path / kept)).startswith("ok:")
-    assert _verify_journal("--full", "--checkpoint", str(tmp_path / "may.json")).startswith("ok:")
+        assert verify_journal_output("--checkpoint", str(tmp_path / kept)).startswith("ok:")
+    assert verify_journal_output("--full", "--checkpoint", str(tmp_path / "may.json")).startswith(
+        "ok:"
+    )
     # The signed export leaves the archived stretches out and still verifies.
     out = StringIO()
     call_command("export_journal", "--format", "jsonl", "--signed", stdout=out)
     later = tmp_path / "later.jsonl"
     later.write_text(out.getvalue(), encoding="utf-8")
-    done = _offline(tmp_path, later)
+    done = verify_offline(tmp_path, later)
     assert done.returncode == 0, done.stderr
-    assert "ok: 6 rows" in done.stdout
+    assert "ok: 4 rows" in done.stdout
     # Nothing more is due: a second run archives nothing.
     assert "nothing to archive" in _archive("--output", str(tmp_path / "again.jsonl"))
+    # A chain whose rows all left goes on from its archived end, and still checks.
+    after = tmp_path / "after.json"
+    call_command("journal_checkpoint", "--output", str(after), stdout=StringIO())
+    assert '"chain": "old"' in after.read_text()
+    assert JournalEntry.objects.filter(chain="old").count() == 0
+    write(contour="old")
+    assert JournalEntry.objects.get(chain="old").seq == 4
+    assert verify_journal_output().startswith("ok: 5 entries")
+    assert verify_journal_output("--checkpoint", str(after)).startswith("ok:")
 
 
-def test_a_closed_month_archives_verifies_offline_and_leaves(two_months, tmp_path):
-    _check_archived_month(tmp_path)
+def test_a_closed_month_archives_verifies_offline_and_leaves(two_months, tmp_path, write):
+    _check_archived_month(tmp_path, write)
 
 
 @pytest.mark.postgres
-def test_a_closed_month_archives_on_postgresql(two_months, tmp_path):
-    _check_archived_month(tmp_path)
+def test_a_closed_month_archives_on_postgresql(two_months, tmp_path, write):
+    _check_archived_month(tmp_path, write)
 
 
 def test_a_tampered_archive_is_refused_before_anything_is_removed(two_months, tmp_path):
     archive = tmp_path / "2025-05.jsonl"
     said = _archive("--output", str(archive), "--keep-rows")
-    assert "archive verified: 9 entries" in said and _may() == {"demo": 5, "shop": 3, "old": 3}
+    assert "archive verified: 11 entries" in said and _may() == {"demo": 5, "shop": 3, "old": 3}
     lines = archive.read_text(encoding="utf-8").splitlines(keepends=True)
     target = next(i for i, line in enumerate(lines) if "type" not in json.loads(line))
     row = json.loads(lines[target])
@@ -143,8 +154,8 @@ def test_a_tampered_archive_is_refused_before_anything_is_removed(two_months, tm
     # The untouched copy of the same archive is accepted.
     fresh = tmp_path / "fresh.jsonl"
     _archive("--output", str(fresh), "--keep-rows")
-    assert "archived and removed 9 entries" in _archive("--from-archive", str(fresh))
-    assert _may() == {"old": 2}
+    assert "archived and removed 11 entries" in _archive("--from-archive", str(fresh))
+    assert _may() == {}
 
 
 def test_an_archive_of_other_stretches_is_refused(two_months, tmp_path):
@@ -169,7 +180,7 @@ def test_a_row_removed_after_the_boundary_still_breaks_the_chain(two_months, tmp
     raw_sql("DELETE FROM {table} WHERE id = %s", [first.id])
 
     with pytest.raises(SystemExit):
-        _verify_journal()
+        verify_journal_output()
 
 
 def test_an_open_month_is_refused(two_months, tmp_path):
@@ -185,47 +196,6 @@ def test_an_open_month_is_refused(two_months, tmp_path):
     assert not (tmp_path / "x.jsonl").exists()
 
 
-def _partition_sql() -> str:
-    """The conversion docs/production.md gives ("Journal retention"), without its BEGIN and
-    COMMIT: run inside the test's transaction, it is rolled back with it."""
-    text = (ROOT / "docs" / "production.md").read_text(encoding="utf-8")
-    block = text.split("**Partitions (PostgreSQL, by hand).**", 1)[1]
-    block = block.split("```sql\n", 1)[1].split("```", 1)[0]
-    return "\n".join(line for line in block.splitlines() if line not in ("BEGIN;", "COMMIT;"))
-
-
-@pytest.mark.postgres
-def test_a_month_partition_is_detached_after_its_archive_verifies(
-    write, monkeypatch, settings, tmp_path
-):
-    settings.TIME_ZONE = "UTC"
-    for month, day in ((5, 3), (5, 20), (6, 2)):
-        moment = datetime(2025, month, day, 12, 0, tzinfo=UTC)
-        monkeypatch.setattr(journal, "_now", lambda moment=moment: moment)
-        write(contour="demo", arguments={"n": day})
-        write(contour="demo", arguments={"n": day + 1})
-        write(contour="shop", tool="create_order", phase="execute")
-        if day == 3:
-            seals.seal()
-    with connection.cursor() as cursor:
-        cursor.execute(_partition_sql())
-    call_command("journal_checkpoint", "--output", str(tmp_path / "end.json"), stdout=StringIO())
-    write(contour="demo", arguments={"n": 99})  # after the conversion: the default id works
-    archive = tmp_path / "2025-05.jsonl"
-
-    said = _archive("--output", str(archive))
-
-    assert "archived and removed 6 entries" in said
-    assert "detached partition(s)" in said and "audit_journalentry_2025_05" in said
-    assert _may() == {}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM audit_journalentry_2025_05")
-        assert cursor.fetchone() == (6,)  # a table of its own now, for the operator to drop
-    assert _offline(tmp_path, archive).returncode == 0
-    assert _verify_journal().startswith("ok: 4 entries")
-    assert _verify_journal("--checkpoint", str(tmp_path / "end.json")).startswith("ok:")
-
-
 def test_a_kept_checkpoint_at_the_archived_end_must_carry_its_hash(two_months, tmp_path):
     _archive("--output", str(tmp_path / "2025-05.jsonl"))
     end = SignedCheckpoint.objects.filter(chain="demo", archived_at__isnull=False).latest("to_seq")
@@ -239,6 +209,6 @@ def test_a_kept_checkpoint_at_the_archived_end_must_carry_its_hash(two_months, t
     (tmp_path / "good.json").write_text(json.dumps({**kept, "last_hash": end.last_hash}))
     (tmp_path / "forged.json").write_text(json.dumps({**kept, "last_hash": "ab" * 32}))
 
-    assert _verify_journal("--checkpoint", str(tmp_path / "good.json")).startswith("ok:")
+    assert verify_journal_output("--checkpoint", str(tmp_path / "good.json")).startswith("ok:")
     with pytest.raises(SystemExit):
-        _verify_journal("--checkpoint", str(tmp_path / "forged.json"))
+        verify_journal_output("--checkpoint", str(tmp_path / "forged.json"))

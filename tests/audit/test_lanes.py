@@ -1,4 +1,4 @@
-"""The short append on PostgreSQL (audit/lanes.py): three round trips once a lane exists, the
+"""The short append on PostgreSQL (audit/lanes.py): two round trips once a lane exists, the
 stored row exactly what was hashed, secrets redacted, and nothing left behind by a failure."""
 
 from __future__ import annotations
@@ -40,16 +40,18 @@ def _postgres_only() -> None:
         pytest.skip("the short append is PostgreSQL's")
 
 
-def test_an_append_on_an_existing_lane_takes_three_round_trips():
+def test_an_append_on_an_existing_lane_takes_two_round_trips():
     _record(0)  # opens the contour's first lane through the ORM
     assert lanes.usable()
     with CaptureQueriesContext(connection) as queries:
         entry = _record(1)
     statements = [q["sql"].split(" ", 2)[:2] for q in queries.captured_queries]
-    assert len(statements) == 3, queries.captured_queries
+    assert len(statements) == 2, queries.captured_queries
     assert statements[0] == ["BEGIN;", "SELECT"]
     assert statements[1][0] == "WITH"
-    assert statements[2] == ["COMMIT"]
+    # The COMMIT rides with the entry (issue 44): committed when record() returns.
+    assert queries.captured_queries[1]["sql"].endswith("RETURNING entry.id; COMMIT")
+    assert not connection.in_atomic_block and connection.connection.info.transaction_status == 0
     stored = JournalEntry.objects.get(pk=entry.pk)
     head = ChainHead.objects.get(chain=stored.chain)
     assert (head.last_seq, head.last_id, head.last_hash) == (stored.seq, stored.id, stored.hash)

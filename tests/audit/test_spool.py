@@ -32,9 +32,10 @@ def _state_dir(settings: Any, tmp_path: Path) -> None:
 
 
 def lost_after_commit(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-    """The server commits; the connection dies before its answer arrives."""
+    """The server commits; the connection dies before its answer arrives (a COMMIT alone, or
+    sent with the entry: audit/lanes.py)."""
     result = execute(sql, params, many, context)
-    if sql == "COMMIT":
+    if sql == "COMMIT" or sql.endswith("; COMMIT"):
         raise OperationalError("server closed the connection unexpectedly")
     return result
 
@@ -73,4 +74,55 @@ def test_a_write_that_never_reached_the_database_is_drained_without_a_duplicate_
     assert spool.drain() == 1
     copy = JournalEntry.objects.get(spool_id=recorded.spool_id)
     assert copy.duplicate_of is None
+    assert verify_chain() is None
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_one_spool_id_is_drained_once_though_two_drainers_hold_it(settings: Any, tmp_path: Path):
+    """The journal partitioned by month cannot keep spool_id unique: a drain holds an advisory
+    lock on the spool id, so a second drainer of a copy of the same file (another directory,
+    another host) waits for the first one's commit and then finds the entry there."""
+    import shutil
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    from datetime import UTC, datetime
+
+    from django.db import connections, transaction
+
+    from audit import journal
+
+    spool_id = spool.write(journal.build(**FIELDS))
+    [spooled] = spool.directory().glob("*.json")
+    other = tmp_path / "other"
+    (other / "journal-spool").mkdir(parents=True)
+    shutil.copy(spooled, other / "journal-spool" / spooled.name)
+    first = journal.build(**FIELDS)  # what the first drainer appends from its copy
+    first.spool_id, first.spooled_at = spool_id, datetime.now(UTC)
+
+    def drain_the_copy() -> int:
+        try:
+            return spool.drain()
+        finally:
+            connections.close_all()
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    with transaction.atomic():
+        spool.lock_spool_id(spool_id)
+        journal.append(first)
+        settings.GATEWAY_STATE_DIR = str(other)
+        second = pool.submit(drain_the_copy)
+        deadline = time.monotonic() + 30
+        while not second.done() and time.monotonic() < deadline:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                )
+                if cursor.fetchone()[0]:
+                    break
+        assert not second.done()  # it waits on the first drainer's lock
+    # committed: the copy's drain now sees the entry and appends nothing
+    assert second.result(timeout=30) == 0
+    pool.shutdown()
+    assert JournalEntry.objects.filter(spool_id=spool_id).count() == 1
     assert verify_chain() is None

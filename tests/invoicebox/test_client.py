@@ -532,7 +532,7 @@ MAPPING: list[tuple[str, Call, Answer, str, int]] = [
         READ_ATTEMPTS,
     ),
     # The upstream may have stored the order before its 503: the outcome is unknown, found by
-    # lookup, never "failed" (tools/pipeline/recovery.py).
+    # lookup, never "failed" (tools/pipeline/execution.py).
     ("503 on a write", write, lambda r: error_reply(503, "", r), "unknown_outcome", 1),
     ("500 on a read", read, lambda r: error_reply(500, "", r), "unavailable", READ_ATTEMPTS),
     ("500 on a write", write, lambda r: error_reply(500, "", r), "unknown_outcome", 1),

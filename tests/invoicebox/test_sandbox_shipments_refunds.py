@@ -152,6 +152,7 @@ def test_counterparty_by_inn_answers_the_documented_fields(http: Http) -> None:
         "registrationAddress",
         "postAddress",
         "postAddressZip",
+        "nameI18n",
     }
     assert company["vatNumber"] == "7710044140"
     assert company["taxRegistrationReasonCode"] == "770201001"
@@ -172,11 +173,18 @@ def test_a_sole_trader_has_a_twelve_digit_inn_and_no_kpp(http: Http) -> None:
     "inn", ["7710044140", "500123456750", "7802123458", "5406123450", "771234567859"]
 )
 def test_every_directory_inn_has_a_valid_checksum(http: Http, inn: str) -> None:
-    [company] = _data(http("GET", COUNTERPARTY, query={"vatNumber": inn}))
+    companies = _data(http("GET", COUNTERPARTY, query={"vatNumber": inn}))
 
-    assert company["vatNumber"] == inn
-    assert _inn_checksum_ok(inn)
-    assert (company["taxRegistrationReasonCode"] is None) == (len(inn) == 12)
+    assert companies and _inn_checksum_ok(inn)
+    for company in companies:
+        assert company["vatNumber"] == inn
+        assert (company["taxRegistrationReasonCode"] is None) == (len(inn) == 12)
+    # a row per KPP: an organisation with a branch has two rows, each with its own id
+    assert (
+        len({c["id"] for c in companies})
+        == len({c["taxRegistrationReasonCode"] for c in companies})
+        == len(companies)
+    )
 
 
 @pytest.mark.parametrize("inn", ["7707083893", "7710044141", "0000000000", "ромашка"])

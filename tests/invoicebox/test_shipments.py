@@ -1,4 +1,6 @@
-"""Shipments: a server that ignores the orderId filter is never believed."""
+"""Shipments: a server that ignores the orderId filter is never believed: the rows of another
+order (or shop) are dropped and counted, never summed as this order's (the vendor's MCP server
+does the same, src/tools/reads.ts:281)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import httpx
 import pytest
 import simplejson
 
-from invoicebox.client import InvoiceboxClient, InvoiceboxError
+from invoicebox.client import InvoiceboxClient
 
 pytestmark = pytest.mark.django_db  # the client records upstream health in the database
 
@@ -49,15 +51,25 @@ def client_answering(*rows: dict[str, Any]) -> InvoiceboxClient:
     )
 
 
-def test_shipments_of_another_order_are_refused():
+def test_shipments_of_another_order_are_dropped_and_counted():
     # given: a server that ignores orderId and answers another order's shipment
-    client = client_answering(shipment(ASKED), shipment(str(uuid.uuid4())))
+    client = client_answering(shipment(ASKED), shipment(str(uuid.uuid4())) | {"id": "18"})
 
-    # when / then: nothing of it is counted as shipped from the order asked about
-    with pytest.raises(InvoiceboxError) as refused:
-        client.find_shipments(order_id=ASKED)
-    assert refused.value.kind == "bad_response"
-    assert "фильтр не применён" in refused.value.message
+    # when
+    page = client.find_shipments(order_id=ASKED)
+    every, dropped = client.order_shipments(ASKED)
+
+    # then: nothing of it is counted as shipped from the order asked about
+    assert [s.id for s in page.shipments] == ["17"] and page.dropped_foreign == 1
+    assert ([s.id for s in every], dropped) == (["17"], 1)
+
+
+def test_another_shops_shipment_is_dropped_and_counted():
+    client = client_answering(shipment(ASKED) | {"merchantId": str(uuid.uuid4())})
+
+    page = client.find_shipments(order_id=ASKED)
+
+    assert (page.shipments, page.dropped_foreign) == ([], 1)
 
 
 def test_the_orders_own_shipments_still_read():

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,15 @@ from harness.cluster import (
     postgres_params,
     scratch_database,
 )
+from harness.web_proxies import PROXIES, running, unavailable
 from tests.conftest import order_args
 
 NODE_DIR = ROOT / "tests" / "system" / "node"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"  # node@22 from npm (the conformance suite)
 SESSIONS = 10  # per client, each a full session: 10 of 10 must pass
+# Through nginx and Caddy (docs/deploy's samples) the same clients again, fewer sessions each:
+# the round robin between the workers is what the ten above are for.
+PROXIED_SESSIONS = 3
 # One contour per client: their journals and orders stay apart.
 SLUGS = [
     "python",
@@ -64,6 +68,8 @@ class Balanced:
     url: str
     conformance_url: str  # the same, the conformance contour's key added (the suite sends none)
     balancers: list[subprocess.Popen[bytes]]
+    front: str = "balancer"  # what `url` is: the test balancer, or nginx or caddy (`front`)
+    sessions: int = SESSIONS  # how many sessions each client opens through it
 
     def key(self, slug: str) -> str:
         return self.cluster.contours[slug]["key"]
@@ -133,6 +139,28 @@ def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Balanced]:
                 process.terminate()
                 process.wait(timeout=10)
             cluster.stop()
+
+
+@pytest.fixture(scope="session", params=("balancer", *PROXIES))
+def front(
+    request: pytest.FixtureRequest,
+    balanced: Balanced,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Balanced]:
+    """The cluster as a client meets it: through the test balancer, or through Debian's nginx
+    or caddy running docs/deploy's sample, round robin over both workers. Each proxy starts
+    once for the whole run (pytest orders the tests by it)."""
+    name = request.param
+    if name == "balancer":
+        yield balanced
+        return
+    if reason := unavailable(name):
+        pytest.skip(reason)
+    upstreams = [
+        server.base.removeprefix("http://") for server in (balanced.cluster.a, balanced.cluster.b)
+    ]
+    with running(name, upstreams, tmp_path_factory.mktemp(f"front-{name}")) as base:
+        yield replace(balanced, url=f"{base}/mcp", front=name, sessions=PROXIED_SESSIONS)
 
 
 def order() -> dict[str, Any]:

@@ -182,8 +182,8 @@ def test_writes_racing_one_daily_ceiling_from_two_processes_never_pass_it(cluste
 
 # fault -> (switches, whether the order lands upstream despite the fault). Every one of them
 # leaves a create whose outcome the gateway cannot know: 504 outcome_unknown, never `failed`
-# (API.md's error table; tools/pipeline/recovery.py). A 429 is the upstream's refusal before it stored
-# anything, so it is the one definite failure.
+# (API.md's error table; tools/pipeline/execution.py). A 429 is the upstream's refusal before it
+# stored anything, so it is the one definite failure.
 HTTP_FAULTS: dict[str, tuple[dict[str, Any], bool]] = {
     "f-latency": ({"latency_ms": 5500}, True),
     "f-5xx": ({"error_rate": 1.0}, False),

@@ -1,20 +1,19 @@
 """The proxy recipes as committed (docs/deploy/nginx.conf, docs/deploy/Caddyfile) in front of a
 served gateway, with Debian's nginx and caddy (issue 41): /health, REST with the demo key, an
 MCP session of the official Python SDK in both protocol eras, and a 2 MB body refused by the
-proxy itself. Only the listen and upstream addresses of the samples are replaced."""
+proxy itself. Only the listen and upstream addresses of the samples are replaced
+(harness/web_proxies.py); each proxy starts once for the module. The third-party clients go
+through both, in front of two workers, in test_clients.py."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,12 +22,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.cluster import free_port as any_free_port
+from harness.cluster import ROOT, free_port
+from harness.served import manage
+from harness.web_proxies import PROXIES, running, stop, unavailable, wait_ok
 from tests.conftest import order_args
 from tests.system.sessions import envelope_of
-
-ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "docs" / "deploy"
 
 pytestmark = [pytest.mark.system, pytest.mark.anyio]
 
@@ -38,61 +36,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def free_port() -> int:
-    """A free loopback port; TEST_PORT_RANGE=9200-9299 keeps them in a range of one's own."""
-    if not (span := os.environ.get("TEST_PORT_RANGE")):
-        return any_free_port()
-    low, high = (int(part) for part in span.split("-"))
-    for port in range(low, high + 1):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            if port not in TAKEN:
-                TAKEN.add(port)
-                return port
-    raise RuntimeError(f"no free port in {span}")
-
-
-TAKEN: set[int] = set()
-
-
-def _manage(env: dict[str, str], *args: str) -> str:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-
-
-def _wait(url: str, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{what} did not answer {url}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=5)
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The demo served by uvicorn on loopback (temp SQLite), proxy headers trusted from
@@ -100,7 +43,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     that drops the port is answered 421."""
     state = tmp_path_factory.mktemp("proxied")
     port = free_port()
-    ports = {name: free_port() for name in RENDER}
+    ports = {name: free_port() for name in PROXIES}
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{state / 'db.sqlite3'}",
@@ -109,8 +52,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         "MCP_ELICITATION_TIMEOUT_SECONDS": "5",
         "WEB_CONCURRENCY": "1",
     }
-    _manage(env, "migrate", "--noinput")
-    key = re.search(r"API key:\s+(\S+)", _manage(env, "seed_demo", "--state-dir", str(state)))
+    manage(env, "migrate", "--noinput")
+    key = re.search(r"API key:\s+(\S+)", manage(env, "seed_demo", "--state-dir", str(state)))
     assert key is not None
     log = state / "uvicorn.log"
     server = subprocess.Popen(
@@ -133,78 +76,25 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         stderr=subprocess.STDOUT,
     )
     try:
-        _wait(f"http://127.0.0.1:{port}/health", server, "uvicorn", log)
+        wait_ok(f"http://127.0.0.1:{port}/health", server, "uvicorn", log)
         yield {"upstream": f"127.0.0.1:{port}", "key": key.group(1), "ports": ports}
     finally:
-        _stop(server)
+        stop(server)
 
 
-def _nginx(tmp: Path, upstream: str, port: int) -> tuple[list[str], str]:
-    text = (DEPLOY / "nginx.conf").read_text()
-    rendered = text.replace("server 127.0.0.1:8000;", f"server {upstream};")
-    rendered = rendered.replace("listen 80;", f"listen 127.0.0.1:{port};")
-    assert rendered.count(upstream) == 1 and f"127.0.0.1:{port}" in rendered
-    (tmp / "logs").mkdir()
-    conf = tmp / "nginx.conf"
-    conf.write_text(rendered)
-    return [
-        "nginx",
-        "-c",
-        str(conf),
-        "-p",
-        str(tmp),
-        "-e",
-        str(tmp / "logs" / "error.log"),
-        "-g",
-        f"daemon off; pid {tmp / 'nginx.pid'};",
-    ], rendered
-
-
-def _caddy(tmp: Path, upstream: str, port: int) -> tuple[list[str], str]:
-    text = (DEPLOY / "Caddyfile").read_text()
-    rendered = re.sub(r"web-[ab]:8000", upstream, text)
-    rendered = rendered.replace("\n:80 {", f"\nhttp://127.0.0.1:{port} {{")
-    # Test-only: the admin API on a free loopback port, not on the shared :2019.
-    rendered = rendered.replace(
-        "{\n\tservers {", f"{{\n\tadmin 127.0.0.1:{free_port()}\n\tservers {{", 1
-    )
-    assert upstream in rendered and f"127.0.0.1:{port} {{" in rendered
-    assert "admin 127.0.0.1:" in rendered
-    conf = tmp / "Caddyfile"
-    conf.write_text(rendered)
-    return ["caddy", "run", "--config", str(conf), "--adapter", "caddyfile"], rendered
-
-
-RENDER = {"nginx": _nginx, "caddy": _caddy}
-
-
-@pytest.fixture(params=["nginx", "caddy"])
+@pytest.fixture(scope="module", params=PROXIES)
 def proxied(
-    request: pytest.FixtureRequest, gateway: dict[str, Any], tmp_path: Path
+    request: pytest.FixtureRequest,
+    gateway: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, Any]]:
+    """One proxy for the module's tests, in front of the one gateway."""
     name = request.param
-    if shutil.which(name) is None:
-        pytest.skip(f"{name} is not installed (apt-get install {name}; .ci/run does)")
-    if name == "nginx" and os.geteuid() != 0:
-        pytest.skip("nginx with Debian's compiled-in temp paths needs root here")
-    port = gateway["ports"][name]
-    command, _ = RENDER[name](tmp_path, gateway["upstream"], port)
-    log = tmp_path / f"{name}.log"
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-    }
-    process = subprocess.Popen(
-        command, cwd=tmp_path, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait(f"{base}/health", process, name, log)
+    if reason := unavailable(name):
+        pytest.skip(reason)
+    tmp = tmp_path_factory.mktemp(name)
+    with running(name, [gateway["upstream"]], tmp, gateway["ports"][name]) as base:
         yield {**gateway, "base": base, "name": name}
-    finally:
-        _stop(process)
 
 
 async def test_health_rest_and_both_mcp_eras_through_the_proxy(proxied: dict[str, Any]):

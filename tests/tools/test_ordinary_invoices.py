@@ -618,7 +618,35 @@ SWITCHES: dict[str, dict[str, Any]] = {
     "shared-token": {"INVOICEBOX_SANDBOX_SHARED_TOKEN": True},
     "unknown-query-ignored": {"INVOICEBOX_SANDBOX_UNKNOWN_QUERY": "ignore"},
     "documented-only": {"INVOICEBOX_SANDBOX_DOCUMENTED_ONLY": True},
+    # the vendor's strictest reading together: its server's line tolerance as an API rule, line
+    # VAT only, and the docs' either default cell
+    "vendor-strictest": {
+        "INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE": "line",
+        "INVOICEBOX_SANDBOX_PER_UNIT_VAT": False,
+        "INVOICEBOX_SANDBOX_ROUND_POLICY": "strict",
+    },
+    "vendor-strictest-round-none": {
+        "INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE": "line",
+        "INVOICEBOX_SANDBOX_PER_UNIT_VAT": False,
+        "INVOICEBOX_SANDBOX_ROUND_POLICY": "none",
+    },
 }
+# Each basket rule the evidence allows (docs/invoicebox-api.md, "Sandbox switches"): the
+# amountWoVat tolerance (ours, the vendor server's), per-unit VAT (Bitrix) or not, and the
+# default roundPolicy (MCP's halfUp, the docs' strict and none). floor, ceil and halfDown are
+# policies a merchant may state, no source's default.
+EVIDENCE: dict[str, set[Any]] = {
+    "INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE": {"unit", "line"},
+    "INVOICEBOX_SANDBOX_PER_UNIT_VAT": {True, False},
+    "INVOICEBOX_SANDBOX_ROUND_POLICY": {"halfUp", "strict", "none"},
+}
+
+
+def test_the_corpus_runs_under_each_basket_rule_the_evidence_allows(settings: Any) -> None:
+    for name, values in EVIDENCE.items():
+        default = getattr(settings, name)
+        ran = {default} | {s[name] for s in SWITCHES.values() if name in s}
+        assert ran == values, name
 
 
 @pytest.fixture(params=sorted(SWITCHES))
@@ -658,12 +686,13 @@ def unreachable(line: Line) -> bool:
 
 @pytest.mark.parametrize("invoice", CORPUS, ids=[invoice.title for invoice in CORPUS])
 def test_an_ordinary_invoice_goes_through_and_adds_up_upstream(
-    assistant: Assistant, invoice: Invoice, switch: str
+    assistant: Assistant, invoice: Invoice, switch: str, settings: Any
 ) -> None:
     # when: both phases, as an assistant sends them
     status, done = two_phase(assistant, "create_order", arguments(invoice))
 
-    if switch == "wo-vat-per-line" and any(unreachable(line) for line in invoice.lines):
+    line_rule = settings.INVOICEBOX_SANDBOX_WO_VAT_TOLERANCE == "line"
+    if line_rule and any(unreachable(line) for line in invoice.lines):
         # The vendor MCP server's own check as an API rule refuses a line no price can fit
         # (10 × 500,00 ₽ at 22 %); the Bitrix module sends such lines in production, so the
         # gateway does not refuse them first: the refusal reaches the assistant with its field.

@@ -17,7 +17,7 @@ from invoicebox.client import InvoiceboxClient
 from sandbox.api import DEMO_TOKEN, clear_faults, set_faults
 from tests.conftest import Assistant, order_args, sandbox_orders
 from tools.models import Ceiling, CeilingKind, Operation, PendingConfirmation
-from tools.pipeline import gateway
+from tools.pipeline import execution
 
 
 @pytest.fixture(autouse=True)
@@ -130,10 +130,10 @@ def test_an_expired_token_told_expired_once_never_executes_after(
     PendingConfirmation.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     args = {k: v for k, v in confirmed.items() if k != "confirmation_token"}
     meanwhile: dict[str, Any] = {}
-    real_claim = gateway._claim
+    real_claim = execution.claim
 
     def claim_after_the_others(*claim_args: Any) -> Any:
-        if not meanwhile:  # Y is between resolve() and _claim(): the others move first
+        if not meanwhile:  # Y is between resolve() and claim(): the others move first
             meanwhile["y"] = True
             Operation.objects.update(state="failed")  # the attempt in flight failed
             _, meanwhile["x_told"] = assistant.call("create_order", confirmed)
@@ -143,7 +143,7 @@ def test_an_expired_token_told_expired_once_never_executes_after(
             )
         return real_claim(*claim_args)
 
-    with mock.patch.object(gateway, "_claim", side_effect=claim_after_the_others):
+    with mock.patch.object(execution, "claim", side_effect=claim_after_the_others):
         _, late = assistant.call("create_order", confirmed)
 
     assert meanwhile["x_told"]["code"] == "confirmation_expired"

@@ -17,7 +17,7 @@ from sandbox.models import SandboxShipment
 from tests.conftest import SANDBOX, Assistant
 from tests.tools.test_more_tools import SHIP_LINE, new_order
 from tools.models import Operation
-from tools.pipeline import recovery
+from tools.pipeline import sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -75,7 +75,7 @@ def test_the_sweep_recovers_a_lost_shipment_too(assistant: Assistant):
     lost_execution(assistant, confirmed)
     age_operations()
 
-    assert recovery.resolve_operations() == {"found": 1}
+    assert sweep.resolve_operations() == {"found": 1}
     _, replay = assistant.call("create_shipment", confirmed)
     assert replay["status"] == "ok" and replay["replayed"] is True, replay
     assert SandboxShipment.objects.count() == 1
@@ -166,7 +166,7 @@ def test_an_unnumbered_shipment_of_the_same_sum_keeps_the_outcome_unknown(
     assert "без номера документа" in retried["message"]
     assert Operation.objects.get(tool="create_shipment").state == "unknown"
     age_operations()
-    assert recovery.resolve_operations() == {"lookup_failed": 1}
+    assert sweep.resolve_operations() == {"lookup_failed": 1}
     assert SandboxShipment.objects.count() == 1
 
 

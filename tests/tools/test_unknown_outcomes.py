@@ -1,6 +1,6 @@
 """An upstream that lies or loses its answer: the outcome is unknown, counted, never reported as
-ours by mistake, and the background recovery (tools/pipeline/recovery.py) resolves it by proof; a payment
-notification that comes before the create's answer waits for it."""
+ours by mistake, and the background sweep (tools/pipeline/sweep.py) resolves it by proof; a
+payment notification that comes before the create's answer waits for it."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tools.models import (
     ProcessedNotification,
     TrackedOrder,
 )
-from tools.pipeline import recovery
+from tools.pipeline import sweep
 
 
 @pytest.fixture(autouse=True)
@@ -123,9 +123,9 @@ def test_the_sweep_resolves_a_lost_create_and_its_payment_notification_is_accept
     [order] = sandbox_orders(client)
     assert not TrackedOrder.objects.exists()
 
-    assert recovery.resolve_operations() == {}  # not stale yet: left to its caller
+    assert sweep.resolve_operations() == {}  # not stale yet: left to its caller
     age_operations()
-    assert recovery.resolve_operations() == {"found": 1}
+    assert sweep.resolve_operations() == {"found": 1}
 
     operation = Operation.objects.select_related("confirmation").get()
     assert (operation.state, operation.confirmation.status) == ("done", "executed")
@@ -146,7 +146,7 @@ def test_the_sweep_marks_a_create_proven_absent_failed(assistant: Assistant, cli
     assert lost["code"] == "outcome_unknown"
     age_operations()
 
-    assert recovery.resolve_operations() == {"absent": 1}
+    assert sweep.resolve_operations() == {"absent": 1}
     assert Operation.objects.get().state == "failed"
     _, retried = assistant.call("create_order", confirmed)
     assert retried["status"] == "ok", retried

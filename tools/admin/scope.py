@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest
 from django.utils import timezone
 
 from audit.actors import user_actor
+from tools import catalog
 from tools.models import ApiKey, Contour, ContourRole, Role
 from tools.people import grants as role_service
 from tools.people import roles
@@ -45,8 +46,6 @@ class ToolFilter(admin.SimpleListFilter):
     parameter_name = "tool__exact"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        from tools import catalog
-
         return [(name, name) for name in catalog.names()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:

@@ -13,6 +13,7 @@ from tools.catalog.order_parts import (
     CustomerParams,
     basket_lines,
     customer_of,
+    marks_text,
     moment,
     track,
     vat_label,
@@ -153,6 +154,7 @@ def summarize_create_order(ctx: CallContext, params: CreateOrderParams) -> Summa
             f"{index}) {item.name} — {quantity_text(item.quantity)} {unit_name} × "
             f"{format_rub(int(item.amount), currency)} = {format_rub(int(item.total_amount), currency)}"
             f", НДС {vat_label(item.vat_code)} {format_rub(int(item.total_vat_amount), currency)}"
+            + marks_text(item, currency)
         )
     _, warnings = check_customer(customer)
     text = (

@@ -10,6 +10,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from invoicebox.client import RefundableItem
+from invoicebox.fiscal import CategoryType
 from tools.errors import Problem
 from tools.order_rules import quantity_decimal, resolve_unit
 from tools.params import (
@@ -17,6 +18,7 @@ from tools.params import (
     Kopecks,
     PaymentType,
     StrictModel,
+    Tag1212,
     VatCode,
     format_rub,
     round_kopecks,
@@ -36,7 +38,7 @@ class RefundLineParams(StrictModel):
     # needs none of them, and the catalog stays within its size budget
     # (tests/tools/formats/test_sizes.py).
     name: SkipJsonSchema[str | None] = Field(None, min_length=1, max_length=300)
-    type: SkipJsonSchema[ItemType | None] = None
+    type: SkipJsonSchema[ItemType | Tag1212 | None] = None
     measure: SkipJsonSchema[str | None] = Field(None, min_length=1, max_length=10)
     measure_code: SkipJsonSchema[str | None] = Field(None, pattern=r"^[0-9]{3}$")
     amount: SkipJsonSchema[Kopecks | None] = None
@@ -45,6 +47,13 @@ class RefundLineParams(StrictModel):
     payment_type: SkipJsonSchema[PaymentType | None] = None
     group_name: SkipJsonSchema[str | None] = Field(None, min_length=1, max_length=500)
     service_date: SkipJsonSchema[date | None] = None
+    excise: SkipJsonSchema[Kopecks | None] = None
+    category: SkipJsonSchema[str | None] = Field(None, min_length=1, max_length=20)
+    category_type: SkipJsonSchema[CategoryType | None] = None
+
+
+def _folded(value: object) -> str:
+    return " ".join(str(value).split()).casefold() if value is not None else ""
 
 
 def mismatches(
@@ -53,17 +62,20 @@ def mismatches(
     """The extra fields of a line given as a full basket item, against the paid line. The
     refund repeats the sale's line: payment_type is the sale's and is not compared."""
     problems = []
-    for name in ("name", "type", "vat_code"):
+    for name in ("name", "type", "vat_code", "category", "category_type"):
         given, paid = getattr(line, name), getattr(item, name)
-        if (
-            given is not None
-            and " ".join(str(given).split()).casefold() != " ".join(str(paid).split()).casefold()
-        ):
+        if given is not None and _folded(given) != _folded(paid):
+            shown = f"{name} = «{paid}»" if paid is not None else f"нет {name}"
             problems.append(
-                Problem(
-                    f"{where}.{name}", f"в оплаченном счёте у позиции {item.sku} {name} = «{paid}»"
-                )
+                Problem(f"{where}.{name}", f"в оплаченном счёте у позиции {item.sku} {shown}")
             )
+    if line.excise is not None and (item.excise is None or int(line.excise) > item.excise):
+        paid_excise = (
+            "акциза нет" if item.excise is None else f"акциз {format_rub(item.excise, currency)}"
+        )
+        problems.append(
+            Problem(f"{where}.excise", f"в оплаченном счёте у позиции {item.sku} {paid_excise}")
+        )
     if line.measure is not None or line.measure_code is not None:
         unit = resolve_unit(line)
         if isinstance(unit, str) or unit.measure_code != item.measure_code:

@@ -73,6 +73,9 @@ def _line(item: RefundableItem, quantity: Decimal, total: int, vat: int) -> Bask
         vat_code=item.vat_code,
         type=item.type,
         payment_type=item.payment_type,
+        # The refund repeats the sale's marking group; its excise is not sent (docs/invoicebox-api.md).
+        category=item.category,
+        category_type=item.category_type,
     )
 
 
@@ -98,6 +101,8 @@ def _remainder_line(item: RefundableItem) -> BasketLine:
             vat_code=item.vat_code,
             type=item.type,
             payment_type=item.payment_type,
+            category=item.category,
+            category_type=item.category_type,
         )
     return _line(item, Decimal(1), item.available_amount, _item_vat(item, item.available_amount))
 

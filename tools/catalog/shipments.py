@@ -45,6 +45,7 @@ def shipment_row(shipment: Shipment, currency: str, response_format: str) -> dic
                 **kopecks(currency, vat_amount=shipment.vat_amount),
                 "document_number": shipment.document_number,
                 "document_date": shipment.document_date,
+                "merchant_id": shipment.merchant_id,
                 "basket_items": [
                     {
                         "sku": i.sku,
@@ -62,9 +63,10 @@ def shipment_row(shipment: Shipment, currency: str, response_format: str) -> dic
 
 
 def order_shipments(ctx: CallContext, order_id: str) -> tuple[list[Shipment], int]:
-    """All shipments of one order; rows of other orders (a leaky filter) are dropped, counted."""
-    # The client refuses rows of another order, repeated rows and an unfinished list.
-    return ctx.client.all_shipments(order_id), 0
+    """All shipments of one order; rows of other orders or shops (a leaky filter, a token of
+    several shops) are dropped, counted. The client refuses repeated rows and an unfinished
+    list: then nothing is counted."""
+    return ctx.client.order_shipments(order_id)
 
 
 # -- find_shipments ---------------------------------------------------------------------------
@@ -86,10 +88,14 @@ def find_shipments(ctx: CallContext, params: FindShipmentsParams) -> dict[str, A
         order = load_order(ctx, params.order_id)
         every, foreign = order_shipments(ctx, order.id)
         shown, total = every[start : start + params.page_size], len(every)
+        covered = start + len(shown)
         currency = {order.id.lower(): order.currency}
     else:
         page = ctx.client.find_shipments(page=params.page, page_size=params.page_size)
-        shown, total, foreign = page.shipments[: params.page_size], page.total_count, 0
+        shown, total = page.shipments[: params.page_size], page.total_count
+        foreign = page.dropped_foreign
+        # total_count is the server's, foreign rows included: so is how far this page reached
+        covered = start + len(shown) + foreign
         # A shipment's sums are in its order's currency: each order on the page is read once.
         currency = {}
         for shipment in shown:
@@ -102,7 +108,7 @@ def find_shipments(ctx: CallContext, params: FindShipmentsParams) -> dict[str, A
         "page": params.page,
         "page_size": params.page_size,
         "total_count": total,
-        "truncated": start + len(shown) < total,
+        "truncated": covered < total,
         "dropped_foreign": foreign,
     }
     if params.order_id is not None:
@@ -121,8 +127,9 @@ FIND_SHIPMENTS = ToolSpec(
         "Показывает отгрузки по счёту Инвойсбокс (order_id) или, без него, все отгрузки "
         "магазина; page с 1, page_size до 50. Для каждой: shipment_id, order_id, status, final, "
         "amount, amount_human, created_at; detailed добавляет vat_amount, document_number, "
-        "document_date и первые 5 позиций. Возвращает shipments, page, page_size, total_count, "
-        "truncated и dropped_foreign. Ничего не меняет."
+        "document_date, merchant_id и первые 5 позиций. Возвращает shipments, page, page_size, "
+        "total_count, truncated и dropped_foreign — сколько строк чужого магазина или счёта "
+        "Инвойсбокс прислал и шлюз отбросил. Ничего не меняет."
     ),
     success_ru=Counted(
         "shipments", "отгрузка", "отгрузки", "отгрузок", "Отгрузок по этому заказу нет."

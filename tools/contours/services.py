@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Field
 
 from audit.actors import SCAFFOLDING, required
+from invoicebox.signals import sandbox_contour_connected
 from tools import catalog, events
 from tools.contours.sites import notification_url
 from tools.errors import ContourSetupError
@@ -374,8 +375,6 @@ def connect_sandbox_notifications(
     token never silently steals another's notifications; `claim_shared` takes it anyway
     (seed_demo does, so the demo contour follows a changed GATEWAY_SITE_URL).
     """
-    from invoicebox.signals import sandbox_contour_connected
-
     if not contour.notification_key:
         contour.notification_key = settings.INVOICEBOX_SANDBOX_NOTIFICATION_KEY
         contour.save(update_fields=["notification_key"])

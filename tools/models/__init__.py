@@ -13,7 +13,6 @@ from tools.contours.endpoints import (
     base_url_problem,
 )
 from tools.hashing import mask_secret, sha256_hex
-from tools.keys.current import AUTHENTICATED_KEY
 from tools.models.alerts import AlertKind, AlertState, AlertTransport, OperatorAlert
 from tools.models.confirmations import (
     UNRESOLVED_OPERATION_STATES,
@@ -30,7 +29,7 @@ from tools.models.contours import (
     Toolset,
 )
 from tools.models.factors import PreparedDevice
-from tools.models.keys import ApiKey, ApiKeyQuerySet
+from tools.models.keys import AUTHENTICATED_KEY, ApiKey, ApiKeyQuerySet
 from tools.models.orders import ProcessedNotification, TrackedOrder
 from tools.models.outbox import OutboxTask
 from tools.models.roles import ContourRole, Role

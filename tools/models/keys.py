@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -12,12 +13,16 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from tools.hashing import sha256_hex
-from tools.keys.current import AUTHENTICATED_KEY
 from tools.models.contours import Contour
 from tools.models.prepared import PreparedQuery
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
+
+
+# The key the current request (or task) authenticated with: ApiKey.authenticate (and the OAuth
+# door) set it, tools.keys.scope.key_of reads it instead of asking the database again.
+AUTHENTICATED_KEY: ContextVar[ApiKey | None] = ContextVar("authenticated_key", default=None)
 
 
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):

@@ -1,5 +1,7 @@
 """GET /health: version, catalog fingerprint, database, broker and upstream circuits; public.
 
+Above the catalog and the pipeline (it names the catalog's fingerprint); nothing below imports it.
+
 HTTP 200 only when the database answers. The body names no contour and no secret: circuits
 are counted, the broker URL (it may hold a password) and error texts are never echoed.
 """
@@ -10,7 +12,7 @@ import hashlib
 import time
 from functools import lru_cache
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
@@ -19,8 +21,12 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-if TYPE_CHECKING:
-    from tools.spec import ToolSpec
+from audit import spool
+from tools import catalog
+from tools.models import Contour
+from tools.ops import state
+from tools.pipeline.confirmations import canonical_json
+from tools.spec import ToolSpec
 
 DISTRIBUTION = "invoicebox-gateway"
 FALLBACK_VERSION = "0.1.0"
@@ -51,8 +57,6 @@ def catalog_definitions(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
 
 
 def fingerprint_of(specs: tuple[ToolSpec, ...]) -> str:
-    from tools.pipeline.confirmations import canonical_json
-
     return hashlib.sha256(canonical_json(catalog_definitions(specs)).encode()).hexdigest()
 
 
@@ -63,16 +67,12 @@ _cached: tuple[tuple[ToolSpec, ...], str] | None = None
 def catalog_fingerprint() -> str:
     """sha256 of the canonical JSON of the definitions: equal exactly when the catalog is."""
     global _cached
-    from tools import catalog
-
     if _cached is None or _cached[0] is not catalog.CATALOG:
         _cached = (catalog.CATALOG, fingerprint_of(catalog.CATALOG))
     return _cached[1]
 
 
 def _tool_count() -> int:
-    from tools import catalog
-
     return len(catalog.CATALOG)
 
 
@@ -125,7 +125,7 @@ def check_broker() -> dict[str, Any]:
 def _probe_broker(url: str) -> dict[str, Any]:
     if not url or url.startswith("memory://"):
         return {"status": "not_configured"}
-    from kombu import Connection
+    from kombu import Connection  # heavy; loaded only by a probe of a configured broker
 
     timeout = _timeout()
     started = time.perf_counter()
@@ -156,9 +156,6 @@ def check_contours() -> tuple[dict[str, Any], dict[str, Any]]:
     of a public page), and how many hold a token GATEWAY_SECRETS_KEY can't decrypt (no names,
     no secrets): those contours' calls are refused (contour_token_unreadable) until the owner
     enters the token again."""
-    from tools.models import Contour
-    from tools.ops import state
-
     try:
         contours = list(Contour.objects.order_by("slug").only("slug", "api_token"))
         counts = state.circuit_counts(timezone.now(), contours)
@@ -180,8 +177,6 @@ def check_journal_spool() -> dict[str, Any]:
     """The journal spool's disk (audit/spool.py): degraded below GATEWAY_SPOOL_MIN_FREE_MB free
     or unwritable, because then a call the database cannot journal is refused
     (journal_unavailable). The path is not shown."""
-    from audit import spool
-
     room = spool.room()
     body: dict[str, Any] = {
         "status": "degraded" if room.low else "ok",

@@ -7,6 +7,7 @@ import warnings
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from tools.ops.labels import tool_label
 from tools.ops.logs import CALL_LOGGER
 
 if TYPE_CHECKING:
@@ -103,8 +104,6 @@ def report_call(entry: JournalEntry) -> None:
 
     if not sentry_sdk.get_client().is_active():
         return
-    from tools.ops.metrics import tool_label
-
     tool = tool_label(entry.tool)
     with sentry_sdk.new_scope() as scope:
         for key, value in (

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from tools.ops.metrics import ANONYMOUS_REFUSALS
+
 ANONYMOUS = "anonymous"
 HASH_CHARS = 12
 # Doors are paths the caller chooses: past this many distinct ones, all share one window.
@@ -60,8 +62,6 @@ _windows: dict[tuple[str, str, str], _Window] = {}
 def admit(channel: str, door: str, code: str) -> int | None:
     """Whether to journal this refusal: None when a sample of it was journaled less than the
     period ago (it is only counted); else how many refusals were skipped since that sample."""
-    from tools.ops.metrics import ANONYMOUS_REFUSALS  # late: metrics imports the catalog
-
     ANONYMOUS_REFUSALS.labels(channel=channel, code=code).inc()
     period = float(settings.GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS)
     if period <= 0:

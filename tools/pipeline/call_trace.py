@@ -58,7 +58,7 @@ def journal_started(trace: Trace, operation: Operation) -> None:
         operation_key=operation.key,
         duration_ms=int((time.monotonic() - trace.started) * 1000),
         secrets=trace.contour.secrets() if trace.contour is not None else [],
-        savepoint=False,  # inside _claim's transaction: no entry, no claim
+        savepoint=False,  # inside execution.claim's transaction: no entry, no claim
     )
 
 
@@ -126,8 +126,8 @@ def unjournaled(outcome: Outcome) -> Outcome:
     journaled" cannot hold, so nothing runs. An answer that carries a result or an unknown
     outcome (the upstream was reached) keeps its code and says journal_state `unavailable`,
     with journal_error beside it. An execution never reaches the upstream in this state: its
-    `execution_started` entry is written in the claim's transaction (tools/pipeline/gateway.py), so a
-    claim whose entry the database refused is no claim.
+    `execution_started` entry is written in the claim's transaction
+    (tools/pipeline/execution.py), so a claim whose entry the database refused is no claim.
     """
     outcome.journal_state = JournalState.UNAVAILABLE
     if outcome.status in ("rejected", "error") and outcome.code != "outcome_unknown":

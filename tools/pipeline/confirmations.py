@@ -105,10 +105,10 @@ def prepare(
 ) -> tuple[PendingConfirmation, str]:
     """Find the open confirmation of this very write (inside the dedup window), or create one.
 
-    Find-or-create runs under the contour's row lock (the lock _claim takes first, too), so
-    concurrent identical first calls in any number of processes get one confirmation: the
-    second waits for the first to commit and then finds its row. A unique constraint can't say
-    this, because allow_duplicate and an open row older than the dedup window both rightly
+    Find-or-create runs under the contour's row lock (the lock execution.claim takes first,
+    too), so concurrent identical first calls in any number of processes get one confirmation:
+    the second waits for the first to commit and then finds its row. A unique constraint can't
+    say this, because allow_duplicate and an open row older than the dedup window both rightly
     allow a second open confirmation of the same arguments.
     """
     with transaction.atomic():
@@ -278,8 +278,9 @@ def expired_unbegun(
 ) -> bool:
     """Expired, and nothing of it may have happened: what resolve() answers as expired.
 
-    _claim asks again under the confirmation's lock: an attempt in flight when resolve() ran
-    may have failed since, and someone else may already have been told "expired, call again".
+    execution.claim asks again under the confirmation's lock: an attempt in flight when
+    resolve() ran may have failed since, and someone else may already have been told
+    "expired, call again".
     """
     unbegun = operation is None or operation.state == OperationState.FAILED
     return (

@@ -3,7 +3,7 @@
 Before an execution is claimed nothing was done: `database_unavailable`, repeat later. After
 the claim (the attempt is recorded in flight) the upstream request may have gone out:
 `outcome_unknown`, exactly as for a lost upstream answer, and the same token recovers it; the
-recovery sweep (tools/pipeline/recovery.py) resolves it by lookup meanwhile.
+sweep (tools/pipeline/sweep.py) resolves it by lookup meanwhile.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A write's summary names facts read from Invoicebox (an order's amount, currency,
 customer; what is already shipped or refundable). The person confirms those. At execution
 the gateway reads them again (the tool's own summarizer) before anything is sent; when any
 differs, the old confirmation is closed and a new summary with a new token is answered
-(tools/pipeline/gateway.py `_facts_changed`, issue 39.3). Only the first attempt is compared: a retry
+(tools/pipeline/gateway.py `_execute`, issue 39.3). Only the first attempt is compared: a retry
 after an unknown outcome may find facts the earlier attempt itself changed.
 """
 

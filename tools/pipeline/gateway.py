@@ -1,18 +1,18 @@
-"""The one entry point: every adapter calls call(); checks, confirmations and journal live here."""
+"""The one entry point: every adapter calls call(). The checks, the first phase of a write
+(summary, confirmation) and whether a presented token may execute live here; the execution
+itself is tools/pipeline/execution.py, the journal entry tools/pipeline/call_trace.py."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 from django.utils import timezone
 from pydantic import BaseModel
 
-from tools import catalog, clock, phrases
+from tools import catalog, phrases
 from tools.background import alerts
 from tools.errors import JournalState, Outcome, Problem, ToolError, invalid_arguments
 from tools.json_kinds import json_kind
@@ -24,12 +24,10 @@ from tools.models import (
     OperationState,
     PendingConfirmation,
 )
-from tools.pipeline import anonymous, approvals, ceilings, confirmations, facts, recovery
+from tools.pipeline import anonymous, approvals, ceilings, confirmations, execution, facts
 from tools.pipeline.call_trace import Trace as _Trace
 from tools.pipeline.call_trace import journal_outcome as _journal
-from tools.pipeline.call_trace import journal_started as _journal_started
 from tools.pipeline.database_faults import database_outcome
-from tools.pipeline.recovery import finish as _finish
 from tools.pipeline.upstream_calls import client_for, refuse_unusable_token, upstream, with_context
 from tools.spec import CallContext, ToolSpec
 from tools.validation import printable, shape_problem, validate
@@ -352,6 +350,8 @@ def _unresolved(trace: _Trace, spec: ToolSpec, operation: Operation) -> Outcome:
 def _execute(
     trace: _Trace, spec: ToolSpec, params: BaseModel, canonical: dict[str, Any], token: str
 ) -> Outcome:
+    """The token presented: whether the confirmed call may execute now (its confirmation, the
+    operator's approval, the facts its summary showed); the execution is tools/pipeline/execution.py."""
     contour = trace.contour
     assert contour is not None  # _pipeline refused a call without one
     confirmation = confirmations.resolve(contour, spec, canonical, token)
@@ -387,122 +387,7 @@ def _execute(
         )
         outcome.data = {**outcome.data, "facts_changed": changed}
         return outcome
-    operation, replay, previous, previous_started = _claim(trace, spec, confirmation)
-    trace.operation_key = operation.key
-    if replay is not None:
-        return _done(trace, spec, replay, replayed=True)
-    with client_for(contour) as client:
-        ctx = CallContext(
-            contour,
-            client,
-            merchant_order_id=operation.merchant_order_id,
-            operation_key=operation.key,
-            operation_started=operation.created_at,
-            operator_approved=confirmation.status == ConfirmationStatus.APPROVED,
-        )
-        data = None
-        if previous is not None and spec.recover is not None:
-            # Recovery first, before any re-check: a landed order is answered, never refused.
-            data = recovery.recover_by_lookup(
-                trace, client, spec, ctx, params, operation, confirmation, previous
-            )
-            if data is None and previous != OperationState.FAILED:
-                recovery.absent_too_early(trace, spec, operation, confirmation, previous_started)
-        if data is None:
-            if previous is not None and (
-                spec.recover is not None or previous == OperationState.FAILED
-            ):
-                recovery.recheck_ceilings(contour, operation, confirmation)
-            try:
-                data = recovery.send_or_find(trace, client, spec, ctx, params)
-            except ToolError as error:
-                state = (
-                    OperationState.UNKNOWN
-                    if error.code == "outcome_unknown"
-                    else OperationState.FAILED
-                )
-                _finish(operation, confirmation, state, None, error.code, trace.upstream_request_id)
-                raise
-    data = with_context(trace, data)
-    try:
-        _finish(operation, confirmation, OperationState.DONE, data, "", trace.upstream_request_id)
-    except DatabaseError:
-        # The order exists upstream and the assistant gets it; only our record is late. The
-        # operation stays in flight until the recovery sweep (tools/pipeline/recovery.py) finds it by
-        # lookup and records it.
-        logger.exception("operation %s done upstream, not recorded", operation.key)
-    return _done(trace, spec, data, replayed=False)
-
-
-def _claim(
-    trace: _Trace, spec: ToolSpec, confirmation: PendingConfirmation
-) -> tuple[Operation, dict[str, Any] | None, str | None, datetime | None]:
-    """Take the right to execute under a row lock; a finished operation is replayed instead.
-
-    Returns the operation, the stored result of a finished one, and the state an earlier
-    attempt left and when it started (None for the first attempt). Only a first attempt has
-    its ceilings checked here: a later one is looked up first (recovery.recover_by_lookup),
-    then re-checked (recovery.recheck_ceilings).
-
-    The transaction is short on purpose: it commits before the upstream call, so the
-    in-flight record survives a crash and no lock is held across the network. It also writes
-    the journal entry saying the attempt started, so a killed worker still leaves one.
-    """
-    contour = trace.contour
-    assert contour is not None
-    with transaction.atomic():
-        # Lock order: contour, then confirmation. The contour row serialises every execution
-        # of the contour, so two concurrent writes can never pass a ceiling together.
-        Contour.objects.select_for_update().filter(pk=contour.pk).first()
-        locked = PendingConfirmation.objects.select_for_update().get(pk=confirmation.pk)
-        key = hashlib.sha256(f"operation:{locked.id}".encode()).hexdigest()[:32]
-        existing = Operation.objects.select_for_update().filter(confirmation=locked).first()
-        now = clock.now()  # the database's: workers' clocks may disagree (tools/clock.py)
-        if confirmations.expired_unbegun(locked, existing, now):
-            raise confirmations.expired(locked)
-        previous: str | None = None
-        previous_started = None
-        if existing is None:
-            ceilings.check(contour, ceilings.Request(locked.amount, locked.currency or None))
-            # Born in flight: the locked confirmation row keeps any other creator out (and
-            # the unique confirmation would refuse one).
-            operation = Operation.objects.create(
-                confirmation=locked,
-                key=key,
-                contour=contour,
-                tool=spec.name,
-                merchant_order_id=f"gw-{now:%Y%m%d}-{key[:12]}",
-                amount=locked.amount,
-                currency=locked.currency,
-                state=OperationState.IN_FLIGHT,
-                attempts=1,
-                created_at=now,
-                started_at=now,
-            )
-        else:
-            operation = existing
-            if operation.state == OperationState.DONE:
-                return operation, operation.result or locked.result or {}, None, None
-            stale = now - operation.started_at > recovery.stale_after()
-            if operation.state == OperationState.IN_FLIGHT and not stale:
-                raise ToolError(
-                    "duplicate_call",
-                    "такая же операция уже выполняется",
-                    hint="подождите несколько секунд и повторите тот же вызов",
-                )
-            previous, previous_started = operation.state, operation.started_at
-            operation.state = OperationState.IN_FLIGHT
-            operation.attempts += 1
-            operation.started_at = now
-            operation.save(update_fields=["state", "attempts", "started_at"])
-        # The attempt's entry, in this transaction: no entry, no claim, no upstream request.
-        _journal_started(trace, operation)
-        return operation, None, previous, previous_started
-
-
-def _done(trace: _Trace, spec: ToolSpec, data: dict[str, Any], *, replayed: bool) -> Outcome:
-    message = phrases.done_message(spec, replayed=replayed)
-    return Outcome(status="ok", code="ok", message=message, data=data, replayed=replayed)
+    return execution.execute(trace, spec, params, confirmation)
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""manage.py archive_journal --before YYYY-MM: archive a closed month, verify, then remove it."""
+"""manage.py archive_journal --before YYYY-MM: archive a closed month, verify, then remove it
+(on PostgreSQL: detach its month partition, audit/archive.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ class Command(BaseCommand):
     help = (
         "Write the journal's entries before month YYYY-MM (whole sealed stretches) to a new "
         "signed archive file, verify it with tools/verify_export.py and the public keys, "
-        "and only then remove those rows. --keep-rows: write and verify only; "
+        "and only then remove those rows (on PostgreSQL: detach each month partition that "
+        "holds only archived rows, and delete the rest). --keep-rows: write and verify only; "
         "--from-archive FILE: verify a file written earlier (e.g. after copying it to "
         "cold storage) and remove the rows it carries."
     )

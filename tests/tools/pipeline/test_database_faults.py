@@ -19,7 +19,7 @@ from audit.walk import verify_chain
 from tests.conftest import Assistant, sandbox_orders
 from tests.tools.test_unknown_outcomes import age_operations, confirmed_order
 from tools.models import Operation, TrackedOrder
-from tools.pipeline import recovery
+from tools.pipeline import sweep
 
 
 @pytest.fixture(autouse=True)
@@ -83,7 +83,7 @@ def test_the_database_lost_after_the_upstream_create_is_unknown_then_recovered(
     [order] = sandbox_orders(client)
     assert Operation.objects.get().state == "in_flight"
     age_operations()
-    assert recovery.resolve_operations() == {"found": 1}
+    assert sweep.resolve_operations() == {"found": 1}
     assert TrackedOrder.objects.get().order_id == order["id"]
     spool.drain()
     assert JournalEntry.objects.filter(spool_id=cut["journal_pending"]).exists()
