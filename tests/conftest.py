@@ -119,6 +119,18 @@ def _fast_retries(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_state_dir(
+    settings: Any, tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any
+) -> None:
+    """Each test its own state directory, for itself and the processes it starts: a server that
+    another test left running writes its URL there (tools/contours/sites.py), and a command run
+    here would otherwise take that server for the one `make demo` serves."""
+    state = tmp_path_factory.mktemp("state")
+    settings.GATEWAY_STATE_DIR = str(state)
+    monkeypatch.setenv("GATEWAY_STATE_DIR", str(state))
+
+
+@pytest.fixture(autouse=True)
 def _empty_cache() -> None:
     # The counterparty cache outlives a test's database rollback; ids are reused after it.
     cache.clear()
