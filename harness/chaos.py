@@ -58,6 +58,8 @@ RETRY_CODES = {
     "upstream_unavailable",
     "rate_limited",
     "database_unavailable",
+    # Neither the database nor the spool could keep the entry: nothing ran (issue 39.1).
+    "journal_unavailable",
 }
 # Answers a chaos run may legitimately give; anything else is an anomaly (a 500 above all).
 EXPECTED_CODES = RETRY_CODES | {
@@ -93,6 +95,10 @@ class Config:
     worker: bool = True
     # Gateway b's clock this many seconds ahead (libfaketime); 0 for none.
     skew: float = 0.0
+    # Issue 39's named scenarios (harness/chaos_scenarios.py) instead of the random campaign,
+    # each fault on for this many seconds.
+    scenarios: tuple[str, ...] = ()
+    fault_seconds: float = 4.0
     db_prefix: str = "gw_chaos"
     database_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
     keep_dir: str = ""
@@ -114,6 +120,8 @@ class Answer:
     code: str = ""
     journal_id: int | None = None
     journal_pending: str = ""
+    journal_state: str = ""  # recorded | pending | unavailable | sampled (tools/errors.py)
+    data: dict[str, Any] = field(default_factory=dict)
     order_id: str = ""
     token: str = ""
     confirmation_id: str = ""
@@ -295,8 +303,10 @@ class Campaign:
         answer.code = str(body.get("code", ""))
         answer.journal_id = body.get("journal_id")
         answer.journal_pending = str(body.get("journal_pending") or "")
+        answer.journal_state = str(body.get("journal_state") or "")
         answer.replayed = bool(body.get("replayed"))
         data = body.get("data") or {}
+        answer.data = data if isinstance(data, dict) else {}
         answer.order_id = str(data.get("order_id", "")) if body.get("status") == "ok" else ""
         confirmation = body.get("confirmation") or data.get("confirmation") or {}
         answer.token = str(confirmation.get("token", ""))
@@ -357,13 +367,19 @@ class Campaign:
             thread.join()
 
     def pursue(
-        self, index: int, rng: random.Random, intent: Intent, barrier: threading.Barrier
+        self,
+        index: int,
+        rng: random.Random,
+        intent: Intent,
+        barrier: threading.Barrier,
+        token: str = "",
     ) -> None:
+        """One member's calls until a definitive answer; from `token` when one was prepared."""
         try:
             barrier.wait(timeout=30)
         except threading.BrokenBarrierError:
             pass
-        token, first = "", True
+        first = not token
         while time.monotonic() < self.hard_deadline:
             if not token:
                 answer = self.call(
@@ -660,6 +676,15 @@ def main(argv: list[str] | None = None) -> int:
         "--breaker-seconds", type=int, default=10, help="how long the circuit breaker stays open"
     )
     parser.add_argument("--no-worker", action="store_true", help="without the Celery worker")
+    parser.add_argument(
+        "--scenarios",
+        default="",
+        help="issue 39's named scenarios instead of the random campaign, comma-separated "
+        "from spool_full,spool_unwritable,list_repeats,list_loop,facts_changed, or all",
+    )
+    parser.add_argument(
+        "--fault-seconds", type=float, default=4.0, help="how long each scenario's fault lasts"
+    )
     parser.add_argument("--db-prefix", default="gw_chaos")
     parser.add_argument(
         "--database-url",
@@ -676,7 +701,16 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(faults) - set(ALL_FAULTS)
     if unknown:
         parser.error(f"unknown faults {sorted(unknown)}")
+    from harness.chaos_scenarios import SCENARIOS
+
+    scenarios = (
+        SCENARIOS if args.scenarios == "all" else tuple(filter(None, args.scenarios.split(",")))
+    )
+    if set(scenarios) - set(SCENARIOS):
+        parser.error(f"unknown scenarios {sorted(set(scenarios) - set(SCENARIOS))}")
     cfg = Config(
+        scenarios=scenarios,
+        fault_seconds=args.fault_seconds,
         seed=args.seed,
         duration=args.duration,
         assistants=args.assistants,
@@ -692,7 +726,12 @@ def main(argv: list[str] | None = None) -> int:
         database_url=args.database_url,
         keep_dir=args.keep_dir,
     )
-    summary = run(cfg)
+    if cfg.scenarios:
+        from harness.chaos_scenario_run import run_scenarios
+
+        summary = run_scenarios(cfg)
+    else:
+        summary = run(cfg)
     print(json.dumps(summary, ensure_ascii=False, indent=2))
     return 1 if summary["anomalies"] else 0
 

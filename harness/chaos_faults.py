@@ -51,23 +51,36 @@ WORKER_SETTINGS = {
 
 # The request line of an order create, as the gateways send it (invoicebox/orders.py).
 CREATE_REQUEST = re.compile(rb"POST [^ ]*/billing/api/order/order HTTP/1\.1\r\n")
+# Any request line that may change something upstream (issue 39.5: no write under a fault).
+WRITE_REQUEST = re.compile(rb"(POST|PUT|PATCH|DELETE) ([^ ]*) HTTP/1\.1\r\n")
 
 
 @dataclass
 class CreatePosts:
     """Every order create POSTed to the upstream, seen on the wire in front of the sandbox
-    (so a create its 5xx, 429 or reset faults refuse counts too): when, by time.monotonic()."""
+    (so a create its 5xx, 429 or reset faults refuse counts too): when, by time.monotonic();
+    and every write request (`writes`: when, method, path), creates included."""
 
     at: list[float] = field(default_factory=list)
+    writes: list[tuple[float, str, str]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def see(self, chunk: bytes) -> None:
         # A request line arrives whole at the start of a send on loopback: no carry-over.
         found = len(CREATE_REQUEST.findall(chunk))
-        if found:
+        writes = WRITE_REQUEST.findall(chunk)
+        if found or writes:
             now = time.monotonic()
             with self._lock:
                 self.at.extend([now] * found)
+                self.writes.extend(
+                    (now, method.decode(), path.decode("ascii", "replace"))
+                    for method, path in writes
+                )
+
+    def writes_between(self, start: float, end: float) -> list[tuple[float, str, str]]:
+        with self._lock:
+            return [w for w in self.writes if start <= w[0] <= end]
 
 
 @dataclass
@@ -94,9 +107,13 @@ class Infra:
     ) -> Infra:
         """Start the proxies and point the gateways and the worker at them (before start)."""
         redis_parts = urlsplit(REDIS_URL)
-        pg = TcpProxy(target_port=int(params["port"]), target_host=params["host"]).start()
+        pg = TcpProxy(
+            target_port=int(params["port"]), target_host=params["host"], listen_port=server_port()
+        ).start()
         redis = TcpProxy(
-            target_port=redis_parts.port or 6379, target_host=redis_parts.hostname or "127.0.0.1"
+            target_port=redis_parts.port or 6379,
+            target_host=redis_parts.hostname or "127.0.0.1",
+            listen_port=server_port(),
         ).start()
         # The contours already name the sandbox's port: a counting proxy takes it, and the
         # sandbox (started later) moves to another one.
