@@ -43,7 +43,7 @@ from harness.chaos_faults import (
     Infra,
     notify_gateway_a,
     per_fault_table,
-    resend_paid_notifications,
+    wait_for_notifications,
     wait_until_settled,
 )
 from harness.chaos_reconcile import reconcile
@@ -618,7 +618,7 @@ def run(cfg: Config) -> dict[str, Any]:
                     scenarios = Scenarios(campaign, infra, state_dir, cfg.fault_seconds)
                     rows = scenarios.run(cfg.scenarios)
                 summary = summarize(campaign, timing)
-                summary["notifications_resent"] = resend_paid_notifications(cluster)
+                summary["notifications"] = wait_for_notifications(cluster)
                 summary["left_after_settling"] = wait_until_settled(cluster, state_dir)
                 summary["infra_events"] = infra.events
                 summary["anomalies"], summary["reconciliation"] = reconcile(
@@ -691,8 +691,8 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="issue 39's named scenarios, run after the random campaign on its cluster "
         "(--duration 0 --kills 0 for the scenarios alone), comma-separated from "
-        "spool_full,spool_unwritable,list_repeats,list_loop,facts_changed,delayed_creates, "
-        "or all",
+        "spool_full,spool_unwritable,list_repeats,list_loop,facts_changed,delayed_creates,"
+        "notify_retried, or all",
     )
     parser.add_argument(
         "--fault-seconds", type=float, default=4.0, help="how long each scenario's fault lasts"

@@ -14,6 +14,9 @@
   nothing upstream, and the old token never executes.
 - `delayed_creates`: the upstream holds every request for the stale period and 3 s more, so
   a create lands long after the gateway gave up on it; one order per intent, each reported.
+- `notify_retried`: orders paid while the gateways' database is refused, so the first
+  delivery of each payment notification is answered out_of_service; the sandbox retries as
+  Invoicebox does, the harness sends nothing, and every one is accepted in the end.
 
 Scripted in kind, seeded in detail (which gateway, which order, the amounts, the timing).
 They run after the random campaign, on its cluster (harness/chaos.py `run`; --duration 0
@@ -56,6 +59,7 @@ SCENARIOS = (
     "list_loop",
     "facts_changed",
     "delayed_creates",
+    "notify_retried",
 )
 
 
@@ -169,6 +173,7 @@ class Scenarios:
                 "list_loop": partial(upstream.lists, self),
                 "facts_changed": partial(upstream.facts, self),
                 "delayed_creates": partial(upstream.delayed_creates, self),
+                "notify_retried": self.notify_retried,
             }[name]
             try:
                 body(row)
@@ -185,8 +190,13 @@ class Scenarios:
         wall = self.campaign.wall_started
         since = wall + timedelta(seconds=started - self.campaign.started)
         until = wall + timedelta(seconds=ended - self.campaign.started)
+        # The sandbox stamps whole seconds: only the seconds wholly inside the fault count (an
+        # order stored just after it would otherwise fall in). The wire (upstream_writes) is
+        # the exact check.
         row.orders += self.cluster.scalar(
-            "select count(*) from invoicebox_sandboxorder where created_at between %s and %s",
+            "select count(*) from invoicebox_sandboxorder where created_at >= "
+            "date_trunc('second', %s::timestamptz) + interval '1 second' "
+            "and created_at < date_trunc('second', %s::timestamptz)",
             since,
             until,
         )
@@ -336,6 +346,39 @@ class Scenarios:
                         "at": round(a.at, 2),
                     }
                 )
+
+    # -- f. a notification answered out_of_service, retried by the sandbox -------------------
+
+    def notify_retried(self, row: Row) -> None:
+        from harness.chaos import MAIN
+
+        orders = [self.pursue(self.intent("notify")) for _ in range(2)]
+        self.infra.pg.set(refuse=True)
+        self.infra.pg.cut()
+        started = time.monotonic()
+        first = []
+        for order_id in orders:
+            paid = self.cluster.sandbox_request("POST", f"/_sandbox/pay/{order_id}", MAIN, {})
+            assert paid.status_code == 200, paid.text
+            first.append(paid.json().get("notification") or {})
+        time.sleep(max(0.0, started + self.seconds - time.monotonic()))
+        self.infra.pg.set()
+        ended = time.monotonic()
+        self.window(row, started, ended)
+        refused = [d for d in first if (d.get("answer") or {}).get("status") != "success"]
+        row.notes["first_deliveries_refused"] = len(refused)
+        deadline = ended + self.campaign.cfg.settle + 180  # the retries' whole schedule
+        while time.monotonic() < deadline:
+            accepted = self.cluster.scalar(
+                "select count(*) from tools_processednotification "
+                "where notification_id = any(%s) and status = 'completed'",
+                orders,
+            )
+            if accepted == len(orders):
+                row.settle_seconds = time.monotonic() - ended
+                return
+            time.sleep(0.5)
+        row.anomalies.append({"anomaly": "notification_not_retried", "orders": len(orders)})
 
 
 def fill(path: Path) -> None:

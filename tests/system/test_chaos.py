@@ -61,7 +61,8 @@ def test_issue_39_scenarios_alone_on_their_own_cluster(tmp_path):
 
     rows = {row["fault"]: row for row in summary["per_fault"]}
     assert set(rows) == set(SCENARIOS), summary["per_fault"]
-    assert all(row["upstream_writes"] == 0 for row in rows.values()), rows
+    # Nothing written upstream under a fault, but the creates delayed_creates holds there.
+    assert all(r["upstream_writes"] == 0 for f, r in rows.items() if f != "delayed_creates"), rows
 
 
 def test_a_short_campaign_of_database_broker_clock_and_lying_upstream_faults(tmp_path):
