@@ -320,7 +320,7 @@ class OrdersApi(Transport):
         if (
             meta.total is not None
             and page > 1
-            and len(orders) > meta.total - (page - 1) * meta.size
+            and len(orders) > max(meta.total - (page - 1) * meta.size, 0)
         ):
             # More rows than totalCount leaves for this page: a stuck pager answering an
             # earlier page again under this one's number (issue 39.5, the chaos campaign's
