@@ -365,7 +365,11 @@ class Scenarios:
         self.infra.pg.set()
         ended = time.monotonic()
         self.window(row, started, ended)
-        refused = [d for d in first if (d.get("answer") or {}).get("status") != "success"]
+        refused = [
+            d
+            for d in first
+            if not (isinstance(d.get("answer"), dict) and d["answer"].get("status") == "success")
+        ]
         row.notes["first_deliveries_refused"] = len(refused)
         deadline = ended + self.campaign.cfg.settle + 180  # the retries' whole schedule
         while time.monotonic() < deadline:
