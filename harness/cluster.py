@@ -34,6 +34,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# Ports handed out by server_port() in this process: one chosen for a server not started yet
+# is still free, and must not be handed to another (a proxy took gateway a's once).
+_HANDED_OUT: set[int] = set()
+
+
 def server_port() -> int:
     """A free port below the ephemeral range (32768 and up on Linux), for a server that may be
     killed and restarted: a port from the ephemeral range can be taken meanwhile as the source
@@ -43,12 +48,15 @@ def server_port() -> int:
     low, _, high = os.environ.get("GATEWAY_TEST_PORTS", "20000-32000").partition("-")
     for _ in range(200):
         port = rng.randrange(int(low), int(high) + 1)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _HANDED_OUT.add(port)
+        return port
     return free_port()
 
 
