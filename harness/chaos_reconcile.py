@@ -322,7 +322,14 @@ def covered_by_sample(samples: list[tuple[Any, ...]], answer: Any, campaign: Cam
     moment = campaign.wall_started + timedelta(seconds=answer.at)
     since = moment - timedelta(seconds=SAMPLE_WINDOW_SECONDS)
     until = moment + timedelta(seconds=answer.seconds + 2)
-    return any(code == answer.code and since <= at <= until for code, at in samples)
+    # A spooled sample is stamped by its gateway's own clock (spooled_at), which runs `skew`
+    # seconds ahead on gateway b.
+    shifts = {timedelta(0), timedelta(seconds=campaign.cfg.skew)}
+    return any(
+        code == answer.code and since + shift <= at <= until + shift
+        for code, at in samples
+        for shift in shifts
+    )
 
 
 def issue27(
