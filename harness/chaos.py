@@ -43,7 +43,7 @@ from harness.chaos_faults import (
     Infra,
     notify_gateway_a,
     per_fault_table,
-    resend_paid_notifications,
+    wait_for_notifications,
     wait_until_settled,
 )
 from harness.chaos_reconcile import reconcile
@@ -58,6 +58,8 @@ RETRY_CODES = {
     "upstream_unavailable",
     "rate_limited",
     "database_unavailable",
+    # Neither the database nor the spool could keep the entry: nothing ran (issue 39.1).
+    "journal_unavailable",
 }
 # Answers a chaos run may legitimately give; anything else is an anomaly (a 500 above all).
 EXPECTED_CODES = RETRY_CODES | {
@@ -93,6 +95,10 @@ class Config:
     worker: bool = True
     # Gateway b's clock this many seconds ahead (libfaketime); 0 for none.
     skew: float = 0.0
+    # Issue 39's named scenarios (harness/chaos_scenarios.py), after the random campaign on
+    # its cluster, each fault on for this many seconds.
+    scenarios: tuple[str, ...] = ()
+    fault_seconds: float = 4.0
     db_prefix: str = "gw_chaos"
     database_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
     keep_dir: str = ""
@@ -114,6 +120,8 @@ class Answer:
     code: str = ""
     journal_id: int | None = None
     journal_pending: str = ""
+    journal_state: str = ""  # recorded | pending | unavailable | sampled (tools/errors.py)
+    data: dict[str, Any] = field(default_factory=dict)
     order_id: str = ""
     token: str = ""
     confirmation_id: str = ""
@@ -234,6 +242,8 @@ class Campaign:
         self.kills: list[dict[str, Any]] = []
         self.applied: list[Phase] = []  # the phases as they ran (the plan may outrun the run)
         self.down: set[str] = set()
+        # merchantOrderIds the delayed_creates scenario expects POSTed twice (chaos_reconcile).
+        self.repeats_by_design: set[str] = set()
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -295,8 +305,10 @@ class Campaign:
         answer.code = str(body.get("code", ""))
         answer.journal_id = body.get("journal_id")
         answer.journal_pending = str(body.get("journal_pending") or "")
+        answer.journal_state = str(body.get("journal_state") or "")
         answer.replayed = bool(body.get("replayed"))
         data = body.get("data") or {}
+        answer.data = data if isinstance(data, dict) else {}
         answer.order_id = str(data.get("order_id", "")) if body.get("status") == "ok" else ""
         confirmation = body.get("confirmation") or data.get("confirmation") or {}
         answer.token = str(confirmation.get("token", ""))
@@ -357,13 +369,19 @@ class Campaign:
             thread.join()
 
     def pursue(
-        self, index: int, rng: random.Random, intent: Intent, barrier: threading.Barrier
+        self,
+        index: int,
+        rng: random.Random,
+        intent: Intent,
+        barrier: threading.Barrier,
+        token: str = "",
     ) -> None:
+        """One member's calls until a definitive answer; from `token` when one was prepared."""
         try:
             barrier.wait(timeout=30)
         except threading.BrokenBarrierError:
             pass
-        token, first = "", True
+        first = not token
         while time.monotonic() < self.hard_deadline:
             if not token:
                 answer = self.call(
@@ -593,8 +611,14 @@ def run(cfg: Config) -> dict[str, Any]:
                 timing = campaign.run()
                 if cfg.worker:
                     infra.worker_back()
+                rows = []
+                if cfg.scenarios:  # issue 39's, after the random campaign, on its cluster
+                    from harness.chaos_scenarios import Scenarios
+
+                    scenarios = Scenarios(campaign, infra, state_dir, cfg.fault_seconds)
+                    rows = scenarios.run(cfg.scenarios)
                 summary = summarize(campaign, timing)
-                summary["notifications_resent"] = resend_paid_notifications(cluster)
+                summary["notifications"] = wait_for_notifications(cluster)
                 summary["left_after_settling"] = wait_until_settled(cluster, state_dir)
                 summary["infra_events"] = infra.events
                 summary["anomalies"], summary["reconciliation"] = reconcile(
@@ -609,7 +633,9 @@ def run(cfg: Config) -> dict[str, Any]:
                 )
                 summary["per_fault"] = per_fault_table(
                     campaign, cluster, infra.posts, summary["anomalies"]
-                )
+                ) + [row.as_dict() for row in rows]
+                for row in rows:  # each scenario's own reconciliation
+                    summary["anomalies"].extend({"fault": row.fault, **a} for a in row.anomalies)
             finally:
                 infra.stop()
                 cluster.stop()
@@ -660,6 +686,17 @@ def main(argv: list[str] | None = None) -> int:
         "--breaker-seconds", type=int, default=10, help="how long the circuit breaker stays open"
     )
     parser.add_argument("--no-worker", action="store_true", help="without the Celery worker")
+    parser.add_argument(
+        "--scenarios",
+        default="",
+        help="issue 39's named scenarios, run after the random campaign on its cluster "
+        "(--duration 0 --kills 0 for the scenarios alone), comma-separated from "
+        "spool_full,spool_unwritable,list_repeats,list_loop,facts_changed,delayed_creates,"
+        "notify_retried, or all",
+    )
+    parser.add_argument(
+        "--fault-seconds", type=float, default=4.0, help="how long each scenario's fault lasts"
+    )
     parser.add_argument("--db-prefix", default="gw_chaos")
     parser.add_argument(
         "--database-url",
@@ -676,7 +713,16 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(faults) - set(ALL_FAULTS)
     if unknown:
         parser.error(f"unknown faults {sorted(unknown)}")
+    from harness.chaos_scenarios import SCENARIOS
+
+    scenarios = (
+        SCENARIOS if args.scenarios == "all" else tuple(filter(None, args.scenarios.split(",")))
+    )
+    if set(scenarios) - set(SCENARIOS):
+        parser.error(f"unknown scenarios {sorted(set(scenarios) - set(SCENARIOS))}")
     cfg = Config(
+        scenarios=scenarios,
+        fault_seconds=args.fault_seconds,
         seed=args.seed,
         duration=args.duration,
         assistants=args.assistants,

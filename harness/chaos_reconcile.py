@@ -121,12 +121,13 @@ def reconcile(
             )
     slugs = list(cluster.contours)
     operations = cluster.sql(
-        "select o.confirmation_id::text, o.state, o.attempts, o.merchant_order_id, o.result "
-        "from tools_operation o join tools_contour c on c.id = o.contour_id "
+        "select o.confirmation_id::text, o.state, o.attempts, o.merchant_order_id, o.result, "
+        "p.tool from tools_operation o join tools_contour c on c.id = o.contour_id "
+        "join tools_pendingconfirmation p on p.id = o.confirmation_id "
         "where c.slug = any(%s)",
         slugs,
     )
-    for confirmation_id, state, _, number, _ in operations:
+    for confirmation_id, state, _, number, _, _ in operations:
         if state not in ("done", "failed"):
             anomaly(
                 "unresolved_operation",
@@ -135,7 +136,9 @@ def reconcile(
                 merchant_order_id=number,
             )
     by_number = {o["merchant_order_id"]: o for o in upstream}
-    for confirmation_id, state, _, number, result in operations:
+    # The orders' own operations (a cancel, a shipment or a refund names no new order).
+    creates = [row for row in operations if row[5] == "create_order"]
+    for confirmation_id, state, _, number, result, _ in creates:
         landed = by_number.get(number)
         if state == "failed" and landed is not None:
             anomaly(
@@ -149,7 +152,7 @@ def reconcile(
             anomaly(
                 "done_operation_mismatch", confirmation_id=confirmation_id, merchant_order_id=number
             )
-    orphans = set(by_number) - {number for _, _, _, number, _ in operations}
+    orphans = set(by_number) - {row[3] for row in creates}
     for number in sorted(orphans):
         anomaly("order_without_operation", merchant_order_id=number)
 
@@ -181,8 +184,14 @@ def reconcile(
     }
     spooled = {row[6]: row for row in entries.values() if row[6]}
     answered = [a for a in answers if not a.cut]
+    # An answer that says its entry is kept nowhere (journal_unavailable) or stands for a
+    # sampled one (an anonymous refusal) has no entry of its own: judged by journal_states().
+    unkept = [a for a in answered if a.journal_state in UNKEPT_STATES]
+    journal_states(cluster, campaign, unkept, anomaly)
     matched: set[int] = set()
     for a in answered:
+        if a.journal_state in UNKEPT_STATES:
+            continue
         entry = entries.get(a.journal_id) if a.journal_id is not None else None
         if entry is None and a.journal_pending:
             entry = spooled.get(a.journal_pending)
@@ -209,7 +218,7 @@ def reconcile(
         if e[5] == "rest" and e[3] != "execution_started" and e[0] not in duplicated
     )
     cut = sum(a.cut == "cut" for a in answers)
-    if not len(answered) <= outcome_entries <= len(answered) + cut:
+    if not len(answered) - len(unkept) <= outcome_entries <= len(answered) + cut:
         # The entries no answer names: which calls they were, to tell how they came about.
         unnamed = [
             [str(v) for v in (e[0], e[7], e[1], e[8], e[2], e[3], e[9], e[6])]
@@ -224,7 +233,7 @@ def reconcile(
             unnamed_entries=unnamed[:10],
         )
     started = Counter(e[4] for e in entries.values() if e[3] == "execution_started")
-    for confirmation_id, state, attempts, _, _ in operations:
+    for confirmation_id, state, attempts, _, _, _ in operations:
         if started[confirmation_id] != attempts:
             anomaly(
                 "attempts_vs_started_entries",
@@ -245,7 +254,7 @@ def reconcile(
     if verified.returncode != 0:
         anomaly("verify_journal", output=(verified.stdout + verified.stderr)[-500:])
 
-    issue27(cluster, anomaly, state_dir)
+    issue27(cluster, anomaly, state_dir, getattr(campaign, "repeats_by_design", set()))
 
     if anomalies:
         figures_evidence = evidence(cluster, campaign, anomalies)
@@ -281,15 +290,65 @@ def reconcile(
     return anomalies, figures
 
 
-def issue27(cluster: Cluster, anomaly: Any, state_dir: Path | None) -> None:
+UNKEPT_STATES = ("unavailable", "sampled")
+# How far apart a sampled answer and the entry it stands for may be: the sampling period
+# (GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS, 10 s by default) and a margin for the clocks.
+SAMPLE_WINDOW_SECONDS = 12
+
+
+def journal_states(cluster: Cluster, campaign: Campaign, unkept: list[Any], anomaly: Any) -> None:
+    """Issue 39.1: an answer kept in no journal says so with the code journal_unavailable
+    (a refusal: nothing ran) or, when its result stands, journal_state `unavailable` beside
+    journal_error; a `sampled` answer stands for an anonymous entry of its code, kept within the
+    sampling period before it (through the spool if need be). Anything else lacks its state."""
+    samples = cluster.sql(
+        "select code, coalesce(spooled_at, at) from audit_journalentry "
+        "where actor like 'anonymous%%' and contour = ''"
+    )
+    for a in unkept:
+        if a.journal_state == "unavailable":
+            if a.code != "journal_unavailable" and a.code not in ("ok", "outcome_unknown"):
+                anomaly("unavailable_without_code", kind=a.kind, code=a.code, at=round(a.at, 2))
+            continue
+        if not covered_by_sample(samples, a, campaign):
+            anomaly("sampled_without_sample", kind=a.kind, code=a.code, at=round(a.at, 2))
+
+
+def covered_by_sample(samples: list[tuple[Any, ...]], answer: Any, campaign: Campaign) -> bool:
+    """Whether an anonymous entry of the answer's code (samples: code, when) was kept within
+    the sampling period before the answer: the one a `sampled` answer stands for."""
+    from datetime import timedelta
+
+    moment = campaign.wall_started + timedelta(seconds=answer.at)
+    since = moment - timedelta(seconds=SAMPLE_WINDOW_SECONDS)
+    until = moment + timedelta(seconds=answer.seconds + 2)
+    # A spooled sample is stamped by its gateway's own clock (spooled_at), which runs `skew`
+    # seconds ahead on gateway b.
+    shifts = {timedelta(0), timedelta(seconds=campaign.cfg.skew)}
+    return any(
+        code == answer.code and since + shift <= at <= until + shift
+        for code, at in samples
+        for shift in shifts
+    )
+
+
+def issue27(
+    cluster: Cluster, anomaly: Any, state_dir: Path | None, repeats_by_design: set[str]
+) -> None:
     """No order POSTed twice; no notification of ours answered order_not_found; every paid
-    order's notification accepted; the outbox done; the journal spool drained."""
+    order's notification accepted; the outbox done; the journal spool drained.
+
+    `repeats_by_design`: merchantOrderIds whose first create the upstream held past the stale
+    period (the delayed_creates scenario): the gateway sends such a create once more, as
+    docs/production.md says, and one of the two is refused by the store; at most one repeat."""
     merchants = [uuid.UUID(c["merchant_id"]) for c in cluster.contours.values()]
     for number, repeated in cluster.sql(
         "select merchant_order_id, repeated_creates from invoicebox_sandboxmerchantorderid "
         "where merchant_id = any(%s) and repeated_creates > 0",
         merchants,
     ):
+        if number in repeats_by_design and repeated == 1:
+            continue
         anomaly("posted_twice", merchant_order_id=number, repeated_creates=repeated)
     for entry_id, facts in cluster.sql(
         "select id, arguments from audit_journalentry where channel = 'webhook' "

@@ -52,6 +52,11 @@ def free_port() -> int:
 _HANDED_OUT: set[int] = set()
 
 
+# Ports handed out by server_port() in this process: one chosen for a server not started yet
+# is still free, and must not be handed to another (a proxy took gateway a's once).
+_HANDED_OUT: set[int] = set()
+
+
 def server_port() -> int:
     """A free port below the ephemeral range (32768 and up on Linux), for a server that may be
     killed and restarted: a port from the ephemeral range can be taken meanwhile as the source
@@ -59,14 +64,19 @@ def server_port() -> int:
     if os.environ.get("TEST_PORT_RANGE"):
         return free_port()
     rng = random.Random()  # noqa: S311 - a free port, not a secret
+    # GATEWAY_TEST_PORTS=20200-20299: a range of this run's own (several runs on one host).
+    low, _, high = os.environ.get("GATEWAY_TEST_PORTS", "20000-32000").partition("-")
     for _ in range(200):
-        port = rng.randrange(20000, 32000)
+        port = rng.randrange(int(low), int(high) + 1)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _HANDED_OUT.add(port)
+        return port
     return free_port()
 
 

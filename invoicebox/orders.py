@@ -326,6 +326,19 @@ class OrdersApi(Transport):
                 )
         self._refuse_repeats(orders, "счёт {} пришёл в списке дважды")
         meta = self._meta(envelope, page, page_size, rows=len(orders))
+        if (
+            meta.total is not None
+            and page > 1
+            and len(orders) > max(meta.total - (page - 1) * meta.size, 0)
+        ):
+            # More rows than totalCount leaves for this page: a stuck pager answering an
+            # earlier page again under this one's number (issue 39.5, the chaos campaign's
+            # list_loop); whoever pages through would count them twice.
+            raise self._bad_response(
+                f"на странице {page} по {meta.size} пришло {len(orders)} счетов, а из "
+                f"{meta.total} на неё остаётся меньше: это счета другой страницы, ответ не "
+                "используется"
+            )
         # A larger first page than asked (a server that read neither paging name) is cut to
         # the size asked for: every row of it was checked above, and nothing is summed here.
         shown = orders[:page_size]

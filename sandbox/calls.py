@@ -76,9 +76,11 @@ def read_json_object(call: Call) -> dict[str, Any]:
     return data
 
 
-def repeated_rows(rows: list[Any], kind: str) -> list[Any]:
-    """INVOICEBOX_SANDBOX_REPEAT_ROWS (a fault): each row of a list of this kind twice."""
-    if kind not in getattr(settings, "INVOICEBOX_SANDBOX_REPEAT_ROWS", ()):
+def repeated_rows(rows: list[Any], kind: str, faults: SandboxFaults | None = None) -> list[Any]:
+    """A fault: each row twice, in a list of a kind named in INVOICEBOX_SANDBOX_REPEAT_ROWS (a
+    setting, for a whole process) or in any list while the account's `repeat_rows` is on."""
+    switched = faults is not None and faults.repeat_rows
+    if not switched and kind not in getattr(settings, "INVOICEBOX_SANDBOX_REPEAT_ROWS", ()):
         return rows
     return [row for row in rows for _ in (1, 2)]
 

@@ -141,7 +141,7 @@ def counterparty_detail(call: Call) -> SandboxResponse:
     rows = [_company_payload(company) for company in _COMPANIES_BY_INN.get(raw, [])]
     return call.ok(
         {
-            "data": repeated_rows(rows, "directory"),
+            "data": repeated_rows(rows, "directory", call.faults),
             "extendedData": [],
             "metaData": {"totalCount": len(rows), "pageSize": DEFAULT_PAGE_SIZE, "page": 1},
         }

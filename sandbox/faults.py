@@ -25,6 +25,9 @@ MAX_LATENCY_MS = 60_000
 MAX_FAIL_NEXT = 1_000_000
 # Switches applied to an order create after the order is stored (invoicebox/models.py).
 AFTER_CREATE = ("fail_after_create", "wrong_order_after_create", "notify_before_answer")
+# Switches applied to the lists (sandbox/calls.py repeated_rows, sandbox/listing.py paged).
+LIST_FAULTS = ("repeat_rows", "loop_pages")
+BOOLEANS = ("drop_response_after_create", *AFTER_CREATE, *LIST_FAULTS)
 
 
 def _fault_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -46,7 +49,7 @@ def _fault_problems(values: Mapping[str, Any]) -> list[tuple[str, str]]:
         or not 0 <= fail_next <= MAX_FAIL_NEXT
     ):
         problems.append(("fail_next", f"an integer from 0 to {MAX_FAIL_NEXT}"))
-    for name in ("drop_response_after_create", *AFTER_CREATE):
+    for name in BOOLEANS:
         if not isinstance(values[name], bool):
             problems.append((name, "a boolean"))
     for name in ("rate_limit_next", "reset_next"):
@@ -67,7 +70,7 @@ def _store_faults(account: SandboxAccount, values: Mapping[str, Any]) -> Sandbox
                 "drop_response_after_create": values["drop_response_after_create"],
                 "rate_limit_next": values["rate_limit_next"],
                 "reset_next": values["reset_next"],
-                **{name: values[name] for name in AFTER_CREATE},
+                **{name: values[name] for name in (*AFTER_CREATE, *LIST_FAULTS)},
             },
         )
     return faults
@@ -85,11 +88,15 @@ def set_faults(
     fail_after_create: bool = False,
     wrong_order_after_create: bool = False,
     notify_before_answer: bool = False,
+    repeat_rows: bool = False,
+    loop_pages: bool = False,
 ) -> None:
     """Replace the fault switches of the account behind `token` (ValueError if unknown).
 
     rate_limit_next: the next N requests get 429 with Retry-After; reset_next: the next N
-    requests lose the connection before the application sees them (nothing happens).
+    requests lose the connection before the application sees them (nothing happens);
+    repeat_rows: every list answers each row twice; loop_pages: every page of a list answers
+    the first page's rows (a stuck pager).
     """
     account = account_for_token(token)
     if account is None:
@@ -104,6 +111,8 @@ def set_faults(
         "fail_after_create": fail_after_create,
         "wrong_order_after_create": wrong_order_after_create,
         "notify_before_answer": notify_before_answer,
+        "repeat_rows": repeat_rows,
+        "loop_pages": loop_pages,
     }
     problems = _fault_problems(values)
     if problems:
@@ -126,7 +135,7 @@ def _faults_payload(faults: SandboxFaults | None) -> dict[str, Any]:
         "drop_response_after_create": faults.drop_response_after_create if faults else False,
         "rate_limit_next": faults.rate_limit_next if faults else 0,
         "reset_next": faults.reset_next if faults else 0,
-        **{name: bool(faults and getattr(faults, name)) for name in AFTER_CREATE},
+        **{name: bool(faults and getattr(faults, name)) for name in (*AFTER_CREATE, *LIST_FAULTS)},
     }
 
 

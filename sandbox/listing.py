@@ -23,6 +23,8 @@ from sandbox.values import bad_text, parse_datetime
 DEFAULT_PAGE_SIZE = 30
 MAX_PAGE_SIZE = 100  # [sandbox] the real maximum is unknown; larger requests are clamped.
 MAX_PAGE = 1_000_000
+# The stuck pager (the loop_pages fault) pages by this many rows, so that a short list has pages.
+LOOP_PAGE_SIZE = 2
 # Paging: the docs say page/pageSize (api/filters.md), the MCP server and backend-test-app
 # send _page/_pageSize. Both are accepted; the two spellings disagreeing is refused.
 PAGE_NAMES = ("_page", "page")
@@ -261,10 +263,13 @@ def paged(
     ordering = _ordering(params.get("_order"), listing)
     total = rows.count()
     start = (page - 1) * page_size
+    if call.faults is not None and call.faults.loop_pages:
+        # A stuck pager: small pages, every one the first, each named as the page asked.
+        page_size, start = min(page_size, LOOP_PAGE_SIZE), 0
     found = list(rows.order_by(*ordering)[start : start + page_size])
     return call.ok(
         {
-            "data": repeated_rows([payload(row) for row in found], listing.kind),
+            "data": repeated_rows([payload(row) for row in found], listing.kind, call.faults),
             "extendedData": [],
             "metaData": {"totalCount": total, "pageSize": page_size, "page": page},
         }

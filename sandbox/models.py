@@ -53,6 +53,11 @@ class SandboxFaults(models.Model):
     fail_after_create = models.BooleanField(default=False)
     wrong_order_after_create = models.BooleanField(default=False)
     notify_before_answer = models.BooleanField(default=False)
+    # Lists that lie (issue 39.5): every row of every list twice; a pager that is stuck, every
+    # page answering the first page's rows (at most LOOP_PAGE_SIZE of them) under the number
+    # of the page asked, so only the rows' ids can tell.
+    repeat_rows = models.BooleanField(default=False)
+    loop_pages = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -81,6 +86,8 @@ class SandboxFaults(models.Model):
             and not self.fail_after_create
             and not self.wrong_order_after_create
             and not self.notify_before_answer
+            and not self.repeat_rows
+            and not self.loop_pages
         )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -84,12 +86,56 @@ def notification_body(order_id: str | uuid.UUID) -> bytes:
 
 
 def send_notification(order_id: str | uuid.UUID) -> Delivery:
-    """Sign and deliver the order's notification once; the outcome is logged and returned.
+    """Sign and deliver the order's notification; the first outcome is logged and returned.
 
     A URL of this very gateway is delivered in-process (see _deliver_in_process); any other
-    over HTTP with Invoicebox's 20 s timeout. The sandbox does not retry (Invoicebox would, up
-    to 10 times in 24 h); `manage.py sandbox_pay --resend` sends the same notification again.
+    over HTTP with Invoicebox's 20 s timeout. A delivery to be retried (out_of_service, 5xx, no
+    answer) is sent again in the background at INVOICEBOX_SANDBOX_NOTIFICATION_RETRY_SECONDS,
+    as Invoicebox retries (up to 10 times in 24 h); by default it is not.
+    `manage.py sandbox_pay --resend` sends the same notification again by hand.
     """
+    delivery = deliver(order_id)
+    schedule = list(settings.INVOICEBOX_SANDBOX_NOTIFICATION_RETRY_SECONDS)
+    if schedule and delivery.url and to_retry(delivery):
+        threading.Thread(
+            target=_retry, args=(str(order_id), schedule), daemon=True, name="sandbox-notify"
+        ).start()
+    return delivery
+
+
+def to_retry(delivery: Delivery) -> bool:
+    """Invoicebox retries an answer that says the shop could not take it now: out_of_service,
+    a 5xx, or none at all. A definitive refusal (signature_error, order_not_found...) is not
+    retried: sending the same body again cannot change it."""
+    if delivery.accepted:
+        return False
+    answer = delivery.answer if isinstance(delivery.answer, dict) else {}
+    return (
+        delivery.http_status is None
+        or delivery.http_status >= 500
+        or answer.get("code") == "out_of_service"
+    )
+
+
+def _retry(order_id: str, schedule: list[float]) -> None:
+    from django.db import connection
+
+    try:
+        for attempt, seconds in enumerate(schedule, start=1):
+            time.sleep(seconds)
+            delivery = deliver(order_id)
+            logger.info("sandbox: notification for order %s, retry %s", order_id, attempt)
+            if not to_retry(delivery):
+                return
+        logger.warning("sandbox: notification for order %s not accepted; retries over", order_id)
+    except Exception:  # a retry thread must never take the sandbox down
+        logger.exception("sandbox: notification retry for order %s failed", order_id)
+    finally:
+        connection.close()
+
+
+def deliver(order_id: str | uuid.UUID) -> Delivery:
+    """Sign and deliver the order's notification once; the outcome is logged and returned."""
     order = SandboxOrder.objects.filter(order_id=uuid.UUID(str(order_id))).first()
     if order is None:
         raise LookupError(f"no sandbox order {order_id}")

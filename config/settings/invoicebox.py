@@ -76,6 +76,13 @@ INVOICEBOX_SANDBOX_IN_PROCESS_URLS = env.list("INVOICEBOX_SANDBOX_IN_PROCESS_URL
 INVOICEBOX_SANDBOX_NOTIFICATION_KEY = env.str(
     "INVOICEBOX_SANDBOX_NOTIFICATION_KEY", default="sandbox-notification-key"
 )
+# A notification answered out_of_service, 5xx or not at all is sent again after each of these
+# many seconds in turn, as Invoicebox retries (10 times in 24 h); empty: sent once (the
+# default, so a test's sandbox never notifies behind its back). The chaos campaign sets it.
+INVOICEBOX_SANDBOX_NOTIFICATION_RETRY_SECONDS = [
+    float(seconds)
+    for seconds in env.list("INVOICEBOX_SANDBOX_NOTIFICATION_RETRY_SECONDS", default=[])
+]
 
 
 # Reads are retried on 408/425/429/503 and network errors; writes never (invoicebox/errors.py).

@@ -815,6 +815,33 @@ def test_fail_next_fails_exactly_n_requests(http: Http, contour: Contour) -> Non
     assert SandboxFaults.objects.get(account__merchant_id=contour.merchant_id).fail_next == 0
 
 
+def test_list_faults_repeat_rows_and_loop_pages(in_process: InProcess, contour: Contour) -> None:
+    """Issue 39.5: the switches the chaos campaign turns on at run time (harness/chaos_scenarios)."""
+    client = in_process(contour.token)
+    made = [reference_order(contour.merchant_id) for _ in range(3)]
+    for body in made:
+        assert post_order(client, body).status_code == 200
+
+    def ids(page: int) -> tuple[list[str], dict[str, Any]]:
+        answer = client.get("/v3/filter/api/order/order", params={"page": page, "pageSize": 5})
+        assert answer.status_code == 200, answer.text
+        envelope = answer.json()
+        return [row["id"] for row in envelope["data"]], envelope["metaData"]
+
+    honest, _ = ids(1)
+    set_faults(contour.token, repeat_rows=True)
+    twice, meta = ids(1)
+    set_faults(contour.token, loop_pages=True)
+    first, first_meta = ids(1)
+    second, second_meta = ids(2)
+
+    assert len(set(honest)) == 3 and twice == [row for row in honest for _ in (1, 2)]
+    assert meta["totalCount"] == 3
+    # A stuck pager: small pages, each named as asked, every one the first page's rows.
+    assert len(first) == 2 and second == first
+    assert (first_meta["page"], second_meta["page"], second_meta["pageSize"]) == (1, 2, 2)
+
+
 def test_dropped_response_in_process_raises_read_timeout_but_keeps_the_order(
     in_process: InProcess, contour: Contour
 ) -> None:
@@ -895,6 +922,8 @@ def test_faults_endpoint_configures_the_account_over_http(http: Http, contour: C
         "notify_before_answer": False,
         "rate_limit_next": 0,
         "reset_next": 0,
+        "repeat_rows": False,
+        "loop_pages": False,
     }
     assert failing.status_code == 500
     assert loads(read_back.content)["data"]["error_rate"] == 1.0

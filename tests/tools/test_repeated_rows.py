@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from sandbox.api import DEMO_TOKEN, pay_order
+from sandbox.api import DEMO_TOKEN, pay_order, set_faults
 from tests.conftest import SANDBOX, Assistant, order_args
 from tests.tools.test_more_tools import SHIP_LINE, two_phase
 
@@ -47,6 +47,22 @@ def test_find_orders_with_every_row_twice_is_refused_not_counted(
     status, body = assistant.call("find_orders", {})
 
     assert_refused(status, body, "пришёл в списке дважды")
+    assert "orders" not in body["data"]
+
+
+def test_a_last_page_longer_than_its_total_leaves_is_refused(
+    assistant: Assistant, orders: list[str]
+):
+    """A stuck pager answers page 2 with page 1's rows under page 2's number (the sandbox's
+    loop_pages switch; found by the chaos campaign's list_loop scenario, issue 39.5): 3 orders
+    at 2 a page leave 1 row for page 2, so 2 rows there are page 1's again, not counted."""
+    _, honest = assistant.call("find_orders", {"page": 2, "page_size": 2})
+    assert len(honest["data"]["orders"]) == 1, honest
+    set_faults(DEMO_TOKEN, loop_pages=True)
+
+    status, body = assistant.call("find_orders", {"page": 2, "page_size": 2})
+
+    assert (status, body["code"]) == (502, "upstream_unavailable"), body
     assert "orders" not in body["data"]
 
 

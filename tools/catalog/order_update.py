@@ -21,6 +21,7 @@ from tools.catalog.order_parts import (
 from tools.errors import Problem, ToolError
 from tools.order_rules import check_basket, check_customer, check_future
 from tools.params import Kopecks, StrictModel, Timestamp, format_rub
+from tools.pipeline import facts
 from tools.spec import CallContext, ChangedOrder, Example, Summary, ToolSpec
 
 if TYPE_CHECKING:
@@ -138,6 +139,8 @@ def summarize_update_order(ctx: CallContext, params: UpdateOrderParams) -> Summa
         amount=new_amount,
         currency=c if new_amount else None,
         changes=ChangedOrder(order.merchant_order_id, order.amount, c),
+        # The text names the order's amount and customer: the confirmation binds to them.
+        facts=facts.of_order(order),
     )
 
 

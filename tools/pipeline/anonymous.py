@@ -53,6 +53,9 @@ def is_anonymous(actor: str) -> bool:
 class _Window:
     opened: float
     skipped: int = 0
+    # Whether the window's sample is in the journal (or its spool): until then a refusal of
+    # the window is journaled itself, never answered `sampled` for an entry that may be lost.
+    kept: bool = False
 
 
 _lock = threading.Lock()
@@ -80,10 +83,30 @@ def admit(channel: str, door: str, code: str) -> int | None:
             _windows[key] = _Window(opened=now)
             return 0
         if now - window.opened < period:
+            if not window.kept:
+                return 0  # its sample is still being written (or was lost): journal this one
             window.skipped += 1
             return None
         skipped, window.opened, window.skipped = window.skipped, now, 0
         return skipped
+
+
+def settle(channel: str, door: str, code: str, *, kept: bool, skipped: int) -> None:
+    """What became of the sample admit() let through: kept (in the journal or its spool), the
+    window's later refusals are only counted; kept nowhere (journal_unavailable), the window
+    is closed again, the refusals it stood for still counted, and the next refusal tries the
+    journal itself: none answers `sampled` for an entry that does not exist (found by the
+    chaos campaign's spool scenarios, issue 39.5)."""
+    with _lock:
+        for key in ((channel, door, code), (channel, OTHER_DOOR, code)):
+            window = _windows.get(key)
+            if window is None:
+                continue
+            if kept:
+                window.kept = True
+            else:
+                window.opened, window.skipped = float("-inf"), window.skipped + skipped + 1
+            return
 
 
 def forget() -> None:

@@ -147,10 +147,12 @@ def reject(
         if skipped is None:
             outcome.journal_state = JournalState.SAMPLED
             return outcome
-        if skipped:
-            return _journal(
-                trace, outcome, note=f" (и ещё {skipped} таких же отказов после предыдущей записи)"
-            )
+        note = f" (и ещё {skipped} таких же отказов после предыдущей записи)" if skipped else ""
+        outcome = _journal(trace, outcome, note=note)
+        # Only a sample kept somewhere lets later refusals answer `sampled` for it.
+        kept = outcome.journal_state != JournalState.UNAVAILABLE
+        anonymous.settle(channel, trace.tool[:64], code, kept=kept, skipped=skipped)
+        return outcome
     return _journal(trace, outcome)
 
 

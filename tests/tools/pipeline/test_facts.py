@@ -74,6 +74,26 @@ def test_a_cancel_of_an_order_changed_since_its_summary_asks_again(assistant: As
     assert done["status"] == "ok" and done["data"]["status"] == "canceled", done
 
 
+def test_an_update_of_an_order_changed_since_its_summary_asks_again(assistant: Assistant):
+    """Found by the chaos campaign's facts_changed scenario (issue 39.5): the update's summary
+    names the order's amount and customer, so it binds to them like a cancel."""
+    order_id = new_order(assistant)
+    args = {"order_id": order_id, "description": "Новое назначение"}
+    old = confirmed(assistant, "update_order", args)
+    changed_upstream(order_id, 999)
+
+    status, asked = assistant.call("update_order", old)
+    _, read = assistant.call("get_order", {"order_id": order_id, "response_format": "detailed"})
+
+    assert (status, asked["status"]) == (200, "confirmation_required"), asked
+    assert "сумма счёта: было 366,00 ₽, стало 999,00 ₽" in asked["data"]["facts_changed"]
+    assert read["data"]["description"] != "Новое назначение"  # nothing was sent
+    _, done = assistant.call(
+        "update_order", {**args, "confirmation_token": asked["confirmation"]["token"]}
+    )
+    assert done["status"] == "ok", done
+
+
 def test_an_unchanged_order_executes_on_the_first_token(assistant: Assistant):
     order_id = new_order(assistant, paid=True)
     args = {"order_id": order_id, "basket_items": [SHIP_LINE]}
