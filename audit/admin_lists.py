@@ -15,7 +15,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Value
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
@@ -40,7 +40,7 @@ def _names(kind: str) -> list[str]:
 
 
 class BoundedPaginator(Paginator):
-    """Counts at most COUNT_BOUND + 1 rows, by reading that many ids (no COUNT over the table);
+    """Counts at most COUNT_BOUND + 1 rows, by reading that many (no COUNT over the table);
     `bounded` tells the page the true count is larger."""
 
     bound = COUNT_BOUND
@@ -50,8 +50,11 @@ class BoundedPaginator(Paginator):
         object_list = self.object_list
         if not isinstance(object_list, QuerySet):
             return len(object_list)
-        ids = object_list.order_by().values_list("pk", flat=True)[: self.bound + 1]
-        return len(list(ids))
+        # A constant, not the ids: a filter on indexed columns is then answered from the index
+        # alone (an index-only scan), without fetching each row from the table; at 10 M
+        # entries a contour's rows lie one to a page among the others' (issue 43).
+        rows = object_list.order_by().values_list(Value(1), flat=True)[: self.bound + 1]
+        return len(list(rows))
 
     @property
     def bounded(self) -> bool:

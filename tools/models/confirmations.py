@@ -74,7 +74,12 @@ class PendingConfirmation(models.Model):
     class Meta:
         verbose_name = "подтверждение"
         verbose_name_plural = "подтверждения"
-        indexes = [models.Index(fields=["contour", "tool", "args_hash", "status"])]
+        indexes = [
+            models.Index(fields=["contour", "tool", "args_hash", "status"]),
+            # The admin's list, newest first, reads its page off this index instead of sorting
+            # every confirmation (issue 43: 52 ms at 100 000 rows, growing with them).
+            models.Index(fields=["created_at"], name="tools_confirmation_created"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool} {self.id} ({self.status})"
