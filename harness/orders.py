@@ -39,8 +39,10 @@ VALID_ORDER: dict[str, Any] = {
 
 def order_args(**changes: Any) -> dict[str, Any]:
     args = copy.deepcopy(VALID_ORDER)
+    # To the hour: a prepare and its execution built by two calls of this (a second apart under
+    # load) must still be the same arguments, or the token is refused as confirmation_mismatch.
     args["expiration_date"] = (
-        (timezone.now() + timedelta(days=3)).replace(microsecond=0).isoformat()
+        (timezone.now() + timedelta(days=3)).replace(minute=0, second=0, microsecond=0).isoformat()
     )
     args.update(changes)
     return args

@@ -79,9 +79,10 @@ def test_amounts_that_are_not_roubles_are_refused(owner: Client, assistant: Assi
 
 def made_order(assistant: Assistant) -> None:
     """One invoice of 366,00 ₽ made through the wire, as an assistant makes it."""
-    _, first = assistant.call("create_order", order_args())
+    arguments = order_args()  # once: its expiration date is "now", to the second
+    _, first = assistant.call("create_order", arguments)
     token = first["confirmation"]["token"]
-    status, made = assistant.call("create_order", {**order_args(), "confirmation_token": token})
+    status, made = assistant.call("create_order", {**arguments, "confirmation_token": token})
     assert (status, made["status"]) == (200, "ok"), made
 
 
