@@ -16,6 +16,16 @@ PERIOD = 60
 @pytest.fixture
 def sampled(settings: Any) -> None:
     settings.GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = PERIOD
+    anonymous.forget()
+
+
+def refused(channel: str, door: str, code: str) -> int | None:
+    """A refusal as the gateway handles it (tools/pipeline/gateway.py): admitted, and when it
+    is to be journaled, its sample kept (only a kept sample lets later ones answer sampled)."""
+    skipped = anonymous.admit(channel, door, code)
+    if skipped is not None:
+        anonymous.settle(channel, door, code, kept=True, skipped=skipped)
+    return skipped
 
 
 def test_an_unverified_credential_is_named_by_a_keyed_hash_never_by_itself():
@@ -34,42 +44,42 @@ def test_an_unverified_credential_is_named_by_a_keyed_hash_never_by_itself():
 
 def test_one_sample_per_door_and_reason_per_period_counting_the_rest(sampled: None, clock: Clock):
     # given: a sample journaled for a door and reason
-    assert anonymous.admit("rest", "/api/v1/call", "unauthorized") == 0
+    assert refused("rest", "/api/v1/call", "unauthorized") == 0
 
     # when: more refusals inside the period, at the same door, another door, another reason
-    inside = [anonymous.admit("rest", "/api/v1/call", "unauthorized") for _ in range(3)]
-    other_door = anonymous.admit("rest", "/api/v1/tools", "unauthorized")
-    other_reason = anonymous.admit("rest", "/api/v1/call", "database_unavailable")
+    inside = [refused("rest", "/api/v1/call", "unauthorized") for _ in range(3)]
+    other_door = refused("rest", "/api/v1/tools", "unauthorized")
+    other_reason = refused("rest", "/api/v1/call", "database_unavailable")
     clock.advance(PERIOD - 1)
-    still_inside = anonymous.admit("rest", "/api/v1/call", "unauthorized")
+    still_inside = refused("rest", "/api/v1/call", "unauthorized")
     clock.advance(1)
-    next_sample = anonymous.admit("rest", "/api/v1/call", "unauthorized")
+    next_sample = refused("rest", "/api/v1/call", "unauthorized")
 
     # then: only counted inside; the next sample says how many it stands for
     assert inside == [None, None, None] and still_inside is None
     assert (other_door, other_reason) == (0, 0)
     assert next_sample == 4
-    assert anonymous.admit("rest", "/api/v1/call", "unauthorized") is None
+    assert refused("rest", "/api/v1/call", "unauthorized") is None
 
 
 def test_past_the_cap_new_doors_share_one_window_until_old_ones_expire(sampled: None, clock: Clock):
     # given: as many distinct doors as there may be windows
     for n in range(anonymous.MAX_WINDOWS):
-        assert anonymous.admit("rest", f"/x/{n}", "not_found") == 0
+        assert refused("rest", f"/x/{n}", "not_found") == 0
 
     # when: two more doors inside the period
     first, second = (
-        anonymous.admit("rest", "/y/1", "not_found"),
-        anonymous.admit("rest", "/y/2", "not_found"),
+        refused("rest", "/y/1", "not_found"),
+        refused("rest", "/y/2", "not_found"),
     )
     # then: they share one window (the second is only counted)
     assert (first, second) == (0, None)
 
     # when: the period passes: expired windows make room, so a new door has its own again
     clock.advance(PERIOD)
-    assert anonymous.admit("rest", "/z/1", "not_found") == 0
-    assert anonymous.admit("rest", "/z/2", "not_found") == 0
-    assert anonymous.admit("rest", "/z/1", "not_found") is None
+    assert refused("rest", "/z/1", "not_found") == 0
+    assert refused("rest", "/z/2", "not_found") == 0
+    assert refused("rest", "/z/1", "not_found") is None
 
 
 def test_a_period_of_zero_journals_every_refusal(settings: Any):
