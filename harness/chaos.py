@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,6 +49,7 @@ from harness.chaos_faults import (
 )
 from harness.chaos_reconcile import reconcile
 from harness.cluster import Cluster, Server, build, scratch_database
+from harness.private_pg import PrivatePostgres
 
 MAIN, CEILING = "chaos", "chaos-ceiling"
 ORDER_AMOUNT = 36600
@@ -100,6 +102,9 @@ class Config:
     scenarios: tuple[str, ...] = ()
     fault_seconds: float = 4.0
     db_prefix: str = "gw_chaos"
+    # The gateways on a PostgreSQL cluster of the run's own (harness/private_pg.py) and the
+    # sandbox on its own database on the shared server: on whenever a pg_ scenario runs.
+    private_pg: bool = False
     database_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
     keep_dir: str = ""
 
@@ -244,6 +249,8 @@ class Campaign:
         self.down: set[str] = set()
         # merchantOrderIds the delayed_creates scenario expects POSTed twice (chaos_reconcile).
         self.repeats_by_design: set[str] = set()
+        # The gateways' own PostgreSQL cluster when the run has one (Config.private_pg).
+        self.private_pg: PrivatePostgres | None = None
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -575,73 +582,105 @@ def run(cfg: Config) -> dict[str, Any]:
     """Build the cluster, run the campaign, reconcile; the summary has `anomalies` (a list)."""
     params = _pg_params(cfg.database_url)
     stale = str(cfg.stale_seconds)
-    with tempfile.TemporaryDirectory(prefix="gw-chaos-") as scratch:
+    private = (
+        PrivatePostgres.create().start()
+        if cfg.private_pg or any(name.startswith("pg_") for name in cfg.scenarios)
+        else None
+    )
+    gateway_params = private.params if private is not None else params
+    with ExitStack() as stack:
+        if private is not None:
+            stack.callback(private.stop)
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-chaos-"))
         logs = Path(cfg.keep_dir or scratch)
         logs.mkdir(parents=True, exist_ok=True)
         state_dir = logs / "state"
         state_dir.mkdir(exist_ok=True)
-        with scratch_database(params, cfg.db_prefix) as dbname:
-            cluster = build(
-                logs,
-                params,
-                dbname,
-                [MAIN, CEILING],
-                mode="custom",
-                extra_env={
-                    "GATEWAY_STALE_IN_FLIGHT_SECONDS": stale,
-                    "GATEWAY_CONFIRMATION_TTL_SECONDS": str(cfg.confirmation_ttl),
-                    "INVOICEBOX_BREAKER_OPEN_SECONDS": str(cfg.breaker_seconds),
-                },
-            )
-            limit = cfg.ceiling_orders * ORDER_AMOUNT
-            cluster.sql(
-                'insert into tools_ceiling (contour_id, kind, currency, "limit") '
-                "select id, 'per_day', 'RUB', %s from tools_contour where slug = %s",
-                limit,
-                CEILING,
-            )
-            infra = Infra.wire(cluster, params, dbname, state_dir, cfg.skew)
-            notify_gateway_a(cluster)
-            try:
-                for server in (cluster.sandbox, cluster.a, cluster.b):
-                    Campaign._restart(server)  # a start can outlast its wait on a loaded host
-                if cfg.worker:
-                    cluster.start_worker()
-                campaign = Campaign(cluster, cfg, infra)
-                timing = campaign.run()
-                if cfg.worker:
-                    infra.worker_back()
-                rows = []
-                if cfg.scenarios:  # issue 39's, after the random campaign, on its cluster
-                    from harness.chaos_scenarios import Scenarios
+        dbname = stack.enter_context(scratch_database(gateway_params, cfg.db_prefix))
+        sandbox_database = None
+        if private is not None:
+            sandbox_name = stack.enter_context(scratch_database(params, f"{cfg.db_prefix}_sb"))
+            sandbox_database = (params, sandbox_name)
+        cluster = build(
+            logs,
+            gateway_params,
+            dbname,
+            [MAIN, CEILING],
+            mode="custom",
+            extra_env={
+                "GATEWAY_STALE_IN_FLIGHT_SECONDS": stale,
+                "GATEWAY_CONFIRMATION_TTL_SECONDS": str(cfg.confirmation_ttl),
+                "INVOICEBOX_BREAKER_OPEN_SECONDS": str(cfg.breaker_seconds),
+            },
+            sandbox_database=sandbox_database,
+        )
+        limit = cfg.ceiling_orders * ORDER_AMOUNT
+        cluster.sql(
+            'insert into tools_ceiling (contour_id, kind, currency, "limit") '
+            "select id, 'per_day', 'RUB', %s from tools_contour where slug = %s",
+            limit,
+            CEILING,
+        )
+        infra = Infra.wire(cluster, gateway_params, dbname, state_dir, cfg.skew)
+        notify_gateway_a(cluster)
+        try:
+            for server in (cluster.sandbox, cluster.a, cluster.b):
+                Campaign._restart(server)  # a start can outlast its wait on a loaded host
+            if cfg.worker:
+                cluster.start_worker()
+            campaign = Campaign(cluster, cfg, infra)
+            campaign.private_pg = private
+            timing = campaign.run()
+            if cfg.worker:
+                infra.worker_back()
+            rows = []
+            if cfg.scenarios:  # issue 39's, after the random campaign, on its cluster
+                from harness.chaos_scenarios import Scenarios
 
-                    scenarios = Scenarios(campaign, infra, state_dir, cfg.fault_seconds)
-                    rows = scenarios.run(cfg.scenarios)
-                summary = summarize(campaign, timing)
-                summary["notifications"] = wait_for_notifications(cluster)
-                summary["left_after_settling"] = wait_until_settled(cluster, state_dir)
-                summary["infra_events"] = infra.events
-                summary["anomalies"], summary["reconciliation"] = reconcile(
-                    cluster, campaign, ceiling_limit=limit, state_dir=state_dir
-                )
-                # POSTed (seen on the wire, refused ones too) and stored or refused as a
-                # repeat by the upstream's store (a second POST of one merchantOrderId).
-                summary["create_posts"] = len(infra.posts.at)
-                summary["create_posts_reaching_the_store"] = cluster.scalar(
-                    "select count(*) + coalesce(sum(repeated_creates), 0) "
-                    "from invoicebox_sandboxmerchantorderid"
-                )
-                summary["per_fault"] = per_fault_table(
-                    campaign, cluster, infra.posts, summary["anomalies"]
-                ) + [row.as_dict() for row in rows]
-                for row in rows:  # each scenario's own reconciliation
-                    summary["anomalies"].extend({"fault": row.fault, **a} for a in row.anomalies)
-            finally:
-                infra.stop()
-                cluster.stop()
+                scenarios = Scenarios(campaign, infra, state_dir, cfg.fault_seconds)
+                rows = scenarios.run(cfg.scenarios)
+            summary = summarize(campaign, timing)
+            summary["notifications"] = wait_for_notifications(cluster)
+            summary["left_after_settling"] = wait_until_settled(cluster, state_dir)
+            summary["infra_events"] = infra.events
+            summary["anomalies"], summary["reconciliation"] = reconcile(
+                cluster, campaign, ceiling_limit=limit, state_dir=state_dir
+            )
+            # POSTed (seen on the wire, refused ones too) and stored or refused as a
+            # repeat by the upstream's store (a second POST of one merchantOrderId).
+            summary["create_posts"] = len(infra.posts.at)
+            summary["create_posts_reaching_the_store"] = cluster.sandbox_scalar(
+                "select count(*) + coalesce(sum(repeated_creates), 0) "
+                "from invoicebox_sandboxmerchantorderid"
+            )
+            summary["per_fault"] = per_fault_table(
+                campaign, cluster, infra.posts, summary["anomalies"]
+            ) + [row.as_dict() for row in rows]
+            for row in rows:  # each scenario's own reconciliation
+                summary["anomalies"].extend({"fault": row.fault, **a} for a in row.anomalies)
+            if cfg.keep_dir and summary["anomalies"]:
+                _keep_evidence(Path(cfg.keep_dir), campaign, cluster)
+        finally:
+            infra.stop()
+            cluster.stop()
     summary["seed"] = cfg.seed
     summary["config"] = {k: v for k, v in asdict(cfg).items() if k != "database_url"}
     return summary
+
+
+def _keep_evidence(directory: Path, campaign: Campaign, cluster: Cluster) -> None:
+    """Every answer and the journal's anonymous entries beside the logs, when a run found an
+    anomaly: the gateways' database may be a private cluster that goes with the run."""
+    (directory / "answers.json").write_text(
+        json.dumps([asdict(a) for a in campaign.answers], ensure_ascii=False, default=str)
+    )
+    rows = cluster.sql(
+        "select id, code, tool, actor, at, spooled_at, message from audit_journalentry "
+        "where actor like 'anonymous%%' order by id"
+    )
+    (directory / "anonymous_entries.json").write_text(
+        json.dumps(rows, ensure_ascii=False, default=str)
+    )
 
 
 def _pg_params(url: str) -> dict[str, Any]:
@@ -692,7 +731,8 @@ def main(argv: list[str] | None = None) -> int:
         help="issue 39's named scenarios, run after the random campaign on its cluster "
         "(--duration 0 --kills 0 for the scenarios alone), comma-separated from "
         "spool_full,spool_unwritable,list_repeats,list_loop,facts_changed,delayed_creates,"
-        "notify_retried, or all",
+        "notify_retried,pg_restart,pg_freeze, or all (a pg_ one runs the gateways on a "
+        "PostgreSQL cluster of the run's own, the sandbox on its own database)",
     )
     parser.add_argument(
         "--fault-seconds", type=float, default=4.0, help="how long each scenario's fault lasts"

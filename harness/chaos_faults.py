@@ -205,11 +205,15 @@ class Infra:
         self.upstream.stop()
 
 
-NOTIFY_SETUP = """
+# Two commands: the accounts on the sandbox's database, the keys on the gateways'.
+NOTIFY_ACCOUNTS = """
 from sandbox.accounts import register_account
-from tools.models import Contour
 for slug, contour in CONTOURS.items():
     register_account(contour["token"], contour["merchant_id"], notification_url=BASE + slug)
+"""
+NOTIFY_KEYS = """
+from tools.models import Contour
+for slug, contour in CONTOURS.items():
     row = Contour.objects.get(slug=slug)
     row.notification_key = KEY
     row.save()
@@ -235,9 +239,10 @@ def notify_gateway_a(cluster: Cluster) -> None:
     }
     code = (
         f"CONTOURS = {cluster.contours!r}\nKEY = {key!r}\n"
-        f"BASE = {cluster.a.base + '/invoicebox/notifications/'!r}\n" + NOTIFY_SETUP
+        f"BASE = {cluster.a.base + '/invoicebox/notifications/'!r}\n"
     )
-    cluster.manage("shell", "-c", code)
+    cluster.manage("shell", "-c", code + NOTIFY_ACCOUNTS, env=cluster.sandbox.env)
+    cluster.manage("shell", "-c", code + NOTIFY_KEYS)
 
 
 def wait_for_notifications(cluster: Cluster, quiet_seconds: float = 90) -> dict[str, int]:
@@ -246,15 +251,10 @@ def wait_for_notifications(cluster: Cluster, quiet_seconds: float = 90) -> dict[
     retries' longest gap). The harness resends nothing (issue 39.5); what is left is an anomaly
     of the reconciliation (paid_notification_unaccepted)."""
     merchants = [_uuid(c["merchant_id"]) for c in cluster.contours.values()]
-    query = (
-        "select count(*) filter (where exists (select 1 from tools_processednotification p "
-        "where p.notification_id = o.order_id::text and p.status = 'completed')), count(*) "
-        "from invoicebox_sandboxorder o where o.merchant_id = any(%s) and o.status = 'completed'"
-    )
     started = last_progress = time.monotonic()
     best = -1
     while True:
-        accepted, paid = cluster.sql(query, merchants)[0]
+        accepted, paid = _notifications_accepted(cluster, merchants)
         if accepted > best:
             best, last_progress = accepted, time.monotonic()
         if accepted >= paid or time.monotonic() - last_progress > quiet_seconds:
@@ -306,7 +306,7 @@ def per_fault_table(
     started = campaign.wall_started
     created = [
         (moment - started).total_seconds()
-        for (moment,) in cluster.sql(
+        for (moment,) in cluster.sandbox_sql(
             "select created_at from invoicebox_sandboxorder where merchant_id = any(%s)",
             [_uuid(c["merchant_id"]) for c in cluster.contours.values()],
         )
@@ -354,3 +354,22 @@ def _uuid(value: str) -> Any:
     import uuid
 
     return uuid.UUID(value)
+
+
+def _notifications_accepted(cluster: Cluster, merchants: list[Any]) -> tuple[int, int]:
+    """(accepted, paid): the upstream's paid orders, and how many of their notifications the
+    gateways accepted. Two queries: the sandbox may have a database of its own."""
+    paid = [
+        row[0]
+        for row in cluster.sandbox_sql(
+            "select order_id::text from invoicebox_sandboxorder "
+            "where merchant_id = any(%s) and status = 'completed'",
+            merchants,
+        )
+    ]
+    accepted = cluster.scalar(
+        "select count(*) from tools_processednotification "
+        "where notification_id = any(%s) and status = 'completed'",
+        paid,
+    )
+    return int(accepted), len(paid)

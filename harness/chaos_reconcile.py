@@ -40,7 +40,7 @@ def reconcile(
             "amount": amount,
             "description": description,
         }
-        for order_id, merchant, number, amount, description in cluster.sql(
+        for order_id, merchant, number, amount, description in cluster.sandbox_sql(
             "select order_id, merchant_id, merchant_order_id, amount, "
             "request_json::json->>'description' from invoicebox_sandboxorder "
             "where merchant_id = any(%s)",
@@ -342,7 +342,7 @@ def issue27(
     period (the delayed_creates scenario): the gateway sends such a create once more, as
     docs/production.md says, and one of the two is refused by the store; at most one repeat."""
     merchants = [uuid.UUID(c["merchant_id"]) for c in cluster.contours.values()]
-    for number, repeated in cluster.sql(
+    for number, repeated in cluster.sandbox_sql(
         "select merchant_order_id, repeated_creates from invoicebox_sandboxmerchantorderid "
         "where merchant_id = any(%s) and repeated_creates > 0",
         merchants,
@@ -355,13 +355,23 @@ def issue27(
         "and code = 'order_not_found'"
     ):
         anomaly("notification_order_not_found", journal_id=entry_id, facts=facts)
-    for order_id, number in cluster.sql(
-        "select o.order_id::text, o.merchant_order_id from invoicebox_sandboxorder o "
-        "where o.merchant_id = any(%s) and o.status = 'completed' and not exists ("
-        "select 1 from tools_processednotification p "
-        "where p.notification_id = o.order_id::text and p.status = 'completed')",
+    # Two queries, not a join: the sandbox may have a database of its own.
+    paid = cluster.sandbox_sql(
+        "select order_id::text, merchant_order_id from invoicebox_sandboxorder "
+        "where merchant_id = any(%s) and status = 'completed'",
         merchants,
-    ):
+    )
+    accepted = {
+        row[0]
+        for row in cluster.sql(
+            "select notification_id from tools_processednotification "
+            "where notification_id = any(%s) and status = 'completed'",
+            [order_id for order_id, _ in paid],
+        )
+    }
+    for order_id, number in paid:
+        if order_id in accepted:
+            continue
         anomaly("paid_notification_unaccepted", order_id=order_id, merchant_order_id=number)
     for task, args, attempts in cluster.sql(
         "select task, args, attempts from tools_outboxtask where done_at is null"

@@ -23,7 +23,8 @@ They run after the random campaign, on its cluster (harness/chaos.py `run`; --du
 --kills 0 for the scenarios alone), so the campaign's whole reconciliation
 (harness/chaos_reconcile.py) covers their calls too; each scenario's own checks add their
 anomalies to its row of the per-fault table. The spool scenarios live here, the upstream's
-lies in harness/chaos_upstream_scenarios.py.
+lies in harness/chaos_upstream_scenarios.py, the real database's restart and freeze
+(`pg_restart`, `pg_freeze`) in harness/chaos_pg_scenarios.py.
 """
 
 # Seeded generators on purpose (a run is reproducible by seed).
@@ -44,8 +45,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import chaos_pg_scenarios
 from harness import chaos_upstream_scenarios as upstream
 from harness.chaos_faults import CreatePosts, Infra
+from harness.chaos_pg_scenarios import PG_SCENARIOS
 from harness.chaos_reconcile import covered_by_sample
 
 if TYPE_CHECKING:
@@ -60,6 +63,7 @@ SCENARIOS = (
     "facts_changed",
     "delayed_creates",
     "notify_retried",
+    *PG_SCENARIOS,
 )
 
 
@@ -174,6 +178,8 @@ class Scenarios:
                 "facts_changed": partial(upstream.facts, self),
                 "delayed_creates": partial(upstream.delayed_creates, self),
                 "notify_retried": self.notify_retried,
+                "pg_restart": partial(chaos_pg_scenarios.database, self),
+                "pg_freeze": partial(chaos_pg_scenarios.database, self),
             }[name]
             try:
                 body(row)
@@ -193,7 +199,7 @@ class Scenarios:
         # The sandbox stamps whole seconds: only the seconds wholly inside the fault count (an
         # order stored just after it would otherwise fall in). The wire (upstream_writes) is
         # the exact check.
-        row.orders += self.cluster.scalar(
+        row.orders += self.cluster.sandbox_scalar(
             "select count(*) from invoicebox_sandboxorder where created_at >= "
             "date_trunc('second', %s::timestamptz) + interval '1 second' "
             "and created_at < date_trunc('second', %s::timestamptz)",

@@ -125,7 +125,7 @@ def facts(sc: Scenarios, row: Row) -> None:
         again = sc.call(tool, {**args, "confirmation_token": asked.token}, "execute")
         ended = time.monotonic()
         sc.window(row, started, ended)
-        status, amount = sc.cluster.sql(
+        status, amount = sc.cluster.sandbox_sql(
             "select status, amount from invoicebox_sandboxorder where order_id = %s::uuid",
             order_id,
         )[0]
@@ -197,7 +197,7 @@ def delayed_creates(sc: Scenarios, row: Row) -> None:
         )
     ]
     sc.campaign.repeats_by_design.update(numbers)
-    repeats = sc.cluster.scalar(
+    repeats = sc.cluster.sandbox_scalar(
         "select coalesce(sum(repeated_creates), 0) from invoicebox_sandboxmerchantorderid "
         "where merchant_order_id = any(%s)",
         numbers,

@@ -196,6 +196,9 @@ class Cluster:
     # whether it runs the beat schedule too (-B), with its schedule file in this directory.
     worker_env: dict[str, str] | None = None
     beat_dir: Path | None = None
+    # The sandbox's (the upstream's) own database when it has one (issue 39.5: a fault of the
+    # gateways' database must not touch the upstream's records); the gateways' otherwise.
+    sandbox_db: dict[str, Any] | None = None
 
     @property
     def sandbox_api(self) -> str:
@@ -232,6 +235,15 @@ class Cluster:
     def scalar(self, query: str, *params: Any) -> Any:
         return self.sql(query, *params)[0][0]
 
+    def sandbox_sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
+        """A query on the sandbox's tables, through a connection to its own database."""
+        with psycopg.connect(**(self.sandbox_db or self.db), autocommit=True) as conn:
+            cursor = conn.execute(query, params)
+            return cursor.fetchall() if cursor.description else []
+
+    def sandbox_scalar(self, query: str, *params: Any) -> Any:
+        return self.sandbox_sql(query, *params)[0][0]
+
     def call(
         self, server: Server, slug: str, name: str, arguments: dict[str, Any], timeout: float = 30
     ) -> httpx.Response:
@@ -261,7 +273,7 @@ class Cluster:
         assert response.status_code == 200, response.text
 
     def upstream_orders(self, slug: str) -> int:
-        return self.scalar(
+        return self.sandbox_scalar(
             "select count(*) from invoicebox_sandboxorder where merchant_id = %s",
             uuid.UUID(self.contours[slug]["merchant_id"]),
         )
@@ -358,11 +370,17 @@ for slug in SLUGS:
     token, merchant = uuid.uuid4().hex, str(uuid.uuid4())
     contour = create_contour(slug, mode=MODE, toolsets=["read", "write"], base_url=BASE,
                              token=token, merchant_id=merchant, actor=SCAFFOLDING)
-    if MODE == "custom":
+    if MODE == "custom" and REGISTER:
         register_account(token, merchant)
     out[slug] = {"key": issue_key(contour, actor=SCAFFOLDING), "token": token,
                  "merchant_id": merchant}
 print("CONTOURS=" + json.dumps(out))
+"""
+# The accounts on the sandbox's own database (build's `sandbox_database`).
+REGISTER_ACCOUNTS = """
+from sandbox.api import register_account
+for contour in CONTOURS.values():
+    register_account(contour["token"], contour["merchant_id"])
 """
 
 
@@ -374,7 +392,10 @@ def build(
     *,
     mode: str = "sandbox",
     extra_env: dict[str, str] | None = None,
+    sandbox_database: tuple[dict[str, Any], str] | None = None,
 ) -> Cluster:
+    """`sandbox_database`: the server and the name of a database of the sandbox's own; the
+    gateways' (`params`, `dbname`) otherwise."""
     ports = [server_port() for _ in range(3)]
     queue = f"gateway-tests-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     base_env = {
@@ -401,12 +422,10 @@ def build(
         **(extra_env or {}),
     }
     db = {**params, "dbname": dbname}
-    sandbox = Server(
-        "sandbox",
-        ports[0],
-        {**base_env, "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[0]}"},
-        tmp / "sandbox.log",
-    )
+    sandbox_env = {**base_env, "GATEWAY_SITE_URL": f"http://127.0.0.1:{ports[0]}"}
+    if sandbox_database is not None:
+        sandbox_env["DATABASE_URL"] = database_url(*sandbox_database)
+    sandbox = Server("sandbox", ports[0], sandbox_env, tmp / "sandbox.log")
     a = Server("a", ports[1], base_env, tmp / "a.log")
     b = Server(
         "b",
@@ -418,10 +437,16 @@ def build(
         env=base_env, db=db, sandbox=sandbox, a=a, b=b, worker_log=tmp / "worker.log", queue=queue
     )
     cluster.manage("migrate", "--noinput", "-v", "0")
+    if sandbox_database is not None:
+        cluster.sandbox_db = {**sandbox_database[0], "dbname": sandbox_database[1]}
+        cluster.manage("migrate", "--noinput", "-v", "0", env=sandbox_env)
     code = (
-        f"SLUGS = {slugs!r}\nMODE = {mode!r}\n"
+        f"SLUGS = {slugs!r}\nMODE = {mode!r}\nREGISTER = {sandbox_database is None!r}\n"
         f"BASE = {sandbox.base + '/sandbox/invoicebox'!r}\n" + CREATE_CONTOURS
     )
     out = cluster.manage("shell", "-c", code)
     cluster.contours = json.loads(out.split("CONTOURS=", 1)[1])
+    if sandbox_database is not None and mode == "custom":
+        accounts = f"CONTOURS = {cluster.contours!r}\n" + REGISTER_ACCOUNTS
+        cluster.manage("shell", "-c", accounts, env=sandbox_env)
     return cluster

@@ -191,6 +191,28 @@ def test_a_refusal_racing_its_windows_first_sample_is_journaled_itself():
     anonymous.forget()
 
 
+def test_a_refusal_racing_a_reopened_windows_sample_is_journaled_itself(
+    settings: Any, clock: Clock
+):
+    """A window whose period ran out opens again with its next refusal's sample: until that
+    sample is kept, a refusal racing it is journaled itself. The old window's sample stands
+    for nothing after its period (the chaos campaign's pg_freeze: a refusal answered
+    `sampled` while the reopened window's sample waited on a frozen database, issue 39.5)."""
+    settings.GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = 10
+    anonymous.forget()
+    door = ("rest", "create_order", "database_unavailable")
+    opening = anonymous.admit(*door)
+    anonymous.settle(*door, kept=True, skipped=opening or 0)
+    clock.advance(11)
+
+    reopening = anonymous.admit(*door)  # its sample not settled yet
+    racing = anonymous.admit(*door)
+
+    assert (opening, reopening) == (0, 0)
+    assert racing == 0  # journaled itself, not `sampled` for a sample that may be lost
+    anonymous.forget()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_next_sample_says_how_many_refusals_it_stands_for(
     client: Client, settings: Any, clock: Clock

@@ -87,7 +87,8 @@ def admit(channel: str, door: str, code: str) -> int | None:
                 return 0  # its sample is still being written (or was lost): journal this one
             window.skipped += 1
             return None
-        skipped, window.opened, window.skipped = window.skipped, now, 0
+        # A new period: the old sample stands for nothing in it, the new one is not kept yet.
+        skipped, window.opened, window.skipped, window.kept = window.skipped, now, 0, False
         return skipped
 
 

@@ -16,6 +16,7 @@ PERIOD = 60
 @pytest.fixture
 def sampled(settings: Any) -> None:
     settings.GATEWAY_ANONYMOUS_JOURNAL_EVERY_SECONDS = PERIOD
+    anonymous.forget()
 
 
 def test_an_unverified_credential_is_named_by_a_keyed_hash_never_by_itself():
