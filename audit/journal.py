@@ -68,6 +68,8 @@ def _clean_text(text: str) -> str:
     # PostgreSQL refuses NUL in text and lone surrogates in UTF-8; the journal must not fail.
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")
+    if text.isascii():  # no surrogate to check for (most of an entry's texts)
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -195,8 +197,14 @@ def link_problem(entry: JournalEntry, keys: Mapping[str, str], legacy_last_id: i
     return ""
 
 
+# Each text field's max_length, looked up once (seven fields of every entry are fitted).
+_LIMITS: dict[str, int | None] = {
+    field.name: cast(Field, field).max_length for field in JournalEntry._meta.concrete_fields
+}
+
+
 def _fit(field: str, value: str) -> str:
-    limit = cast(Field, JournalEntry._meta.get_field(field)).max_length  # text fields only
+    limit = _LIMITS[field]  # text fields only
     value = _clean_text(value)
     return value[:limit] if limit else value
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -35,6 +36,7 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _DIGIT_SEPARATORS = re.compile(r"[\s+\-().]")
 
 
+@functools.lru_cache(maxsize=1024)
 def _snake(key: str) -> str:
     return _CAMEL_BOUNDARY.sub("_", key).replace("-", "_").lower()
 
