@@ -20,13 +20,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django.db.models import Field
 
 from audit import lanes
 from audit.models import Channel, JournalEntry, Phase, Status
@@ -199,7 +198,7 @@ def link_problem(entry: JournalEntry, keys: Mapping[str, str], legacy_last_id: i
 
 # Each text field's max_length, looked up once (seven fields of every entry are fitted).
 _LIMITS: dict[str, int | None] = {
-    field.name: cast(Field, field).max_length for field in JournalEntry._meta.concrete_fields
+    field.name: field.max_length for field in JournalEntry._meta.concrete_fields
 }
 
 
