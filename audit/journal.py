@@ -84,10 +84,11 @@ def _json_value(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
-    if isinstance(value, Mapping):
-        return {_clean_text(str(k)): _json_value(v) for k, v in value.items()}
+    # dict and the sequences before the (slower) abstract Mapping check
     if isinstance(value, list | tuple | set | frozenset):
         return [_json_value(v) for v in value]
+    if isinstance(value, dict | Mapping):
+        return {_clean_text(str(k)): _json_value(v) for k, v in value.items()}
     try:
         encoded = DjangoJSONEncoder().default(value)
     except TypeError:
