@@ -20,13 +20,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django.db.models import Field
 
 from audit import lanes
 from audit.models import Channel, JournalEntry, Phase, Status
@@ -68,6 +67,8 @@ def _clean_text(text: str) -> str:
     # PostgreSQL refuses NUL in text and lone surrogates in UTF-8; the journal must not fail.
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")
+    if text.isascii():  # no surrogate to check for (most of an entry's texts)
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -83,10 +84,11 @@ def _json_value(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
-    if isinstance(value, Mapping):
-        return {_clean_text(str(k)): _json_value(v) for k, v in value.items()}
+    # dict and the sequences before the (slower) abstract Mapping check
     if isinstance(value, list | tuple | set | frozenset):
         return [_json_value(v) for v in value]
+    if isinstance(value, dict | Mapping):
+        return {_clean_text(str(k)): _json_value(v) for k, v in value.items()}
     try:
         encoded = DjangoJSONEncoder().default(value)
     except TypeError:
@@ -195,8 +197,14 @@ def link_problem(entry: JournalEntry, keys: Mapping[str, str], legacy_last_id: i
     return ""
 
 
+# Each text field's max_length, looked up once (seven fields of every entry are fitted).
+_LIMITS: dict[str, int | None] = {
+    field.name: field.max_length for field in JournalEntry._meta.concrete_fields
+}
+
+
 def _fit(field: str, value: str) -> str:
-    limit = cast(Field, JournalEntry._meta.get_field(field)).max_length  # text fields only
+    limit = _LIMITS[field]  # text fields only
     value = _clean_text(value)
     return value[:limit] if limit else value
 

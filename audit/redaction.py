@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -35,6 +36,7 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _DIGIT_SEPARATORS = re.compile(r"[\s+\-().]")
 
 
+@functools.lru_cache(maxsize=1024)
 def _snake(key: str) -> str:
     return _CAMEL_BOUNDARY.sub("_", key).replace("-", "_").lower()
 
@@ -142,15 +144,17 @@ def personal_values(arguments: Any) -> list[tuple[str, str]]:
     stack: list[tuple[Any, bool]] = [(arguments, False)]
     while stack:
         value, personal = stack.pop()
-        if isinstance(value, Mapping):
+        # Leaves first: most values are, and they need no (slow) abstract Mapping check.
+        if isinstance(value, str | int):
+            if personal and not isinstance(value, bool):
+                text = str(value).strip()
+                if len(text) >= _MIN_PERSONAL_LENGTH:
+                    found[text] = mask_pii(text)
+        elif isinstance(value, dict | Mapping):
             for key, item in value.items():
                 stack.append((item, personal or _is_pii_key(_snake(str(key)))))
         elif isinstance(value, list | tuple):
             stack.extend((item, personal) for item in value)
-        elif personal and isinstance(value, str | int) and not isinstance(value, bool):
-            text = str(value).strip()
-            if len(text) >= _MIN_PERSONAL_LENGTH:
-                found[text] = mask_pii(text)
     return sorted(found.items(), key=lambda pair: len(pair[0]), reverse=True)
 
 

@@ -4,6 +4,7 @@ delivery, OAuth's redirect URIs and the tools' return URLs share."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from urllib.parse import urlsplit
 
@@ -14,6 +15,9 @@ LOOPBACK_NAMES = frozenset({"localhost"})
 TEST_CLIENT_HOST = "testserver"
 
 
+# Pure functions of their argument, asked on every upstream call (the client's routing): the
+# answers for the few URLs and hosts a process meets are kept.
+@functools.lru_cache(maxsize=256)
 def is_loopback(host: str | None) -> bool:
     """localhost, 127.0.0.0/8 or ::1 (a host as urlsplit gives it: no brackets, any case)."""
     if not host:
@@ -51,6 +55,7 @@ def is_own_sandbox(url: str) -> bool:
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+@functools.lru_cache(maxsize=256)
 def _address(url: str) -> tuple[str, str, int | None, str] | None:
     """(scheme, host, port, path) of a plain http(s) URL, the default port filled in."""
     parts = urlsplit(url.strip())

@@ -255,9 +255,14 @@ class ContourKeyAuth:
         if scope["method"] == "POST":
             messages, body = await _read_body(receive)
             receive = _replaying(messages, receive)
-        # a GET stream or a DELETE makes no session a used one
-        use = bool(session_id) and scope["method"] == "POST" and answers.is_call(body)
         call = lean.call_of(request, body) if settings.MCP_LEAN and session_id and body else None
+        # a GET stream or a DELETE makes no session a used one; the fast path's call is one
+        # (a request parsed by the same parser as is_call's), its body not parsed again
+        use = (
+            bool(session_id)
+            and scope["method"] == "POST"
+            and (call is not None or answers.is_call(body))
+        )
         admitted = await run_sync(
             admit,
             request.headers.get("authorization", ""),
