@@ -11,7 +11,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models import QuerySet
 
-from audit.models import JournalEntry
+from audit.models import ROW_FIELDS, JournalEntry
 from audit.places import vouched
 
 EXPORT_CHUNK = 2000
@@ -20,28 +20,7 @@ EXPORT_CHUNK = 2000
 WRITE_BATCH_CHARS = 64 * 1024
 
 FIELDS: tuple[str, ...] = (
-    "id",
-    "at",
-    "contour",
-    "channel",
-    "actor",
-    "tool",
-    "phase",
-    "arguments",
-    "status",
-    "code",
-    "message",
-    "confirmation_id",
-    "operation_key",
-    "upstream_request_id",
-    "upstream_status",
-    "duration_ms",
-    "key_id",
-    "chain",
-    "seq",
-    "form",
-    "prev_hash",
-    "hash",
+    *ROW_FIELDS,
     # The spool's marks (audit/spool.py): empty/null on every entry not spooled.
     "spool_id",
     "spooled_at",

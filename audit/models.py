@@ -11,6 +11,32 @@ from django.db import models
 from django.utils import timezone
 
 ZERO_HASH = "0" * 64
+# A journal row's fields as the chain reads them (audit.journal.canonical) with its links: what
+# a seal covers, an export carries (audit/export.py adds the spool's marks) and a fill writes.
+ROW_FIELDS: tuple[str, ...] = (
+    "id",
+    "at",
+    "contour",
+    "channel",
+    "actor",
+    "tool",
+    "phase",
+    "arguments",
+    "status",
+    "code",
+    "message",
+    "confirmation_id",
+    "operation_key",
+    "upstream_request_id",
+    "upstream_status",
+    "duration_ms",
+    "key_id",
+    "chain",
+    "seq",
+    "form",
+    "prev_hash",
+    "hash",
+)
 
 
 class AppendOnlyError(RuntimeError):

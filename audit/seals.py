@@ -31,7 +31,7 @@ from django.db import transaction
 
 from audit import partitions
 from audit.journal import VERIFY_CHUNK, hash_form, journal_keys, link_problem
-from audit.models import ZERO_HASH, ChainHead, JournalEntry, SignedCheckpoint
+from audit.models import ROW_FIELDS, ZERO_HASH, ChainHead, JournalEntry, SignedCheckpoint
 
 SIGNED_FIELDS = (
     "v",
@@ -49,31 +49,6 @@ SIGNED_FIELDS = (
     "key",
     "rows",
     "checkpoints",
-)
-# The row fields the canonical form reads (audit.journal.canonical), plus the links.
-ROW_FIELDS = (
-    "id",
-    "at",
-    "contour",
-    "channel",
-    "actor",
-    "tool",
-    "phase",
-    "arguments",
-    "status",
-    "code",
-    "message",
-    "confirmation_id",
-    "operation_key",
-    "upstream_request_id",
-    "upstream_status",
-    "duration_ms",
-    "key_id",
-    "chain",
-    "seq",
-    "form",
-    "prev_hash",
-    "hash",
 )
 
 

@@ -24,30 +24,6 @@ from typing import Any
 
 CHUNK = 100_000
 TABLE = "audit_journalentry"
-COLUMNS = (
-    "at",
-    "contour",
-    "channel",
-    "actor",
-    "tool",
-    "phase",
-    "arguments",
-    "status",
-    "code",
-    "message",
-    "confirmation_id",
-    "operation_key",
-    "upstream_request_id",
-    "upstream_status",
-    "duration_ms",
-    "key_id",
-    "chain",
-    "seq",
-    "form",
-    "prev_hash",
-    "hash",
-    "spool_id",
-)
 TOOLS = ("get_order", "find_orders", "get_order", "create_order", "get_balance")
 PHASES = {"create_order": "prepare"}
 CHANNELS = ("rest", "mcp-http", "openai", "mcp-http", "text")
@@ -138,7 +114,7 @@ def fill_journal(
     from django.db import connection
 
     from audit import journal
-    from audit.models import ZERO_HASH, ChainHead, JournalEntry
+    from audit.models import ROW_FIELDS, ZERO_HASH, ChainHead, JournalEntry
 
     key_id = journal.signing_key_id()
     secret = journal.journal_keys()[key_id]
@@ -158,7 +134,9 @@ def fill_journal(
                 cursor.execute(f'ALTER TABLE {TABLE} DROP CONSTRAINT "{name}"')
             for name, _ in saved[1]:
                 cursor.execute(f'DROP INDEX "{name}"')
-        copy_sql = f"COPY {TABLE} ({', '.join(COLUMNS)}) FROM STDIN"
+        # every row field but the id the sequence gives, and the spool's id (empty)
+        columns = (*ROW_FIELDS[1:], "spool_id")
+        copy_sql = f"COPY {TABLE} ({', '.join(columns)}) FROM STDIN"
         for first in range(0, count, CHUNK):
             lines = []
             for n in range(first, min(first + CHUNK, count)):
