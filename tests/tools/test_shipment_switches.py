@@ -5,19 +5,17 @@ the shipment, then the caller's retry or the sweep; upstream there is exactly on
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.utils import timezone
 
 from sandbox.api import DEMO_TOKEN, clear_faults, pay_order, set_faults
-from sandbox.models import SandboxOrder, SandboxShipment
+from sandbox.models import SandboxShipment
 from tests.conftest import Assistant, order_args
+from tests.tools.test_capabilities import another_shops_shipment
 from tests.tools.test_more_tools import SHIP_LINE, two_phase
 from tests.tools.test_ordinary_invoices import SWITCHES as BASKET_SWITCHES
 from tests.tools.test_shipment_recovery import age_operations
@@ -95,33 +93,6 @@ def test_every_sandbox_switch_is_exercised() -> None:
     assert declared_switches() - NOT_ABOUT_SHIPMENTS == used
 
 
-def foreign_rows() -> None:
-    """Another shop's order and an unnumbered shipment of the same sum, which only a token of
-    several shops sees; a recovery that took it for ours would answer a wrong shipment."""
-    foreign = SandboxOrder.objects.create(
-        order_id=uuid.uuid4(),
-        order_container_id=uuid.uuid4(),
-        merchant_id=uuid.uuid4(),
-        merchant_order_id="foreign-1",
-        amount=122,
-        vat_amount=22,
-        currency_id="RUB",
-        created_at=timezone.now(),
-        expiration_date=timezone.now(),
-        request_json="{}",
-        status=SandboxOrder.Status.COMPLETED,
-    )
-    SandboxShipment.objects.create(
-        order=foreign,
-        merchant_id=foreign.merchant_id,
-        status="completed",
-        amount=122,
-        vat_amount=22,
-        created_at=timezone.now(),
-        request_json=json.dumps({"orderId": str(foreign.order_id), "basketItems": []}),
-    )
-
-
 @pytest.fixture(params=sorted(CONFIGS))
 def config(request: pytest.FixtureRequest, settings: Any, tmp_path: Path) -> str:
     settings.INVOICEBOX_TIMEOUT_SECONDS = 0.3
@@ -129,7 +100,9 @@ def config(request: pytest.FixtureRequest, settings: Any, tmp_path: Path) -> str
     for name, value in CONFIGS[request.param].items():
         setattr(settings, name, value)
     if settings.INVOICEBOX_SANDBOX_SHARED_TOKEN:
-        foreign_rows()
+        # an unnumbered shipment of the same sum that only a token of several shops sees: a
+        # recovery that took it for ours would answer a wrong shipment
+        another_shops_shipment()
     return request.param
 
 
