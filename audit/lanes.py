@@ -11,9 +11,11 @@ Opening a lane, and SQLite (one writer at a time anyway), go through the ORM.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
@@ -50,7 +52,7 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             if row is not None:
                 _insert_and_advance(cursor, entry, place, *row)
         return row is not None
-    with connection.cursor() as cursor:
+    with _client_binding_cursor() as cursor:
         try:
             cursor.execute("BEGIN; " + _LANE_SQL, lane_params)  # client-side binding
             cursor.nextset()
@@ -66,6 +68,19 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             _rollback(cursor)
             raise
     return row is not None
+
+
+@contextmanager
+def _client_binding_cursor() -> Iterator[Any]:
+    connection.ensure_connection()
+    raw = psycopg.ClientCursor(connection.connection)
+    wrapped = (
+        connection.make_debug_cursor(raw)
+        if connection.queries_logged
+        else connection.make_cursor(raw)
+    )
+    with wrapped:
+        yield wrapped
 
 
 def _insert_and_advance(

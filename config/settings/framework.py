@@ -120,6 +120,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     )
     if _server_options:
         _db_options["options"] = f"{_db_options.get('options', '')} {_server_options}".strip()
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+        _db_options["server_side_binding"] = True
+        _db_options["prepare_threshold"] = None
 if _IS_SQLITE:
     # Several workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
