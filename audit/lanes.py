@@ -5,7 +5,9 @@ On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains ("lanes"
 not queue. Once a contour's lanes exist, an append is two round trips: `BEGIN; SELECT … FOR
 UPDATE SKIP LOCKED` (one message), then `WITH … INSERT … UPDATE` head and `COMMIT` (another).
 The hash is computed here, between the two, from the locked head: the key never reaches the
-database. Inside a caller's transaction there is no BEGIN and no COMMIT of ours.
+database. Those two messages are sent bound on the client (several statements in one message);
+the rest of the gateway's statements are bound, and prepared, on the server. Inside a caller's
+transaction there is no BEGIN and no COMMIT of ours.
 Opening a lane, and SQLite (one writer at a time anyway), go through the ORM.
 """
 
@@ -72,6 +74,9 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
 
 @contextmanager
 def _client_binding_cursor() -> Iterator[Any]:
+    """A cursor of the connection that binds on the client (psycopg's ClientCursor), wrapped
+    as Django wraps its own (errors mapped, queries logged when asked): the connection binds
+    on the server (config/settings/framework.py), which sends one statement per message."""
     connection.ensure_connection()
     raw = psycopg.ClientCursor(connection.connection)
     wrapped = (
