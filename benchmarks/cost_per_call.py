@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -60,6 +61,9 @@ ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 TOKEN = "bench-token-0123456789abcdef0123"  # noqa: S105 - the fake accepts any token
 REFERENCE = ROOT / "benchmarks" / ".reference"
 ARGS = {"order_id": ORDER_ID}
+# benchmarks/ladder_server.py's rungs, bottom up, and those served on the run's database.
+LADDER_RUNGS = ("echo", "hop", "get", "pg", "sdk", "journal", "core")
+DATABASE_RUNGS = ("pg", "sdk", "journal", "core")
 # Every served gateway of these benchmarks: the pooled database, no Redis, no broker.
 # Its session caps lifted: every client of every round opens a session of the one key.
 GATEWAY_ENV = {
@@ -113,7 +117,7 @@ class Target:
     ) -> None:
         self.name, self.pids, self.make = name, pids, make
         # Served on the run's database: its backends' CPU is metered with this server's.
-        self.pg = name.startswith(("gateway", "rung pg"))
+        self.pg = name.startswith(("gateway", *(f"rung {rung}" for rung in DATABASE_RUNGS)))
 
 
 # The reference refuses a session's 201st tool call; its clients open a new session before,
@@ -448,9 +452,9 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 )
             )
         if args.ladder:  # the gateway's architecture rung by rung (benchmarks/ladder_server.py)
-            for index, rung in enumerate(("echo", "hop", "get", "pg")):
+            for index, rung in enumerate(LADDER_RUNGS):
                 port_l = port + 40 + index
-                served = stack.enter_context(
+                rung_process = stack.enter_context(
                     process(
                         [
                             sys.executable,
@@ -465,16 +469,23 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                         ],
                         port_l,
                         f"rung {rung}",
-                        env={
-                            **os.environ,
-                            "LADDER_RUNG": rung,
-                            "LADDER_UPSTREAM": fake,
-                            "LADDER_DATABASE": url,
-                        },
+                        # The gateway's env (journal, core: its code on Django), each thread
+                        # keeping its own connection as the rungs below do: no pool.
+                        env=server_env(
+                            url,
+                            port_l,
+                            **{**env_extra, "DATABASE_POOL": "false"},
+                            LADDER_RUNG=rung,
+                            LADDER_UPSTREAM=fake,
+                            LADDER_DATABASE=url,
+                            LADDER_KEY=key,
+                        ),
                     )
                 )
                 targets.append(
-                    mcp_target(f"rung {rung}", port_l, lambda pid=served.pid: process_tree(pid))
+                    mcp_target(
+                        f"rung {rung}", port_l, functools.partial(process_tree, rung_process.pid)
+                    )
                 )
         if (REFERENCE / "dist" / "index.js").exists():
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
@@ -557,7 +568,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--ladder",
         action="store_true",
-        help="also the rungs of benchmarks/ladder_server.py (four ports from --port + 40)",
+        help="also the rungs of benchmarks/ladder_server.py (seven ports from --port + 40)",
     )
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)
