@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import CharField, Field, IntegerField, Q, TextField
 from django.db.models.sql import InsertQuery
 
 from audit.models import ChainHead, JournalEntry, SignedCheckpoint
@@ -78,7 +78,7 @@ def _client_binding_cursor() -> Iterator[Any]:
     as Django wraps its own (errors mapped, queries logged when asked): the connection binds
     on the server (config/settings/framework.py), which sends one statement per message."""
     connection.ensure_connection()
-    raw = psycopg.ClientCursor(connection.connection)
+    raw: Any = psycopg.ClientCursor(connection.connection)  # the stubs type it a wrapper
     wrapped = (
         connection.make_debug_cursor(raw)
         if connection.queries_logged
@@ -112,6 +112,19 @@ def _insert_and_advance(
 
 
 _FIELDS = [f for f in JournalEntry._meta.local_concrete_fields if not f.primary_key]
+
+
+def _passes_as_is(field: Field[Any, Any]) -> type | None:
+    """The value type a field stores unchanged: a text field's str, an integer field's int
+    (their get_db_prep_save returns such a value, and None, as it came)."""
+    if isinstance(field, CharField | TextField):
+        return str
+    if isinstance(field, IntegerField):
+        return int
+    return None
+
+
+_AS_IS = [_passes_as_is(field) for field in _FIELDS]
 # The INSERT's text per database vendor: it names the fields and has one placeholder each
 # whatever the values, so it is compiled once; the values are prepared per entry below.
 _INSERTS: dict[str, str] = {}
@@ -125,8 +138,10 @@ def _insert_sql(entry: JournalEntry) -> tuple[str, list[Any]]:
     if sql is None or any(hasattr(value, "resolve_expression") for value in values):
         return _orm_insert_sql(entry)  # and an expression among the values compiles apart
     return sql, [
-        field.get_db_prep_save(value, connection=connection)
-        for field, value in zip(_FIELDS, values, strict=True)
+        value
+        if kind is not None and (value is None or type(value) is kind)
+        else field.get_db_prep_save(value, connection=connection)
+        for field, kind, value in zip(_FIELDS, _AS_IS, values, strict=True)
     ]
 
 
