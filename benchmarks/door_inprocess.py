@@ -39,7 +39,9 @@ async def _lifespan(app: Any) -> tuple[asyncio.Task[None], asyncio.Queue[Any]]:
         if message["type"] == "lifespan.startup.complete":
             started.set()
 
-    task = asyncio.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send))
+    task = asyncio.create_task(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send)
+    )
     await inbox.put({"type": "lifespan.startup"})
     await started.wait()
     return task, inbox

@@ -1,6 +1,6 @@
 """The upstream GET, rung by rung (issue 44): what each HTTP client layer costs in CPU per request.
 
-One pooled, kept-alive GET of an order against the fake upstream (benchmarks/fake_upstream.py,
+One pooled, kept-alive GET of an order against the fake upstream (harness/fake_upstream.py,
 run as its own process so that its CPU is not counted), through each client in turn, rounds
 interleaved in one run. The figure is this process's CPU time (time.process_time(): user +
 system of every thread) per request, which stays meaningful on a shared, busy machine where
@@ -168,6 +168,27 @@ def gateway_send(host: str, port: int) -> tuple[SyncGet, Callable[[], None]]:
     return get, client.close
 
 
+def gateway_send_urllib3(host: str, port: int) -> tuple[SyncGet, Callable[[], None]]:
+    """connections.send on a client whose transport is benchmarks/urllib3_transport.py
+    (urllib3's pools behind httpx's transport interface)."""
+    from benchmarks.urllib3_transport import PooledTransport
+    from invoicebox import connections
+
+    client = connections.build(
+        f"http://{host}:{port}",
+        timeout=30.0,
+        transport=PooledTransport(connections.ssl_context()),
+    )
+    params = [("id", ORDER)]
+
+    def get() -> bytes:
+        return connections.send(
+            client, "GET", "/filter/api/order/order", params=params, content=None, headers=HEADERS
+        ).content
+
+    return get, client.close
+
+
 SYNC_RUNGS: dict[str, Callable[[str, int], tuple[SyncGet, Callable[[], None]]]] = {
     "sync socket (floor)": raw_socket,
     "sync http.client": stdlib_http_client,
@@ -177,6 +198,7 @@ SYNC_RUNGS: dict[str, Callable[[str, int], tuple[SyncGet, Callable[[], None]]]] 
     "sync httpx.Client": httpx_bare,
     "sync httpx.Client, gateway's before": httpx_gateway,
     "sync connections.send, gateway's now": gateway_send,
+    "sync connections.send, urllib3 transport": gateway_send_urllib3,
 }
 
 
@@ -301,7 +323,7 @@ def start_upstream(port: int) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "benchmarks.fake_upstream",
+            "harness.fake_upstream",
             "--port",
             str(port),
         ],
@@ -309,7 +331,8 @@ def start_upstream(port: int) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
     )
     assert server.stdout is not None
-    server.stdout.readline()  # "fake upstream on ..."
+    if not server.stdout.readline():  # "fake upstream on ...", or nothing: it did not start
+        raise SystemExit(f"the fake upstream did not start (exit {server.wait()})")
     return server
 
 
