@@ -121,16 +121,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     )
     if _server_options:
         _db_options["options"] = f"{_db_options.get('options', '')} {_server_options}".strip()
-    # Parameters bound by the server, not quoted into the SQL in Python (psycopg's client-side
-    # binding, Django's default, was ~5 % of a read's CPU). With DATABASE_PREPARED_STATEMENTS a
-    # statement run _PREPARE_AFTER times on a connection is prepared there: no more parsing and
-    # planning, which were two thirds of PostgreSQL's time per read (benchmarks/README.md,
-    # "Prepared statements"). Off behind a pooler that cannot carry them (PgBouncer in
-    # transaction mode before 1.21).
-    _db_options["server_side_binding"] = True
-    _db_options["prepare_threshold"] = (
-        _PREPARE_AFTER if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
-    )
+    # DATABASE_PREPARED_STATEMENTS: parameters bound by the server instead of quoted into the
+    # SQL by psycopg, and a statement run _PREPARE_AFTER times on a connection prepared there
+    # (no more parsing and planning: two thirds of PostgreSQL's time per read). Measured
+    # (docs/production.md, "Statements prepared by PostgreSQL"): PostgreSQL 0.3-0.4 ms less
+    # per read and one client's p50 0.4 ms less, but one worker's CPU 0.25-0.45 ms more per
+    # call at 8 clients and its throughput 5-15 % less. Off by default.
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=False):
+        _db_options["server_side_binding"] = True
+        _db_options["prepare_threshold"] = _PREPARE_AFTER
 if _IS_SQLITE:
     # Several workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
