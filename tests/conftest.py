@@ -16,8 +16,10 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.actors import SCAFFOLDING
+from harness.fake_upstream import FakeServer, serve
 from harness.orders import VALID_ORDER as VALID_ORDER
 from harness.orders import order_args as order_args
+from invoicebox import connections
 from tools.contours.services import DEMO_TOKEN, create_contour
 from tools.keys.services import issue_key
 from tools.models import Contour
@@ -137,6 +139,17 @@ def _empty_cache() -> None:
     # So do the anonymous refusals' sampling windows (tools/pipeline/anonymous.py): each test's first
     # anonymous refusal of a kind is journaled, as a fresh process's is.
     anonymous.forget()
+
+
+@pytest.fixture
+def fake_upstream() -> Iterator[FakeServer]:
+    """harness/fake_upstream.py on a loopback port of its own (real TCP), and no pooled client
+    of it left behind."""
+    server = serve()
+    yield server
+    server.shutdown()
+    server.server_close()
+    connections.forget_all()
 
 
 @pytest.fixture

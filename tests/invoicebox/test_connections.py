@@ -19,14 +19,6 @@ from tools.models import Contour
 ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeServer]:
-    server = serve()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.fixture(autouse=True)
 def _fresh_pool() -> Iterator[None]:
     connections.forget_all()
@@ -58,19 +50,19 @@ def _get_order(http: Client, key: str) -> dict[str, Any]:
     return body
 
 
-def test_sequential_reads_share_one_tcp_connection(db: None, fake: FakeServer) -> None:
-    key = issue_key(_contour(fake), actor=SCAFFOLDING)
+def test_sequential_reads_share_one_tcp_connection(db: None, fake_upstream: FakeServer) -> None:
+    key = issue_key(_contour(fake_upstream), actor=SCAFFOLDING)
     http = Client()
 
     for _ in range(6):
         assert _get_order(http, key)["data"]["order_id"] == ORDER_ID
 
-    assert fake.requests == 6
-    assert fake.accepted == 1
+    assert fake_upstream.requests == 6
+    assert fake_upstream.accepted == 1
 
 
-def test_a_new_base_url_or_token_gets_a_new_client(db: None, fake: FakeServer) -> None:
-    contour = _contour(fake)
+def test_a_new_base_url_or_token_gets_a_new_client(db: None, fake_upstream: FakeServer) -> None:
+    contour = _contour(fake_upstream)
     key = issue_key(contour, actor=SCAFFOLDING)
     http = Client()
     _get_order(http, key)
@@ -80,7 +72,7 @@ def test_a_new_base_url_or_token_gets_a_new_client(db: None, fake: FakeServer) -
         contour.api_token = "tok-2"
         contour.save()
         _get_order(http, key)
-        assert (fake.requests, other.requests) == (1, 1)
+        assert (fake_upstream.requests, other.requests) == (1, 1)
         assert other.accepted == 1
 
         contour.api_token = "tok-3"
@@ -100,8 +92,8 @@ def test_a_new_base_url_or_token_gets_a_new_client(db: None, fake: FakeServer) -
     )
 
 
-def test_concurrent_threads_share_the_pool_safely(fake: FakeServer) -> None:
-    base_url = f"http://127.0.0.1:{fake.server_port}"
+def test_concurrent_threads_share_the_pool_safely(fake_upstream: FakeServer) -> None:
+    base_url = f"http://127.0.0.1:{fake_upstream.server_port}"
     clients: list[Any] = []
     failures: list[BaseException] = []
     start = threading.Barrier(8)
@@ -125,5 +117,5 @@ def test_concurrent_threads_share_the_pool_safely(fake: FakeServer) -> None:
 
     assert failures == []
     assert len({id(client) for client in clients}) == 1
-    assert fake.requests == 80
-    assert fake.accepted <= 8  # at most one connection per concurrent thread, then reused
+    assert fake_upstream.requests == 80
+    assert fake_upstream.accepted <= 8  # at most one connection per concurrent thread, then reused

@@ -1,9 +1,17 @@
 """The database round trips of a read and of a write execution are pinned: a regression in
-the lean paths fails here."""
+the lean paths fails here. With DATABASE_PREPARED_STATEMENTS=true (config/settings/framework.py)
+PostgreSQL binds the parameters itself and keeps a read's statements prepared per connection,
+while the journal's two messages stay bound on the client (audit/lanes.py)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -11,34 +19,34 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from audit.actors import SCAFFOLDING
-from harness.fake_upstream import MERCHANT_ID, FakeServer, serve
-from invoicebox import connections
+from audit.models import JournalEntry
+from audit.walk import check_chain
+from harness.fake_upstream import MERCHANT_ID, FakeServer
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
 
+ROOT = Path(__file__).resolve().parents[2]
 ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeServer]:
-    server = serve()
-    yield server
-    server.shutdown()
-    server.server_close()
-    connections.forget_all()
-
-
-def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(db: None, fake: FakeServer) -> None:
+def key_of_contour(upstream: FakeServer, slug: str, toolsets: list[str]) -> str:
+    """A key of a new custom contour whose upstream is the fake, over TCP."""
     contour = create_contour(
-        "lean",
+        slug,
         mode="custom",
-        toolsets=["read"],
+        toolsets=toolsets,
         token="tok",
-        base_url=f"http://127.0.0.1:{fake.server_port}",
+        base_url=f"http://127.0.0.1:{upstream.server_port}",
         merchant_id=MERCHANT_ID,
         actor=SCAFFOLDING,
     )
-    key, http = issue_key(contour, actor=SCAFFOLDING), Client()
+    return issue_key(contour, actor=SCAFFOLDING)
+
+
+def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(
+    db: None, fake_upstream: FakeServer
+) -> None:
+    key, http = key_of_contour(fake_upstream, "lean", ["read"]), Client()
     body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
     http.post(
         "/api/v1/call", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
@@ -71,20 +79,11 @@ def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(db: None, fake: 
 
 
 def test_a_write_execution_costs_19_statements_on_postgresql_19_on_sqlite(
-    db: None, fake: FakeServer
+    db: None, fake_upstream: FakeServer
 ) -> None:
     from tests.conftest import order_args
 
-    contour = create_contour(
-        "lean-write",
-        mode="custom",
-        toolsets=["read", "write"],
-        token="tok",
-        base_url=f"http://127.0.0.1:{fake.server_port}",
-        merchant_id=MERCHANT_ID,
-        actor=SCAFFOLDING,
-    )
-    key, http = issue_key(contour, actor=SCAFFOLDING), Client()
+    key, http = key_of_contour(fake_upstream, "lean-write", ["read", "write"]), Client()
     auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
     arguments = order_args()
     first = http.post(
@@ -157,3 +156,84 @@ def test_a_write_execution_costs_19_statements_on_postgresql_19_on_sqlite(
     assert tables[operation] == "tools_operation" and tables[tracked] == "tools_trackedorder", (
         tables
     )
+
+
+def database_options(**env: str) -> dict[str, Any]:
+    """The connection options config/settings/framework.py makes of this environment."""
+    code = (
+        "import json, config.settings as s; o = s.DATABASES['default']['OPTIONS']; "
+        "print(json.dumps({k: o[k] for k in ('server_side_binding', 'prepare_threshold') "
+        "if k in o}))"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "DJANGO_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**clean, "DATABASE_URL": "postgres://gw@127.0.0.1:5432/gw", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    options: dict[str, Any] = json.loads(done.stdout)
+    return options
+
+
+def test_prepared_statements_are_off_unless_asked_for() -> None:
+    assert database_options() == {}
+    assert database_options(DATABASE_PREPARED_STATEMENTS="true") == {
+        "server_side_binding": True,
+        "prepare_threshold": 5,
+    }
+
+
+@pytest.fixture
+def prepared_connection() -> Iterator[None]:
+    """The connection reopened with the options DATABASE_PREPARED_STATEMENTS=true gives it."""
+    options = connection.settings_dict["OPTIONS"]
+    before = dict(options)
+    connection.close()
+    options.update(database_options(DATABASE_PREPARED_STATEMENTS="true"))
+    connection.features.__dict__.pop("uses_server_side_binding", None)  # a cached_property
+    yield
+    connection.close()
+    options.clear()
+    options.update(before)
+    connection.features.__dict__.pop("uses_server_side_binding", None)
+
+
+def prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_reads_run_on_statements_prepared_on_their_connection(
+    prepared_connection: None, fake_upstream: FakeServer
+) -> None:
+    key, http = key_of_contour(fake_upstream, "prepared", ["read"]), Client()
+    body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
+
+    def read() -> None:
+        answer = http.post(
+            "/api/v1/call",
+            body,
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
+        assert answer.json()["data"]["order_id"] == ORDER_ID
+
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(7):  # psycopg prepares a statement on its fifth run on a connection
+            read()
+
+    prepared = prepared_statements()
+    assert any('FROM "tools_apikey"' in s and "$1" in s for s in prepared), prepared
+    assert any('"invoicebox_upstreamwindow"' in s for s in prepared), prepared  # the budget
+    # The journal's BEGIN and its lane still go in one message, bound on the client, and
+    # every read's entry is chained.
+    assert sum(q["sql"].startswith("BEGIN; SELECT") for q in queries.captured_queries) == 7
+    assert JournalEntry.objects.filter(contour="prepared", tool="get_order").count() == 7
+    assert check_chain().broken_id is None
