@@ -284,6 +284,21 @@ def process(
 # -- statistics ------------------------------------------------------------------------------
 
 
+@contextmanager
+def key_on_fake_upstream(tag: str, port: int, env: dict[str, str], token: str) -> Iterator[str]:
+    """An in-process gateway's key on a PostgreSQL database made for the run, its contour
+    calling harness/fake_upstream.py in a process of its own on `port` (real TCP); `env` is
+    put in this process's environment before Django is set up."""
+    from harness.fake_upstream import MERCHANT_ID
+
+    fake = [sys.executable, "-m", "harness.fake_upstream", "--port", str(port)]
+    with bench_database("postgres", tag) as url, process(fake, port, "fake upstream"):
+        os.environ.update(env)
+        yield seed_key(
+            url, upstream=f"http://127.0.0.1:{port}", merchant_id=MERCHANT_ID, token=token
+        )
+
+
 def percentile(samples: Sequence[float], q: float) -> float:
     """Nearest-rank percentile: the smallest sample with at least q% of samples at or below."""
     ordered = sorted(samples)

@@ -3,31 +3,27 @@
 the difference is what building the ORM's objects (the key, its contour) costs on top of the
 round trip.
 
-    .venv/bin/python -m benchmarks.key_read [--reads 2000] [--rounds 2]
+    .venv/bin/python -m benchmarks.key_read [--reads 2000] [--rounds 2] [--port 18420]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks._common import bench_database, seed_key
-from benchmarks.cost_per_call import GATEWAY_ENV
-
-MERCHANT = "0c1d2e3f-0000-4000-8000-0000000000ff"
+from benchmarks._common import key_on_fake_upstream
+from benchmarks.cost_per_call import GATEWAY_ENV, TOKEN
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reads", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--port", type=int, default=18420, help="the fake upstream's")
     args = parser.parse_args(argv)
-    with bench_database("postgres", "keyread") as url:
-        os.environ.update(GATEWAY_ENV)
-        key = seed_key(url, upstream="http://127.0.0.1:1", merchant_id=MERCHANT, token="t" * 24)
+    with key_on_fake_upstream("keyread", args.port, GATEWAY_ENV, TOKEN) as key:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 

@@ -13,18 +13,14 @@ machine's load does not move. Run it on two trees in turn to compare them.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import json
-import os
 import pstats
-import sys
 import time
 from typing import Any
 
-from benchmarks._common import bench_database, process, seed_key
+from benchmarks._common import key_on_fake_upstream
 from benchmarks.cost_per_call import GATEWAY_ENV, ORDER_ID, TOKEN
-from harness.fake_upstream import MERCHANT_ID
 
 VERSION = "2025-11-25"  # a session-era version: the fast path's
 
@@ -80,18 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", choices=("tottime", "cumulative"))
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args(argv)
-    with bench_database("postgres", "leanhop") as url, contextlib.ExitStack() as stack:
-        stack.enter_context(
-            process(
-                [sys.executable, "-m", "harness.fake_upstream", "--port", str(args.port)],
-                args.port,
-                "fake upstream",
-            )
-        )
-        os.environ.update(GATEWAY_ENV)  # before Django is set up (seed_key)
-        key = seed_key(
-            url, upstream=f"http://127.0.0.1:{args.port}", merchant_id=MERCHANT_ID, token=TOKEN
-        )
+    with key_on_fake_upstream("leanhop", args.port, GATEWAY_ENV, TOKEN) as key:
         read = reader(key)
         for _ in range(50):
             read()

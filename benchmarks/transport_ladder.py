@@ -152,12 +152,12 @@ def httpx_gateway(host: str, port: int) -> tuple[SyncGet, Callable[[], None]]:
     return get, client.close
 
 
-def gateway_send(host: str, port: int) -> tuple[SyncGet, Callable[[], None]]:
+def gateway_send(host: str, port: int, transport: Any = None) -> tuple[SyncGet, Callable[[], None]]:
     """What the gateway runs now: the same client, its request handed straight to its
-    transport (invoicebox/connections.py: send)."""
+    transport (invoicebox/connections.py: send); httpx's default one unless given."""
     from invoicebox import connections
 
-    client = connections.build(f"http://{host}:{port}", timeout=30.0)
+    client = connections.build(f"http://{host}:{port}", timeout=30.0, transport=transport)
     params = [("id", ORDER)]
 
     def get() -> bytes:
@@ -174,19 +174,7 @@ def gateway_send_urllib3(host: str, port: int) -> tuple[SyncGet, Callable[[], No
     from benchmarks.urllib3_transport import PooledTransport
     from invoicebox import connections
 
-    client = connections.build(
-        f"http://{host}:{port}",
-        timeout=30.0,
-        transport=PooledTransport(connections.ssl_context()),
-    )
-    params = [("id", ORDER)]
-
-    def get() -> bytes:
-        return connections.send(
-            client, "GET", "/filter/api/order/order", params=params, content=None, headers=HEADERS
-        ).content
-
-    return get, client.close
+    return gateway_send(host, port, PooledTransport(connections.ssl_context()))
 
 
 SYNC_RUNGS: dict[str, Callable[[str, int], tuple[SyncGet, Callable[[], None]]]] = {
