@@ -5,9 +5,9 @@ On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains ("lanes"
 not queue. Once a contour's lanes exist, an append is two round trips: `BEGIN; SELECT … FOR
 UPDATE SKIP LOCKED` (one message), then `WITH … INSERT … UPDATE` head and `COMMIT` (another).
 The hash is computed here, between the two, from the locked head: the key never reaches the
-database. Those two messages are sent bound on the client (several statements in one message);
-the rest of the gateway's statements are bound, and prepared, on the server. Inside a caller's
-transaction there is no BEGIN and no COMMIT of ours.
+database. Those two messages are sent bound on the client (several statements in one message),
+also when DATABASE_PREPARED_STATEMENTS has the server bind and prepare the gateway's other
+statements. Inside a caller's transaction there is no BEGIN and no COMMIT of ours.
 Opening a lane, and SQLite (one writer at a time anyway), go through the ORM.
 """
 
@@ -74,10 +74,12 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
 
 @contextmanager
 def _client_binding_cursor() -> Iterator[Any]:
-    """A cursor of the connection that binds on the client (psycopg's ClientCursor), wrapped
-    as Django wraps its own (errors mapped, queries logged when asked): the connection binds
-    on the server (config/settings/framework.py), which sends one statement per message."""
+    """A cursor of the connection that binds on the client (psycopg's ClientCursor) whatever
+    the connection's own binding (server-side with DATABASE_PREPARED_STATEMENTS, one statement
+    per message), checked and wrapped as Django checks and wraps its own cursors (errors
+    mapped, queries logged when asked)."""
     connection.ensure_connection()
+    connection.validate_thread_sharing()
     raw: Any = psycopg.ClientCursor(connection.connection)  # the stubs type it a wrapper
     wrapped = (
         connection.make_debug_cursor(raw)
