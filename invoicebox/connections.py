@@ -87,15 +87,12 @@ def send(
     INFO log line (silenced in config/settings/operations.py). The transport, its connection
     pool, its timeouts and its error mapping (httpcore's to httpx's exceptions) are the
     client's own; a proxy from the environment too (the transport chosen for the URL)."""
-    merged = client.base_url.raw_path + path.lstrip("/").encode()
-    url = client.base_url.copy_with(raw_path=merged)
     request_headers = client.headers.copy()
     if headers:
         request_headers.update(headers)
     request = httpx.Request(
         method,
-        url,
-        params=params,
+        request_url(client.base_url, path, params),
         content=content,
         headers=request_headers,
         extensions={"timeout": client.timeout.as_dict()},
@@ -107,6 +104,20 @@ def send(
         response.close()
     response.request = request
     return response
+
+
+def request_url(
+    base_url: httpx.URL,
+    path: str,
+    params: list[tuple[str, str | int | float | bool | None]] | None = None,
+) -> httpx.URL:
+    """The URL Client.request would send to: the base URL, the path under it, the query
+    encoded by httpx's QueryParams. Parsed once, where joining the path and then merging the
+    params parsed it twice: 35-50 µs less CPU per request (issue 44, benchmarks/README.md). A `?` or `#`
+    in the path is a character of the path, never the start of a query or a fragment."""
+    joined = path.lstrip("/").replace("?", "%3F").replace("#", "%23")
+    query = str(httpx.QueryParams(params)) if params else ""
+    return httpx.URL(f"{base_url}{joined}?{query}" if query else f"{base_url}{joined}")
 
 
 def _key(base_url: str, token: str, timeout: float, prefix: str) -> tuple[str, str, float, str]:

@@ -110,6 +110,36 @@ def test_a_query_is_encoded_as_httpx_encodes_it(db: None, recorder: Recorder) ->
     assert "merchantOrderId=a+b%26c%3D%D0%B4" in recorder.seen[0]["path"]
 
 
+@pytest.mark.parametrize(
+    ("base_url", "path", "params"),
+    [
+        (
+            "https://api.invoicebox.ru",
+            "/filter/api/order/order",
+            [("id", ORDER_ID), ("_pageSize", 1)],
+        ),
+        ("https://api.invoicebox.ru", "/x", [("q", "a b&c=д"), ("on", True), ("none", None)]),
+        ("https://api.invoicebox.ru", "/x", [("f", 1.5), ("empty", ""), ("pct", "%41/?#")]),
+        ("http://127.0.0.1:8000/sandbox/invoicebox", "/billing/api/order/order/д ок", None),
+        ("https://пример.рф/api/", "billing/api/order/order/%41b", []),
+    ],
+)
+def test_the_url_is_the_one_httpx_client_builds(base_url: str, path: str, params: Any) -> None:
+    client = connections.build(base_url, timeout=1.0)
+    with client:
+        built = client.build_request("GET", path, params=params).url
+        assert connections.request_url(client.base_url, path, params) == built
+        assert str(connections.request_url(client.base_url, path, params)) == str(built)
+
+
+def test_a_question_mark_in_a_path_stays_in_the_path() -> None:
+    client = connections.build("https://api.invoicebox.ru", timeout=1.0)
+    with client:
+        url = connections.request_url(client.base_url, "/billing/api/order/order/a?b#c", None)
+    assert url.path == "/v3/billing/api/order/order/a?b#c"
+    assert url.query == b"" and url.fragment == ""
+
+
 def test_a_silent_upstream_is_cut_at_the_clients_timeout(db: None, silent: int) -> None:
     client = make_client(
         base_url=f"http://127.0.0.1:{silent}",
