@@ -298,8 +298,14 @@ async def alone(
 
 
 async def loaded(
-    target: Target, clients: int, duration: float, dbname: str | None
+    target: Target,
+    clients: int,
+    duration: float,
+    dbname: str | None,
+    window: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> dict[str, Any]:
+    """`clients` clients calling for `duration` seconds after a second's warm-up; `window`: a
+    context manager entered around the timed part only (benchmarks/served_ab.py's meters)."""
     made = [await target.make() for _ in range(clients)]
     latencies: list[float] = []
     errors = 0
@@ -317,7 +323,7 @@ async def loaded(
 
     await asyncio.gather(*(loop(call, time.monotonic() + 1.0) for call in made))  # warm
     latencies.clear()
-    with CpuMeter(target.pids) as cpu, PgMeter(dbname) as pg:
+    with CpuMeter(target.pids) as cpu, PgMeter(dbname) as pg, window():
         started = time.monotonic()
         await asyncio.gather(*(loop(call, started + duration) for call in made))
         elapsed = time.monotonic() - started
