@@ -87,9 +87,15 @@ def authenticate(
     the key's live session named by the request (`use`: the request is a call, see
     sessions.resume)."""
     scheme, _, raw = header.partition(" ")
-    if scheme.lower() != "bearer" or not raw.strip() or " " in raw.strip():
+    raw = raw.strip()
+    if scheme.lower() != "bearer" or not raw or " " in raw:
         return None, False, None
-    key, by_oauth = grants.authenticate(raw.strip())
+    if session_id and not grants.is_access_token(raw):  # one statement for both
+        key, facts = sessions.key_and_session(raw, session_id, use)
+        if key is not None:
+            keys.note_address(key, address)
+        return key, False, facts
+    key, by_oauth = grants.authenticate(raw)
     if key is None:
         return None, by_oauth, None
     keys.note_address(key, address)

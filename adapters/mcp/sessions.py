@@ -25,11 +25,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, FilteredRelation, Q, QuerySet
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
 from adapters.mcp.models import McpSession
+from tools.hashing import sha256_hex
 from tools.models import ApiKey
 from tools.models.prepared import PreparedQuery
 
@@ -182,9 +183,55 @@ def resume(session_id: str, key_id: int, use: bool = False) -> SessionFacts | No
 
     Another key's session, an expired, closed or unknown one are all None: the client is told
     "Session not found" alike, and learns nothing about sessions it does not own."""
+    # One row by primary key, read on every request.
+    return _judged(session_id, key_id, _BY_ID_AND_KEY.row(session_id, key_id), use)
+
+
+# A contour key and the session its request names, read in one statement (issue 44): the key
+# as ApiKey.read_by_hash reads it, the session's row joined only when this key opened it.
+_KEY_AND_SESSION: PreparedQuery[Any] = PreparedQuery(
+    lambda key_hash, session_id: (
+        ApiKey.read_by_hash(key_hash)
+        .annotate(
+            named_session=FilteredRelation(
+                "mcp_sessions", condition=Q(mcp_sessions__session_id=session_id)
+            )
+        )
+        .annotate(
+            session_protocol=F("named_session__protocol_version"),
+            session_params=F("named_session__client_params"),
+            session_seen=F("named_session__last_seen"),
+            session_used=F("named_session__used"),
+        )
+    ),
+    ["<key_hash>", "<session_id>"],
+)
+
+
+def key_and_session(
+    raw: str, session_id: str, use: bool = False
+) -> tuple[ApiKey | None, SessionFacts | None]:
+    """The contour key `raw` (ApiKey.accepted's rule) and its live session `session_id`
+    (resume's rule), both read by one statement where ApiKey.authenticate and resume take
+    two."""
+    found: Any = _KEY_AND_SESSION.first(sha256_hex(raw), session_id)
+    key = ApiKey.accepted(found)
+    if key is None:
+        return None, None
+    row = (
+        None
+        if found.session_seen is None
+        else (found.session_protocol, found.session_params, found.session_seen, found.session_used)
+    )
+    return key, _judged(session_id, key.pk, row, use)
+
+
+def _judged(
+    session_id: str, key_id: int, row: tuple[Any, ...] | None, use: bool
+) -> SessionFacts | None:
+    """resume's rule on the session's row (protocol, client params, last seen, used)."""
     now = timezone.now()
-    # One row by primary key, read on every request; live means seen after the idle cutoff.
-    row = _BY_ID_AND_KEY.row(session_id, key_id)
+    # Live means seen after the idle cutoff.
     if row is None or row[2] <= _idle_cutoff(now):
         return None
     protocol_version, client_params, last_seen, used = row

@@ -195,11 +195,16 @@ def find_access(raw: str) -> OAuthToken | None:
     return token
 
 
+def is_access_token(raw: str) -> bool:
+    """Whether a Bearer credential is an OAuth access token (else a contour key, if anything)."""
+    return raw.startswith((ACCESS_PREFIX, LEGACY_ACCESS_PREFIX))
+
+
 def authenticate(raw: str) -> tuple[ApiKey | None, bool]:
     """What a Bearer credential stands for: a contour key (`ibg_…`, ApiKey.authenticate) or
     the grant's key behind a live OAuth access token (`ibo_…`); and whether it was the latter.
     Either way the key is the request's authenticated key (tools.keys.scope.key_of reads it)."""
-    if not raw.startswith((ACCESS_PREFIX, LEGACY_ACCESS_PREFIX)):
+    if not is_access_token(raw):
         return ApiKey.authenticate(raw), False
     token = find_access(raw)
     key = token.grant.key if token is not None else None

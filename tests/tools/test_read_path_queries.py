@@ -78,6 +78,65 @@ def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(
     ]
 
 
+def test_an_mcp_session_read_costs_the_same_statements_as_rest(
+    db: None, fake_upstream: FakeServer
+) -> None:
+    """The MCP fast path's hop (adapters/mcp/http.admit): the key and the session the request
+    names in one statement (adapters/mcp/sessions.key_and_session), then what a REST read
+    sends."""
+    from starlette.requests import Request
+
+    from adapters.mcp import http as mcp_http
+    from adapters.mcp import lean, sessions
+    from tools.models import ApiKey
+
+    key = key_of_contour(fake_upstream, "leanmcp", ["read"])
+    found = ApiKey.authenticate(key)
+    assert found is not None
+    version = "2025-11-25"
+    session_id = "read-path-queries-session-000001"
+    sessions.record(session_id, found.pk, version, {"capabilities": {}})
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "get_order", "arguments": {"order_id": ORDER_ID}},
+        }
+    ).encode()
+    headers = {
+        b"mcp-protocol-version": version.encode(),
+        b"content-type": b"application/json",
+        b"accept": b"application/json, text/event-stream",
+        b"mcp-session-id": session_id.encode(),
+    }
+    request = Request({"type": "http", "method": "POST", "headers": list(headers.items())})
+
+    def read() -> Any:
+        call = lean.call_of(request, body)
+        assert call is not None
+        return mcp_http.admit(f"Bearer {key}", "127.0.0.1", session_id, True, body, call)
+
+    read()  # the window, the session's first use and the key's last use are written here
+    with CaptureQueriesContext(connection) as queries:
+        admitted = read()
+
+    assert admitted.response is not None and admitted.response.status_code == 200
+    assert ORDER_ID.encode() in admitted.response.body
+    statements = [
+        q["sql"].split()[0]
+        for q in queries.captured_queries
+        if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
+    ]
+    postgres = connection.vendor == "postgresql"
+    upstream = ["WITH"] if postgres else ["SELECT", "INSERT"]
+    journal = ["SELECT", "WITH"] if postgres else ["SELECT", "INSERT", "UPDATE"]
+    assert statements == ["SELECT", *upstream, *journal], [
+        q["sql"][:120] for q in queries.captured_queries
+    ]
+    assert "gateway_mcp_mcpsession" in queries.captured_queries[0]["sql"]
+
+
 def test_a_write_execution_costs_19_statements_on_postgresql_19_on_sqlite(
     db: None, fake_upstream: FakeServer
 ) -> None:

@@ -146,12 +146,26 @@ class ApiKey(models.Model):
     def authenticate(cls, raw: str) -> ApiKey | None:
         if not raw:
             return None
-        # key_hash is unique: one row or none. Whether it is active is decided on the row, by
-        # the rule of active(), against the database's clock read with it. The row is read on
-        # every call (a revoked key is refused on its next call in every process); only the
-        # ORM's building of the query is done once per thread (this runs on every call).
-        key = _BY_HASH.first(sha256_hex(raw))
-        if key is not None and not key.is_active(key.database_now):
+        # The row is read on every call (a revoked key is refused on its next call in every
+        # process); only the ORM's building of the query is done once per thread.
+        return cls.accepted(_BY_HASH.first(sha256_hex(raw)))
+
+    @staticmethod
+    def read_by_hash(key_hash: str) -> ApiKeyQuerySet:
+        """The key whose secret hashes to `key_hash` (unique: one row or none), its contour,
+        and the database's clock read with it (`database_now`, for accepted())."""
+        return (
+            ApiKey.objects.select_related("contour")
+            .filter(key_hash=key_hash)
+            .annotate(database_now=Now())
+        )
+
+    @staticmethod
+    def accepted(key: ApiKey | None) -> ApiKey | None:
+        """Every key read by its secret ends here: the key if it is active by the rule of
+        active(), against the database's clock read with the row (read_by_hash), else None;
+        either way the request's authenticated key."""
+        if key is not None and not key.is_active(key.database_now):  # type: ignore[attr-defined]
             key = None
         # The core's scope check asks for this key again in the same request: keep it at hand.
         AUTHENTICATED_KEY.set(key)
@@ -167,10 +181,5 @@ class _ReadAt(TypedDict):
 
 
 _BY_HASH: PreparedQuery[WithAnnotations[ApiKey, _ReadAt]] = PreparedQuery(
-    lambda key_hash: (
-        ApiKey.objects.select_related("contour")
-        .filter(key_hash=key_hash)
-        .annotate(database_now=Now())
-    ),
-    ["<key_hash>"],
+    ApiKey.read_by_hash, ["<key_hash>"]
 )
