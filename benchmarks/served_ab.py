@@ -10,7 +10,8 @@ reference (`--reference`) is measured the same way when it is built
 (benchmarks/reference_setup.sh).
 
     .venv/bin/python -m benchmarks.served_ab [--rounds 6] [--duration 4] [--clients 8]
-        [--variant 'NAME=APP[@TREE][;VAR=value...]']... [--reference] [--port 18700]
+        [--variant 'NAME=APP[@TREE][;VAR=value...]']... [--reference] [--rungs pg core]
+        [--port 18700]
 
 A variant NAME=benchmarks.slim_door:application serves that module's app from this tree;
 NAME=config.asgi:application@/tmp/main serves another tree's (e.g. `git archive` of main);
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import shutil
 import statistics
 import sys
@@ -41,11 +43,13 @@ from benchmarks._common import (
     md_table,
     process,
     process_tree,
+    save,
     seed_key,
     server_env,
 )
 from benchmarks.cost_per_call import (
     GATEWAY_ENV,
+    LADDER_RUNGS,
     REFERENCE,
     TOKEN,
     Target,
@@ -54,6 +58,9 @@ from benchmarks.cost_per_call import (
     reference_env,
 )
 from harness.fake_upstream import MERCHANT_ID
+
+# Rungs below `pg` use no database: PostgreSQL's CPU is not theirs.
+NO_DATABASE = ("rung echo", "rung hop", "rung get")
 
 
 def _threads_stat(pids: list[int]) -> tuple[int, int, int]:
@@ -134,6 +141,23 @@ async def _run(args: argparse.Namespace, url: str, key: str) -> dict[str, list[d
             env = server_env(url, port, **{**GATEWAY_ENV, **own_env})
             server = stack.enter_context(Server(env, port, 1, app=app, cwd=tree))
             targets.append(mcp_target(name, port, server.pids, {"Authorization": f"Bearer {key}"}))
+        for index, rung in enumerate(args.rungs):  # benchmarks/ladder_server.py, as cost_per_call
+            port = fake_port + 20 + index
+            rung_env = server_env(
+                url,
+                port,
+                **{**GATEWAY_ENV, "DATABASE_POOL": "false"},
+                LADDER_RUNG=rung,
+                LADDER_UPSTREAM=fake,
+                LADDER_DATABASE=url,
+                LADDER_KEY=key,
+            )
+            argv = [sys.executable, "-m", "uvicorn", "benchmarks.ladder_server:app", "--port"]
+            argv += [str(port), "--no-access-log", "--log-level", "warning"]
+            served = stack.enter_context(process(argv, port, f"rung {rung}", env=rung_env))
+            targets.append(
+                mcp_target(f"rung {rung}", port, functools.partial(process_tree, served.pid))
+            )
         if args.reference:
             port = fake_port + 40
             state = stack.enter_context(tempfile.TemporaryDirectory(prefix="served-ab-ref-"))
@@ -150,7 +174,7 @@ async def _run(args: argparse.Namespace, url: str, key: str) -> dict[str, list[d
         for round_ in range(args.rounds):
             order = targets if round_ % 2 == 0 else list(reversed(targets))
             for target in order:
-                on_pg = target.name != "reference"
+                on_pg = target.name != "reference" and target.name not in NO_DATABASE
                 figures = await _round(
                     target, args.clients, args.duration, dbname if on_pg else None
                 )
@@ -207,14 +231,21 @@ def main(argv: list[str] | None = None) -> None:
         "--variant", action="append", help="NAME=APP[@TREE][;VAR=value...]; may repeat"
     )
     parser.add_argument("--reference", action="store_true", help="the vendor's server too")
+    parser.add_argument(
+        "--rungs",
+        nargs="*",
+        default=[],
+        choices=LADDER_RUNGS,
+        help="rungs of benchmarks/ladder_server.py served too (ports from --port + 20)",
+    )
+    parser.add_argument("--tag", default="", help="results/served_ab<TAG>.json")
     args = parser.parse_args(argv)
     started = time.monotonic()
     with bench_database("postgres", "ab") as url:
         fake = f"http://127.0.0.1:{args.port}"
         key = seed_key(url, upstream=fake, merchant_id=MERCHANT_ID, token=TOKEN)
         rounds = asyncio.run(_run(args, url, key))
-    print(_summary(rounds))
-    print(f"({time.monotonic() - started:.0f} s)")
+    save(f"served_ab{args.tag}", {"rounds": rounds}, _summary(rounds), started)
 
 
 if __name__ == "__main__":
