@@ -5,19 +5,18 @@ On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains ("lanes"
 not queue. Once a contour's lanes exist, an append is two round trips: `BEGIN; SELECT … FOR
 UPDATE SKIP LOCKED` (one message), then `WITH … INSERT … UPDATE` head and `COMMIT` (another).
 The hash is computed here, between the two, from the locked head: the key never reaches the
-database. Those two messages are sent bound on the client (several statements in one message),
-also when DATABASE_PREPARED_STATEMENTS has the server bind and prepare the gateway's other
-statements. Inside a caller's transaction there is no BEGIN and no COMMIT of ours.
+database. Those two messages are sent bound on the client (several statements in one message);
+with DATABASE_PREPARED_STATEMENTS the lane's SELECT and the entry's WITH in them are sent as
+EXECUTE of statements prepared on the connection. Inside a caller's transaction there is no
+BEGIN and no COMMIT of ours.
 Opening a lane, and SQLite (one writer at a time anyway), go through the ORM.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import CharField, Field, IntegerField, Q, TextField
@@ -34,8 +33,10 @@ _HEADS = ChainHead._meta.db_table
 _LANE_SQL = (
     f'SELECT chain, last_seq, last_hash FROM "{_HEADS}" '  # noqa: S608
     "WHERE chain = %s OR starts_with(chain, %s) "
-    "ORDER BY last_seq LIMIT 1 FOR UPDATE SKIP LOCKED"
+    "ORDER BY last_seq LIMIT 1 FOR UPDATE SKIP LOCKED /*prepared*/"
 )
+# " /*prepared*/" ends a statement every call sends: with DATABASE_PREPARED_STATEMENTS it is
+# prepared once per connection (tools/models/prepared.py, which audit/ does not import).
 
 
 def usable(db: Any = connection) -> bool:
@@ -54,7 +55,7 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             if row is not None:
                 _insert_and_advance(cursor, entry, place, *row)
         return row is not None
-    with _client_binding_cursor() as cursor:
+    with connection.cursor() as cursor:
         try:
             cursor.execute("BEGIN; " + _LANE_SQL, lane_params)  # client-side binding
             cursor.nextset()
@@ -70,24 +71,6 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             _rollback(cursor)
             raise
     return row is not None
-
-
-@contextmanager
-def _client_binding_cursor() -> Iterator[Any]:
-    """A cursor of the connection that binds on the client (psycopg's ClientCursor) whatever
-    the connection's own binding (server-side with DATABASE_PREPARED_STATEMENTS, one statement
-    per message), checked and wrapped as Django checks and wraps its own cursors (errors
-    mapped, queries logged when asked)."""
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    raw: Any = psycopg.ClientCursor(connection.connection)  # the stubs type it a wrapper
-    wrapped = (
-        connection.make_debug_cursor(raw)
-        if connection.queries_logged
-        else connection.make_cursor(raw)
-    )
-    with wrapped:
-        yield wrapped
 
 
 def _insert_and_advance(
@@ -106,7 +89,7 @@ def _insert_and_advance(
     cursor.execute(
         f'WITH entry AS ({insert}) UPDATE "{_HEADS}" SET last_seq = %s, '  # noqa: S608
         "last_id = entry.id, last_hash = %s FROM entry WHERE chain = %s "
-        "RETURNING entry.id" + then,
+        "RETURNING entry.id /*prepared*/" + then,
         [*params, entry.seq, entry.hash, chain],
     )
     entry.id = cursor.fetchone()[0]

@@ -112,8 +112,7 @@ taken AS ({
     )
 })
 SELECT (SELECT failures FROM circuit), (SELECT opened_until FROM circuit),
-       (SELECT count FROM taken)
-"""  # noqa: S608
+       (SELECT count FROM taken) /*prepared*/"""  # noqa: S608 - prepared: tools/models/prepared.py
 # The same, committed without waiting for its WAL to reach the disk (issue 44), when it is a
 # transaction of its own (autocommit, as on every read and around every upstream request): the
 # budget's count is seen by every other process at once as before; only a crash of PostgreSQL
@@ -121,8 +120,8 @@ SELECT (SELECT failures FROM circuit), (SELECT opened_until FROM circuit),
 # synchronous commit flushes the WAL written before it, this count's included). One fsync
 # per read instead of two: on a disk whose flush takes milliseconds, the read's largest wait.
 _ADMIT_ASYNC_SQL = _ADMIT_SQL.replace(
-    "(SELECT count FROM taken)",
-    "(SELECT count FROM taken), set_config('synchronous_commit', 'off', true)",
+    "(SELECT count FROM taken) /*prepared*/",
+    "(SELECT count FROM taken), set_config('synchronous_commit', 'off', true) /*prepared*/",
     1,
 )
 

@@ -5,6 +5,7 @@ from typing import Any
 from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
+from django.db.backends.signals import connection_created
 
 RENAMED = {"GATEWAY_APPROVAL_THRESHOLD_RUB": "GATEWAY_APPROVAL_THRESHOLD_KOPECKS"}
 
@@ -18,6 +19,19 @@ def deprecated_settings(app_configs: Any, **kwargs: Any) -> list[checks.CheckMes
         )
         for old in getattr(settings, "GATEWAY_DEPRECATED_SETTINGS", [])
     ]
+
+
+def prepare_marked_statements(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """DATABASE_PREPARED_STATEMENTS: a new PostgreSQL connection runs the marked statements
+    prepared (tools/models/prepared.py: run_prepared)."""
+    from tools.models.prepared import run_prepared
+
+    if (
+        settings.DATABASE_PREPARED_STATEMENTS
+        and connection.vendor == "postgresql"
+        and run_prepared not in connection.execute_wrappers
+    ):
+        connection.execute_wrappers.append(run_prepared)
 
 
 class ToolsConfig(AppConfig):
@@ -49,5 +63,6 @@ class ToolsConfig(AppConfig):
 
         labels.set_tool_names(frozenset(catalog.names()))
         checks.register(deprecated_settings, checks.Tags.compatibility)
+        connection_created.connect(prepare_marked_statements)
 
         from tools import tasks  # noqa: F401 - every Celery task registered in this process

@@ -102,7 +102,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.boo
         "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20),
         "timeout": 10,
     }
-_PREPARE_AFTER = 5  # psycopg's own default
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Bounded waits (docs/production.md, "Bounded waits on the database"): a frozen or
     # unreachable server, a stuck statement or a held lock becomes a DatabaseError, hence the
@@ -121,15 +120,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     )
     if _server_options:
         _db_options["options"] = f"{_db_options.get('options', '')} {_server_options}".strip()
-    # DATABASE_PREPARED_STATEMENTS: parameters bound by the server instead of quoted into the
-    # SQL by psycopg, and a statement run _PREPARE_AFTER times on a connection prepared there
-    # (no more parsing and planning: two thirds of PostgreSQL's time per read). Measured
-    # (docs/production.md, "Statements prepared by PostgreSQL"): PostgreSQL 0.3-0.4 ms less
-    # per read and one client's p50 0.4 ms less, but one worker's CPU 0.25-0.45 ms more per
-    # call at 8 clients and its throughput 5-15 % less. Off by default.
-    if env.bool("DATABASE_PREPARED_STATEMENTS", default=False):
-        _db_options["server_side_binding"] = True
-        _db_options["prepare_threshold"] = _PREPARE_AFTER
+# DATABASE_PREPARED_STATEMENTS (PostgreSQL): the statements every call sends (the key and the
+# session, the circuit and the budget, the journal's lane and entry) prepared once per
+# connection and sent as EXECUTE from then on, their values still quoted by psycopg on the
+# client (tools/models/prepared.py: run_prepared). Off by default: not behind a pooler that
+# moves a client between server connections (PgBouncer in transaction mode), which would not
+# find the statement prepared on the other one (docs/production.md).
+DATABASE_PREPARED_STATEMENTS = DATABASES["default"][
+    "ENGINE"
+] == "django.db.backends.postgresql" and env.bool("DATABASE_PREPARED_STATEMENTS", default=False)
 if _IS_SQLITE:
     # Several workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(

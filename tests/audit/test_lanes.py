@@ -50,7 +50,8 @@ def test_an_append_on_an_existing_lane_takes_two_round_trips():
     assert statements[0] == ["BEGIN;", "SELECT"]
     assert statements[1][0] == "WITH"
     # The COMMIT rides with the entry (issue 44): committed when record() returns.
-    assert queries.captured_queries[1]["sql"].endswith("RETURNING entry.id; COMMIT")
+    # (" /*prepared*/": the statement every call sends, see tools/models/prepared.py.)
+    assert queries.captured_queries[1]["sql"].endswith("RETURNING entry.id /*prepared*/; COMMIT")
     assert not connection.in_atomic_block and connection.connection.info.transaction_status == 0
     stored = JournalEntry.objects.get(pk=entry.pk)
     head = ChainHead.objects.get(chain=stored.chain)

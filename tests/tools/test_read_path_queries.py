@@ -1,7 +1,7 @@
 """The database round trips of a read and of a write execution are pinned: a regression in
 the lean paths fails here. With DATABASE_PREPARED_STATEMENTS=true (config/settings/framework.py)
-PostgreSQL binds the parameters itself and keeps a read's statements prepared per connection,
-while the journal's two messages stay bound on the client (audit/lanes.py)."""
+the statements every call sends are prepared once per connection and sent as EXECUTE, their
+values still bound on the client (tools/models/prepared.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -24,6 +24,7 @@ from audit.walk import check_chain
 from harness.fake_upstream import MERCHANT_ID, FakeServer
 from tools.contours.services import create_contour
 from tools.keys.services import issue_key
+from tools.models.prepared import run_prepared
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER_ID = "0c1d2e3f-0000-4000-8000-0000000000aa"
@@ -217,13 +218,10 @@ def test_a_write_execution_costs_19_statements_on_postgresql_19_on_sqlite(
     )
 
 
-def database_options(**env: str) -> dict[str, Any]:
-    """The connection options config/settings/framework.py makes of this environment."""
-    code = (
-        "import json, config.settings as s; o = s.DATABASES['default']['OPTIONS']; "
-        "print(json.dumps({k: o[k] for k in ('server_side_binding', 'prepare_threshold') "
-        "if k in o}))"
-    )
+def prepared_setting(**env: str) -> bool:
+    """settings.DATABASE_PREPARED_STATEMENTS as config/settings/framework.py makes it of this
+    environment (PostgreSQL unless DATABASE_URL says otherwise)."""
+    code = "import config.settings as s; print(s.DATABASE_PREPARED_STATEMENTS)"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "DJANGO_"))}
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -234,31 +232,27 @@ def database_options(**env: str) -> dict[str, Any]:
         timeout=60,
         check=True,
     )
-    options: dict[str, Any] = json.loads(done.stdout)
-    return options
+    return bool(json.loads(done.stdout.strip().lower()))
 
 
-def test_prepared_statements_are_off_unless_asked_for() -> None:
-    assert database_options() == {}
-    assert database_options(DATABASE_PREPARED_STATEMENTS="true") == {
-        "server_side_binding": True,
-        "prepare_threshold": 5,
-    }
+def test_prepared_statements_are_off_unless_asked_for_on_postgresql() -> None:
+    assert prepared_setting() is False
+    assert prepared_setting(DATABASE_PREPARED_STATEMENTS="true") is True
+    sqlite = "sqlite:////tmp/prepared-setting.sqlite3"
+    assert prepared_setting(DATABASE_PREPARED_STATEMENTS="true", DATABASE_URL=sqlite) is False
 
 
 @pytest.fixture
-def prepared_connection() -> Iterator[None]:
-    """The connection reopened with the options DATABASE_PREPARED_STATEMENTS=true gives it."""
-    options = connection.settings_dict["OPTIONS"]
-    before = dict(options)
+def prepared_connection(settings: Any) -> Iterator[None]:
+    """DATABASE_PREPARED_STATEMENTS on, on a connection opened with it (tools/apps.py installs
+    the statements' wrapper when a connection is made)."""
+    settings.DATABASE_PREPARED_STATEMENTS = True
     connection.close()
-    options.update(database_options(DATABASE_PREPARED_STATEMENTS="true"))
-    connection.features.__dict__.pop("uses_server_side_binding", None)  # a cached_property
+    connection.ensure_connection()
+    assert run_prepared in connection.execute_wrappers
     yield
+    connection.execute_wrappers.remove(run_prepared)
     connection.close()
-    options.clear()
-    options.update(before)
-    connection.features.__dict__.pop("uses_server_side_binding", None)
 
 
 def prepared_statements() -> list[str]:
@@ -284,15 +278,67 @@ def test_reads_run_on_statements_prepared_on_their_connection(
         )
         assert answer.json()["data"]["order_id"] == ORDER_ID
 
+    read()  # the contour's journal lane is opened here, through the ORM
     with CaptureQueriesContext(connection) as queries:
-        for _ in range(7):  # psycopg prepares a statement on its fifth run on a connection
+        for _ in range(3):
             read()
 
     prepared = prepared_statements()
-    assert any('FROM "tools_apikey"' in s and "$1" in s for s in prepared), prepared
-    assert any('"invoicebox_upstreamwindow"' in s for s in prepared), prepared  # the budget
-    # The journal's BEGIN and its lane still go in one message, bound on the client, and
-    # every read's entry is chained.
-    assert sum(q["sql"].startswith("BEGIN; SELECT") for q in queries.captured_queries) == 7
-    assert JournalEntry.objects.filter(contour="prepared", tool="get_order").count() == 7
+    for table in ("tools_apikey", "invoicebox_upstreamwindow", "audit_chainhead"):
+        assert any(f'"{table}"' in s and "$1" in s for s in prepared), (table, prepared)
+    assert any(s.startswith("PREPARE") and "audit_journalentry" in s for s in prepared)
+    sent = [q["sql"].lstrip() for q in queries.captured_queries]
+    # Every read sends its key's and its budget's statements as EXECUTE with their values; the
+    # journal's BEGIN and its lane still go in one message, the entry and COMMIT in another.
+    assert sum(q.startswith("EXECUTE gw_") and "COMMIT" not in q for q in sent) == 6, sent
+    assert sum(q.startswith("BEGIN; EXECUTE gw_") for q in sent) == 3, sent
+    assert sum(q.startswith("EXECUTE gw_") and q.endswith("; COMMIT") for q in sent) == 3
+    assert not any("/*prepared*/" in q for q in sent), sent
+    assert JournalEntry.objects.filter(contour="prepared", tool="get_order").count() == 4
     assert check_chain().broken_id is None
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_postgresql_cannot_prepare_is_sent_as_it_is(
+    prepared_connection: None,
+) -> None:
+    """A value PostgreSQL cannot type ($1 IS NULL) fails its PREPARE alone: the statement goes
+    as it came, and a transaction around it stays usable (the PREPARE ran under a savepoint)."""
+    marked = "SELECT %s IS NULL, 7 /*prepared*/"
+    with connection.cursor() as cursor:
+        cursor.execute(marked, [None])
+        assert cursor.fetchone() == (True, 7)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(marked.replace("7", "8"), [None])
+        assert cursor.fetchone() == (True, 8)
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
+    assert not any("IS NULL" in s for s in prepared_statements())
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_statements_dropped_under_the_gateway_fail_one_call_then_are_prepared_again(
+    prepared_connection: None, fake_upstream: FakeServer
+) -> None:
+    """DEALLOCATE ALL (DISCARD ALL, a pooler's other server connection) under the gateway: the
+    next call is a database error with its envelope, the one after runs prepared again."""
+    key, http = key_of_contour(fake_upstream, "dropped", ["read"]), Client()
+    body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
+
+    def read() -> Any:
+        return http.post(
+            "/api/v1/call",
+            body,
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        )
+
+    assert read().status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")
+    failed = read()
+    assert failed.status_code == 503 and failed.json()["code"] == "database_unavailable"
+    assert read().json()["data"]["order_id"] == ORDER_ID
+    assert any('"tools_apikey"' in s for s in prepared_statements())
