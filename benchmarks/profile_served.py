@@ -34,7 +34,7 @@ PARTS = {
     "journal (audit)": "(audit/",
     "upstream GET (connections.send)": "send (invoicebox/connections.py",
     "budget+circuit (limits)": "invoicebox/limits.py",
-    "key lookup (grants/ApiKey)": "adapters/oauth/grants.py",
+    "key and session (one statement)": "key_and_session (adapters/mcp/sessions.py",
     "session resume": "resume (adapters/mcp/sessions.py",
     "lean answer (pydantic dump)": "answer (adapters/mcp/lean.py",
     "lean call_of (parse)": "call_of (adapters/mcp/lean.py",
