@@ -1,7 +1,8 @@
 """Prepared statements and threads (issue 44): one SELECT run by N threads of this process, each
 on its own psycopg connection, bound on the client, bound on the server, or prepared; CPU per
-query of this process (user and system apart) and wall time. No Django, no gateway: the floor
-under what DATABASE_PREPARED_STATEMENTS changes in a worker's own CPU.
+query of this process (user and system apart) and wall time. No Django, no gateway: psycopg's
+own binding modes, which DATABASE_PREPARED_STATEMENTS used until its fourth-session form (SQL
+PREPARE with client-side binding, tools/models/prepared.py; benchmarks/README.md).
 
     .venv/bin/python -m benchmarks.prepared_threads [--queries 2000] [--threads 8] [--rounds 3]
 """
