@@ -77,6 +77,22 @@ GATEWAY_ENV = {
 Call = Callable[[], Awaitable[None]]
 
 
+def rung_env(
+    url: str, port: int, rung: str, fake: str, key: str, gateway_env: dict[str, str]
+) -> dict[str, str]:
+    """A ladder rung's environment (benchmarks/ladder_server.py): the gateway's (journal, core:
+    its code on Django), each thread keeping its own connection as the rungs below do: no pool."""
+    return server_env(
+        url,
+        port,
+        **{**gateway_env, "DATABASE_POOL": "false"},
+        LADDER_RUNG=rung,
+        LADDER_UPSTREAM=fake,
+        LADDER_DATABASE=url,
+        LADDER_KEY=key,
+    )
+
+
 def uptime() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -475,17 +491,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                         ],
                         port_l,
                         f"rung {rung}",
-                        # The gateway's env (journal, core: its code on Django), each thread
-                        # keeping its own connection as the rungs below do: no pool.
-                        env=server_env(
-                            url,
-                            port_l,
-                            **{**env_extra, "DATABASE_POOL": "false"},
-                            LADDER_RUNG=rung,
-                            LADDER_UPSTREAM=fake,
-                            LADDER_DATABASE=url,
-                            LADDER_KEY=key,
-                        ),
+                        env=rung_env(url, port_l, rung, fake, key, env_extra),
                     )
                 )
                 targets.append(

@@ -56,6 +56,7 @@ from benchmarks.cost_per_call import (
     loaded,
     mcp_target,
     reference_env,
+    rung_env,
 )
 from harness.fake_upstream import MERCHANT_ID
 
@@ -143,18 +144,10 @@ async def _run(args: argparse.Namespace, url: str, key: str) -> dict[str, list[d
             targets.append(mcp_target(name, port, server.pids, {"Authorization": f"Bearer {key}"}))
         for index, rung in enumerate(args.rungs):  # benchmarks/ladder_server.py, as cost_per_call
             port = fake_port + 20 + index
-            rung_env = server_env(
-                url,
-                port,
-                **{**GATEWAY_ENV, "DATABASE_POOL": "false"},
-                LADDER_RUNG=rung,
-                LADDER_UPSTREAM=fake,
-                LADDER_DATABASE=url,
-                LADDER_KEY=key,
-            )
+            env = rung_env(url, port, rung, fake, key, GATEWAY_ENV)
             argv = [sys.executable, "-m", "uvicorn", "benchmarks.ladder_server:app", "--port"]
             argv += [str(port), "--no-access-log", "--log-level", "warning"]
-            served = stack.enter_context(process(argv, port, f"rung {rung}", env=rung_env))
+            served = stack.enter_context(process(argv, port, f"rung {rung}", env=env))
             targets.append(
                 mcp_target(f"rung {rung}", port, functools.partial(process_tree, served.pid))
             )

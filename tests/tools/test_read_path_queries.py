@@ -62,15 +62,19 @@ def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(
         )
 
     assert response.json()["data"]["order_id"] == ORDER_ID
+    assert_a_reads_statements(queries)
+
+
+def assert_a_reads_statements(queries: CaptureQueriesContext) -> None:
+    """The key with its contour; the circuit; the budget (one upsert); the journal's head, the
+    entry, the head again. A success on a closed circuit resets nothing. PostgreSQL: the
+    circuit and the budget in one statement (invoicebox/limits.py), the entry and its head in
+    one statement (audit/lanes.py)."""
     statements = [
         q["sql"].split()[0]
         for q in queries.captured_queries
         if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
     ]
-    # The key with its contour; the circuit; the budget (one upsert); the journal's head, the
-    # entry, the head again. A success on a closed circuit resets nothing. PostgreSQL: the
-    # circuit and the budget in one statement (invoicebox/limits.py), the entry and its head in
-    # one statement (audit/lanes.py).
     postgres = connection.vendor == "postgresql"
     upstream = ["WITH"] if postgres else ["SELECT", "INSERT"]
     journal = ["SELECT", "WITH"] if postgres else ["SELECT", "INSERT", "UPDATE"]
@@ -124,17 +128,7 @@ def test_an_mcp_session_read_costs_the_same_statements_as_rest(
 
     assert admitted.response is not None and admitted.response.status_code == 200
     assert ORDER_ID.encode() in admitted.response.body
-    statements = [
-        q["sql"].split()[0]
-        for q in queries.captured_queries
-        if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
-    ]
-    postgres = connection.vendor == "postgresql"
-    upstream = ["WITH"] if postgres else ["SELECT", "INSERT"]
-    journal = ["SELECT", "WITH"] if postgres else ["SELECT", "INSERT", "UPDATE"]
-    assert statements == ["SELECT", *upstream, *journal], [
-        q["sql"][:120] for q in queries.captured_queries
-    ]
+    assert_a_reads_statements(queries)
     assert "gateway_mcp_mcpsession" in queries.captured_queries[0]["sql"]
 
 
