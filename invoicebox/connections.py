@@ -113,8 +113,8 @@ def request_url(
 ) -> httpx.URL:
     """The URL Client.request would send to: the base URL, the path under it, the query
     encoded by httpx's QueryParams. Parsed once, where joining the path and then merging the
-    params parsed it twice: 35-50 µs less CPU per request (issue 44, benchmarks/README.md). A `?` or `#`
-    in the path is a character of the path, never the start of a query or a fragment."""
+    params parsed it twice: 35-50 µs less CPU per request (issue 44, benchmarks/README.md).
+    A `?` or `#` in the path is a character of the path, never a query's or fragment's start."""
     joined = path.lstrip("/").replace("?", "%3F").replace("#", "%23")
     query = str(httpx.QueryParams(params)) if params else ""
     return httpx.URL(f"{base_url}{joined}?{query}" if query else f"{base_url}{joined}")
