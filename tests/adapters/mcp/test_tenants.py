@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from django.utils import timezone
 from adapters.mcp import sessions
 from adapters.mcp.models import McpSession
 from audit.actors import SCAFFOLDING
-from tests.adapters.mcp.conftest import Gateway, serving
+from tests.adapters.mcp.conftest import Gateway, free_port, serving
 from tests.adapters.mcp.test_http import LEGACY, post, rpc
 from tools.contours.services import create_contour
 from tools.models import ApiKey
@@ -52,18 +51,6 @@ print(json.dumps(keys))
 """
 
 
-def port_in_range() -> str:
-    """A free port of this worktree's range (8800-8899)."""
-    for port in range(8800, 8900):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return str(port)
-    raise RuntimeError("no free port in 8800-8899")
-
-
 @pytest.fixture(scope="module")
 def shops(gateway: Gateway, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """The prepared gateway's database copied without its sessions, `demo` and a `flood`
@@ -74,7 +61,10 @@ def shops(gateway: Gateway, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         conn.execute("DELETE FROM gateway_mcp_mcpsession")
     shop = Gateway(env={**gateway.env, "DATABASE_URL": f"sqlite:///{db}"}, db=db, keys={})
     shop.keys = json.loads(shop.manage("shell", "-c", SHOPS).strip().splitlines()[-1])
-    with serving(shop, port_in_range(), **CAPS) as url:
+    # An ephemeral port, as every served test's: tests of this module may run on two xdist
+    # workers at once, and two picks from one fixed range could both take the same port, the
+    # second worker then talking to the first one's gateway (its keys unknown: 401).
+    with serving(shop, str(free_port()), **CAPS) as url:
         shop.url = url
         yield shop
 
