@@ -102,6 +102,9 @@ def _take(account: str, now: float) -> Refusal | None:
 # as before, and a half-open probe that wins takes its budget in a statement of its own.
 # (SQLite has no INSERT inside WITH: there the two statements stay.)
 _CIRCUITS = f'"{CircuitState._meta.db_table}"'
+# " /*prepared*/": sent on every upstream request, so prepared once per connection where
+# DATABASE_PREPARED_STATEMENTS says so (tools/models/prepared.py; invoicebox/ imports nothing
+# of tools/).
 _ADMIT_SQL = f"""
 WITH circuit AS (SELECT failures, opened_until FROM {_CIRCUITS} WHERE account = %s),
 taken AS ({
@@ -112,7 +115,7 @@ taken AS ({
     )
 })
 SELECT (SELECT failures FROM circuit), (SELECT opened_until FROM circuit),
-       (SELECT count FROM taken) /*prepared*/"""  # noqa: S608 - prepared: tools/models/prepared.py
+       (SELECT count FROM taken) /*prepared*/"""  # noqa: S608
 # The same, committed without waiting for its WAL to reach the disk (issue 44), when it is a
 # transaction of its own (autocommit, as on every read and around every upstream request): the
 # budget's count is seen by every other process at once as before; only a crash of PostgreSQL

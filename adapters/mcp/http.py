@@ -90,16 +90,17 @@ def authenticate(
     raw = raw.strip()
     if scheme.lower() != "bearer" or not raw or " " in raw:
         return None, False, None
+    facts: sessions.SessionFacts | None = None
     if session_id and not grants.is_access_token(raw):  # one statement for both
-        key, facts = sessions.key_and_session(raw, session_id, use)
-        if key is not None:
-            keys.note_address(key, address)
-        return key, False, facts
-    key, by_oauth = grants.authenticate(raw)
+        (key, facts), by_oauth = sessions.key_and_session(raw, session_id, use), False
+    else:
+        key, by_oauth = grants.authenticate(raw)
+        if key is not None and session_id:
+            facts = sessions.resume(session_id, key.pk, use)
     if key is None:
         return None, by_oauth, None
     keys.note_address(key, address)
-    return key, by_oauth, sessions.resume(session_id, key.pk, use) if session_id else None
+    return key, by_oauth, facts
 
 
 def _unauthenticated(header: str, session_id: str | None) -> Admission:

@@ -21,7 +21,6 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 import psycopg
-from django.conf import settings
 from django.db import ProgrammingError, connections
 from django.db.models import Model, QuerySet
 
@@ -163,13 +162,14 @@ def _prepare_text(name: str, statement: str, values: Sequence[Any]) -> str:
 def run_prepared(
     execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
 ) -> Any:
-    """Django's execute wrapper (tools/apps.py installs it on PostgreSQL connections): a marked
-    statement sent as EXECUTE of its statement prepared on this connection, else as it came."""
+    """Django's execute wrapper (tools/apps.py installs it on a new PostgreSQL connection when
+    DATABASE_PREPARED_STATEMENTS is on): a marked statement sent as EXECUTE of its statement
+    prepared on this connection, else as it came."""
     end = sql.find(MARKER)
-    if end < 0 or many or not settings.DATABASE_PREPARED_STATEMENTS:
+    if end < 0 or many:
         return execute(sql, params, many, context)
     start = sql.rfind(";", 0, end) + 1
-    while sql[start].isspace():
+    while start < end and sql[start].isspace():
         start += 1
     statement = sql[start:end]
     values = list(params or ())
