@@ -77,22 +77,6 @@ GATEWAY_ENV = {
 Call = Callable[[], Awaitable[None]]
 
 
-def rung_env(
-    url: str, port: int, rung: str, fake: str, key: str, gateway_env: dict[str, str]
-) -> dict[str, str]:
-    """A ladder rung's environment (benchmarks/ladder_server.py): the gateway's (journal, core:
-    its code on Django), each thread keeping its own connection as the rungs below do: no pool."""
-    return server_env(
-        url,
-        port,
-        **{**gateway_env, "DATABASE_POOL": "false"},
-        LADDER_RUNG=rung,
-        LADDER_UPSTREAM=fake,
-        LADDER_DATABASE=url,
-        LADDER_KEY=key,
-    )
-
-
 def uptime() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -129,11 +113,20 @@ class Target:
     """One server under test: how to make a client call, and its process tree."""
 
     def __init__(
-        self, name: str, pids: Callable[[], list[int]], make: Callable[[], Awaitable[Call]]
+        self,
+        name: str,
+        pids: Callable[[], list[int]],
+        make: Callable[[], Awaitable[Call]],
+        pg: bool | None = None,
     ) -> None:
         self.name, self.pids, self.make = name, pids, make
-        # Served on the run's database: its backends' CPU is metered with this server's.
-        self.pg = name.startswith(("gateway", *(f"rung {rung}" for rung in DATABASE_RUNGS)))
+        # Served on the run's database: its backends' CPU is metered with this server's. By
+        # default told by its name (a gateway, a rung that uses the database).
+        self.pg = (
+            name.startswith(("gateway", *(f"rung {rung}" for rung in DATABASE_RUNGS)))
+            if pg is None
+            else pg
+        )
 
 
 # The reference refuses a session's 201st tool call; its clients open a new session before,
@@ -175,6 +168,48 @@ def mcp_target(
         return call
 
     return Target(name, pids, make)
+
+
+def rung_target(
+    stack: contextlib.ExitStack,
+    rung: str,
+    port: int,
+    url: str,
+    fake: str,
+    key: str,
+    gateway_env: dict[str, str],
+) -> Target:
+    """A rung of benchmarks/ladder_server.py served on `port` for the run (entered on `stack`):
+    the gateway's environment (journal, core: its code on Django), each thread keeping its own
+    connection as the rungs below do: no pool."""
+    env = server_env(
+        url,
+        port,
+        **{**gateway_env, "DATABASE_POOL": "false"},
+        LADDER_RUNG=rung,
+        LADDER_UPSTREAM=fake,
+        LADDER_DATABASE=url,
+        LADDER_KEY=key,
+    )
+    argv = [sys.executable, "-m", "uvicorn", "benchmarks.ladder_server:app", "--port", str(port)]
+    argv += ["--no-access-log", "--log-level", "warning"]
+    served = stack.enter_context(process(argv, port, f"rung {rung}", env=env))
+    return mcp_target(f"rung {rung}", port, functools.partial(process_tree, served.pid))
+
+
+def reference_target(stack: contextlib.ExitStack, fake: str, port: int, name: str) -> Target:
+    """The vendor's reference server (benchmarks/reference_setup.sh) on `port` for the run."""
+    state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
+    ref = stack.enter_context(
+        process(
+            [shutil.which("node") or "node", "dist/index.js"],
+            port,
+            "reference",
+            env=reference_env(fake, port, state),
+            cwd=REFERENCE,
+        )
+    )
+    return mcp_target(name, port, lambda: process_tree(ref.pid))
 
 
 def rest_target(
@@ -475,44 +510,11 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
             )
         if args.ladder:  # the gateway's architecture rung by rung (benchmarks/ladder_server.py)
             for index, rung in enumerate(LADDER_RUNGS):
-                port_l = port + 40 + index
-                rung_process = stack.enter_context(
-                    process(
-                        [
-                            sys.executable,
-                            "-m",
-                            "uvicorn",
-                            "benchmarks.ladder_server:app",
-                            "--port",
-                            str(port_l),
-                            "--no-access-log",
-                            "--log-level",
-                            "warning",
-                        ],
-                        port_l,
-                        f"rung {rung}",
-                        env=rung_env(url, port_l, rung, fake, key, env_extra),
-                    )
-                )
                 targets.append(
-                    mcp_target(
-                        f"rung {rung}", port_l, functools.partial(process_tree, rung_process.pid)
-                    )
+                    rung_target(stack, rung, port + 40 + index, url, fake, key, env_extra)
                 )
         if (REFERENCE / "dist" / "index.js").exists():
-            state = stack.enter_context(tempfile.TemporaryDirectory(prefix="gw-ref-"))
-            ref = stack.enter_context(
-                process(
-                    [shutil.which("node") or "node", "dist/index.js"],
-                    ref_port,
-                    "reference",
-                    env=reference_env(fake, ref_port, state),
-                    cwd=REFERENCE,
-                )
-            )
-            targets.append(
-                mcp_target("reference MCP get_order", ref_port, lambda: process_tree(ref.pid))
-            )
+            targets.append(reference_target(stack, fake, ref_port, "reference MCP get_order"))
         else:
             print("reference not built (sh benchmarks/reference_setup.sh): floor only")
         result["sequential"] = asyncio.run(sequential(targets, args.calls, 20, dbname))

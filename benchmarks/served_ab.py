@@ -26,11 +26,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,10 +36,10 @@ from benchmarks._common import (
     CLOCK_TICKS,
     ROOT,
     Server,
+    _proc_stat,
     bench_database,
     md_table,
     process,
-    process_tree,
     save,
     seed_key,
     server_env,
@@ -50,18 +47,14 @@ from benchmarks._common import (
 from benchmarks.cost_per_call import (
     GATEWAY_ENV,
     LADDER_RUNGS,
-    REFERENCE,
     TOKEN,
     Target,
     loaded,
     mcp_target,
-    reference_env,
-    rung_env,
+    reference_target,
+    rung_target,
 )
 from harness.fake_upstream import MERCHANT_ID
-
-# Rungs below `pg` use no database: PostgreSQL's CPU is not theirs.
-NO_DATABASE = ("rung echo", "rung hop", "rung get")
 
 
 def _threads_stat(pids: list[int]) -> tuple[int, int, int]:
@@ -69,16 +62,13 @@ def _threads_stat(pids: list[int]) -> tuple[int, int, int]:
     these processes."""
     user = system = switches = 0
     for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            tasks = list(Path(f"/proc/{pid}/task").iterdir())
-        except OSError:
+        fields = _proc_stat(pid)
+        if fields is None:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
         user, system = user + int(fields[11]), system + int(fields[12])
-        for task in tasks:
+        for task in Path(f"/proc/{pid}/task").glob("*/status"):
             with contextlib.suppress(OSError):
-                for line in (task / "status").read_text().splitlines():
+                for line in task.read_text().splitlines():
                     if "ctxt_switches:" in line:
                         switches += int(line.split()[1])
     return user, system, switches
@@ -141,35 +131,20 @@ async def _run(args: argparse.Namespace, url: str, key: str) -> dict[str, list[d
             port = fake_port + 1 + index
             env = server_env(url, port, **{**GATEWAY_ENV, **own_env})
             server = stack.enter_context(Server(env, port, 1, app=app, cwd=tree))
-            targets.append(mcp_target(name, port, server.pids, {"Authorization": f"Bearer {key}"}))
-        for index, rung in enumerate(args.rungs):  # benchmarks/ladder_server.py, as cost_per_call
-            port = fake_port + 20 + index
-            env = rung_env(url, port, rung, fake, key, GATEWAY_ENV)
-            argv = [sys.executable, "-m", "uvicorn", "benchmarks.ladder_server:app", "--port"]
-            argv += [str(port), "--no-access-log", "--log-level", "warning"]
-            served = stack.enter_context(process(argv, port, f"rung {rung}", env=env))
+            target = mcp_target(name, port, server.pids, {"Authorization": f"Bearer {key}"})
+            target.pg = True  # every variant is a gateway on the run's database
+            targets.append(target)
+        for index, rung in enumerate(args.rungs):
             targets.append(
-                mcp_target(f"rung {rung}", port, functools.partial(process_tree, served.pid))
+                rung_target(stack, rung, fake_port + 20 + index, url, fake, key, GATEWAY_ENV)
             )
         if args.reference:
-            port = fake_port + 40
-            state = stack.enter_context(tempfile.TemporaryDirectory(prefix="served-ab-ref-"))
-            ref = stack.enter_context(
-                process(
-                    [shutil.which("node") or "node", "dist/index.js"],
-                    port,
-                    "reference",
-                    env=reference_env(fake, port, state),
-                    cwd=REFERENCE,
-                )
-            )
-            targets.append(mcp_target("reference", port, lambda: process_tree(ref.pid)))
+            targets.append(reference_target(stack, fake, fake_port + 40, "reference"))
         for round_ in range(args.rounds):
             order = targets if round_ % 2 == 0 else list(reversed(targets))
             for target in order:
-                on_pg = target.name != "reference" and target.name not in NO_DATABASE
                 figures = await _round(
-                    target, args.clients, args.duration, dbname if on_pg else None
+                    target, args.clients, args.duration, dbname if target.pg else None
                 )
                 rounds.setdefault(target.name, []).append(figures)
                 print(target.name, figures, flush=True)
