@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from tools import catalog
-from tools.models import Operation
+from tools.models import Operation, PendingConfirmation
 from tools.pipeline.confirmations import UNRESOLVED_STATES, unresolved_operation
 
 pytestmark = pytest.mark.django_db
@@ -49,9 +52,45 @@ def test_the_lookup_asks_exactly_the_indexed_states(contour):
     assert '"contour_id" = ' in sql and '"tool" = ' in sql
 
 
+def _finished_operations(contour, tool: str, count: int, unresolved: int) -> None:
+    """A contour's months of writes: `count` operations, all but `unresolved` of them done."""
+    now = timezone.now()
+    confirmations = PendingConfirmation.objects.bulk_create(
+        PendingConfirmation(
+            contour=contour,
+            tool=tool,
+            arguments={},
+            args_hash=f"{n:064x}",
+            summary="",
+            token_hash=f"t{n:063x}",
+            expires_at=now,
+        )
+        for n in range(count)
+    )
+    Operation.objects.bulk_create(
+        Operation(
+            key=f"op-{n}",
+            contour=contour,
+            tool=tool,
+            confirmation=confirmation,
+            merchant_order_id=f"m-{n}",
+            state=UNRESOLVED_STATES[0] if n < unresolved else "done",
+            created_at=now - timedelta(minutes=count - n),
+        )
+        for n, confirmation in enumerate(confirmations)
+    )
+
+
 @pytest.mark.postgres
 def test_postgresql_plans_the_lookup_on_the_partial_index(contour):
     spec = catalog.get("create_order")
+    # The plan follows the table's statistics: on a contour whose operations are mostly done
+    # (the production shape, issue 43), measured here and not left to what earlier tests and
+    # autovacuum happened to leave, the partial index is the one to read.
+    _finished_operations(contour, spec.name, count=3000, unresolved=3)
+    with connection.cursor() as cursor:
+        cursor.execute(f'ANALYZE "{Operation._meta.db_table}"')
+        cursor.execute(f'ANALYZE "{PendingConfirmation._meta.db_table}"')
     qs = (
         Operation.objects.select_related("confirmation")
         .filter(
