@@ -2,18 +2,27 @@
 
 On PostgreSQL a contour has up to GATEWAY_JOURNAL_LANES parallel chains ("lanes": `shop`,
 `shop~1`, ...); a writer takes a lane no other transaction holds, so calls of one contour do
-not queue. Once a contour's lanes exist, an append is two round trips: `BEGIN; SELECT … FOR
-UPDATE SKIP LOCKED` (one message), then `WITH … INSERT … UPDATE` head and `COMMIT` (another).
-The hash is computed here, between the two, from the locked head: the key never reaches the
-database. Those two messages are sent bound on the client (several statements in one message);
-with DATABASE_PREPARED_STATEMENTS the lane's SELECT and the entry's WITH in them are sent as
-EXECUTE of statements prepared on the connection. Inside a caller's transaction there is no
-BEGIN and no COMMIT of ours.
-Opening a lane, and SQLite (one writer at a time anyway), go through the ORM.
+not queue. The hash is computed here, from the head the entry follows: the key never reaches
+the database.
+
+Once a contour's lanes exist, an append outside a caller's transaction is one round trip when
+this process knows where a lane's head stands (it left it there: `_FreeHeads`): one statement
+locks that lane only if it is free and its head is still exactly that one, inserts the entry
+after it and moves the head (`_append_after_sql`). When the head moved (another process wrote
+the lane) or is locked, nothing is written and the append takes the two round trips it takes
+without a guess: `BEGIN; SELECT … FOR UPDATE SKIP LOCKED` (one message), then `WITH … INSERT
+… UPDATE` head and `COMMIT` (another). Inside a caller's transaction it takes those two
+without BEGIN and COMMIT, and leaves no guess (the caller may still roll back).
+The messages are sent bound on the client (several statements in one message); with
+DATABASE_PREPARED_STATEMENTS their marked statements are sent as EXECUTE of statements
+prepared on the connection. Opening a lane, and SQLite (one writer at a time anyway), go
+through the ORM.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +38,7 @@ from audit.places import LANE_MARK
 Place = Callable[[JournalEntry, str, int, str], None]
 
 _HEADS = ChainHead._meta.db_table
+_ENTRIES = JournalEntry._meta.db_table
 # Only table names are formatted into the SQL here and below; every value is a parameter.
 _LANE_SQL = (
     f'SELECT chain, last_seq, last_hash FROM "{_HEADS}" '  # noqa: S608
@@ -44,6 +54,45 @@ def usable(db: Any = connection) -> bool:
     return lanes > 1 and db.features.has_select_for_update_skip_locked and db.vendor == "postgresql"
 
 
+class _FreeHeads:
+    """Where this process left the heads of lanes it appended to and no thread of it is using
+    now, per contour: its next append of the contour goes there in one round trip. Only a
+    guess, which the statement checks; bounded (`contours` contours, the least recently used
+    forgotten first; a contour has at most GATEWAY_JOURNAL_LANES lanes)."""
+
+    def __init__(self, contours: int) -> None:
+        self._lock = threading.Lock()
+        self._heads: OrderedDict[str, dict[str, tuple[int, str]]] = OrderedDict()
+        self._contours = contours
+
+    def take(self, contour: str) -> tuple[str, int, str] | None:
+        """A lane of the contour with its head, no longer offered to another thread."""
+        with self._lock:
+            heads = self._heads.get(contour)
+            if not heads:
+                return None
+            chain, (last_seq, last_hash) = heads.popitem()  # the lane given back last
+            return chain, last_seq, last_hash
+
+    def give(self, contour: str, chain: str, last_seq: int, last_hash: str) -> None:
+        """The lane's head as a committed append of this process left it."""
+        with self._lock:
+            heads = self._heads.setdefault(contour, {})
+            self._heads.move_to_end(contour)
+            known = heads.get(chain)
+            if known is None or known[0] < last_seq:
+                heads[chain] = (last_seq, last_hash)
+            while len(self._heads) > self._contours:
+                self._heads.popitem(last=False)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._heads.clear()
+
+
+FREE_HEADS = _FreeHeads(contours=4096)
+
+
 def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
     """Append on a free lane of the entry's contour; False when there is none yet (open one
     through the ORM: free_lane())."""
@@ -55,6 +104,10 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
             if row is not None:
                 _insert_and_advance(cursor, entry, place, *row)
         return row is not None
+    known = FREE_HEADS.take(entry.contour)
+    if known is not None and _append_after(entry, place, *known):
+        FREE_HEADS.give(entry.contour, entry.chain, entry.seq, entry.hash)
+        return True
     with connection.cursor() as cursor:
         try:
             cursor.execute("BEGIN; " + _LANE_SQL, lane_params)  # client-side binding
@@ -70,7 +123,58 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
         except BaseException:
             _rollback(cursor)
             raise
+    if row is not None:
+        FREE_HEADS.give(entry.contour, entry.chain, entry.seq, entry.hash)
     return row is not None
+
+
+def _append_after(
+    entry: JournalEntry, place: Place, chain: str, last_seq: int, last_hash: str
+) -> bool:
+    """The entry after a head this process left, in one statement (its own transaction):
+    False, with nothing written, when that head moved since or another transaction holds it."""
+    place(entry, chain, last_seq, last_hash)
+    values = _values(entry)
+    if values is None:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _append_after_sql(),
+            [chain, last_seq, last_hash, *values, entry.seq, entry.hash, chain],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    entry.id = row[0]
+    entry._state.adding, entry._state.db = False, connection.alias
+    return True
+
+
+_APPEND_AFTER: list[str] = []
+
+
+def _append_after_sql() -> str:
+    """The lane locked only if free and still at the known head; the entry inserted after it
+    (from the lane's row: none when there is none); the head moved to the entry."""
+    if not _APPEND_AFTER:
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(field.column) for field in _FIELDS)
+        # Each value cast to its column's type: a quoted value in a SELECT list is text, not
+        # the column's type as in VALUES. Text columns take text (an over-long one is refused
+        # on assignment, never cut: values are fitted already, audit/journal.py).
+        casts = ", ".join(
+            "%s::" + ("text" if kind is str else field.db_type(connection) or "text")
+            for field, kind in zip(_FIELDS, _AS_IS, strict=True)
+        )
+        _APPEND_AFTER.append(
+            f"WITH lane AS (SELECT chain FROM {quote(_HEADS)} WHERE chain = %s "  # noqa: S608
+            "AND last_seq = %s AND last_hash = %s FOR UPDATE SKIP LOCKED), "
+            f"entry AS (INSERT INTO {quote(_ENTRIES)} ({columns}) SELECT {casts} FROM lane "
+            f"RETURNING {quote(_ENTRIES)}.{quote('id')}) "
+            f"UPDATE {quote(_HEADS)} SET last_seq = %s, last_id = entry.id, last_hash = %s "
+            "FROM entry WHERE chain = %s RETURNING entry.id /*prepared*/"
+        )
+    return _APPEND_AFTER[0]
 
 
 def _insert_and_advance(
@@ -118,11 +222,20 @@ _INSERTS: dict[str, str] = {}
 def _insert_sql(entry: JournalEntry) -> tuple[str, list[Any]]:
     """The ORM's own INSERT … RETURNING id for the entry: its SQL compiled once, each value
     prepared by its field exactly as the ORM's compiler prepares it (the same bytes stored)."""
-    values = [field.pre_save(entry, True) for field in _FIELDS]
     sql = _INSERTS.get(connection.vendor)
-    if sql is None or any(hasattr(value, "resolve_expression") for value in values):
+    values = _values(entry) if sql is not None else None
+    if sql is None or values is None:
         return _orm_insert_sql(entry)  # and an expression among the values compiles apart
-    return sql, [
+    return sql, values
+
+
+def _values(entry: JournalEntry) -> list[Any] | None:
+    """Each field's value as the ORM's compiler prepares it for an INSERT; None when one is an
+    expression (never in the journal's own entries), which only the ORM compiles."""
+    values = [field.pre_save(entry, True) for field in _FIELDS]
+    if any(hasattr(value, "resolve_expression") for value in values):
+        return None
+    return [
         value
         if kind is not None and (value is None or type(value) is kind)
         else field.get_db_prep_save(value, connection=connection)

@@ -4,7 +4,7 @@ stored row exactly what was hashed, secrets redacted, and nothing left behind by
 from __future__ import annotations
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, IntegrityError, connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from audit import lanes
@@ -40,9 +40,10 @@ def _postgres_only() -> None:
         pytest.skip("the short append is PostgreSQL's")
 
 
-def test_an_append_on_an_existing_lane_takes_two_round_trips():
+def test_an_append_on_an_existing_lane_takes_two_round_trips_without_a_guess():
     _record(0)  # opens the contour's first lane through the ORM
     assert lanes.usable()
+    lanes.FREE_HEADS.forget()  # as a process that never appended to the contour
     with CaptureQueriesContext(connection) as queries:
         entry = _record(1)
     statements = [q["sql"].split(" ", 2)[:2] for q in queries.captured_queries]
@@ -74,6 +75,7 @@ def test_many_appends_keep_every_chain_whole():
 
 def test_a_failed_insert_leaves_no_transaction_and_no_moved_head(monkeypatch):
     _record(0)
+    lanes.FREE_HEADS.forget()  # the two round trips
     head_before = list(ChainHead.objects.values_list("chain", "last_seq", "last_hash"))
 
     def broken(entry: JournalEntry) -> tuple[str, list[object]]:
@@ -108,4 +110,97 @@ def test_the_insert_compiled_once_sends_what_the_orm_would_send():
         compiled, by_orm = lanes._insert_sql(entry), lanes._orm_insert_sql(entry)
         assert compiled[0] == by_orm[0]
         assert _sent(compiled[1]) == _sent(by_orm[1])
+    assert check_chain().broken_id is None
+
+
+def _statements(queries: CaptureQueriesContext) -> list[str]:
+    return [" ".join(q["sql"].split()[:2]) for q in queries.captured_queries]
+
+
+def test_an_append_after_a_head_this_process_left_takes_one_statement():
+    _record(0)  # opens the lane through the ORM
+    first = _record(1)  # two round trips; the process now knows where it left the head
+    with CaptureQueriesContext(connection) as queries:
+        entry = _record(2)
+    assert _statements(queries) == ["WITH lane"], queries.captured_queries
+    assert queries.captured_queries[0]["sql"].endswith("RETURNING entry.id /*prepared*/")
+    assert not connection.in_atomic_block and connection.connection.info.transaction_status == 0
+    stored = JournalEntry.objects.get(pk=entry.pk)
+    assert (stored.chain, stored.seq, stored.prev_hash) == (first.chain, first.seq + 1, first.hash)
+    assert stored.hash == entry_hash(stored.prev_hash, stored, journal_keys()[stored.key_id])
+    head = ChainHead.objects.get(chain=stored.chain)
+    assert (head.last_seq, head.last_id, head.last_hash) == (stored.seq, stored.id, stored.hash)
+    assert SECRET not in repr(stored.arguments) and SECRET not in stored.message
+    # Each value reads back as it was hashed, through the casts of the SELECT list.
+    for field in lanes._FIELDS:
+        assert getattr(stored, field.attname) == getattr(entry, field.attname), field.name
+    assert check_chain().broken_id is None
+
+
+def test_a_head_moved_by_someone_else_costs_one_statement_and_writes_nothing_twice():
+    _record(0)
+    behind = _record(1)
+    ahead = _record(2)
+    # This process's guess is one entry behind, as when another process appended to the lane.
+    lanes.FREE_HEADS.forget()
+    lanes.FREE_HEADS.give("shop", behind.chain, behind.seq, behind.hash)
+    with CaptureQueriesContext(connection) as queries:
+        entry = _record(3)
+    assert _statements(queries) == ["WITH lane", "BEGIN; SELECT", "WITH entry"]
+    assert (entry.chain, entry.seq, entry.prev_hash) == (behind.chain, 4, ahead.hash)
+    assert list(
+        JournalEntry.objects.filter(chain=behind.chain)
+        .order_by("seq")
+        .values_list("seq", flat=True)
+    ) == [1, 2, 3, 4]
+    assert check_chain().broken_id is None
+
+
+def test_a_lane_another_transaction_holds_is_not_waited_for():
+    _record(0)
+    held = _record(1)
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            other.set_autocommit(False)
+            cursor.execute(
+                "SELECT 1 FROM audit_chainhead WHERE chain = %s FOR UPDATE", [held.chain]
+            )
+            with connection.cursor() as mine:  # a wait fails the test instead of hanging it
+                mine.execute("SET lock_timeout = '2s'")
+            with CaptureQueriesContext(connection) as queries:
+                entry = _record(2)  # the guess names the held lane: skipped, not waited on
+            other.rollback()
+    finally:
+        other.close()
+        with connection.cursor() as mine:
+            mine.execute("RESET lock_timeout")
+    assert _statements(queries)[0] == "WITH lane"
+    assert entry.chain != held.chain
+    assert check_chain().broken_id is None
+
+
+def test_the_heads_a_process_keeps_are_bounded():
+    heads = lanes._FreeHeads(contours=2)
+    for n in range(5):
+        heads.give(f"shop-{n}", f"shop-{n}", 1, "h")
+    assert heads.take("shop-0") is None and heads.take("shop-2") is None
+    assert heads.take("shop-4") == ("shop-4", 1, "h")
+    assert heads.take("shop-4") is None  # taken: no other thread gets the same lane
+    heads.give("shop-3", "shop-3", 5, "new")
+    heads.give("shop-3", "shop-3", 4, "old")  # an older head never replaces a newer one
+    assert heads.take("shop-3") == ("shop-3", 5, "new")
+
+
+def test_a_failed_append_after_a_known_head_writes_nothing_and_leaves_no_guess():
+    _record(0)
+    before = _record(1)
+    with pytest.raises(IntegrityError):  # the column's own check refuses a negative status
+        _record(2, upstream_status=-1)
+    assert connection.connection.info.transaction_status == 0  # idle: nothing left open
+    head = ChainHead.objects.get(chain=before.chain)
+    assert (head.last_seq, head.last_hash) == (before.seq, before.hash)
+    assert JournalEntry.objects.count() == 2
+    assert lanes.FREE_HEADS.take("shop") is None  # the failed guess is not offered again
+    assert _record(3).seq == before.seq + 1
     assert check_chain().broken_id is None
