@@ -244,15 +244,19 @@ class SharedSessionManager(StreamableHTTPSessionManager):
                     await run_sync(sessions.end, session_id)
 
     async def _restore(self, facts: sessions.SessionFacts) -> StreamableHTTPServerTransport:
-        """This worker's copy of a session opened elsewhere (or before a restart)."""
+        """This worker's copy of a session opened elsewhere (or before a restart). It is
+        offered to other requests only once its task has connected it: a request for the
+        session arriving meanwhile waits on the lock for the connected copy, instead of
+        finding one that cannot take a request yet (the SDK's "No read stream writer
+        available", a 500)."""
         async with self._session_creation_lock:
             existing = self._server_instances.get(facts.session_id)
             if existing is not None:
                 return existing
             transport = self._transport(facts.session_id, facts.client_params)
+            assert self._task_group is not None
+            await self._task_group.start(self._serve_session, transport, facts)
             self._server_instances[facts.session_id] = transport
-        assert self._task_group is not None
-        await self._task_group.start(self._serve_session, transport, facts)
         logger.debug("MCP session %s restored on this worker", facts.session_id[:8])
         return transport
 
