@@ -21,7 +21,9 @@ through the ORM.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -42,8 +44,8 @@ _ENTRIES = JournalEntry._meta.db_table
 # Only table names are formatted into the SQL here and below; every value is a parameter.
 _LANE_SQL = (
     f'SELECT chain, last_seq, last_hash FROM "{_HEADS}" '  # noqa: S608
-    "WHERE chain = %s OR starts_with(chain, %s) "
-    "ORDER BY last_seq LIMIT 1 FOR UPDATE SKIP LOCKED /*prepared*/"
+    "WHERE (chain = %s OR starts_with(chain, %s)) AND chain <> ALL(%s) "
+    "ORDER BY md5(chain || %s) LIMIT 1 FOR UPDATE SKIP LOCKED /*prepared*/"
 )
 # " /*prepared*/" ends a statement every call sends: with DATABASE_PREPARED_STATEMENTS it is
 # prepared once per connection (tools/models/prepared.py, which audit/ does not import).
@@ -58,12 +60,20 @@ class _FreeHeads:
     """Where this process left the heads of lanes it appended to and no thread of it is using
     now, per contour: its next append of the contour goes there in one round trip. Only a
     guess, which the statement checks; bounded (`contours` contours, the least recently used
-    forgotten first; a contour has at most GATEWAY_JOURNAL_LANES lanes)."""
+    forgotten first; a contour has at most GATEWAY_JOURNAL_LANES lanes).
 
-    def __init__(self, contours: int) -> None:
+    A process looking for a lane without a guess avoids the lanes its own threads took and
+    have not given back, and for `contested_seconds` the lanes where its guess was wrong
+    (another process writes there): several processes on one contour settle on lanes of
+    their own instead of taking turns on the same ones."""
+
+    def __init__(self, contours: int, contested_seconds: float = 60.0) -> None:
         self._lock = threading.Lock()
         self._heads: OrderedDict[str, dict[str, tuple[int, str]]] = OrderedDict()
+        self._taken: dict[str, set[str]] = {}
+        self._contested: dict[str, dict[str, float]] = {}
         self._contours = contours
+        self._contested_seconds = contested_seconds
 
     def take(self, contour: str) -> tuple[str, int, str] | None:
         """A lane of the contour with its head, no longer offered to another thread."""
@@ -72,22 +82,55 @@ class _FreeHeads:
             if not heads:
                 return None
             chain, (last_seq, last_hash) = heads.popitem()  # the lane given back last
+            self._taken.setdefault(contour, set()).add(chain)
             return chain, last_seq, last_hash
+
+    def avoided(self, contour: str) -> list[str]:
+        """The contour's lanes to pass over when looking for one: taken by other threads of
+        this process, or contested by another process lately."""
+        now = time.monotonic()
+        with self._lock:
+            contested = self._contested.get(contour, {})
+            for chain in [c for c, until in contested.items() if until <= now]:
+                del contested[chain]
+            if not contested:
+                self._contested.pop(contour, None)
+            return sorted(self._taken.get(contour, set()) | contested.keys())
+
+    def drop(self, contour: str, chain: str, *, contested: bool = False) -> None:
+        """A taken lane not given back: its statement failed, or (`contested`) its guess was
+        wrong, another process having written the lane since."""
+        with self._lock:
+            self._untake(contour, chain)
+            if contested and contour in self._heads:  # bounded as the heads are
+                until = time.monotonic() + self._contested_seconds
+                self._contested.setdefault(contour, {})[chain] = until
 
     def give(self, contour: str, chain: str, last_seq: int, last_hash: str) -> None:
         """The lane's head as a committed append of this process left it."""
         with self._lock:
+            self._untake(contour, chain)
             heads = self._heads.setdefault(contour, {})
             self._heads.move_to_end(contour)
             known = heads.get(chain)
             if known is None or known[0] < last_seq:
                 heads[chain] = (last_seq, last_hash)
             while len(self._heads) > self._contours:
-                self._heads.popitem(last=False)
+                forgotten, _ = self._heads.popitem(last=False)
+                self._contested.pop(forgotten, None)
+
+    def _untake(self, contour: str, chain: str) -> None:
+        taken = self._taken.get(contour)
+        if taken is not None:
+            taken.discard(chain)
+            if not taken:
+                del self._taken[contour]
 
     def forget(self) -> None:
         with self._lock:
             self._heads.clear()
+            self._taken.clear()
+            self._contested.clear()
 
 
 FREE_HEADS = _FreeHeads(contours=4096)
@@ -96,18 +139,25 @@ FREE_HEADS = _FreeHeads(contours=4096)
 def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
     """Append on a free lane of the entry's contour; False when there is none yet (open one
     through the ORM: free_lane())."""
-    lane_params = [entry.contour, f"{entry.contour}{LANE_MARK}"]
     if connection.in_atomic_block:  # the caller's transaction: no BEGIN, no COMMIT of ours
         with transaction.atomic(savepoint=savepoint), connection.cursor() as cursor:
-            cursor.execute(_LANE_SQL, lane_params)
+            cursor.execute(_LANE_SQL, _lane_params(entry.contour))
             row = cursor.fetchone()
             if row is not None:
                 _insert_and_advance(cursor, entry, place, *row)
         return row is not None
     known = FREE_HEADS.take(entry.contour)
-    if known is not None and _append_after(entry, place, *known):
-        FREE_HEADS.give(entry.contour, entry.chain, entry.seq, entry.hash)
-        return True
+    if known is not None:
+        try:
+            done = _append_after(entry, place, *known)
+        except BaseException:
+            FREE_HEADS.drop(entry.contour, known[0])
+            raise
+        if done:
+            FREE_HEADS.give(entry.contour, entry.chain, entry.seq, entry.hash)
+            return True
+        FREE_HEADS.drop(entry.contour, known[0], contested=True)
+    lane_params = _lane_params(entry.contour)
     with connection.cursor() as cursor:
         try:
             cursor.execute("BEGIN; " + _LANE_SQL, lane_params)  # client-side binding
@@ -126,6 +176,18 @@ def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
     if row is not None:
         FREE_HEADS.give(entry.contour, entry.chain, entry.seq, entry.hash)
     return row is not None
+
+
+def _lane_params(contour: str) -> list[Any]:
+    """The contour's lanes but those this process avoids (`_FreeHeads.avoided`), in an order of
+    this process's own: several processes looking for a lane do not all pick the same one,
+    and a process keeps to the lanes it found free before."""
+    return [contour, f"{contour}{LANE_MARK}", FREE_HEADS.avoided(contour), _PROCESS_ORDER[0]]
+
+
+# Per process, and set again in a forked child (a worker forked after import).
+_PROCESS_ORDER = [str(os.getpid())]
+os.register_at_fork(after_in_child=lambda: _PROCESS_ORDER.__setitem__(0, str(os.getpid())))
 
 
 def _append_after(
@@ -267,23 +329,21 @@ def _lane_chains(contour: str) -> Q:
 
 
 def free_lane(contour: str) -> ChainHead | None:
-    """A lane of the contour that no other transaction holds, locked; opening one if allowed."""
+    """A lane of the contour that no other transaction holds, locked: one this process does not
+    avoid (`_FreeHeads.avoided`), else a new one if allowed, else any free one."""
     lanes: int = settings.GATEWAY_JOURNAL_LANES
     if lanes <= 1 or not connection.features.has_select_for_update_skip_locked:
         return None  # SQLite: one writer at a time anyway
-    free = (
-        ChainHead.objects.select_for_update(skip_locked=True)
-        .filter(_lane_chains(contour))
-        .order_by("last_seq")
-        .first()
-    )
+    free_heads = ChainHead.objects.select_for_update(skip_locked=True).filter(_lane_chains(contour))
+    avoided = FREE_HEADS.avoided(contour)
+    free = free_heads.exclude(chain__in=avoided).order_by("last_seq").first()
     if free is not None:
         return free
-    taken = ChainHead.objects.filter(_lane_chains(contour)).count()
-    if taken >= lanes:
-        return None
-    chain = contour if taken == 0 else f"{contour}{LANE_MARK}{taken}"
-    return locked_head(chain)
+    opened = ChainHead.objects.filter(_lane_chains(contour)).count()
+    if opened < lanes:
+        chain = contour if opened == 0 else f"{contour}{LANE_MARK}{opened}"
+        return locked_head(chain)
+    return free_heads.order_by("last_seq").first() if avoided else None
 
 
 def locked_head(chain: str) -> ChainHead:

@@ -3,6 +3,8 @@ stored row exactly what was hashed, secrets redacted, and nothing left behind by
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, connections
 from django.test.utils import CaptureQueriesContext
@@ -137,7 +139,7 @@ def test_an_append_after_a_head_this_process_left_takes_one_statement():
     assert check_chain().broken_id is None
 
 
-def test_a_head_moved_by_someone_else_costs_one_statement_and_writes_nothing_twice():
+def test_a_head_moved_by_someone_else_writes_nothing_and_the_lane_is_left_to_them():
     _record(0)
     behind = _record(1)
     ahead = _record(2)
@@ -146,14 +148,19 @@ def test_a_head_moved_by_someone_else_costs_one_statement_and_writes_nothing_twi
     lanes.FREE_HEADS.give("shop", behind.chain, behind.seq, behind.hash)
     with CaptureQueriesContext(connection) as queries:
         entry = _record(3)
-    assert _statements(queries) == ["WITH lane", "BEGIN; SELECT", "WITH entry"]
-    assert (entry.chain, entry.seq, entry.prev_hash) == (behind.chain, 4, ahead.hash)
+    assert _statements(queries)[:2] == ["WITH lane", "BEGIN; SELECT"], queries.captured_queries
+    # The guess wrote nothing; the entry went to a lane of its own, the other process's lane
+    # is avoided for a while (no two processes taking turns on one lane).
+    assert entry.chain != behind.chain and entry.seq == 1
+    assert lanes.FREE_HEADS.avoided("shop") == [behind.chain]
     assert list(
-        JournalEntry.objects.filter(chain=behind.chain)
-        .order_by("seq")
-        .values_list("seq", flat=True)
-    ) == [1, 2, 3, 4]
+        JournalEntry.objects.filter(chain=behind.chain).order_by("seq").values_list("seq", "hash")
+    ) == [(1, _first_hash(behind.chain)), (2, behind.hash), (3, ahead.hash)]
     assert check_chain().broken_id is None
+
+
+def _first_hash(chain: str) -> str:
+    return JournalEntry.objects.get(chain=chain, seq=1).hash
 
 
 def test_a_lane_another_transaction_holds_is_not_waited_for():
@@ -204,3 +211,19 @@ def test_a_failed_append_after_a_known_head_writes_nothing_and_leaves_no_guess()
     assert lanes.FREE_HEADS.take("shop") is None  # the failed guess is not offered again
     assert _record(3).seq == before.seq + 1
     assert check_chain().broken_id is None
+
+
+def test_a_process_avoids_lanes_its_threads_hold_and_lanes_another_process_took_for_a_while():
+    heads = lanes._FreeHeads(contours=4, contested_seconds=0.2)
+    heads.give("shop", "shop", 3, "a")
+    heads.give("shop", "shop~1", 5, "b")
+    held = heads.take("shop")
+    assert held is not None and heads.avoided("shop") == [held[0]]  # another thread writes it
+    heads.give("shop", held[0], held[1] + 1, "c")
+    assert heads.avoided("shop") == []
+    missed = heads.take("shop")
+    assert missed is not None
+    heads.drop("shop", missed[0], contested=True)  # another process wrote there meanwhile
+    assert heads.avoided("shop") == [missed[0]]
+    time.sleep(0.25)
+    assert heads.avoided("shop") == []  # and is tried again later
