@@ -133,7 +133,8 @@ class _FreeHeads:
             self._contested.clear()
 
 
-FREE_HEADS = _FreeHeads(contours=4096)
+FREE_HEADS_CONTOURS = 4096
+FREE_HEADS = _FreeHeads(contours=FREE_HEADS_CONTOURS)
 
 
 def append(entry: JournalEntry, place: Place, *, savepoint: bool) -> bool:
@@ -185,9 +186,18 @@ def _lane_params(contour: str) -> list[Any]:
     return [contour, f"{contour}{LANE_MARK}", FREE_HEADS.avoided(contour), _PROCESS_ORDER[0]]
 
 
-# Per process, and set again in a forked child (a worker forked after import).
 _PROCESS_ORDER = [str(os.getpid())]
-os.register_at_fork(after_in_child=lambda: _PROCESS_ORDER.__setitem__(0, str(os.getpid())))
+
+
+def _after_fork() -> None:
+    """A forked child (a prefork worker) is a process of its own: its own order of lanes, and
+    none of its parent's heads (another process writes after them now)."""
+    global FREE_HEADS
+    _PROCESS_ORDER[0] = str(os.getpid())
+    FREE_HEADS = _FreeHeads(contours=FREE_HEADS_CONTOURS)  # the parent's lock may be held
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _append_after(

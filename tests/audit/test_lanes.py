@@ -3,6 +3,7 @@ stored row exactly what was hashed, secrets redacted, and nothing left behind by
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -227,3 +228,23 @@ def test_a_process_avoids_lanes_its_threads_hold_and_lanes_another_process_took_
     assert heads.avoided("shop") == [missed[0]]
     time.sleep(0.25)
     assert heads.avoided("shop") == []  # and is tried again later
+
+
+def test_a_forked_child_starts_with_no_heads_of_its_parent_and_an_order_of_its_own():
+    _record(0)
+    _record(1)
+    assert lanes.FREE_HEADS.avoided("shop") == [] and lanes._lane_params("shop")[3] == str(
+        os.getpid()
+    )
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: report, then leave without running the parent's teardown
+        said = f"{lanes.FREE_HEADS.take('shop')}|{lanes._lane_params('shop')[3]}|{os.getpid()}"
+        os.write(write, said.encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    took, order, pid = os.read(read, 200).decode().split("|")
+    os.close(read)
+    assert took == "None" and order == pid != str(os.getpid())
+    assert lanes.FREE_HEADS.take("shop") is not None  # the parent keeps its own
