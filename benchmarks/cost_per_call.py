@@ -10,7 +10,8 @@ side on one fake upstream, spoken to with a raw-socket HTTP/1.1 client (benchmar
 - with --granian, the gateway again (same database and env) served by granian's ASGI
   interface, one worker, instead of uvicorn;
 - REST floor: the gateway's served app with one DRF view making that GET, no key, no
-  database (benchmarks/rest_floor.py), timed at one client.
+  database (benchmarks/rest_floor.py), timed at one client; and the same view appending the
+  call's journal entry as a call does (the REST floor + the journal entry).
 
 One client first, calls interleaved kind by kind (direct GET to the fake, REST and MCP get_order
 through the gateway, MCP get_order on the floor and the reference); then `--clients` clients
@@ -508,6 +509,16 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
                     "/bench/rest-floor",
                 )
             )
+            if "rest-floor-journal" in (tree / "benchmarks/rest_floor.py").read_text():
+                targets.append(
+                    rest_target(
+                        port_f,
+                        key,
+                        served.pids,
+                        f"gateway REST floor + the journal entry{label}",
+                        "/bench/rest-floor-journal",
+                    )
+                )
         if args.ladder:  # the gateway's architecture rung by rung (benchmarks/ladder_server.py)
             for index, rung in enumerate(LADDER_RUNGS):
                 targets.append(
