@@ -4,7 +4,6 @@ stored row exactly what was hashed, secrets redacted, and nothing left behind by
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, connections
@@ -214,8 +213,10 @@ def test_a_failed_append_after_a_known_head_writes_nothing_and_leaves_no_guess()
     assert check_chain().broken_id is None
 
 
-def test_a_process_avoids_lanes_its_threads_hold_and_lanes_another_process_took_for_a_while():
-    heads = lanes._FreeHeads(contours=4, contested_seconds=0.2)
+def test_a_process_avoids_lanes_its_threads_hold_and_lanes_another_process_took_for_a_while(
+    clock,
+):
+    heads = lanes._FreeHeads(contours=4)  # a lane contested is avoided for 60 s
     heads.give("shop", "shop", 3, "a")
     heads.give("shop", "shop~1", 5, "b")
     held = heads.take("shop")
@@ -225,8 +226,9 @@ def test_a_process_avoids_lanes_its_threads_hold_and_lanes_another_process_took_
     missed = heads.take("shop")
     assert missed is not None
     heads.drop("shop", missed[0], contested=True)  # another process wrote there meanwhile
+    clock.advance(59)
     assert heads.avoided("shop") == [missed[0]]
-    time.sleep(0.25)
+    clock.advance(2)
     assert heads.avoided("shop") == []  # and is tried again later
 
 
