@@ -44,22 +44,22 @@ def key_of_contour(upstream: FakeServer, slug: str, toolsets: list[str]) -> str:
     return issue_key(contour, actor=SCAFFOLDING)
 
 
+def get_order(http: Client, key: str) -> Any:
+    """A REST get_order of ORDER_ID with the key, as an assistant sends it."""
+    body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
+    return http.post(
+        "/api/v1/call", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
+
+
 def test_get_order_costs_4_statements_on_postgresql_6_on_sqlite(
     db: None, fake_upstream: FakeServer
 ) -> None:
     key, http = key_of_contour(fake_upstream, "lean", ["read"]), Client()
-    body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
-    http.post(
-        "/api/v1/call", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
-    )  # the window and the pool exist from here on
+    get_order(http, key)  # the window and the pool exist from here on
 
     with CaptureQueriesContext(connection) as queries:
-        response = http.post(
-            "/api/v1/call",
-            body,
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {key}",
-        )
+        response = get_order(http, key)
 
     assert response.json()["data"]["order_id"] == ORDER_ID
     assert_a_reads_statements(queries)
@@ -90,19 +90,9 @@ def test_a_served_read_on_postgresql_is_three_round_trips(fake_upstream: FakeSer
     budget; the journal entry after the head the previous read of this process left, with its
     head and its commit (audit/lanes.py)."""
     key, http = key_of_contour(fake_upstream, "served", ["read"]), Client()
-    body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
-
-    def read() -> Any:
-        return http.post(
-            "/api/v1/call",
-            body,
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {key}",
-        )
-
-    read()  # the window, the pool and the contour's journal lane exist from here on
+    get_order(http, key)  # the window, the pool and the contour's journal lane exist from here on
     with CaptureQueriesContext(connection) as queries:
-        answer = read()
+        answer = get_order(http, key)
 
     assert answer.json()["data"]["order_id"] == ORDER_ID
     sent = [q["sql"] for q in queries.captured_queries]
@@ -294,16 +284,9 @@ def test_reads_run_on_statements_prepared_on_their_connection(
     prepared_connection: None, fake_upstream: FakeServer
 ) -> None:
     key, http = key_of_contour(fake_upstream, "prepared", ["read"]), Client()
-    body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
 
     def read() -> None:
-        answer = http.post(
-            "/api/v1/call",
-            body,
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {key}",
-        )
-        assert answer.json()["data"]["order_id"] == ORDER_ID
+        assert get_order(http, key).json()["data"]["order_id"] == ORDER_ID
 
     read()  # the contour's journal lane is opened here, through the ORM
     with CaptureQueriesContext(connection) as queries:
@@ -350,15 +333,9 @@ def test_statements_dropped_under_the_gateway_fail_one_call_then_are_prepared_ag
     """DEALLOCATE ALL (DISCARD ALL, a pooler's other server connection) under the gateway: the
     next call is a database error with its envelope, the one after runs prepared again."""
     key, http = key_of_contour(fake_upstream, "dropped", ["read"]), Client()
-    body = {"name": "get_order", "arguments": {"order_id": ORDER_ID}}
 
     def read() -> Any:
-        return http.post(
-            "/api/v1/call",
-            body,
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {key}",
-        )
+        return get_order(http, key)
 
     assert read().status_code == 200
     with connection.cursor() as cursor:
