@@ -45,7 +45,9 @@ _ENTRIES = JournalEntry._meta.db_table
 _LANE_SQL = (
     f'SELECT chain, last_seq, last_hash FROM "{_HEADS}" '  # noqa: S608
     "WHERE (chain = %s OR starts_with(chain, %s)) AND chain <> ALL(%s) "
-    "ORDER BY md5(chain || %s) LIMIT 1 FOR UPDATE SKIP LOCKED /*prepared*/"
+    # sha256, not md5: a PostgreSQL built for FIPS refuses md5().
+    "ORDER BY sha256(convert_to(chain || %s, 'UTF8')) "
+    "LIMIT 1 FOR UPDATE SKIP LOCKED /*prepared*/"
 )
 # " /*prepared*/" ends a statement every call sends: with DATABASE_PREPARED_STATEMENTS it is
 # prepared once per connection (tools/models/prepared.py, which audit/ does not import).
