@@ -10,6 +10,7 @@ machine's load did to the time in between. The monotonic clock is left alone.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -53,7 +54,7 @@ def skewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, 
         )
         clocks = (tmp / "clock-a", tmp / "clock-b")
         for server, clock in zip((built.a, built.b), clocks, strict=True):
-            clock.write_text("+0s\n")
+            set_clock(clock, "+0s")
             server.env = {
                 **server.env,
                 "LD_PRELOAD": FAKETIME_LIBRARY,
@@ -69,14 +70,23 @@ def skewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, 
             built.stop()
 
 
+def set_clock(clock: Path, offset: str) -> None:
+    """The offset a process's libfaketime reads on every clock read, replaced in one step: a
+    file written in place is empty for an instant, and a read then sees no offset at all (the
+    real day, once in a CI run: b's Date header a day behind its clock)."""
+    written = clock.with_suffix(".new")
+    written.write_text(f"{offset}\n")
+    os.replace(written, clock)
+
+
 def straddle_midnight(cluster: Cluster, clock_a: Path, clock_b: Path) -> None:
     """Set a's clock 45 s before the next Moscow midnight and b's 45 s after, from now."""
     now = cluster.scalar("select statement_timestamp()").astimezone(UTC)
     local = now.astimezone(MOSCOW)
     midnight = (local + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     offset = (midnight - now).total_seconds()
-    clock_a.write_text(f"{offset - HALF_SKEW.total_seconds():+.0f}s\n")
-    clock_b.write_text(f"{offset + HALF_SKEW.total_seconds():+.0f}s\n")
+    set_clock(clock_a, f"{offset - HALF_SKEW.total_seconds():+.0f}s")
+    set_clock(clock_b, f"{offset + HALF_SKEW.total_seconds():+.0f}s")
 
 
 def settle_on_both_sides(cluster: Cluster, clock_a: Path, clock_b: Path) -> None:
