@@ -21,6 +21,7 @@ through the ORM.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -185,17 +186,13 @@ def _lane_params(contour: str) -> list[Any]:
     """The contour's lanes but those this process avoids (`_FreeHeads.avoided`), in an order of
     this process's own: several processes looking for a lane do not all pick the same one,
     and a process keeps to the lanes it found free before."""
-    return [contour, f"{contour}{LANE_MARK}", FREE_HEADS.avoided(contour), _PROCESS_ORDER[0]]
-
-
-_PROCESS_ORDER = [str(os.getpid())]
+    return [contour, f"{contour}{LANE_MARK}", FREE_HEADS.avoided(contour), str(os.getpid())]
 
 
 def _after_fork() -> None:
-    """A forked child (a prefork worker) is a process of its own: its own order of lanes, and
-    none of its parent's heads (another process writes after them now)."""
+    """A forked child (a prefork worker) is a process of its own: none of its parent's heads
+    (another process writes after them now)."""
     global FREE_HEADS
-    _PROCESS_ORDER[0] = str(os.getpid())
     FREE_HEADS = _FreeHeads(contours=FREE_HEADS_CONTOURS)  # the parent's lock may be held
 
 
@@ -224,31 +221,28 @@ def _append_after(
     return True
 
 
-_APPEND_AFTER: list[str] = []
-
-
+@functools.cache
 def _append_after_sql() -> str:
     """The lane locked only if free and still at the known head; the entry inserted after it
-    (from the lane's row: none when there is none); the head moved to the entry."""
-    if not _APPEND_AFTER:
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(field.column) for field in _FIELDS)
-        # Each value cast to its column's type: a quoted value in a SELECT list is text, not
-        # the column's type as in VALUES. Text columns take text (an over-long one is refused
-        # on assignment, never cut: values are fitted already, audit/journal.py).
-        casts = ", ".join(
-            "%s::" + ("text" if kind is str else field.db_type(connection) or "text")
-            for field, kind in zip(_FIELDS, _AS_IS, strict=True)
-        )
-        _APPEND_AFTER.append(
-            f"WITH lane AS (SELECT chain FROM {quote(_HEADS)} WHERE chain = %s "  # noqa: S608
-            "AND last_seq = %s AND last_hash = %s FOR UPDATE SKIP LOCKED), "
-            f"entry AS (INSERT INTO {quote(_ENTRIES)} ({columns}) SELECT {casts} FROM lane "
-            f"RETURNING {quote(_ENTRIES)}.{quote('id')}) "
-            f"UPDATE {quote(_HEADS)} SET last_seq = %s, last_id = entry.id, last_hash = %s "
-            "FROM entry WHERE chain = %s RETURNING entry.id /*prepared*/"
-        )
-    return _APPEND_AFTER[0]
+    (from the lane's row: none when there is none); the head moved to the entry. PostgreSQL's
+    (the only vendor with lanes), built once."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(field.column) for field in _FIELDS)
+    # Each value cast to its column's type: a quoted value in a SELECT list is text, not the
+    # column's type as in VALUES. Text columns take text (an over-long one is refused on
+    # assignment, never cut: values are fitted already, audit/journal.py).
+    casts = ", ".join(
+        "%s::" + ("text" if kind is str else field.db_type(connection) or "text")
+        for field, kind in zip(_FIELDS, _AS_IS, strict=True)
+    )
+    return (
+        f"WITH lane AS (SELECT chain FROM {quote(_HEADS)} WHERE chain = %s "  # noqa: S608
+        "AND last_seq = %s AND last_hash = %s FOR UPDATE SKIP LOCKED), "
+        f"entry AS (INSERT INTO {quote(_ENTRIES)} ({columns}) SELECT {casts} FROM lane "
+        f"RETURNING {quote(_ENTRIES)}.{quote('id')}) "
+        f"UPDATE {quote(_HEADS)} SET last_seq = %s, last_id = entry.id, last_hash = %s "
+        "FROM entry WHERE chain = %s RETURNING entry.id /*prepared*/"
+    )
 
 
 def _insert_and_advance(
