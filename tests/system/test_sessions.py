@@ -9,6 +9,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +243,22 @@ def test_without_redis_a_dialog_answer_posted_to_the_other_worker_completes_at_o
         assert result["status"] == "ok", result
         assert elapsed < DIALOG_TIMEOUT_SECONDS / 3, elapsed
     assert without_redis.upstream_orders("relay") == before + 3
+
+
+def test_a_session_met_by_the_other_worker_in_requests_at_once_answers_each(balanced: Balanced):
+    """The production shape of tests/adapters/mcp/test_restore_race.py: two workers on
+    PostgreSQL; b restores the session a opened while 12 requests for it arrive together."""
+    a, b, key = balanced.worker_url("a"), balanced.worker_url("b"), balanced.key("hygiene")
+    session = open_session(a, key)
+    methods = ["tools/list", "ping"] * 6
+    with ThreadPoolExecutor(max_workers=len(methods)) as pool:
+        answers = list(
+            pool.map(
+                lambda n: rpc(b, key, session, methods[n], {}, request_id=10 + n),
+                range(len(methods)),
+            )
+        )
+    assert [response.status_code for response, _ in answers] == [200] * len(methods), [
+        response.text for response, _ in answers
+    ]
+    assert all(answer is not None and "result" in answer for _, answer in answers), answers
